@@ -1,0 +1,75 @@
+// swift-tools-version:6.1
+// recd — a media recording manager daemon for Linux.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "recd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "recd", targets: ["recd"]),
+        .executable(name: "recctl", targets: ["recctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // Only the FullFoundation trait: ConfigurationSupport would compile swift-configuration for nothing.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // System libraries, found through pkg-config.
+        .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+        // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
+        .target(name: "CAlsaShim", dependencies: ["CAlsa"]),
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+
+        // Shared wire types: no C, no server code.
+        .target(name: "RecdAPI", swiftSettings: strict),
+        .target(name: "Capture", dependencies: [
+            "CAlsa", "CAlsaShim",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        .target(name: "Media", dependencies: [
+            "CFFmpeg", "CFFmpegShim",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        .target(name: "Catalog", dependencies: [
+            "RecdAPI",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ], swiftSettings: strict),
+        .target(name: "Engine", dependencies: [
+            "RecdAPI", "Capture", "Media", "Catalog",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], swiftSettings: strict),
+        .target(name: "Server", dependencies: [
+            "RecdAPI", "Engine", "Catalog",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ], resources: [.copy("openapi.yaml")], swiftSettings: strict),
+        .executableTarget(name: "recd", dependencies: [
+            "Server", "Engine",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], swiftSettings: strict),
+        .executableTarget(name: "recctl", dependencies: [
+            "RecdAPI",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ], swiftSettings: strict),
+
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture"],
+                    swiftSettings: strict),
+        .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,20 @@
+#ifndef RECD_CFFMPEGSHIM_H
+#define RECD_CFFMPEGSHIM_H
+// FFmpeg's error codes and a few constants are function-like or compound macros that Swift's
+// importer drops ("macro 'AVERROR' unavailable", "structure not supported"). Each function here
+// returns exactly one of them; nothing else belongs in this file.
+#include <stdint.h>
+#include <libavutil/rational.h>
+
+/// AVERROR(EAGAIN): "output is not available in this state, send more input".
+int recd_averror_eagain(void);
+/// AVERROR_EOF: end of stream.
+int recd_averror_eof(void);
+/// AVERROR(errno) for an arbitrary POSIX errno value (e.g. ENOSPC).
+int recd_averror_from_errno(int posix_errno);
+/// AV_NOPTS_VALUE: "no timestamp".
+int64_t recd_av_nopts_value(void);
+/// AV_TIME_BASE_Q: microseconds, the time base of AVFormatContext.duration.
+AVRational recd_av_time_base_q(void);
+
+#endif

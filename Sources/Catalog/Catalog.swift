@@ -1,0 +1,192 @@
+// The SQLite catalog of recordings (GRDB over the system libsqlite3, WAL mode).
+import Foundation
+import GRDB
+import RecdAPI
+
+public enum CatalogError: Error, CustomStringConvertible, Sendable {
+    case open(path: String, underlying: String)
+    case notFound(id: String)
+    case ambiguous(prefix: String, matches: [String])
+    case prefixTooShort(prefix: String, minimum: Int)
+    case corruptRow(id: String, detail: String)
+    case database(operation: String, underlying: String)
+
+    public var description: String {
+        switch self {
+        case .open(let path, let e): return "cannot open catalog \(path): \(e)"
+        case .notFound(let id): return "no recording with id '\(id)'"
+        case .ambiguous(let p, let m): return "id prefix '\(p)' matches \(m.count) recordings: \(m.joined(separator: ", "))"
+        case .prefixTooShort(let p, let n): return "id prefix '\(p)' is too short: give at least \(n) characters"
+        case .corruptRow(let id, let d): return "catalog row \(id) is corrupt: \(d)"
+        case .database(let op, let e): return "catalog \(op) failed: \(e)"
+        }
+    }
+}
+
+/// Filter and order of a library listing.
+public struct ListQuery: Sendable, Equatable {
+    public var order: ListOrder = .recent
+    public var state: RecordingState?
+    public var type: RecordingType?
+    public var limit: Int = 100
+    public var offset: Int = 0
+    public init(order: ListOrder = .recent, state: RecordingState? = nil, type: RecordingType? = nil,
+                limit: Int = 100, offset: Int = 0) {
+        self.order = order; self.state = state; self.type = type; self.limit = limit; self.offset = offset
+    }
+}
+
+/// The catalog. Every write is one transaction; invariants (unique file, valid enums, non-negative
+/// counts) live in the schema. Safe to share between tasks: GRDB's pool serializes writes.
+public final class Catalog: Sendable {
+    public static let minimumPrefixLength = 4
+
+    let pool: DatabasePool
+    public let path: String
+
+    public init(path: String) throws {
+        self.path = path
+        var config = Configuration()
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            // FULL: a committed state change survives power loss, not only a process crash.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw CatalogError.open(path: path, underlying: "\(error)")
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1: recordings") { db in
+            try db.create(table: "recording") { t in
+                t.primaryKey("id", .text)
+                t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")
+                t.column("state", .text).notNull()
+                t.column("title", .text).notNull().check(sql: "length(title) > 0")
+                t.column("notes", .text).notNull().defaults(to: "")
+                t.column("purpose", .text)
+                    .check(sql: "purpose IS NULL OR purpose IN ('motivational', 'craving', 'reflection', 'milestone')")
+                t.column("createdAt", .datetime).notNull()
+                t.column("duration", .double)
+                t.column("sizeBytes", .integer)
+                t.column("file", .text).notNull().unique()
+                t.column("playCount", .integer).notNull().defaults(to: 0).check(sql: "playCount >= 0")
+                t.column("lastPlayedAt", .datetime)
+                t.column("recovered", .boolean).notNull().defaults(to: false)
+                t.column("droppedFrames", .integer).notNull().defaults(to: 0)
+            }
+            // Newest first, and the seed's "most played" order (count desc, then newest).
+            try db.create(index: "recording_by_created", on: "recording", columns: ["createdAt"])
+            try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC)")
+            try db.create(index: "recording_by_state", on: "recording", columns: ["state", "createdAt"])
+        }
+        return m
+    }
+
+    private func wrap<T>(_ operation: String, _ body: () throws -> T) throws -> T {
+        do { return try body() }
+        catch let e as CatalogError { throw e }
+        catch { throw CatalogError.database(operation: operation, underlying: "\(error)") }
+    }
+
+    // MARK: reads
+
+    public func recording(id: UUID) throws -> Recording? {
+        try wrap("read") {
+            try pool.read { db in try RecordingRecord.fetchOne(db, key: id.uuidString)?.recording() }
+        }
+    }
+
+    /// Resolves a full id or a unique prefix of at least `minimumPrefixLength` characters.
+    public func resolve(_ idOrPrefix: String) throws -> Recording {
+        let key = idOrPrefix.uppercased()
+        if let uuid = UUID(uuidString: key) {
+            guard let r = try recording(id: uuid) else { throw CatalogError.notFound(id: idOrPrefix) }
+            return r
+        }
+        guard key.count >= Self.minimumPrefixLength else {
+            throw CatalogError.prefixTooShort(prefix: idOrPrefix, minimum: Self.minimumPrefixLength)
+        }
+        guard key.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { throw CatalogError.notFound(id: idOrPrefix) }
+        let rows = try wrap("read") {
+            try pool.read { db in
+                // A range scan on the primary key: ids >= prefix and < prefix + highest char.
+                try RecordingRecord
+                    .filter(RecordingRecord.Columns.id >= key && RecordingRecord.Columns.id < key + "\u{7F}")
+                    .limit(11).fetchAll(db)
+            }
+        }
+        switch rows.count {
+        case 0: throw CatalogError.notFound(id: idOrPrefix)
+        case 1: return try rows[0].recording()
+        default: throw CatalogError.ambiguous(prefix: idOrPrefix, matches: rows.map(\.id))
+        }
+    }
+
+    public func list(_ q: ListQuery) throws -> (recordings: [Recording], total: Int) {
+        try wrap("list") {
+            try pool.read { db in
+                var request = RecordingRecord.all()
+                if let s = q.state { request = request.filter(RecordingRecord.Columns.state == s.rawValue) }
+                if let t = q.type { request = request.filter(RecordingRecord.Columns.type == t.rawValue) }
+                let total = try request.fetchCount(db)
+                switch q.order {
+                case .recent:
+                    request = request.order(RecordingRecord.Columns.createdAt.desc, RecordingRecord.Columns.id)
+                case .plays:
+                    request = request.order(RecordingRecord.Columns.playCount.desc,
+                                            RecordingRecord.Columns.createdAt.desc, RecordingRecord.Columns.id)
+                }
+                let rows = try request.limit(q.limit, offset: q.offset).fetchAll(db)
+                return (try rows.map { try $0.recording() }, total)
+            }
+        }
+    }
+
+    /// Number of recordings per state (states with none are absent).
+    public func countsByState() throws -> [RecordingState: Int] {
+        try wrap("count") {
+            try pool.read { db in
+                var out: [RecordingState: Int] = [:]
+                let rows = try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM recording GROUP BY state")
+                for row in rows {
+                    if let s = RecordingState(rawValue: row["state"]) { out[s] = row["n"] }
+                }
+                return out
+            }
+        }
+    }
+
+    /// All recordings in one state, oldest first (used by start-up recovery).
+    public func recordings(inState state: RecordingState) throws -> [Recording] {
+        try list(ListQuery(order: .recent, state: state, limit: Int.max)).recordings.reversed()
+    }
+
+    // MARK: writes
+
+    public func insert(_ r: Recording) throws {
+        try wrap("insert") { try pool.write { db in try RecordingRecord(r).insert(db) } }
+    }
+
+    /// Replaces a recording's row. Throws `notFound` if it no longer exists.
+    public func update(_ r: Recording) throws {
+        try wrap("update") {
+            try pool.write { db in
+                let record = RecordingRecord(r)
+                guard try RecordingRecord.exists(db, key: record.id) else { throw CatalogError.notFound(id: record.id) }
+                try record.update(db)
+            }
+        }
+    }
+
+    /// Deletes a row; returns whether it existed.
+    @discardableResult
+    public func delete(id: UUID) throws -> Bool {
+        try wrap("delete") { try pool.write { db in try RecordingRecord.deleteOne(db, key: id.uuidString) } }
+    }
+}

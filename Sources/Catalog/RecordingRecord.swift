@@ -1,0 +1,75 @@
+// The one table of the catalog, as a GRDB record.
+import Foundation
+import GRDB
+import RecdAPI
+
+/// A row of the `recording` table. Ids are stored as upper-case UUID text (as `UUID.uuidString`
+/// prints them) so that id prefixes can be matched with an index range scan.
+struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "recording"
+
+    var id: String
+    var type: String
+    var state: String
+    var title: String
+    var notes: String
+    var purpose: String?
+    var createdAt: Date
+    var duration: Double?
+    var sizeBytes: Int64?
+    var file: String
+    var playCount: Int
+    var lastPlayedAt: Date?
+    var recovered: Bool
+    var droppedFrames: Int
+
+    enum Columns {
+        static let id = Column(CodingKeys.id)
+        static let type = Column(CodingKeys.type)
+        static let state = Column(CodingKeys.state)
+        static let title = Column(CodingKeys.title)
+        static let notes = Column(CodingKeys.notes)
+        static let purpose = Column(CodingKeys.purpose)
+        static let createdAt = Column(CodingKeys.createdAt)
+        static let duration = Column(CodingKeys.duration)
+        static let sizeBytes = Column(CodingKeys.sizeBytes)
+        static let playCount = Column(CodingKeys.playCount)
+        static let lastPlayedAt = Column(CodingKeys.lastPlayedAt)
+        static let recovered = Column(CodingKeys.recovered)
+        static let droppedFrames = Column(CodingKeys.droppedFrames)
+    }
+
+    init(_ r: Recording) {
+        id = r.id.uuidString
+        type = r.type.rawValue
+        state = r.state.rawValue
+        title = r.title
+        notes = r.notes
+        purpose = r.purpose?.rawValue
+        createdAt = r.createdAt
+        duration = r.duration
+        sizeBytes = r.sizeBytes
+        file = r.file
+        playCount = r.playCount
+        lastPlayedAt = r.lastPlayedAt
+        recovered = r.recovered
+        droppedFrames = r.droppedFrames
+    }
+
+    /// Converts to the API type. A row that does not parse is a corrupt catalog, reported with its id.
+    func recording() throws -> Recording {
+        guard let uuid = UUID(uuidString: id),
+              let type = RecordingType(rawValue: type),
+              let state = RecordingState(rawValue: state) else {
+            throw CatalogError.corruptRow(id: id, detail: "id/type/state '\(id)'/'\(type)'/'\(state)'")
+        }
+        let purpose = try purpose.map { p in
+            guard let v = Purpose(rawValue: p) else { throw CatalogError.corruptRow(id: id, detail: "purpose '\(p)'") }
+            return v
+        }
+        return Recording(id: uuid, type: type, state: state, title: title, notes: notes, purpose: purpose,
+                         createdAt: createdAt, duration: duration, sizeBytes: sizeBytes, file: file,
+                         playCount: playCount, lastPlayedAt: lastPlayedAt, recovered: recovered,
+                         droppedFrames: droppedFrames)
+    }
+}

@@ -1,0 +1,55 @@
+// Errors from libav*: every case names the C call and the file it was working on.
+import CFFmpeg
+import CFFmpegShim
+import Foundation
+
+public struct FFmpegError: Error, CustomStringConvertible, Sendable {
+    /// The libav* function that failed, e.g. `avformat_write_header`.
+    public var call: String
+    /// Its return code (a negative AVERROR).
+    public var code: Int32
+    /// The file being read or written, when there is one.
+    public var file: String?
+
+    public init(call: String, code: Int32, file: String? = nil) {
+        self.call = call; self.code = code; self.file = file
+    }
+
+    /// `av_strerror` text for `code`.
+    public var message: String { FFmpegError.describe(code) }
+
+    /// True when the underlying failure is ENOSPC ("No space left on device").
+    public var isDiskFull: Bool { code == recd_averror_from_errno(ENOSPC) }
+
+    public var description: String {
+        "\(call) failed\(file.map { " on \($0)" } ?? ""): \(message) (\(code))"
+    }
+
+    static func describe(_ code: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        av_strerror(code, &buffer, buffer.count)
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Throws unless `rc` is >= 0.
+    @discardableResult
+    static func check(_ rc: Int32, _ call: String, file: String? = nil) throws(FFmpegError) -> Int32 {
+        if rc < 0 { throw FFmpegError(call: call, code: rc, file: file) }
+        return rc
+    }
+}
+
+/// Errors that are not a libav* return code.
+public enum MediaError: Error, CustomStringConvertible, Sendable {
+    case encoderNotFound(String)
+    case allocationFailed(String)
+    case noAudioStream(file: String)
+
+    public var description: String {
+        switch self {
+        case .encoderNotFound(let n): return "FFmpeg has no \(n) encoder (libavcodec built without it?)"
+        case .allocationFailed(let call): return "\(call) returned NULL (out of memory)"
+        case .noAudioStream(let f): return "\(f) has no audio stream"
+        }
+    }
+}

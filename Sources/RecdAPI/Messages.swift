@@ -1,0 +1,234 @@
+// Request and response bodies of the /v1 HTTP API (see openapi.yaml).
+import Foundation
+
+/// A field that a request may leave out, set to a value, or set to JSON `null`.
+/// `.absent` means "leave unchanged"; `.null` and `.value` both change it.
+public enum PatchField<Value: Codable & Sendable & Equatable>: Sendable, Equatable {
+    case absent
+    case null
+    case value(Value)
+
+    public var isPresent: Bool { if case .absent = self { return false } else { return true } }
+    public var valueOrNil: Value? { if case .value(let v) = self { return v } else { return nil } }
+}
+
+extension KeyedDecodingContainer {
+    func decodePatch<V>(_ type: V.Type, forKey key: Key) throws -> PatchField<V> {
+        guard contains(key) else { return .absent }
+        if try decodeNil(forKey: key) { return .null }
+        return .value(try decode(V.self, forKey: key))
+    }
+}
+
+extension KeyedEncodingContainer {
+    mutating func encodePatch<V>(_ field: PatchField<V>, forKey key: Key) throws {
+        switch field {
+        case .absent: break
+        case .null: try encodeNil(forKey: key)
+        case .value(let v): try encode(v, forKey: key)
+        }
+    }
+}
+
+/// Title, notes and purpose as a request changes them. Title absent/null/"" means "auto title" when
+/// a recording is created or its title is edited to blank; absent leaves an existing title alone.
+public struct MetadataPatch: Codable, Sendable, Equatable {
+    public var title: PatchField<String>
+    public var notes: PatchField<String>
+    public var purpose: PatchField<Purpose>
+
+    public init(title: PatchField<String> = .absent, notes: PatchField<String> = .absent,
+                purpose: PatchField<Purpose> = .absent) {
+        self.title = title; self.notes = notes; self.purpose = purpose
+    }
+
+    public var isEmpty: Bool { !title.isPresent && !notes.isPresent && !purpose.isPresent }
+
+    enum CodingKeys: String, CodingKey { case title, notes, purpose }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        title = try c.decodePatch(String.self, forKey: .title)
+        notes = try c.decodePatch(String.self, forKey: .notes)
+        purpose = try c.decodePatch(Purpose.self, forKey: .purpose)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodePatch(title, forKey: .title)
+        try c.encodePatch(notes, forKey: .notes)
+        try c.encodePatch(purpose, forKey: .purpose)
+    }
+}
+
+/// `POST /v1/record/start`.
+public struct StartRecordingRequest: Codable, Sendable, Equatable {
+    public var metadata: MetadataPatch
+    public init(metadata: MetadataPatch = MetadataPatch()) { self.metadata = metadata }
+    public init(from decoder: any Decoder) throws { metadata = try MetadataPatch(from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try metadata.encode(to: encoder) }
+}
+
+/// Reply to `POST /v1/record/start`.
+public struct StartRecordingResponse: Codable, Sendable, Equatable {
+    public var recording: Recording
+    /// ALSA PCM name the recording captures from.
+    public var device: String
+    /// Milliseconds from receiving the request to the first captured buffer.
+    public var startLatencyMs: Double
+    public init(recording: Recording, device: String, startLatencyMs: Double) {
+        self.recording = recording; self.device = device; self.startLatencyMs = startLatencyMs
+    }
+}
+
+/// What to do with the recording once it is stopped.
+public enum StopDisposition: String, Codable, Sendable, CaseIterable {
+    /// Keep it as `pending` (the seed's preview-then-save).
+    case keep
+    /// Save it into the library at once (`ready`).
+    case save
+    /// Throw it away: file and row are removed.
+    case discard
+}
+
+/// `POST /v1/record/stop`.
+public struct StopRecordingRequest: Codable, Sendable, Equatable {
+    public var then: StopDisposition
+    public var metadata: MetadataPatch
+
+    public init(then: StopDisposition = .keep, metadata: MetadataPatch = MetadataPatch()) {
+        self.then = then; self.metadata = metadata
+    }
+
+    enum CodingKeys: String, CodingKey { case then }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        then = try c.decodeIfPresent(StopDisposition.self, forKey: .then) ?? .keep
+        metadata = try MetadataPatch(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(then, forKey: .then)
+        try metadata.encode(to: encoder)
+    }
+}
+
+/// Reply to `POST /v1/record/stop`.
+public struct StopRecordingResponse: Codable, Sendable, Equatable {
+    /// The stopped recording; null when it was discarded.
+    public var recording: Recording?
+    public var discarded: Bool
+    /// Capture statistics of the session.
+    public var capture: CaptureStats
+    public init(recording: Recording?, discarded: Bool, capture: CaptureStats) {
+        self.recording = recording; self.discarded = discarded; self.capture = capture
+    }
+}
+
+/// Counters of one capture session.
+public struct CaptureStats: Codable, Sendable, Equatable {
+    public var framesCaptured: Int64
+    public var overruns: Int
+    public var droppedFrames: Int64
+    public init(framesCaptured: Int64 = 0, overruns: Int = 0, droppedFrames: Int64 = 0) {
+        self.framesCaptured = framesCaptured; self.overruns = overruns; self.droppedFrames = droppedFrames
+    }
+}
+
+/// `GET /v1/recordings`.
+public struct RecordingList: Codable, Sendable, Equatable {
+    public var recordings: [Recording]
+    /// Number of recordings matching the filter, ignoring limit and offset.
+    public var total: Int
+    public var limit: Int
+    public var offset: Int
+    public init(recordings: [Recording], total: Int, limit: Int, offset: Int) {
+        self.recordings = recordings; self.total = total; self.limit = limit; self.offset = offset
+    }
+}
+
+/// `GET /v1/status`.
+public struct DaemonStatus: Codable, Sendable, Equatable {
+    public enum Activity: String, Codable, Sendable { case idle, recording }
+
+    public struct ActiveRecording: Codable, Sendable, Equatable {
+        public var recording: Recording
+        public var elapsed: Double
+        public var capture: CaptureStats
+        public init(recording: Recording, elapsed: Double, capture: CaptureStats) {
+            self.recording = recording; self.elapsed = elapsed; self.capture = capture
+        }
+    }
+
+    public var version: String
+    public var pid: Int32
+    public var uptime: Double
+    public var activity: Activity
+    public var active: ActiveRecording?
+    public var captureDevice: String
+    public var playbackDevice: String
+    public var sampleRate: Int
+    public var channels: Int
+    public var dataDirectory: String
+    public var socket: String
+    public var counts: [String: Int]
+
+    public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
+                captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
+                dataDirectory: String, socket: String, counts: [String: Int]) {
+        self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity
+        self.active = active; self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
+        self.sampleRate = sampleRate; self.channels = channels; self.dataDirectory = dataDirectory
+        self.socket = socket; self.counts = counts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
+             dataDirectory, socket, counts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(version, forKey: .version); try c.encode(pid, forKey: .pid)
+        try c.encode(uptime, forKey: .uptime); try c.encode(activity, forKey: .activity)
+        try c.encode(active, forKey: .active); try c.encode(captureDevice, forKey: .captureDevice)
+        try c.encode(playbackDevice, forKey: .playbackDevice); try c.encode(sampleRate, forKey: .sampleRate)
+        try c.encode(channels, forKey: .channels); try c.encode(dataDirectory, forKey: .dataDirectory)
+        try c.encode(socket, forKey: .socket); try c.encode(counts, forKey: .counts)
+    }
+}
+
+/// One row of the metadata export (seed Screen 7.2): files are not exported.
+public struct ExportRow: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var title: String
+    public var timestamp: Date
+    public var duration: Double?
+    public var type: RecordingType
+    public var purpose: Purpose?
+    public var playCount: Int
+    public init(id: UUID, title: String, timestamp: Date, duration: Double?, type: RecordingType,
+                purpose: Purpose?, playCount: Int) {
+        self.id = id; self.title = title; self.timestamp = timestamp; self.duration = duration
+        self.type = type; self.purpose = purpose; self.playCount = playCount
+    }
+
+    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id); try c.encode(title, forKey: .title)
+        try c.encode(timestamp, forKey: .timestamp); try c.encode(duration, forKey: .duration)
+        try c.encode(type, forKey: .type); try c.encode(purpose, forKey: .purpose)
+        try c.encode(playCount, forKey: .playCount)
+    }
+}
+
+/// Body of the JSON export.
+public struct ExportDocument: Codable, Sendable, Equatable {
+    public var exportedAt: Date
+    public var recordings: [ExportRow]
+    public init(exportedAt: Date, recordings: [ExportRow]) { self.exportedAt = exportedAt; self.recordings = recordings }
+}

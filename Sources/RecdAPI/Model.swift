@@ -1,0 +1,96 @@
+// Wire types shared by the daemon, recctl and the tests. Pure Swift: no C, no server code.
+import Foundation
+
+/// What a recording holds. Decides the file name: `audio_<UUID>.m4a` or `video_<UUID>.mov`.
+public enum RecordingType: String, Codable, Sendable, CaseIterable {
+    case audio, video
+
+    /// File extension for this type's container.
+    public var fileExtension: String { self == .audio ? "m4a" : "mov" }
+}
+
+/// Lifecycle of a recording (seed Flow 5): `recording` → stop → `pending` (preview, not yet in the
+/// library) → save → `ready`. Discard removes a pending recording entirely.
+public enum RecordingState: String, Codable, Sendable, CaseIterable {
+    case recording, pending, ready
+}
+
+/// The seed's purpose chips (single select, optional).
+public enum Purpose: String, Codable, Sendable, CaseIterable {
+    case motivational, craving, reflection, milestone
+}
+
+/// Limits from the seed (Screens 5.3.3 and 5.4.3), counted in user-perceived characters.
+public enum MetadataLimits {
+    public static let titleMaxCharacters = 40
+    public static let notesMaxCharacters = 200
+}
+
+/// One recording as the API shows it.
+public struct Recording: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var type: RecordingType
+    public var state: RecordingState
+    public var title: String
+    public var notes: String
+    public var purpose: Purpose?
+    public var createdAt: Date
+    /// Seconds, measured from the finished file; null while recording.
+    public var duration: Double?
+    /// Bytes on disk; null while recording.
+    public var sizeBytes: Int64?
+    /// Path relative to the data directory, e.g. `Recordings/audio_<UUID>.m4a`.
+    public var file: String
+    public var playCount: Int
+    public var lastPlayedAt: Date?
+    /// True when the recording was salvaged after a crash rather than stopped normally.
+    public var recovered: Bool
+    /// Capture frames lost to overruns while recording.
+    public var droppedFrames: Int
+
+    public init(id: UUID, type: RecordingType, state: RecordingState, title: String, notes: String,
+                purpose: Purpose?, createdAt: Date, duration: Double?, sizeBytes: Int64?, file: String,
+                playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int) {
+        self.id = id; self.type = type; self.state = state; self.title = title; self.notes = notes
+        self.purpose = purpose; self.createdAt = createdAt; self.duration = duration; self.sizeBytes = sizeBytes
+        self.file = file; self.playCount = playCount; self.lastPlayedAt = lastPlayedAt
+        self.recovered = recovered; self.droppedFrames = droppedFrames
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount,
+             lastPlayedAt, recovered, droppedFrames
+    }
+
+    // Written by hand so that absent values appear as explicit `null`s: clients see every field.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(type, forKey: .type)
+        try c.encode(state, forKey: .state)
+        try c.encode(title, forKey: .title)
+        try c.encode(notes, forKey: .notes)
+        try c.encode(purpose, forKey: .purpose)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(duration, forKey: .duration)
+        try c.encode(sizeBytes, forKey: .sizeBytes)
+        try c.encode(file, forKey: .file)
+        try c.encode(playCount, forKey: .playCount)
+        try c.encode(lastPlayedAt, forKey: .lastPlayedAt)
+        try c.encode(recovered, forKey: .recovered)
+        try c.encode(droppedFrames, forKey: .droppedFrames)
+    }
+}
+
+/// Sort orders of the library list.
+public enum ListOrder: String, Codable, Sendable, CaseIterable {
+    /// Newest first (the seed's default).
+    case recent
+    /// Play count descending, then newest first.
+    case plays
+}
+
+/// Export formats (seed Screen 7.2).
+public enum ExportFormat: String, Codable, Sendable, CaseIterable {
+    case csv, json
+}
