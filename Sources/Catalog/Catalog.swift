@@ -90,8 +90,9 @@ public final class Catalog: Sendable {
 
     private func wrap<T>(_ operation: String, _ body: () throws -> T) throws -> T {
         do { return try body() }
-        catch let e as CatalogError { throw e }
-        catch { throw CatalogError.database(operation: operation, underlying: "\(error)") }
+        catch let e as DatabaseError { throw CatalogError.database(operation: operation, underlying: "\(e)") }
+        // Anything else (CatalogError, or an error thrown by a caller's closure) passes through.
+
     }
 
     // MARK: reads
@@ -180,6 +181,25 @@ public final class Catalog: Sendable {
                 let record = RecordingRecord(r)
                 guard try RecordingRecord.exists(db, key: record.id) else { throw CatalogError.notFound(id: record.id) }
                 try record.update(db)
+            }
+        }
+    }
+
+    /// Reads a row, lets `body` change it, and writes it back, all in one write transaction, so
+    /// concurrent changes of the same row cannot interleave. Errors thrown by `body` roll back and
+    /// pass through unchanged.
+    @discardableResult
+    public func modify(id: UUID, _ body: (inout Recording) throws -> Void) throws -> Recording {
+        try wrap("update") {
+            try pool.write { db in
+                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
+                    throw CatalogError.notFound(id: id.uuidString)
+                }
+                var r = try record.recording()
+                try body(&r)
+                precondition(r.id == id, "modify must not change the id")
+                try RecordingRecord(r).update(db)
+                return r
             }
         }
     }

@@ -13,7 +13,7 @@ public enum FFmpegLog {
         target.withLock { $0 = logger }
         av_log_set_level(AV_LOG_VERBOSE)
         av_log_set_callback { _, level, format, args in
-            guard let format, level <= AV_LOG_VERBOSE else { return }
+            guard let format, let args, level <= AV_LOG_VERBOSE else { return }
             var buffer = [CChar](repeating: 0, count: 1024)
             _ = vsnprintf(&buffer, buffer.count, format, args)
             let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }

@@ -35,10 +35,11 @@ extension KeyedEncodingContainer {
 public struct MetadataPatch: Codable, Sendable, Equatable {
     public var title: PatchField<String>
     public var notes: PatchField<String>
-    public var purpose: PatchField<Purpose>
+    /// Kept as text so that an unknown purpose is a 422 naming the allowed values, not a 400.
+    public var purpose: PatchField<String>
 
     public init(title: PatchField<String> = .absent, notes: PatchField<String> = .absent,
-                purpose: PatchField<Purpose> = .absent) {
+                purpose: PatchField<String> = .absent) {
         self.title = title; self.notes = notes; self.purpose = purpose
     }
 
@@ -50,7 +51,7 @@ public struct MetadataPatch: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         title = try c.decodePatch(String.self, forKey: .title)
         notes = try c.decodePatch(String.self, forKey: .notes)
-        purpose = try c.decodePatch(Purpose.self, forKey: .purpose)
+        purpose = try c.decodePatch(String.self, forKey: .purpose)
     }
 
     public func encode(to encoder: any Encoder) throws {

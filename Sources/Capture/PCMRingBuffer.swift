@@ -1,0 +1,83 @@
+// The bounded queue between the capture thread and the encoder thread.
+import Foundation
+
+/// A single-producer, single-consumer ring of interleaved S16 frames.
+///
+/// The capture thread `write`s and never blocks: when the ring is full (the encoder or the disk has
+/// stalled for longer than the ring holds) the frames that do not fit are dropped and counted, so the
+/// device is never overrun because of a slow consumer. The encoder thread `read`s, blocking until a
+/// requested amount is there or the producer has `close`d the ring.
+public final class PCMRingBuffer: @unchecked Sendable {
+    public let channels: Int
+    public let capacityFrames: Int
+    private var storage: [Int16]
+    private var readFrame = 0      // index of the oldest frame (mod capacity)
+    private var count = 0          // frames held
+    private var closed = false
+    private var dropped: Int64 = 0
+    private let condition = NSCondition()
+
+    public init(capacityFrames: Int, channels: Int) {
+        precondition(capacityFrames > 0 && channels > 0)
+        self.channels = channels
+        self.capacityFrames = capacityFrames
+        storage = [Int16](repeating: 0, count: capacityFrames * channels)
+    }
+
+    /// Frames dropped because the ring was full.
+    public var droppedFrames: Int64 { condition.lock(); defer { condition.unlock() }; return dropped }
+
+    /// Copies up to `frames` frames in; returns how many fit (the rest are counted as dropped).
+    @discardableResult
+    public func write(_ samples: UnsafeBufferPointer<Int16>, frames: Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        let n = min(frames, capacityFrames - count)
+        dropped += Int64(frames - n)
+        var writeFrame = (readFrame + count) % capacityFrames
+        var done = 0
+        storage.withUnsafeMutableBufferPointer { dst in
+            while done < n {
+                let run = min(n - done, capacityFrames - writeFrame)
+                let src = samples.baseAddress! + done * channels
+                (dst.baseAddress! + writeFrame * channels).update(from: src, count: run * channels)
+                done += run
+                writeFrame = (writeFrame + run) % capacityFrames
+            }
+        }
+        count += n
+        if n > 0 { condition.signal() }
+        return n
+    }
+
+    /// Marks the end of the stream: readers get what is left, then 0.
+    public func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks until `minFrames` frames are held (or the ring is closed), then copies up to
+    /// `buffer.count / channels` frames out. Returns the number of frames copied; 0 means closed and empty.
+    public func read(into buffer: UnsafeMutableBufferPointer<Int16>, minFrames: Int) -> Int {
+        let maxFrames = buffer.count / channels
+        let want = min(max(1, minFrames), maxFrames, capacityFrames)
+        condition.lock()
+        defer { condition.unlock() }
+        while count < want && !closed { condition.wait() }
+        let n = min(count, maxFrames)
+        var done = 0
+        storage.withUnsafeBufferPointer { src in
+            while done < n {
+                let run = min(n - done, capacityFrames - readFrame)
+                (buffer.baseAddress! + done * channels).update(from: src.baseAddress! + readFrame * channels,
+                                                               count: run * channels)
+                done += run
+                readFrame = (readFrame + run) % capacityFrames
+            }
+        }
+        count -= n
+        return n
+    }
+}

@@ -1,0 +1,122 @@
+// One audio recording in progress: ALSA capture thread → ring → encoder thread → fragmented .m4a.
+import Capture
+import Foundation
+import Media
+import RecdAPI
+import Synchronization
+
+/// Ties a capture source to a file writer for one recording.
+///
+/// Threads: the capture thread (owned by `AlsaCaptureSource`) writes periods into the ring; the
+/// encoder thread (owned here) reads 1024-frame blocks from it and feeds `AudioFileWriter`. When
+/// either side fails (device gone, disk full), `onFault` is called once so the owner can end the
+/// recording cleanly with what was captured.
+final class AudioRecordingSession: @unchecked Sendable {
+    let path: String
+    let device: String
+    private let source: AlsaCaptureSource
+    private let ring: PCMRingBuffer
+    private let writer: AudioFileWriter
+    private let encoderDone = DispatchSemaphore(value: 0)
+    private let firstBuffer = DispatchSemaphore(value: 0)
+    private let firstBufferAt = Atomic<UInt64>(0)
+    private let writerError = Mutex<(any Error)?>(nil)
+    private let faultReported = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let onFault: @Sendable (any Error) -> Void
+
+    /// How long start waits for the first captured buffer before giving up on the device.
+    static let firstBufferTimeout: DispatchTimeInterval = .seconds(5)
+
+    /// Opens the device and the file; nothing runs yet. Blocking: call through `runBlocking`.
+    init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding,
+         onFault: @escaping @Sendable (any Error) -> Void) throws {
+        self.path = path
+        self.device = capture.device
+        self.onFault = onFault
+        source = try AlsaCaptureSource(settings: capture)
+        do {
+            writer = try AudioFileWriter(path: path, encoding: encoding)
+        } catch {
+            source.stop()
+            throw error
+        }
+        // Two seconds of slack between capture and encoder: absorbs a disk stall without an overrun.
+        ring = PCMRingBuffer(capacityFrames: capture.sampleRate * 2, channels: capture.channels)
+    }
+
+    /// Starts both threads and waits (blocking) for the first captured buffer.
+    /// Returns its arrival time (`DispatchTime` nanoseconds). Throws `CaptureError.noData` on timeout.
+    func start() throws -> UInt64 {
+        let encoderThread = Thread { [self] in self.encodeLoop() }
+        encoderThread.name = "recd-encoder"
+        encoderThread.start()
+        source.start(deliver: { [self] samples, frames in
+            self.ring.write(samples, frames: frames)
+            if self.firstBufferAt.load(ordering: .relaxed) == 0 {
+                self.firstBufferAt.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+                self.firstBuffer.signal()
+            }
+        }, onEnd: { [self] error in
+            self.ring.close()
+            if let error { self.reportFault(error) }
+        })
+        if firstBuffer.wait(timeout: .now() + Self.firstBufferTimeout) == .timedOut {
+            let ms = 5000
+            _ = try? stop()
+            throw CaptureError.noData(device: device, waitedMs: ms)
+        }
+        return firstBufferAt.load(ordering: .relaxed)
+    }
+
+    private func encodeLoop() {
+        defer { encoderDone.signal() }
+        let channels = ring.channels
+        var block = [Int16](repeating: 0, count: 4096 * channels)
+        do {
+            while true {
+                let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 1024) }
+                if frames == 0 { break }
+                try block.withUnsafeBufferPointer { try writer.append(interleaved: $0, frames: frames) }
+            }
+            try writer.finish()
+        } catch {
+            writerError.withLock { $0 = error }
+            // Keep what is on disk: close the file as well as possible, then stop capturing.
+            try? writer.finish()
+            reportFault(error)
+            ring.close()
+            // Drain so that the capture side never waits on us (it does not, but stay tidy).
+            while block.withUnsafeMutableBufferPointer({ ring.read(into: $0, minFrames: 1) }) > 0 {}
+        }
+    }
+
+    private func reportFault(_ error: any Error) {
+        guard !stopped.load(ordering: .relaxed),
+              !faultReported.exchange(true, ordering: .relaxed) else { return }
+        onFault(error)
+    }
+
+    /// Stops capture, lets the encoder write out everything captured, closes the file.
+    /// Blocking; idempotent. Returns the capture counters. Throws the writer's error, if it had one.
+    @discardableResult
+    func stop() throws -> CaptureStats {
+        stopped.store(true, ordering: .relaxed)
+        source.stop()
+        ring.close()
+        encoderDone.wait()
+        encoderDone.signal()
+        let c = source.stats
+        let stats = CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
+                                 droppedFrames: c.overrunFrames + ring.droppedFrames)
+        if let error = writerError.withLock({ $0 }) { throw error }
+        return stats
+    }
+
+    /// Counters so far (for status).
+    var stats: CaptureStats {
+        let c = source.stats
+        return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
+                            droppedFrames: c.overrunFrames + ring.droppedFrames)
+    }
+}

@@ -1,0 +1,70 @@
+// Layout of the data directory and the file operations on recordings.
+import Foundation
+import RecdAPI
+
+/// `<data>/catalog.sqlite` and `<data>/Recordings/`.
+public struct DataDirectory: Sendable {
+    public let root: URL
+    public var catalogPath: String { root.appendingPathComponent("catalog.sqlite").path }
+    public var recordings: URL { root.appendingPathComponent("Recordings", isDirectory: true) }
+
+    public init(root: URL) { self.root = root }
+
+    /// Creates the directories (mode 0700: recordings are private).
+    public func create() throws(EngineError) {
+        for dir in [root, recordings] {
+            do {
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .storage(file: dir.path, operation: "create directory", underlying: "\(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// `Recordings/audio_<UUID>.m4a`, relative to the data directory (as stored in the catalog).
+    public static func relativePath(id: UUID, type: RecordingType) -> String {
+        "Recordings/\(type.rawValue)_\(id.uuidString).\(type.fileExtension)"
+    }
+
+    public func absolute(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+
+    /// Where a file is finalized before it atomically replaces the original.
+    func finalizingPath(for path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).final.tmp").path
+    }
+}
+
+/// Small POSIX file helpers whose failures carry the file and the call.
+enum FileOps {
+    static func size(_ path: String) -> Int64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : nil
+    }
+
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// fsync of a file or directory, so a rename or a finished file survives power loss.
+    static func sync(_ path: String) throws(EngineError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .storage(file: path, operation: "open (for fsync)", underlying: errnoText()) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw .storage(file: path, operation: "fsync", underlying: errnoText()) }
+    }
+
+    static func rename(_ from: String, _ to: String) throws(EngineError) {
+        guard Glibc.rename(from, to) == 0 else {
+            throw .storage(file: from, operation: "rename to \(to)", underlying: errnoText())
+        }
+    }
+
+    /// Removes a file; a file that is already gone is not an error.
+    static func remove(_ path: String) throws(EngineError) {
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw .storage(file: path, operation: "delete", underlying: errnoText())
+        }
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+}

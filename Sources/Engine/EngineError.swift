@@ -1,0 +1,70 @@
+import Capture
+import Catalog
+import Foundation
+import Media
+import RecdAPI
+
+/// Everything the engine refuses or fails at, with what a person needs to act on it.
+/// Server maps each case to an HTTP status and an `APIErrorCode` in one place.
+public enum EngineError: Error, CustomStringConvertible, Sendable {
+    case alreadyRecording(active: UUID, title: String)
+    case notRecording
+    case notFound(id: String)
+    case ambiguousID(prefix: String, matches: [String])
+    case invalidID(id: String, detail: String)
+    case invalidState(id: UUID, state: RecordingState, action: String, allowed: [RecordingState])
+    case fieldTooLong(field: String, limit: Int, count: Int)
+    case invalidValue(field: String, detail: String)
+    case device(CaptureError)
+    case media(file: String, underlying: String)
+    case storage(file: String, operation: String, underlying: String)
+    case catalog(String)
+
+    public var description: String {
+        switch self {
+        case .alreadyRecording(let id, let title):
+            return "already recording: '\(title)' (\(id.uuidString)) is in progress; stop it first"
+        case .notRecording:
+            return "nothing is being recorded"
+        case .notFound(let id):
+            return "no recording with id '\(id)'"
+        case .ambiguousID(let p, let m):
+            return "id prefix '\(p)' is ambiguous: it matches \(m.joined(separator: ", "))"
+        case .invalidID(let id, let detail):
+            return "'\(id)' is not a usable recording id: \(detail)"
+        case .invalidState(let id, let state, let action, let allowed):
+            return "cannot \(action) recording \(id.uuidString): it is \(state.rawValue)"
+                + " (only \(allowed.map(\.rawValue).joined(separator: " or ")) recordings can be)"
+        case .fieldTooLong(let field, let limit, let count):
+            return "\(field) is \(count) characters long; the limit is \(limit) characters"
+        case .invalidValue(let field, let detail):
+            return "invalid \(field): \(detail)"
+        case .device(let e):
+            return e.description
+        case .media(let file, let e):
+            return "media error on \(file): \(e)"
+        case .storage(let file, let op, let e):
+            return "cannot \(op) \(file): \(e)"
+        case .catalog(let e):
+            return e
+        }
+    }
+
+    static func from(_ error: CatalogError) -> EngineError {
+        switch error {
+        case .notFound(let id): return .notFound(id: id)
+        case .ambiguous(let p, let m): return .ambiguousID(prefix: p, matches: m)
+        case .prefixTooShort(let p, let n): return .invalidID(id: p, detail: "give at least \(n) characters of the id")
+        default: return .catalog(error.description)
+        }
+    }
+}
+
+/// Runs a catalog call, turning its errors into engine errors.
+@discardableResult
+func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
+    do { return try body() }
+    catch let e as CatalogError { throw EngineError.from(e) }
+    catch let e as EngineError { throw e }
+    catch { throw EngineError.catalog("\(error)") }
+}

@@ -1,0 +1,35 @@
+// Turning the file written while recording into the file that is kept.
+import Foundation
+import Logging
+import Media
+
+/// Facts about a finished file.
+struct FinishedFile: Sendable {
+    var duration: Double?
+    var sizeBytes: Int64?
+    var stoppedAtDamage: Bool
+}
+
+enum RecordingFinalizer {
+    /// Remuxes the fragmented file at `path` into a faststart MP4 next to it, makes that durable and
+    /// renames it over the original (atomic: at every instant `path` is a playable file). If the remux
+    /// fails, the fragmented file stays as it is (it plays, only its duration header is less exact).
+    /// Blocking.
+    static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
+        let tmp = data.finalizingPath(for: path)
+        do {
+            let result = try MP4Finalizer.remux(from: path, to: tmp)
+            try FileOps.sync(tmp)
+            try FileOps.rename(tmp, path)
+            try FileOps.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            let info = try? MediaProbe.probe(path)
+            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path),
+                                stoppedAtDamage: result.stoppedAtDamage)
+        } catch {
+            try? FileOps.remove(tmp)
+            logger.warning("could not finalize \(path); keeping the fragmented file: \(error)")
+            let info = try? MediaProbe.probe(path)
+            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), stoppedAtDamage: true)
+        }
+    }
+}

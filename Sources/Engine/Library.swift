@@ -1,0 +1,98 @@
+// Stored recordings: list, show, edit, save, discard, export.
+import Catalog
+import Foundation
+import Logging
+import RecdAPI
+
+/// Operations on recordings that are not being recorded. Safe to call from any task: each change is
+/// one catalog transaction; checks that involve the active recording go through `Recorder`.
+public struct Library: Sendable {
+    let catalog: Catalog
+    let recorder: Recorder
+    let config: EngineConfiguration
+    let logger: Logger
+
+    public func resolve(_ idOrPrefix: String) throws(EngineError) -> Recording {
+        try catalogCall { try catalog.resolve(idOrPrefix) }
+    }
+
+    public func list(_ query: ListQuery) throws(EngineError) -> RecordingList {
+        guard (1...1000).contains(query.limit) else {
+            throw .invalidValue(field: "limit", detail: "\(query.limit) is not between 1 and 1000")
+        }
+        guard query.offset >= 0 else { throw .invalidValue(field: "offset", detail: "must not be negative") }
+        let (rows, total) = try catalogCall { try catalog.list(query) }
+        return RecordingList(recordings: rows, total: total, limit: query.limit, offset: query.offset)
+    }
+
+    /// Changes title, notes and purpose. A blank title becomes the auto title again.
+    public func edit(_ idOrPrefix: String, _ patch: MetadataPatch) throws(EngineError) -> Recording {
+        let change = try MetadataRules.validate(patch)
+        let id = try resolve(idOrPrefix).id
+        let tz = config.timeZone
+        let r = try catalogCall { try catalog.modify(id: id) { MetadataRules.apply(change, to: &$0, timeZone: tz) } }
+        logger.info("recording \(id) edited")
+        return r
+    }
+
+    /// pending → ready, optionally changing metadata on the way (the seed's [SAVE]).
+    public func save(_ idOrPrefix: String, _ patch: MetadataPatch) throws(EngineError) -> Recording {
+        let change = try MetadataRules.validate(patch)
+        let id = try resolve(idOrPrefix).id
+        let tz = config.timeZone
+        let r = try catalogCall {
+            try catalog.modify(id: id) { r in
+                guard r.state == .pending else {
+                    throw EngineError.invalidState(id: id, state: r.state, action: "save", allowed: [.pending])
+                }
+                r.state = .ready
+                MetadataRules.apply(change, to: &r, timeZone: tz)
+            }
+        }
+        logger.info("recording \(id) saved")
+        return r
+    }
+
+    /// Removes a pending recording: its file and its row (the seed's "Discard recording?").
+    /// The file is moved aside first, so it is never deleted while the row still points at it and a
+    /// failure to move it leaves everything as it was.
+    public func discard(_ idOrPrefix: String) async throws(EngineError) -> Recording {
+        let r = try resolve(idOrPrefix)
+        guard r.state == .pending else {
+            throw .invalidState(id: r.id, state: r.state, action: "discard", allowed: [.pending])
+        }
+        let path = config.dataDirectory.absolute(r.file)
+        let aside = config.dataDirectory.finalizingPath(for: path) + ".discard"
+        let hadFile = FileOps.exists(path)
+        if hadFile { try FileOps.rename(path, aside) }
+        do {
+            try catalogCall {
+                try catalog.modify(id: r.id) { row in
+                    guard row.state == .pending else {
+                        throw EngineError.invalidState(id: r.id, state: row.state, action: "discard", allowed: [.pending])
+                    }
+                }
+                try catalog.delete(id: r.id)
+            }
+        } catch {
+            if hadFile { try? FileOps.rename(aside, path) }
+            throw error
+        }
+        if hadFile { try? FileOps.remove(aside) }
+        logger.info("recording \(r.id) discarded")
+        return r
+    }
+
+    /// Metadata of every saved recording (pending previews are not in the library yet), newest first.
+    public func export() throws(EngineError) -> [ExportRow] {
+        let rows = try catalogCall { try catalog.list(ListQuery(order: .recent, state: .ready, limit: Int.max)) }
+        return MetadataExport.rows(rows.recordings)
+    }
+
+    public func counts() throws(EngineError) -> [String: Int] {
+        let c = try catalogCall { try catalog.countsByState() }
+        var out: [String: Int] = [:]
+        for s in RecordingState.allCases { out[s.rawValue] = c[s] ?? 0 }
+        return out
+    }
+}

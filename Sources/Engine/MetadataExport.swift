@@ -1,0 +1,47 @@
+// The seed's "Export Data" (Screen 7.2): recording metadata as CSV (RFC 4180) or JSON; no files.
+import Foundation
+import RecdAPI
+
+public enum MetadataExport {
+    public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount"]
+
+    public static func rows(_ recordings: [Recording]) -> [ExportRow] {
+        recordings.map {
+            ExportRow(id: $0.id, title: $0.title, timestamp: $0.createdAt, duration: $0.duration,
+                      type: $0.type, purpose: $0.purpose, playCount: $0.playCount)
+        }
+    }
+
+    /// RFC 4180: CRLF line ends, a header line, fields quoted when they hold a comma, quote, CR or LF,
+    /// quotes doubled.
+    public static func csv(_ rows: [ExportRow]) -> String {
+        var out = csvHeader.joined(separator: ",") + "\r\n"
+        for r in rows {
+            let fields = [
+                r.id.uuidString, r.title, APIJSON.formatDate(r.timestamp),
+                r.duration.map { String(format: "%.3f", $0) } ?? "",
+                r.type.rawValue, r.purpose?.rawValue ?? "", String(r.playCount),
+            ]
+            out += fields.map(csvField).joined(separator: ",") + "\r\n"
+        }
+        return out
+    }
+
+    static func csvField(_ s: String) -> String {
+        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return s }
+        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    public static func json(_ rows: [ExportRow], exportedAt: Date) throws -> Data {
+        try APIJSON.encoder(pretty: true).encode(ExportDocument(exportedAt: exportedAt, recordings: rows))
+    }
+
+    /// `recd_export_2025-10-25.csv`: the date in the given time zone.
+    public static func fileName(format: ExportFormat, date: Date, timeZone: TimeZone = .current) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = timeZone
+        f.dateFormat = "yyyy-MM-dd"
+        return "recd_export_\(f.string(from: date)).\(format.rawValue)"
+    }
+}

@@ -1,0 +1,82 @@
+// The seed's metadata rules (Screens 5.3.3 and 5.4.3): limits, purpose chips, auto titles.
+import Foundation
+import RecdAPI
+
+/// A validated change to title, notes and purpose. `nil` fields are left as they are.
+public struct MetadataChange: Sendable, Equatable {
+    /// `.some(nil)` means "blank: use the auto title".
+    public var title: String??
+    public var notes: String?
+    /// `.some(nil)` clears the purpose.
+    public var purpose: Purpose??
+
+    public init(title: String?? = nil, notes: String? = nil, purpose: Purpose?? = nil) {
+        self.title = title; self.notes = notes; self.purpose = purpose
+    }
+
+    public var isEmpty: Bool { title == nil && notes == nil && purpose == nil }
+}
+
+public enum MetadataRules {
+    /// Checks a request's fields against the limits. Throws before anything is changed.
+    public static func validate(_ patch: MetadataPatch) throws(EngineError) -> MetadataChange {
+        var change = MetadataChange()
+        switch patch.title {
+        case .absent: break
+        case .null: change.title = .some(nil)
+        case .value(let raw):
+            let title = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if title.isEmpty {
+                change.title = .some(nil)
+            } else {
+                // `count` counts grapheme clusters: what a person sees as characters.
+                guard title.count <= MetadataLimits.titleMaxCharacters else {
+                    throw .fieldTooLong(field: "title", limit: MetadataLimits.titleMaxCharacters, count: title.count)
+                }
+                guard !title.contains(where: { $0.isNewline }) else {
+                    throw .invalidValue(field: "title", detail: "a title is one line")
+                }
+                change.title = .some(title)
+            }
+        }
+        switch patch.notes {
+        case .absent: break
+        case .null: change.notes = ""
+        case .value(let notes):
+            guard notes.count <= MetadataLimits.notesMaxCharacters else {
+                throw .fieldTooLong(field: "notes", limit: MetadataLimits.notesMaxCharacters, count: notes.count)
+            }
+            change.notes = notes
+        }
+        switch patch.purpose {
+        case .absent: break
+        case .null: change.purpose = .some(nil)
+        case .value(let raw):
+            if raw.isEmpty || raw == "none" {
+                change.purpose = .some(nil)
+            } else if let p = Purpose(rawValue: raw.lowercased()) {
+                change.purpose = .some(p)
+            } else {
+                let allowed = Purpose.allCases.map(\.rawValue).joined(separator: ", ")
+                throw .invalidValue(field: "purpose", detail: "'\(raw)' is not one of \(allowed), or none")
+            }
+        }
+        return change
+    }
+
+    /// "Recording Oct 25, 2025 3:42 PM": the creation time in the daemon's time zone.
+    public static func autoTitle(for date: Date, timeZone: TimeZone = .current) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = timeZone
+        f.dateFormat = "MMM d, yyyy h:mm a"
+        return "Recording " + f.string(from: date)
+    }
+
+    /// Applies `change` to `r`; a blank title becomes the auto title of `r.createdAt`.
+    public static func apply(_ change: MetadataChange, to r: inout Recording, timeZone: TimeZone = .current) {
+        if let title = change.title { r.title = title ?? autoTitle(for: r.createdAt, timeZone: timeZone) }
+        if let notes = change.notes { r.notes = notes }
+        if let purpose = change.purpose { r.purpose = purpose }
+    }
+}

@@ -1,0 +1,94 @@
+// MP4 output through libavformat.
+import CFFmpeg
+import CFFmpegShim
+
+/// How an MP4 file is laid out.
+enum MP4Layout {
+    /// While recording: an empty moov, then one moof+mdat fragment per second, each pushed to the file
+    /// as soon as it is complete (`flush_packets=1`; without it the file protocol keeps 256 KiB in memory
+    /// and a killed recording leaves only the 28-byte ftyp). A crash loses at most the open fragment.
+    case fragmented
+    /// Final form: one moov at the front (`faststart`), readable by every player, correct duration.
+    case faststart
+
+    var options: [(String, String)] {
+        switch self {
+        case .fragmented:
+            return [("movflags", "frag_keyframe+empty_moov+default_base_moof"),
+                    ("frag_duration", "1000000"),
+                    ("flush_packets", "1")]
+        case .faststart:
+            return [("movflags", "+faststart")]
+        }
+    }
+}
+
+/// Owns an output AVFormatContext and its AVIOContext. `close()` writes the trailer and must be called;
+/// `deinit` only frees what is left (after an error or an abandoned write).
+final class FFmpegMuxer {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    private var headerWritten = false
+    private var closed = false
+
+    init(path: String, formatName: String = "mp4") throws {
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        try FFmpegError.check(avformat_alloc_output_context2(&ctx, nil, formatName, path),
+                              "avformat_alloc_output_context2", file: path)
+        guard let ctx else { throw MediaError.allocationFailed("avformat_alloc_output_context2") }
+        self.context = ctx
+        self.path = path
+    }
+
+    deinit {
+        if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        avformat_free_context(context)
+    }
+
+    /// Whether codecs must put their extradata in the container rather than in-band.
+    var wantsGlobalHeader: Bool { (context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER) != 0 }
+
+    func addStream() throws -> UnsafeMutablePointer<AVStream> {
+        guard let s = avformat_new_stream(context, nil) else { throw MediaError.allocationFailed("avformat_new_stream") }
+        return s
+    }
+
+    /// Opens the file (created or truncated) and writes the header with `layout`'s options.
+    func open(layout: MP4Layout) throws {
+        try FFmpegError.check(avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open", file: path)
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        for (k, v) in layout.options { av_dict_set(&options, k, v, 0) }
+        try FFmpegError.check(avformat_write_header(context, &options), "avformat_write_header", file: path)
+        headerWritten = true
+    }
+
+    /// Writes one packet (timestamps already in the stream's time base); takes the packet's reference.
+    func write(_ packet: UnsafeMutablePointer<AVPacket>) throws {
+        try FFmpegError.check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame", file: path)
+    }
+
+    /// Writes the trailer and closes the file.
+    func close() throws {
+        guard !closed else { return }
+        closed = true
+        if headerWritten {
+            try FFmpegError.check(av_write_trailer(context), "av_write_trailer", file: path)
+        }
+        let rc = avio_closep(&context.pointee.pb)
+        try FFmpegError.check(rc, "avio_closep", file: path)
+    }
+}
+
+/// Owns one AVPacket.
+final class FFmpegPacket {
+    let pointer: UnsafeMutablePointer<AVPacket>
+    init() throws {
+        guard let p = av_packet_alloc() else { throw MediaError.allocationFailed("av_packet_alloc") }
+        pointer = p
+    }
+    deinit {
+        var p: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&p)
+    }
+}

@@ -1,0 +1,57 @@
+// Turns a fragmented (or torn) MP4 into an ordinary one with a stream-copy remux.
+import CFFmpeg
+import CFFmpegShim
+import Foundation
+
+/// What a remux read and wrote.
+public struct RemuxResult: Sendable {
+    public var packets: Int
+    /// True when reading stopped at damaged data (a torn last fragment) rather than a clean end.
+    public var stoppedAtDamage: Bool
+}
+
+public enum MP4Finalizer {
+    /// Copies every stream of `source` into a new faststart MP4 at `destination` (no re-encoding).
+    /// FFmpeg 5.1 has no "hybrid" fragmented mode, so this second pass is how a recording gets one moov
+    /// with the right duration. A read error after at least one packet ends the copy there: what was
+    /// read is kept (salvage of a file cut by a crash).
+    public static func remux(from source: String, to destination: String) throws -> RemuxResult {
+        let input = try FFmpegInput(path: source)
+        let muxer = try FFmpegMuxer(path: destination)
+        let inCtx = input.context
+        let streamCount = Int(inCtx.pointee.nb_streams)
+        var outStreams: [UnsafeMutablePointer<AVStream>] = []
+        for i in 0..<streamCount {
+            let inStream = inCtx.pointee.streams[i]!
+            let out = try muxer.addStream()
+            try FFmpegError.check(avcodec_parameters_copy(out.pointee.codecpar, inStream.pointee.codecpar),
+                                  "avcodec_parameters_copy", file: source)
+            out.pointee.codecpar.pointee.codec_tag = 0
+            out.pointee.time_base = inStream.pointee.time_base
+            outStreams.append(out)
+        }
+        try muxer.open(layout: .faststart)
+        let packet = try FFmpegPacket()
+        var packets = 0
+        var damaged = false
+        while true {
+            let rc = av_read_frame(inCtx, packet.pointer)
+            if rc == recd_averror_eof() { break }
+            if rc < 0 {
+                if packets == 0 { throw FFmpegError(call: "av_read_frame", code: rc, file: source) }
+                damaged = true
+                break
+            }
+            let pkt = packet.pointer
+            let index = Int(pkt.pointee.stream_index)
+            guard index < outStreams.count else { av_packet_unref(pkt); continue }
+            av_packet_rescale_ts(pkt, inCtx.pointee.streams[index]!.pointee.time_base,
+                                 outStreams[index].pointee.time_base)
+            pkt.pointee.pos = -1
+            try muxer.write(pkt)
+            packets += 1
+        }
+        try muxer.close()
+        return RemuxResult(packets: packets, stoppedAtDamage: damaged)
+    }
+}

@@ -1,0 +1,23 @@
+import Foundation
+
+/// Where recd and recctl look when `--socket` / `--data-dir` and their variables are not given.
+/// Shared so the client always finds the daemon the daemon's own defaults describe.
+public enum DefaultPaths {
+    public static func socket(environment env: [String: String] = ProcessInfo.processInfo.environment,
+                              uid: uid_t = getuid()) -> String {
+        if let s = env["RECD_SOCKET"], !s.isEmpty { return s }
+        if uid == 0 { return "/run/recd/recd.sock" }
+        if let r = env["XDG_RUNTIME_DIR"], !r.isEmpty { return r + "/recd/recd.sock" }
+        // No runtime directory (a session without logind): a per-user folder in /tmp.
+        return "/tmp/recd-\(uid)/recd.sock"
+    }
+
+    public static func dataDirectory(environment env: [String: String] = ProcessInfo.processInfo.environment,
+                                     uid: uid_t = getuid()) -> String {
+        if let d = env["RECD_DATA_DIR"], !d.isEmpty { return d }
+        if uid == 0 { return "/var/lib/recd" }
+        if let x = env["XDG_DATA_HOME"], !x.isEmpty { return x + "/recd" }
+        let home = env["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/recd"
+    }
+}

@@ -1,0 +1,105 @@
+// The one place where errors become HTTP statuses and API error codes.
+import Engine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import RecdAPI
+
+/// An error raised by the server itself (bad query string, bad body).
+struct RequestError: Error {
+    var status: HTTPResponse.Status
+    var code: APIErrorCode
+    var message: String
+}
+
+enum ErrorMapping {
+    static func map(_ error: any Error) -> (HTTPResponse.Status, APIErrorBody) {
+        switch error {
+        case let e as RequestError:
+            return (e.status, APIErrorBody(code: e.code, message: e.message))
+        case let e as EngineError:
+            return map(e)
+        case let e as DecodingError:
+            return (.badRequest, APIErrorBody(code: .malformedRequest, message: "malformed JSON body: \(describe(e))"))
+        case let e as HTTPError:
+            switch e.status {
+            case .contentTooLarge:
+                return (e.status, APIErrorBody(code: .payloadTooLarge,
+                                               message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes"))
+            case .notFound:
+                return (e.status, APIErrorBody(code: .notFound, message: e.body ?? "no such endpoint"))
+            case .methodNotAllowed:
+                return (e.status, APIErrorBody(code: .malformedRequest, message: "method not allowed on this endpoint"))
+            default:
+                let code: APIErrorCode = e.status.code < 500 ? .malformedRequest : .internalError
+                return (e.status, APIErrorBody(code: code, message: e.body ?? e.status.reasonPhrase))
+            }
+        default:
+            return (.internalServerError, APIErrorBody(code: .internalError, message: "\(error)"))
+        }
+    }
+
+    static func map(_ e: EngineError) -> (HTTPResponse.Status, APIErrorBody) {
+        let message = e.description
+        switch e {
+        case .alreadyRecording: return (.conflict, .init(code: .alreadyRecording, message: message))
+        case .notRecording: return (.conflict, .init(code: .notRecording, message: message))
+        case .notFound: return (.notFound, .init(code: .notFound, message: message))
+        case .ambiguousID(_, let matches): return (.conflict, .init(code: .ambiguousID, message: message, matches: matches))
+        case .invalidID: return (.badRequest, .init(code: .malformedRequest, message: message))
+        case .invalidState: return (.conflict, .init(code: .invalidState, message: message))
+        case .fieldTooLong: return (.unprocessableContent, .init(code: .fieldTooLong, message: message))
+        case .invalidValue: return (.unprocessableContent, .init(code: .invalidValue, message: message))
+        case .device: return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
+        case .media: return (.internalServerError, .init(code: .internalError, message: message))
+        case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
+        case .catalog: return (.internalServerError, .init(code: .internalError, message: message))
+        }
+    }
+
+    static func describe(_ e: DecodingError) -> String {
+        switch e {
+        case .dataCorrupted(let c):
+            if let underlying = c.underlyingError { return "\(c.debugDescription) (\(underlying.localizedDescription))" }
+            return c.debugDescription
+        case .keyNotFound(let k, _): return "missing field '\(k.stringValue)'"
+        case .typeMismatch(let t, let c): return "field '\(path(c))' should be \(t)"
+        case .valueNotFound(let t, let c): return "field '\(path(c))' should be \(t), not null"
+        @unknown default: return "\(e)"
+        }
+    }
+
+    static func path(_ c: DecodingError.Context) -> String { c.codingPath.map(\.stringValue).joined(separator: ".") }
+}
+
+/// Turns every error thrown below it into the API's JSON error body, and logs server errors.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let (status, body) = ErrorMapping.map(error)
+            if status.code >= 500 {
+                context.logger.error("\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
+            } else {
+                context.logger.debug("\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
+            }
+            return JSONResponse.make(body, status: status)
+        }
+    }
+}
+
+enum JSONResponse {
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? APIJSON.encoder().encode(value)) ?? Data("{}".utf8)
+        return raw(data + Data("\n".utf8), contentType: "application/json", status: status)
+    }
+
+    static func raw(_ data: Data, contentType: String, status: HTTPResponse.Status = .ok,
+                    extraHeaders: HTTPFields = [:]) -> Response {
+        var headers: HTTPFields = [.contentType: contentType]
+        headers.append(contentsOf: extraHeaders)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

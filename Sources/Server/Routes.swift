@@ -1,0 +1,145 @@
+// The /v1 HTTP API (documented in openapi.yaml, served at /v1/openapi.yaml).
+import Catalog
+import Dispatch
+import Engine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import RecdAPI
+
+/// Facts about the running daemon that status reports.
+public struct DaemonIdentity: Sendable {
+    public var socketPath: String
+    public var startedAt: Date
+    public init(socketPath: String, startedAt: Date = Date()) { self.socketPath = socketPath; self.startedAt = startedAt }
+}
+
+public enum RecdRoutes {
+    /// Largest request body accepted: metadata is small; anything bigger is a mistake or an attack.
+    public static let maxBodyBytes = 64 * 1024
+
+    public static func router(engine: Engine, identity: DaemonIdentity) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: JSONErrorMiddleware())
+        let v1 = router.group("v1")
+
+        v1.get("status") { _, _ in
+            let (active, counts) = try await engine.status()
+            let c = engine.config
+            return JSONResponse.make(DaemonStatus(
+                version: RecdVersion.current, pid: getpid(), uptime: Date().timeIntervalSince(identity.startedAt),
+                activity: active == nil ? .idle : .recording, active: active,
+                captureDevice: c.captureDevice, playbackDevice: c.playbackDevice,
+                sampleRate: c.sampleRate, channels: c.channels,
+                dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts))
+        }
+
+        v1.post("record/start") { request, _ in
+            let receivedAt = DispatchTime.now().uptimeNanoseconds
+            let body = try await decode(StartRecordingRequest.self, request)
+            let reply = try await engine.recorder.start(body, receivedAt: receivedAt)
+            return JSONResponse.make(reply, status: .created)
+        }
+
+        v1.post("record/stop") { request, _ in
+            let body = try await decode(StopRecordingRequest.self, request)
+            return JSONResponse.make(try await engine.recorder.stop(body))
+        }
+
+        v1.get("recordings") { request, _ in
+            let q = request.uri.queryParameters
+            var query = ListQuery()
+            if let by = q["by"] { query.order = try enumValue(ListOrder.self, String(by), field: "by") }
+            if let s = q["state"] { query.state = try enumValue(RecordingState.self, String(s), field: "state") }
+            if let t = q["type"] { query.type = try enumValue(RecordingType.self, String(t), field: "type") }
+            if let l = q["limit"] { query.limit = try intValue(String(l), field: "limit") }
+            if let o = q["offset"] { query.offset = try intValue(String(o), field: "offset") }
+            return JSONResponse.make(try engine.library.list(query))
+        }
+
+        v1.get("recordings/:id") { _, context in
+            JSONResponse.make(try engine.library.resolve(try context.parameters.require("id")))
+        }
+
+        v1.patch("recordings/:id") { request, context in
+            let id = try context.parameters.require("id")
+            let patch = try await decode(MetadataPatch.self, request)
+            return JSONResponse.make(try engine.library.edit(id, patch))
+        }
+
+        v1.post("recordings/:id/save") { request, context in
+            let id = try context.parameters.require("id")
+            let patch = try await decode(MetadataPatch.self, request)
+            return JSONResponse.make(try engine.library.save(id, patch))
+        }
+
+        v1.post("recordings/:id/discard") { _, context in
+            let id = try context.parameters.require("id")
+            return JSONResponse.make(try await engine.library.discard(id))
+        }
+
+        v1.get("export") { request, _ in
+            let format = try request.uri.queryParameters["format"].map {
+                try enumValue(ExportFormat.self, String($0), field: "format")
+            } ?? .csv
+            let rows = try engine.library.export()
+            let now = Date()
+            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone)
+            let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
+            switch format {
+            case .csv:
+                return JSONResponse.raw(Data(MetadataExport.csv(rows).utf8), contentType: "text/csv; charset=utf-8",
+                                        extraHeaders: disposition)
+            case .json:
+                return JSONResponse.raw(try MetadataExport.json(rows, exportedAt: now) + Data("\n".utf8),
+                                        contentType: "application/json", extraHeaders: disposition)
+            }
+        }
+
+        v1.get("openapi.yaml") { _, _ in
+            guard let yaml = OpenAPIDocument.yaml else {
+                throw HTTPError(.notFound, message: "openapi.yaml is not installed beside recd")
+            }
+            return JSONResponse.raw(yaml, contentType: "application/yaml")
+        }
+        return router
+    }
+
+    /// Reads and decodes a JSON body; an empty body is `{}`.
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        var request = request
+        let buffer = try await request.collectBody(upTo: maxBodyBytes)
+        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
+        return try APIJSON.decoder().decode(T.self, from: data)
+    }
+
+    static func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ raw: String, field: String) throws -> E
+    where E.RawValue == String {
+        guard let v = E(rawValue: raw) else {
+            throw RequestError(status: .badRequest, code: .malformedRequest,
+                               message: "\(field)=\(raw) is not one of \(E.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return v
+    }
+
+    static func intValue(_ raw: String, field: String) throws -> Int {
+        guard let v = Int(raw) else {
+            throw RequestError(status: .badRequest, code: .malformedRequest, message: "\(field)=\(raw) is not a whole number")
+        }
+        return v
+    }
+}
+
+/// The OpenAPI document (Sources/Server/openapi.yaml). SwiftPM copies it into `recd_Server.resources/`
+/// beside the binary; `make install` puts it in `<prefix>/share/recd/`. Looked up by hand because the
+/// generated `Bundle.module` traps when the bundle is missing, which must not take the daemon down.
+enum OpenAPIDocument {
+    static let yaml: Data? = {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [
+            exe.appendingPathComponent("recd_Server.resources/openapi.yaml"),
+            exe.deletingLastPathComponent().appendingPathComponent("share/recd/openapi.yaml"),
+        ]
+        return candidates.lazy.compactMap { try? Data(contentsOf: $0) }.first
+    }()
+}

@@ -1,0 +1,235 @@
+// recctl's command tree. Each command sends one request and prints the reply.
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+import RecdAPI
+
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("recd's socket (default: $RECD_SOCKET, else the daemon's default).",
+                                            valueName: "path"))
+    var socket: String = DefaultPaths.socket()
+
+    @Flag(name: .long, help: "Print the daemon's JSON reply instead of a readable summary.")
+    var json = false
+
+    var client: RecdClient { RecdClient(socketPath: socket) }
+
+    /// Prints the raw JSON reply (as the daemon sent it) or the readable form.
+    func emit(_ raw: Data, _ readable: @autoclosure () -> String) {
+        if json {
+            FileHandle.standardOutput.write(raw.last == UInt8(ascii: "\n") ? raw : raw + Data("\n".utf8))
+        } else {
+            print(readable())
+        }
+    }
+}
+
+/// --title/--notes/--purpose as a metadata patch.
+struct MetadataOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Title (at most \(MetadataLimits.titleMaxCharacters) characters; blank = automatic).",
+                               valueName: "text"))
+    var title: String?
+
+    @Option(help: ArgumentHelp("Notes (at most \(MetadataLimits.notesMaxCharacters) characters).", valueName: "text"))
+    var notes: String?
+
+    @Option(help: ArgumentHelp("Purpose: \(Purpose.allCases.map(\.rawValue).joined(separator: ", ")), or none.",
+                               valueName: "purpose"))
+    var purpose: String?
+
+    var patch: MetadataPatch {
+        MetadataPatch(title: title.map { .value($0) } ?? .absent,
+                      notes: notes.map { .value($0) } ?? .absent,
+                      purpose: purpose.map { $0 == "none" ? .null : .value($0) } ?? .absent)
+    }
+}
+
+/// Path segment for a user-given id or prefix.
+func idPath(_ id: String) -> String {
+    id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? id
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show what recd is doing.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let (s, raw) = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
+        var lines = ["recd \(s.version) (pid \(s.pid)), up \(Output.duration(s.uptime))"]
+        if let a = s.active {
+            lines.append("⏺ recording '\(a.recording.title)' (\(a.recording.id.uuidString.prefix(8))) for \(Output.duration(a.elapsed))"
+                         + (a.capture.overruns > 0 ? ", \(a.capture.overruns) overruns" : ""))
+        } else {
+            lines.append("idle")
+        }
+        lines.append("capture: \(s.captureDevice), \(s.sampleRate) Hz, \(s.channels) ch; playback: \(s.playbackDevice)")
+        lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
+        lines.append("data: \(s.dataDirectory)")
+        global.emit(raw, lines.joined(separator: "\n"))
+    }
+}
+
+struct Record: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start or stop a recording.", subcommands: [Start.self, Stop.self])
+
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start recording from the capture device.")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var metadata: MetadataOptions
+
+        func run() async throws {
+            let (reply, raw) = try await global.client.call(
+                .POST, "/v1/record/start", body: StartRecordingRequest(metadata: metadata.patch),
+                as: StartRecordingResponse.self)
+            global.emit(raw, "⏺ recording '\(reply.recording.title)' (\(reply.recording.id.uuidString)) from \(reply.device)"
+                             + String(format: ", first audio after %.0f ms", reply.startLatencyMs))
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop the recording: keep it pending (default), --save it, or --discard it.")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var metadata: MetadataOptions
+        @Flag(help: "Save the recording into the library at once.") var save = false
+        @Flag(help: "Throw the recording away.") var discard = false
+
+        func validate() throws {
+            if save && discard { throw ValidationError("--save and --discard exclude each other") }
+        }
+
+        func run() async throws {
+            let then: StopDisposition = save ? .save : discard ? .discard : .keep
+            let (reply, raw) = try await global.client.call(
+                .POST, "/v1/record/stop", body: StopRecordingRequest(then: then, metadata: metadata.patch),
+                as: StopRecordingResponse.self)
+            let text: String
+            if let r = reply.recording {
+                text = "⏹ \(r.state == .ready ? "saved" : "stopped (pending: save or discard it)"): \(Output.oneLine(r))"
+                    + (reply.capture.overruns > 0 ? "\n\(reply.capture.overruns) overruns, \(reply.capture.droppedFrames) frames lost" : "")
+            } else {
+                text = "⏹ stopped and discarded"
+            }
+            global.emit(raw, text)
+        }
+    }
+}
+
+struct Save: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Save a pending recording into the library.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var metadata: MetadataOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+
+    func run() async throws {
+        let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/save", body: metadata.patch,
+                                                    as: Recording.self)
+        global.emit(raw, "Recording saved ✓ \(Output.oneLine(r))")
+    }
+}
+
+struct Discard: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Discard a pending recording (file and metadata).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+
+    func run() async throws {
+        let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/discard",
+                                                    body: Optional<Int>.none, as: Recording.self)
+        global.emit(raw, "Discarded \(Output.oneLine(r))")
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List recordings (newest first by default).")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "Order: recent (newest first) or plays (most played first).") var by: ListOrder = .recent
+    @Option(help: "At most this many (1-1000).") var limit: Int = 100
+    @Option(help: "Skip this many.") var offset: Int = 0
+    @Option(help: "Only recordings in this state: recording, pending, ready.") var state: RecordingState?
+    @Option(help: "Only this type: audio or video.") var type: RecordingType?
+
+    func run() async throws {
+        var q = ["by=\(by.rawValue)", "limit=\(limit)", "offset=\(offset)"]
+        if let state { q.append("state=\(state.rawValue)") }
+        if let type { q.append("type=\(type.rawValue)") }
+        let (list, raw) = try await global.client.call(.GET, "/v1/recordings?" + q.joined(separator: "&"),
+                                                       as: RecordingList.self)
+        let text = list.recordings.isEmpty
+            ? "No recordings yet. Create motivational content to play during cravings: recctl record start"
+            : Output.table(list.recordings)
+                + (list.total > list.offset + list.recordings.count ? "\n(\(list.total) in all)" : "")
+        global.emit(raw, text)
+    }
+}
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one recording.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+
+    func run() async throws {
+        let (r, raw) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        global.emit(raw, Output.details(r))
+    }
+}
+
+struct Edit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change a recording's title, notes or purpose (a blank title becomes the automatic one).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var metadata: MetadataOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+
+    func validate() throws {
+        if metadata.patch.isEmpty { throw ValidationError("nothing to change: give --title, --notes or --purpose") }
+    }
+
+    func run() async throws {
+        let (r, raw) = try await global.client.call(.PATCH, "/v1/recordings/\(idPath(id))", body: metadata.patch,
+                                                    as: Recording.self)
+        global.emit(raw, "Recording updated ✓\n" + Output.details(r))
+    }
+}
+
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export the library's metadata (not the files) as CSV or JSON.",
+        discussion: "Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "csv or json.") var format: ExportFormat = .csv
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
+    var output: String?
+
+    func run() async throws {
+        let reply = try await global.client.send(.GET, "/v1/export?format=\(format.rawValue)")
+        try RecdClient.check(reply)
+        if output == "-" {
+            FileHandle.standardOutput.write(reply.body)
+            return
+        }
+        let name = output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)"
+        do {
+            try reply.body.write(to: URL(fileURLWithPath: name))
+        } catch {
+            throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
+        }
+        if !global.json { print("Data exported ✓ \(name)") }
+        else { print(#"{"file":"\#(name)"}"#) }
+    }
+
+    static func fileName(from headers: HTTPHeaders) -> String? {
+        guard let d = headers.first(name: "Content-Disposition"),
+              let r = d.range(of: "filename=\"") else { return nil }
+        let rest = d[r.upperBound...]
+        guard let end = rest.firstIndex(of: "\"") else { return nil }
+        let name = String(rest[..<end])
+        return name.contains("/") ? nil : name
+    }
+}
+
+extension ListOrder: ExpressibleByArgument {}
+extension RecordingState: ExpressibleByArgument {}
+extension RecordingType: ExpressibleByArgument {}
+extension ExportFormat: ExpressibleByArgument {}

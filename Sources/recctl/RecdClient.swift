@@ -1,0 +1,97 @@
+// HTTP/1.1 over the daemon's Unix socket, with SwiftNIO (no TLS stack is compiled for a local socket).
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import RecdAPI
+
+/// Why a request did not give a successful reply.
+enum ClientFailure: Error {
+    /// The daemon answered with an error body (exit code 1).
+    case refused(status: Int, APIErrorBody)
+    /// Nothing is listening on the socket (exit code 3).
+    case unreachable(socket: String, reason: String)
+    /// The daemon's reply could not be understood.
+    case badReply(String)
+}
+
+struct HTTPReply {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: Data
+}
+
+struct RecdClient {
+    let socketPath: String
+
+    func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
+        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(5))
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
+                            wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+            head.headers.add(name: "Host", value: "recd")
+            head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+            head.headers.add(name: "Connection", value: "close")
+            if let body {
+                head.headers.add(name: "Content-Type", value: "application/json")
+                head.headers.add(name: "Content-Length", value: String(body.count))
+            }
+            try await outbound.write(.head(head))
+            if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            try await outbound.write(.end(nil))
+            var reply = HTTPReply(status: 0, headers: [:], body: Data())
+            for try await part in inbound {
+                switch part {
+                case .head(let h): reply.status = Int(h.status.code); reply.headers = h.headers
+                case .body(let b): reply.body.append(contentsOf: b.readableBytesView)
+                case .end: return reply
+                }
+            }
+            throw ClientFailure.badReply("the daemon closed the connection before replying")
+        }
+    }
+
+    /// Sends a request and decodes a successful JSON reply; an error reply becomes `.refused`.
+    func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = Optional<Int>.none,
+                            as type: T.Type) async throws -> (T, Data) {
+        let data = try body.map { try APIJSON.encoder().encode($0) }
+        let reply = try await send(method, path, body: data)
+        try Self.check(reply)
+        do {
+            return (try APIJSON.decoder().decode(T.self, from: reply.body), reply.body)
+        } catch {
+            throw ClientFailure.badReply("unexpected reply from recd: \(error)")
+        }
+    }
+
+    static func check(_ reply: HTTPReply) throws {
+        guard (200..<300).contains(reply.status) else {
+            if let e = try? APIJSON.decoder().decode(APIErrorBody.self, from: reply.body) {
+                throw ClientFailure.refused(status: reply.status, e)
+            }
+            let text = String(decoding: reply.body, as: UTF8.self)
+            throw ClientFailure.refused(status: reply.status,
+                                        APIErrorBody(code: .internalError, message: "HTTP \(reply.status): \(text)"))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        if let e = error as? NIOConnectionError, let first = e.connectionErrors.first {
+            return describe(first.error)
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,68 @@
+// recd: the daemon. Parses options, builds the engine, runs. No logic here.
+import ArgumentParser
+import Engine
+import Foundation
+import Logging
+import RecdAPI
+import Server
+
+@main
+struct RecdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recd",
+        abstract: "Media recording manager daemon: records from ALSA into Recordings/, keeps a catalog, serves recctl.",
+        discussion: """
+        Serves HTTP/1.1 with JSON bodies on a Unix socket, e.g.
+          curl --unix-socket "$RECD_SOCKET" http://recd/v1/status
+        Environment: RECD_DATA_DIR, RECD_SOCKET (same meaning as the options).
+        """,
+        version: RecdVersion.current)
+
+    @Option(name: .long, help: ArgumentHelp("Data directory (catalog.sqlite, Recordings/).", valueName: "dir"))
+    var dataDir: String = DefaultPaths.dataDirectory()
+
+    @Option(name: .long, help: ArgumentHelp("Unix socket to serve on.", valueName: "path"))
+    var socket: String = DefaultPaths.socket()
+
+    @Option(name: .long, help: ArgumentHelp("ALSA PCM to record from.", valueName: "pcm"))
+    var captureDevice: String = "default"
+
+    @Option(name: .long, help: ArgumentHelp("ALSA PCM to play through.", valueName: "pcm"))
+    var playbackDevice: String = "default"
+
+    @Option(name: .long, help: "Capture channels (1 or 2).")
+    var channels: Int = 1
+
+    @Option(name: .long, help: "AAC bit rate in bits per second.")
+    var bitrate: Int = 128_000
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard (1...2).contains(channels) else { throw ValidationError("--channels must be 1 or 2") }
+        guard (32_000...320_000).contains(bitrate) else { throw ValidationError("--bitrate must be 32000...320000") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "recd")
+        let config = EngineConfiguration(
+            dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
+            playbackDevice: playbackDevice, channels: channels, bitRate: bitrate)
+        do {
+            let engine = try Engine(config: config, logger: logger)
+            try await RecdDaemon(engine: engine, socketPath: socket, logger: logger).run()
+        } catch {
+            logger.critical("\(error)")
+            FileHandle.standardError.write(Data("recd: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
