@@ -51,6 +51,7 @@ let package = Package(
         .target(name: "Server", dependencies: [
             "RecdAPI", "Engine", "Catalog",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("openapi.yaml")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [

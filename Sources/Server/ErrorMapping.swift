@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import RecdAPI
 
 /// An error raised by the server itself (bad query string, bad body).
@@ -19,6 +20,9 @@ enum ErrorMapping {
             return (e.status, APIErrorBody(code: e.code, message: e.message))
         case let e as EngineError:
             return map(e)
+        case is NIOTooManyBytesError:
+            return (.contentTooLarge, APIErrorBody(code: .payloadTooLarge,
+                                                   message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes"))
         case let e as DecodingError:
             return (.badRequest, APIErrorBody(code: .malformedRequest, message: "malformed JSON body: \(describe(e))"))
         case let e as HTTPError:

@@ -90,8 +90,13 @@ enum Main {
                 exit(ExitStatus.refused)
             }
         } catch {
+            // `recctl help` and `recctl --help` run ArgumentParser's help command, which "fails" with
+            // the help text as a clean exit.
             let code = RecCtl.exitCode(for: error)
-            if code == .success { exit(ExitStatus.ok) }
+            if code == .success {
+                print(RecCtl.fullMessage(for: error))
+                exit(ExitStatus.ok)
+            }
             FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
             exit(error is ValidationError || error is CleanExit ? ExitStatus.usage : ExitStatus.refused)
         }

@@ -1,0 +1,122 @@
+// The daemon's life: not running, missing devices, a second instance, kill -9 mid-recording.
+import Foundation
+import RecdAPI
+import XCTest
+
+final class DaemonTests: XCTestCase {
+    func testClientExitsThreeWhenTheDaemonIsNotRunning() throws {
+        let socket = NSTemporaryDirectory() + "recd-absent-\(UUID().uuidString.prefix(6))/recd.sock"
+        let r = try Tools.run(Tools.recctl, ["--socket", socket, "status"])
+        XCTAssertEqual(r.status, 3)
+        XCTAssertTrue(r.stderr.contains(socket), r.stderr)
+        XCTAssertTrue(r.stderr.contains("Start it with"), r.stderr)
+        // The variable works the same, and so does any command.
+        var env = ProcessInfo.processInfo.environment
+        env["RECD_SOCKET"] = socket
+        let list = try Tools.run(Tools.recctl, ["list"], environment: env)
+        XCTAssertEqual(list.status, 3)
+        XCTAssertTrue(list.stderr.contains(socket), list.stderr)
+        // A socket file with nobody behind it (a daemon killed long ago) is "not running" too.
+        let stale = NSTemporaryDirectory() + "recd-stale-\(UUID().uuidString.prefix(6)).sock"
+        _ = try Tools.run("python3", ["-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])", stale])
+        defer { unlink(stale) }
+        XCTAssertEqual(try Tools.run(Tools.recctl, ["--socket", stale, "status"]).status, 3)
+    }
+
+    func testUsageErrorsExitTwo() throws {
+        XCTAssertEqual(try Tools.run(Tools.recctl, ["frobnicate"]).status, 2)
+        XCTAssertEqual(try Tools.run(Tools.recctl, ["list", "--by", "size"]).status, 2)
+        XCTAssertEqual(try Tools.run(Tools.recctl, ["record", "stop", "--save", "--discard"]).status, 2)
+        let help = try Tools.run(Tools.recctl, ["--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("Exit codes"), help.stdout)
+    }
+
+    func testMissingCaptureDeviceIs503NamingTheDevice() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        let daemon = try Daemon(environment: pulse.environment, captureDevice: "recd_no_such_pcm")
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let (status, body) = try daemon.curl("POST", "/v1/record/start", body: "{}")
+        XCTAssertEqual(status, 503, body)
+        XCTAssertTrue(body.contains("device_unavailable") && body.contains("recd_no_such_pcm"), body)
+        let r = try daemon.recctl("record", "start")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("recd_no_such_pcm"), r.stderr)
+        // Nothing was left behind, and the daemon still serves.
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.appendingPathComponent("Recordings").path), [])
+        XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
+        // alsa-lib's own complaint went to the daemon's log, not to a terminal.
+        XCTAssertTrue(daemon.log.contains("alsa-lib"), daemon.log)
+    }
+
+    func testASecondDaemonOnTheSameSocketExitsAndLeavesTheFirstAlone() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        let first = try Daemon(environment: pulse.environment)
+        defer { first.cleanUp() }
+        try first.start()
+        let second = try Tools.run(Tools.recd, ["--socket", first.socket, "--data-dir", first.dir.appendingPathComponent("other").path],
+                                   environment: pulse.environment, timeout: 20)
+        XCTAssertNotEqual(second.status, 0)
+        XCTAssertTrue(second.stderr.contains("already serving"), second.stderr)
+        XCTAssertEqual(try first.recctlJSON(DaemonStatus.self, "status").pid, first.process?.processIdentifier)
+    }
+
+    func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", "Interrupted")
+        let startedAt = Date()
+        Thread.sleep(forTimeInterval: 3.5)
+        let killedAt = Date()
+        daemon.kill9()
+        let recorded = killedAt.timeIntervalSince(startedAt)
+
+        // The file as the crash left it: fragmented, readable, up to shortly before the kill.
+        let path = daemon.path(of: start.recording)
+        let probe = try Probe.audio(path)
+        XCTAssertEqual(probe.codec, "aac")
+        let decoded = try AudioAnalysis.of(path)
+        XCTAssertGreaterThan(decoded.duration, recorded - 1.6, "lost more than the open fragment")
+        XCTAssertLessThanOrEqual(decoded.duration, recorded + 0.2)
+        XCTAssertEqual(decoded.frequency, 440, accuracy: 10)
+
+        // The next start salvages it: pending, recovered, finalized, never deleted.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: daemon.socket), "kill -9 leaves the socket file")
+        try daemon.start()
+        let r = try daemon.recctlJSON(Recording.self, "show", start.recording.id.uuidString)
+        XCTAssertEqual(r.state, .pending)
+        XCTAssertTrue(r.recovered)
+        XCTAssertEqual(r.title, "Interrupted")
+        XCTAssertEqual(try XCTUnwrap(r.duration), decoded.duration, accuracy: 0.1)
+        let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
+        // And it can be saved like any other.
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "save", r.id.uuidString).state, .ready)
+    }
+
+    func testSIGTERMKeepsTheActiveRecordingAsPending() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")
+        Thread.sleep(forTimeInterval: 1.2)
+        daemon.stop()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socket), "SIGTERM removes the socket")
+        try daemon.start()
+        let r = try daemon.recctlJSON(Recording.self, "show", start.recording.id.uuidString)
+        XCTAssertEqual(r.state, .pending)
+        XCTAssertFalse(r.recovered)
+        XCTAssertEqual(try XCTUnwrap(r.duration), 1.2, accuracy: 0.4)
+    }
+}

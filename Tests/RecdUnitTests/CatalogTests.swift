@@ -1,0 +1,109 @@
+import Catalog
+import Foundation
+import RecdAPI
+import XCTest
+
+final class CatalogTests: XCTestCase {
+    var dir: URL!
+    var catalog: Catalog!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("recd-catalog-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        catalog = try Catalog(path: dir.appendingPathComponent("catalog.sqlite").path)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func make(_ id: String? = nil, state: RecordingState = .ready, created: TimeInterval, plays: Int = 0) -> Recording {
+        let uuid = id.flatMap(UUID.init(uuidString:)) ?? UUID()
+        return Recording(id: uuid, type: .audio, state: state, title: "T \(created)", notes: "", purpose: nil,
+                         createdAt: Date(timeIntervalSince1970: created), duration: 1.5, sizeBytes: 100,
+                         file: "Recordings/audio_\(uuid.uuidString).m4a", playCount: plays, lastPlayedAt: nil,
+                         recovered: false, droppedFrames: 0)
+    }
+
+    func testRoundTripAndWAL() throws {
+        let r = make(created: 1000)
+        try catalog.insert(r)
+        XCTAssertEqual(try catalog.recording(id: r.id), r)
+        let mode = try Tools.sqlite(dir.appendingPathComponent("catalog.sqlite").path, "PRAGMA journal_mode;")
+        XCTAssertEqual(mode, "wal")
+    }
+
+    func testOrdersFiltersAndPages() throws {
+        let a = make(created: 100, plays: 5), b = make(created: 200, plays: 5), c = make(state: .pending, created: 300, plays: 9)
+        for r in [a, b, c] { try catalog.insert(r) }
+        XCTAssertEqual(try catalog.list(ListQuery()).recordings.map(\.id), [c.id, b.id, a.id])
+        XCTAssertEqual(try catalog.list(ListQuery(order: .plays)).recordings.map(\.id), [c.id, b.id, a.id])
+        XCTAssertEqual(try catalog.list(ListQuery(order: .plays, state: .ready)).recordings.map(\.id), [b.id, a.id])
+        let page = try catalog.list(ListQuery(limit: 1, offset: 2))
+        XCTAssertEqual(page.recordings.map(\.id), [a.id])
+        XCTAssertEqual(page.total, 3)
+        XCTAssertEqual(try catalog.countsByState(), [.ready: 2, .pending: 1])
+    }
+
+    func testPrefixResolution() throws {
+        try catalog.insert(make("ABCD1111-0000-4000-8000-000000000001", created: 1))
+        try catalog.insert(make("ABCD2222-0000-4000-8000-000000000002", created: 2))
+        XCTAssertEqual(try catalog.resolve("abcd1").title, "T 1.0")
+        XCTAssertThrowsError(try catalog.resolve("abcd")) {
+            guard case CatalogError.ambiguous(_, let matches) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(matches.count, 2)
+        }
+        XCTAssertThrowsError(try catalog.resolve("abc")) {
+            guard case CatalogError.prefixTooShort = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try catalog.resolve("ffff")) {
+            guard case CatalogError.notFound = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try catalog.resolve("ab%d")) {
+            guard case CatalogError.notFound = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    func testModifyRollsBackWhenTheBodyThrows() throws {
+        struct Refuse: Error {}
+        let r = make(state: .pending, created: 1)
+        try catalog.insert(r)
+        XCTAssertThrowsError(try catalog.modify(id: r.id) { row in row.title = "changed"; throw Refuse() }) {
+            XCTAssertTrue($0 is Refuse)
+        }
+        XCTAssertEqual(try catalog.recording(id: r.id)?.title, r.title)
+        try catalog.modify(id: r.id) { $0.state = .ready }
+        XCTAssertEqual(try catalog.recording(id: r.id)?.state, .ready)
+        XCTAssertThrowsError(try catalog.modify(id: UUID()) { _ in })
+    }
+
+    func testSchemaRefusesBadValues() throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        var r = make(created: 1)
+        try catalog.insert(r)
+        r.id = UUID()
+        XCTAssertThrowsError(try catalog.insert(r), "two rows may not share a file")
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET playCount = -1;"))
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET purpose = 'bored';"))
+    }
+}
+
+enum Tools {
+    /// Runs the sqlite3 CLI on the catalog file (an independent reader of what recd wrote).
+    @discardableResult
+    static func sqlite(_ path: String, _ sql: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        p.arguments = [path, sql]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw NSError(domain: "sqlite3", code: Int(p.terminationStatus),
+                          userInfo: [NSLocalizedDescriptionKey: String(decoding: errData, as: UTF8.self)])
+        }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,41 @@
+import Engine
+import Foundation
+import RecdAPI
+import XCTest
+
+final class MetadataExportTests: XCTestCase {
+    func row(_ title: String, purpose: Purpose? = nil, duration: Double? = 75.25) -> ExportRow {
+        ExportRow(id: UUID(uuidString: "6981E9C0-C777-4C15-B1C8-72BD5107E312")!, title: title,
+                  timestamp: Date(timeIntervalSince1970: 1_761_406_920), duration: duration, type: .audio,
+                  purpose: purpose, playCount: 12)
+    }
+
+    func testCSVFollowsRFC4180() {
+        let csv = MetadataExport.csv([row("Plain", purpose: .motivational), row("Comma, \"quote\"\nnewline", duration: nil)])
+        XCTAssertEqual(csv, """
+            id,title,timestamp,duration,type,purpose,playCount\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,Plain,2025-10-25T15:42:00.000Z,75.250,audio,motivational,12\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,"Comma, ""quote""
+            newline",2025-10-25T15:42:00.000Z,,audio,,12\r
+
+            """)
+        XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount\r\n")
+    }
+
+    func testJSONHasTheSeedsFields() throws {
+        let data = try MetadataExport.json([row("A")], exportedAt: Date(timeIntervalSince1970: 0))
+        let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+        let first = (object["recordings"] as! [[String: Any]])[0]
+        XCTAssertEqual(Set(first.keys), ["id", "title", "timestamp", "duration", "type", "purpose", "playCount"])
+        XCTAssertTrue(first["purpose"] is NSNull)
+        XCTAssertEqual(object["exportedAt"] as? String, "1970-01-01T00:00:00.000Z")
+    }
+
+    func testFileNameCarriesTheDate() {
+        let date = Date(timeIntervalSince1970: 1_761_406_920)
+        XCTAssertEqual(MetadataExport.fileName(format: .csv, date: date, timeZone: TimeZone(identifier: "UTC")!),
+                       "recd_export_2025-10-25.csv")
+        XCTAssertEqual(MetadataExport.fileName(format: .json, date: date, timeZone: TimeZone(identifier: "Asia/Tokyo")!),
+                       "recd_export_2025-10-26.json")
+    }
+}

@@ -1,0 +1,82 @@
+import Engine
+import Foundation
+import RecdAPI
+import XCTest
+
+final class MetadataRulesTests: XCTestCase {
+    let utc = TimeZone(identifier: "UTC")!
+
+    func testAutoTitleHasTheSeedsForm() {
+        // 2025-10-25 15:42 UTC
+        let date = Date(timeIntervalSince1970: 1_761_406_920)
+        XCTAssertEqual(MetadataRules.autoTitle(for: date, timeZone: utc), "Recording Oct 25, 2025 3:42 PM")
+        XCTAssertEqual(MetadataRules.autoTitle(for: date, timeZone: TimeZone(identifier: "America/New_York")!),
+                       "Recording Oct 25, 2025 11:42 AM")
+        XCTAssertLessThanOrEqual(MetadataRules.autoTitle(for: Date(timeIntervalSince1970: 1_758_000_000), timeZone: utc).count,
+                                 MetadataLimits.titleMaxCharacters)
+    }
+
+    func testTitleLimitCountsWhatAPersonSees() throws {
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: "x", count: 40)))).title,
+                       .some(String(repeating: "x", count: 40)))
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: "x", count: 41))))) {
+            guard case EngineError.fieldTooLong(let field, let limit, let count) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(field, "title"); XCTAssertEqual(limit, 40); XCTAssertEqual(count, 41)
+        }
+        // Family emoji: 7 scalars, 11 UTF-16 units, 1 character.
+        let family = "👨‍👩‍👧‍👦"
+        XCTAssertNoThrow(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: family, count: 40)))))
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: family, count: 41)))))
+        // Combining accents: "e\u{301}" is one character.
+        XCTAssertNoThrow(try MetadataRules.validate(MetadataPatch(notes: .value(String(repeating: "e\u{301}", count: 200)))))
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value(String(repeating: "e", count: 201)))))
+    }
+
+    func testBlankAndNullTitlesMeanAuto() throws {
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("  \t "))).title, .some(nil))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .null)).title, .some(nil))
+        XCTAssertTrue(try MetadataRules.validate(MetadataPatch()).title == nil)
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("  Trim me "))).title, .some("Trim me"))
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value("two\nlines"))))
+    }
+
+    func testPurposeIsOneOfTheChipsOrNone() throws {
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("milestone"))).purpose, .some(.milestone))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("Craving"))).purpose, .some(.craving))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("none"))).purpose, .some(nil))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .null)).purpose, .some(nil))
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(purpose: .value("bored")))) {
+            XCTAssertTrue("\($0)".contains("motivational, craving, reflection, milestone"), "\($0)")
+        }
+    }
+
+    func testApplyUsesTheCreationTimeForTheAutoTitle() {
+        let created = Date(timeIntervalSince1970: 1_761_406_920)
+        var r = Recording(id: UUID(), type: .audio, state: .ready, title: "Custom", notes: "n", purpose: .craving,
+                          createdAt: created, duration: 1, sizeBytes: 1, file: "f", playCount: 3, lastPlayedAt: nil,
+                          recovered: false, droppedFrames: 0)
+        MetadataRules.apply(MetadataChange(title: .some(nil), purpose: .some(nil)), to: &r, timeZone: utc)
+        XCTAssertEqual(r.title, "Recording Oct 25, 2025 3:42 PM")
+        XCTAssertEqual(r.notes, "n")
+        XCTAssertNil(r.purpose)
+        XCTAssertEqual(r.playCount, 3)
+    }
+}
+
+final class MetadataPatchCodingTests: XCTestCase {
+    func decode(_ json: String) throws -> MetadataPatch {
+        try APIJSON.decoder().decode(MetadataPatch.self, from: Data(json.utf8))
+    }
+
+    func testAbsentNullAndValueAreToldApart() throws {
+        XCTAssertEqual(try decode("{}"), MetadataPatch())
+        XCTAssertEqual(try decode(#"{"title": null}"#), MetadataPatch(title: .null))
+        XCTAssertEqual(try decode(#"{"title": "x", "notes": "", "purpose": "craving"}"#),
+                       MetadataPatch(title: .value("x"), notes: .value(""), purpose: .value("craving")))
+        XCTAssertThrowsError(try decode(#"{"title": 5}"#))
+        let stop = try APIJSON.decoder().decode(StopRecordingRequest.self, from: Data(#"{"then": "save", "title": "t"}"#.utf8))
+        XCTAssertEqual(stop, StopRecordingRequest(then: .save, metadata: MetadataPatch(title: .value("t"))))
+        let roundTrip = try APIJSON.decoder().decode(StopRecordingRequest.self, from: APIJSON.encoder().encode(stop))
+        XCTAssertEqual(roundTrip, stop)
+    }
+}

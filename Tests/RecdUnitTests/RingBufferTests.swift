@@ -1,0 +1,45 @@
+import Capture
+import XCTest
+
+final class PCMRingBufferTests: XCTestCase {
+    func testWrapsAroundAndKeepsOrder() {
+        let ring = PCMRingBuffer(capacityFrames: 5, channels: 2)
+        var out = [Int16](repeating: 0, count: 10)
+        for round in 0..<7 {
+            let input: [Int16] = (0..<6).map { Int16(round * 100 + $0) }   // 3 frames
+            XCTAssertEqual(input.withUnsafeBufferPointer { ring.write($0, frames: 3) }, 3)
+            let n = out.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 3) }
+            XCTAssertEqual(n, 3)
+            XCTAssertEqual(Array(out[0..<6]), input)
+        }
+        XCTAssertEqual(ring.droppedFrames, 0)
+    }
+
+    func testAFullRingDropsAndCountsInsteadOfBlocking() {
+        let ring = PCMRingBuffer(capacityFrames: 4, channels: 1)
+        let input: [Int16] = [1, 2, 3, 4, 5, 6]
+        XCTAssertEqual(input.withUnsafeBufferPointer { ring.write($0, frames: 6) }, 4)
+        XCTAssertEqual(ring.droppedFrames, 2)
+        var out = [Int16](repeating: 0, count: 8)
+        XCTAssertEqual(out.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 1) }, 4)
+        XCTAssertEqual(Array(out[0..<4]), [1, 2, 3, 4])
+    }
+
+    func testCloseReleasesAWaitingReaderWithWhatIsLeft() {
+        let ring = PCMRingBuffer(capacityFrames: 100, channels: 1)
+        let input: [Int16] = [7, 8]
+        input.withUnsafeBufferPointer { _ = ring.write($0, frames: 2) }
+        let done = expectation(description: "reader returns")
+        Thread.detachNewThread {
+            var out = [Int16](repeating: 0, count: 100)
+            let first = out.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 50) }
+            let second = out.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 50) }
+            XCTAssertEqual(first, 2)
+            XCTAssertEqual(second, 0)
+            done.fulfill()
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+        ring.close()
+        wait(for: [done], timeout: 5)
+    }
+}

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# CPU cost of recording 10 s of 48 kHz stereo AAC at 128 kbit/s, as ratios against peers run here:
+#   recd        the daemon recording from ALSA pulse:mic.monitor (start/stop through recctl)
+#   ffmpeg-cli  ffmpeg recording the same ALSA device
+#   floor       ffmpeg encoding the same 10 s from a raw file (no capture, no pacing)
+# Each is run RUNS times (default 3); medians and the ratios recd/floor and ffmpeg-cli/floor are
+# printed and written into BENCHMARKS.md (only this script's section is replaced).
+#
+# The device is a private PulseAudio server (null sink "mic") behind ALSA's pulse plugin, fed a
+# 440 Hz tone with paplay during every capture run, so the recorders encode real, paced signal.
+#
+# Environment: RECD_BIN, RECCTL_BIN (default .build/release/{recd,recctl}, built if missing),
+#              RUNS (default 3), KEEP_WORK=1 keeps the temp dir (its path is printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+SECTION_TITLE='## Recording CPU (10 s, 48 kHz stereo AAC 128 kbit/s)'
+SECONDS_RECORDED=10
+RUNS=${RUNS:-3}
+GOAL=1.2
+
+log() { printf '[record-cpu] %s\n' "$*" >&2; }
+die() { printf '[record-cpu] error: %s\n' "$*" >&2; exit 1; }
+
+# --- tools ------------------------------------------------------------------------------------
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need pulseaudio pulseaudio
+need paplay pulseaudio-utils
+need pactl pulseaudio-utils
+need sox sox
+need ffmpeg ffmpeg
+need ffprobe ffmpeg
+need getconf libc-bin
+[[ -x /usr/bin/time ]] || missing+=(time)
+if ! compgen -G '/usr/lib/*/alsa-lib/libasound_module_pcm_pulse.so' >/dev/null \
+   && ! compgen -G '/usr/lib/alsa-lib/libasound_module_pcm_pulse.so' >/dev/null; then
+    missing+=(libasound2-plugins)
+fi
+if ((${#missing[@]})); then
+    die "missing tools; install them with: apt-get install $(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')"
+fi
+ffmpeg -hide_banner -devices 2>/dev/null | grep -qw alsa || die "this ffmpeg has no ALSA input (-f alsa)"
+
+# --- binaries ---------------------------------------------------------------------------------
+if [[ -z "${RECD_BIN:-}" || -z "${RECCTL_BIN:-}" ]]; then
+    RECD_BIN=${RECD_BIN:-.build/release/recd}
+    RECCTL_BIN=${RECCTL_BIN:-.build/release/recctl}
+    if [[ ! -x "$RECD_BIN" || ! -x "$RECCTL_BIN" ]]; then
+        log "building release binaries (swift build -c release)"
+        [[ -x "$RECD_BIN" ]] || swift build -c release --product recd >&2
+        [[ -x "$RECCTL_BIN" ]] || swift build -c release --product recctl >&2
+    fi
+fi
+[[ -x "$RECD_BIN" ]] || die "RECD_BIN=$RECD_BIN is not an executable"
+[[ -x "$RECCTL_BIN" ]] || die "RECCTL_BIN=$RECCTL_BIN is not an executable"
+RECD_SHOWN=${RECD_BIN#"$REPO/"}
+RECD_BIN=$(realpath "$RECD_BIN"); RECCTL_BIN=$(realpath "$RECCTL_BIN")
+case "$RECD_BIN" in
+    */debug/*) BUILD_KIND=debug ;;
+    */release/*) BUILD_KIND=release ;;
+    *) BUILD_KIND=unknown ;;
+esac
+
+# --- private environment ----------------------------------------------------------------------
+WORK=$(mktemp -d -t record-cpu.XXXXXX)
+RECD_PID=""; PAPLAY_PID=""
+cleanup() {
+    set +e
+    [[ -n "$PAPLAY_PID" ]] && kill "$PAPLAY_PID" 2>/dev/null && wait "$PAPLAY_PID" 2>/dev/null
+    [[ -n "$RECD_PID" ]] && kill "$RECD_PID" 2>/dev/null && wait "$RECD_PID" 2>/dev/null
+    if [[ -f "$XDG_RUNTIME_DIR/pulse/pid" ]]; then
+        kill "$(cat "$XDG_RUNTIME_DIR/pulse/pid")" 2>/dev/null
+    fi
+    if [[ "${KEEP_WORK:-0}" == 1 ]]; then log "work files kept in $WORK"; else rm -rf "$WORK"; fi
+}
+export XDG_RUNTIME_DIR="$WORK/xdg"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$XDG_RUNTIME_DIR" "$WORK/home/.config/pulse"; chmod 700 "$XDG_RUNTIME_DIR"
+# A private HOME keeps PulseAudio's cookie and state out of the real one; the server is named
+# explicitly and autospawn is off, so no client can reach (or start) any other PulseAudio.
+export HOME="$WORK/home"
+export PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
+echo 'autospawn = no' > "$HOME/.config/pulse/client.conf"
+cat > "$XDG_RUNTIME_DIR/pa.pa" <<'EOF'
+load-module module-null-sink sink_name=mic rate=48000 channels=2
+load-module module-native-protocol-unix
+EOF
+pulseaudio -n -F "$XDG_RUNTIME_DIR/pa.pa" --exit-idle-time=-1 --daemonize=yes --use-pid-file=yes \
+    --log-target=file:"$WORK/pulseaudio.log" 2>>"$WORK/pulseaudio.log" \
+    || die "pulseaudio did not start; see $WORK/pulseaudio.log"
+for _ in $(seq 50); do pactl info >/dev/null 2>&1 && break; sleep 0.1; done
+pactl info >/dev/null 2>&1 || die "pulseaudio is not answering"
+
+# --- signal -----------------------------------------------------------------------------------
+sox -n -r 48000 -c 2 "$WORK/tone.wav" synth $((SECONDS_RECORDED + 2)) sine 440 vol 0.5
+sox -n -r 48000 -c 2 -b 16 -e signed-integer -t raw "$WORK/tone.raw" synth "$SECONDS_RECORDED" sine 440 vol 0.5
+
+start_tone() {
+    paplay -d mic "$WORK/tone.wav" & PAPLAY_PID=$!
+    sleep 0.3   # the stream is running before the recorder opens the monitor
+}
+stop_tone() {
+    [[ -n "$PAPLAY_PID" ]] || return 0
+    kill "$PAPLAY_PID" 2>/dev/null || true; wait "$PAPLAY_PID" 2>/dev/null || true; PAPLAY_PID=""
+}
+
+CLK_TCK=$(getconf CLK_TCK)
+# utime+stime of all threads of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat;
+# counted after the ")" that ends the command name, which may contain spaces).
+proc_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{ print $12 + $13 }' <<<"$s"; }
+# "%U %S" from /usr/bin/time -> user+sys seconds
+time_cpu() { awk '{ printf "%.2f\n", $1 + $2 }' "$1"; }
+# duration (s) and max volume (dB) of a recorded file, for the log: catches silent or short takes
+probe() {
+    local d v
+    d=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$1" 2>/dev/null || echo "?")
+    v=$(ffmpeg -nostdin -hide_banner -i "$1" -af volumedetect -f null - 2>&1 | sed -n 's/.*max_volume: //p')
+    printf '%.2f s, max %s' "$d" "${v:-?}"
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# --- 1. recd ----------------------------------------------------------------------------------
+# Each run_* sets RESULT (CPU seconds) and logs to stderr; they run in this shell, not in $(...),
+# so the PIDs they start stay visible to the cleanup trap.
+run_recd() {   # $1 = run number
+    local dir="$WORK/recd$1" sock="$WORK/recd$1.sock" before after reply
+    mkdir -p "$dir"
+    "$RECD_BIN" --data-dir "$dir" --socket "$sock" --capture-device pulse:mic.monitor \
+        --channels 2 --bitrate 128000 >"$WORK/recd$1.log" 2>&1 & RECD_PID=$!
+    for _ in $(seq 100); do
+        "$RECCTL_BIN" --socket "$sock" status >/dev/null 2>&1 && break
+        kill -0 "$RECD_PID" 2>/dev/null || die "recd exited at start-up; see $WORK/recd$1.log"
+        sleep 0.1
+    done
+    "$RECCTL_BIN" --socket "$sock" status >/dev/null || die "recd does not answer on $sock"
+    sleep 0.5   # let start-up settle
+    start_tone
+    before=$(proc_ticks "$RECD_PID")
+    "$RECCTL_BIN" --socket "$sock" record start >/dev/null
+    sleep "$SECONDS_RECORDED"
+    reply=$("$RECCTL_BIN" --socket "$sock" --json record stop)
+    after=$(proc_ticks "$RECD_PID")
+    stop_tone
+    kill "$RECD_PID"; wait "$RECD_PID" 2>/dev/null || true; RECD_PID=""
+    local file overruns
+    file=$(find "$dir" -name '*.m4a' -o -name '*.mp4' | head -n 1)
+    overruns=$(grep -o '"overruns" *: *[0-9]*' <<<"$reply" | grep -o '[0-9]*$' || echo "?")
+    RESULT=$(awk -v t="$((after - before))" -v h="$CLK_TCK" 'BEGIN { printf "%.2f", t / h }')
+    log "recd run $1: $RESULT s CPU; file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
+}
+
+# --- 2. ffmpeg CLI from ALSA ------------------------------------------------------------------
+run_ffmpeg_cli() {
+    local out="$WORK/cli$1.m4a"
+    start_tone
+    /usr/bin/time -f "%U %S" -o "$WORK/cli$1.time" \
+        ffmpeg -nostdin -f alsa -channels 2 -sample_rate 48000 -i pulse:mic.monitor \
+        -t "$SECONDS_RECORDED" -c:a aac -b:a 128k -y "$out" >"$WORK/cli$1.log" 2>&1 \
+        || die "ffmpeg capture failed; see $WORK/cli$1.log"
+    stop_tone
+    RESULT=$(time_cpu "$WORK/cli$1.time")
+    log "ffmpeg-cli run $1: $RESULT s CPU; file: $(probe "$out")"
+}
+
+# --- 3. encode-only floor ---------------------------------------------------------------------
+run_floor() {
+    local out="$WORK/floor$1.m4a"
+    /usr/bin/time -f "%U %S" -o "$WORK/floor$1.time" \
+        ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$WORK/tone.raw" \
+        -c:a aac -b:a 128k -y "$out" >"$WORK/floor$1.log" 2>&1 \
+        || die "ffmpeg encode failed; see $WORK/floor$1.log"
+    RESULT=$(time_cpu "$WORK/floor$1.time")
+    log "floor run $1: $RESULT s CPU; file: $(probe "$out")"
+}
+
+log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, ~$(( RUNS * (2 * SECONDS_RECORDED + 3) )) s"
+recd_t=(); cli_t=(); floor_t=()
+for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all three alike
+    run_recd "$i"; recd_t+=("$RESULT")
+    run_ffmpeg_cli "$i"; cli_t+=("$RESULT")
+    run_floor "$i"; floor_t+=("$RESULT")
+done
+
+recd_m=$(median "${recd_t[@]}"); cli_m=$(median "${cli_t[@]}"); floor_m=$(median "${floor_t[@]}")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
+recd_r=$(ratio "$recd_m" "$floor_m"); cli_r=$(ratio "$cli_m" "$floor_m")
+verdict=$(awk -v a="$recd_m" -v b="$floor_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+[[ -n "$cpu_model" ]] || cpu_model=$(uname -m)
+join() { local IFS=' '; echo "$*"; }
+
+table=$(cat <<EOF
+| Recorder | CPU s (median of $RUNS) | Runs | vs floor |
+|---|---:|---|---:|
+| recd ($BUILD_KIND), ALSA \`pulse:mic.monitor\` | $recd_m | $(join "${recd_t[@]}") | $recd_r |
+| ffmpeg CLI, ALSA \`pulse:mic.monitor\` | $cli_m | $(join "${cli_t[@]}") | $cli_r |
+| floor: ffmpeg encoding a raw file | $floor_m | $(join "${floor_t[@]}") | 1.00× |
+EOF
+)
+goal_line="Goal: recd ≤ ${GOAL}× the floor — ${verdict} (${recd_r})."
+
+section=$(cat <<EOF
+$SECTION_TITLE
+
+Written by \`bench/record-cpu.sh\` on $(date -u +%F) — $(nproc) CPUs, $cpu_model; recd: $BUILD_KIND build (\`$RECD_SHOWN\`).
+
+CPU seconds (user+sys) to record ${SECONDS_RECORDED} s of 48 kHz stereo AAC-LC at 128 kbit/s. recd: utime+stime
+from \`/proc/PID/stat\` between just before \`record start\` and just after \`record stop\` returns
+(finalization included, daemon start-up excluded). ffmpeg: \`/usr/bin/time\` of the whole process.
+Capture source: a private PulseAudio null sink playing a 440 Hz tone, through ALSA's pulse plugin.
+
+$table
+
+$goal_line
+EOF
+)
+
+printf '\n%s\n\n%s\n' "$table" "$goal_line"
+
+# --- BENCHMARKS.md: replace (or append) this section only ---------------------------------------
+BENCH=BENCHMARKS.md
+[[ -f "$BENCH" ]] || printf '# recd benchmarks\n' > "$BENCH"
+printf '%s\n' "$section" > "$WORK/section.md"
+awk -v title="$SECTION_TITLE" -v secfile="$WORK/section.md" '
+    function emit(   line) { while ((getline line < secfile) > 0) print line; close(secfile); done = 1 }
+    $0 == title { if (!done) emit(); skipping = 1; next }
+    skipping && /^## / { skipping = 0; print "" }
+    !skipping { print; last = $0 }
+    END { if (!done) { if (last != "") print ""; emit() } }
+' "$BENCH" > "$WORK/BENCHMARKS.md"
+cp "$WORK/BENCHMARKS.md" "$BENCH"
+log "wrote the section to $REPO/$BENCH"
