@@ -75,7 +75,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     deinit {
         let s = state.withLock { $0 }
         precondition(!s.started || s.closed, "AlsaCaptureSource released while capturing; call stop() first")
-        if !s.started { snd_pcm_close(pcm) }
+        if !s.closed { snd_pcm_close(pcm) }
     }
 
     private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) {

@@ -119,4 +119,28 @@ final class DaemonTests: XCTestCase {
         XCTAssertFalse(r.recovered)
         XCTAssertEqual(try XCTUnwrap(r.duration), 1.2, accuracy: 0.4)
     }
+
+    func testACaptureDeviceThatFailsMidRecordingEndsItCleanly() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        try pulse.play(try Tones.sine())
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")
+        Thread.sleep(forTimeInterval: 1.5)
+        pulse.stop()   // the sound server goes away: ALSA's pulse PCM fails with EIO
+        var status = try daemon.recctlJSON(DaemonStatus.self, "status")
+        for _ in 0..<100 where status.activity != .idle {
+            Thread.sleep(forTimeInterval: 0.1)
+            status = try daemon.recctlJSON(DaemonStatus.self, "status")
+        }
+        XCTAssertEqual(status.activity, .idle)
+        let r = try daemon.recctlJSON(Recording.self, "show", start.recording.id.uuidString)
+        XCTAssertEqual(r.state, .pending)
+        XCTAssertEqual(try XCTUnwrap(r.duration), 1.5, accuracy: 0.5)
+        let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", daemon.path(of: r), "-f", "null", "-"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertTrue(daemon.log.contains("pulse:mic.monitor"), daemon.log)
+    }
 }

@@ -1,0 +1,42 @@
+# recd — the two set-up commands are `make run` and `make test` (see README.md).
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+RELEASE_DIR = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+
+.PHONY: run test deps test-deps build debug install bench clean
+
+## Install what is missing, build a release, run the daemon in the foreground.
+run: deps build
+	$(RELEASE_DIR)/recd $(RECD_ARGS)
+
+## Install what is missing (test tools too), build, run every test (unit + integration).
+test: test-deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --disable-swift-testing
+
+deps:
+	scripts/install-deps.sh
+
+test-deps:
+	scripts/install-deps.sh --test
+
+build:
+	$(SWIFT) build -c release --product recd
+	$(SWIFT) build -c release --product recctl
+
+debug:
+	$(SWIFT) build
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/recd $(DESTDIR)$(PREFIX)/lib/systemd/user
+	install -m 0755 $(RELEASE_DIR)/recd $(RELEASE_DIR)/recctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 Sources/Server/openapi.yaml $(DESTDIR)$(PREFIX)/share/recd/
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/recd.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
+
+## CPU benchmark against the ffmpeg CLI and the encode-only floor; writes BENCHMARKS.md.
+bench: test-deps build
+	bench/record-cpu.sh
+
+clean:
+	rm -rf .build

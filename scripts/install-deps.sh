@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages recd needs (and, with --test, what its tests and benchmarks use).
+# Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
+set -euo pipefail
+
+build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libsqlite3-dev)
+# Runtime helpers for a machine with PulseAudio/PipeWire: ALSA's pulse plugin.
+run_pkgs=(libasound2-plugins)
+# Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an
+# independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
+test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time)
+
+want=("${build_pkgs[@]}" "${run_pkgs[@]}")
+if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+if ! command -v swift >/dev/null; then
+  echo "install-deps: no Swift toolchain on PATH: install Swift 6.1 or newer (https://www.swift.org/install/linux/)" >&2
+  exit 1
+fi
