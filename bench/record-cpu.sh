@@ -176,7 +176,7 @@ run_floor() {
     log "floor run $1: $RESULT s CPU; file: $(probe "$out")"
 }
 
-log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, ~$(( RUNS * (2 * SECONDS_RECORDED + 3) )) s"
+log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, about $(( RUNS * 35 )) s"
 recd_t=(); cli_t=(); floor_t=()
 for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all three alike
     run_recd "$i"; recd_t+=("$RESULT")

@@ -15,6 +15,9 @@ public final class PCMRingBuffer: @unchecked Sendable {
     private var count = 0          // frames held
     private var closed = false
     private var dropped: Int64 = 0
+    /// Frames the waiting reader asked for: the writer signals only once they are there, so the
+    /// reader wakes once per block, not once per device period.
+    private var wanted = Int.max
     private let condition = NSCondition()
 
     public init(capacityFrames: Int, channels: Int) {
@@ -46,7 +49,7 @@ public final class PCMRingBuffer: @unchecked Sendable {
             }
         }
         count += n
-        if n > 0 { condition.signal() }
+        if count >= wanted { condition.signal() }
         return n
     }
 
@@ -65,7 +68,9 @@ public final class PCMRingBuffer: @unchecked Sendable {
         let want = min(max(1, minFrames), maxFrames, capacityFrames)
         condition.lock()
         defer { condition.unlock() }
+        wanted = want
         while count < want && !closed { condition.wait() }
+        wanted = Int.max
         let n = min(count, maxFrames)
         var done = 0
         storage.withUnsafeBufferPointer { src in

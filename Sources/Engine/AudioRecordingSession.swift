@@ -72,10 +72,11 @@ final class AudioRecordingSession: @unchecked Sendable {
     private func encodeLoop() {
         defer { encoderDone.signal() }
         let channels = ring.channels
+        // Blocks of 4096 frames (85 ms at 48 kHz): the encoder thread wakes about 12 times a second.
         var block = [Int16](repeating: 0, count: 4096 * channels)
         do {
             while true {
-                let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 1024) }
+                let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4096) }
                 if frames == 0 { break }
                 try block.withUnsafeBufferPointer { try writer.append(interleaved: $0, frames: frames) }
             }
