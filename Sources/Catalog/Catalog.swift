@@ -103,6 +103,15 @@ public final class Catalog: Sendable {
         }
     }
 
+    /// The recording whose file is `relativePath` (unique in the schema).
+    public func recording(file relativePath: String) throws -> Recording? {
+        try wrap("read") {
+            try pool.read { db in
+                try RecordingRecord.filter(Column("file") == relativePath).fetchOne(db)?.recording()
+            }
+        }
+    }
+
     /// Resolves a full id or a unique prefix of at least `minimumPrefixLength` characters.
     public func resolve(_ idOrPrefix: String) throws -> Recording {
         let key = idOrPrefix.uppercased()

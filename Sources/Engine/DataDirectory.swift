@@ -30,9 +30,23 @@ public struct DataDirectory: Sendable {
     public func absolute(_ relative: String) -> String { root.appendingPathComponent(relative).path }
 
     /// Where a file is finalized before it atomically replaces the original.
-    func finalizingPath(for path: String) -> String {
+    func finalizingPath(for path: String) -> String { sibling(of: path, suffix: Self.finalizingSuffix) }
+
+    /// Where a file waits, moved aside, while its row is deleted (discard).
+    func discardingPath(for path: String) -> String { sibling(of: path, suffix: Self.discardingSuffix) }
+
+    static let finalizingSuffix = ".final.tmp"
+    static let discardingSuffix = ".discarding"
+
+    private func sibling(of path: String, suffix: String) -> String {
         let url = URL(fileURLWithPath: path)
-        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).final.tmp").path
+        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent)\(suffix)").path
+    }
+
+    /// The recording file a hidden sibling belongs to: `.audio_X.m4a.final.tmp` → `audio_X.m4a`.
+    static func original(ofHidden name: String, suffix: String) -> String? {
+        guard name.hasPrefix("."), name.hasSuffix(suffix), name.count > suffix.count + 1 else { return nil }
+        return String(name.dropFirst().dropLast(suffix.count))
     }
 }
 

@@ -34,20 +34,42 @@ public final class Engine: Sendable {
     public struct RecoveryReport: Sendable {
         public var salvaged: [UUID] = []
         public var removedTemporaryFiles: [String] = []
+        /// Discards interrupted after the file was moved aside but before the row was deleted.
+        public var discardsUndone: [String] = []
+        /// Discards interrupted after the row was deleted: the aside file is deleted now.
+        public var discardsFinished: [String] = []
     }
 
     /// Runs before the socket accepts requests. A recording that was in progress when the daemon died
     /// is salvaged: its fragmented file is finalized (the torn last fragment, if any, is dropped), its
     /// duration measured, and it comes back as `pending` with `recovered: true`. Never deleted.
-    /// Half-written finalization files are removed (the original they were made from is still there).
+    /// Half-written finalization files are removed (the original they were made from is still there),
+    /// and interrupted discards are undone or finished (see `Library.discard`).
     public func recover() -> RecoveryReport {
         var report = RecoveryReport()
         let dir = config.dataDirectory.recordings.path
-        if let names = try? FileManager.default.contentsOfDirectory(atPath: dir) {
-            for name in names where name.hasPrefix(".") && name.hasSuffix(".final.tmp") {
-                let path = dir + "/" + name
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        for name in names {
+            let path = dir + "/" + name
+            if DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) != nil {
                 try? FileOps.remove(path)
                 report.removedTemporaryFiles.append(path)
+            } else if let original = DataDirectory.original(ofHidden: name, suffix: DataDirectory.discardingSuffix) {
+                let relative = "Recordings/" + original
+                let rowExists = ((try? catalog.recording(file: relative)) ?? nil) != nil
+                do {
+                    if rowExists {
+                        try FileOps.rename(path, dir + "/" + original)
+                        report.discardsUndone.append(relative)
+                        logger.warning("recovery: an interrupted discard of \(relative) was undone (its row is still there)")
+                    } else {
+                        try FileOps.remove(path)
+                        report.discardsFinished.append(relative)
+                        logger.warning("recovery: an interrupted discard of \(relative) was finished")
+                    }
+                } catch {
+                    logger.error("recovery: cannot settle the interrupted discard \(path): \(error)")
+                }
             }
         }
         let interrupted = (try? catalog.recordings(inState: .recording)) ?? []

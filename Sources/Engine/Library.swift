@@ -54,15 +54,17 @@ public struct Library: Sendable {
     }
 
     /// Removes a pending recording: its file and its row (the seed's "Discard recording?").
-    /// The file is moved aside first, so it is never deleted while the row still points at it and a
-    /// failure to move it leaves everything as it was.
+    /// Steps, each safe to be interrupted by a crash: (1) rename the file aside (same directory, so
+    /// atomic) — if that fails nothing has changed; (2) delete the row; (3) unlink the aside file.
+    /// Start-up recovery finishes or undoes an interrupted discard: an aside file whose row still
+    /// exists is put back, one whose row is gone is deleted.
     public func discard(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let r = try resolve(idOrPrefix)
         guard r.state == .pending else {
             throw .invalidState(id: r.id, state: r.state, action: "discard", allowed: [.pending])
         }
         let path = config.dataDirectory.absolute(r.file)
-        let aside = config.dataDirectory.finalizingPath(for: path) + ".discard"
+        let aside = config.dataDirectory.discardingPath(for: path)
         let hadFile = FileOps.exists(path)
         if hadFile { try FileOps.rename(path, aside) }
         do {

@@ -143,4 +143,40 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertTrue(daemon.log.contains("pulse:mic.monitor"), daemon.log)
     }
+
+    /// A discard moves the file aside, deletes the row, then unlinks the file. Here the daemon is
+    /// stopped and the two crash points in between are set up by hand; the next start settles them.
+    func testInterruptedDiscardsAreUndoneOrFinishedAtStart() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        var kept: [Recording] = []
+        for _ in 0..<2 {
+            XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+            Thread.sleep(forTimeInterval: 0.4)
+            kept.append(try XCTUnwrap(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop").recording))
+        }
+        daemon.stop()
+        func aside(_ r: Recording) -> String {
+            let url = URL(fileURLWithPath: daemon.path(of: r))
+            return url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".discarding").path
+        }
+        // Crash point 1: file moved aside, row not yet deleted → undo.
+        try FileManager.default.moveItem(atPath: daemon.path(of: kept[0]), toPath: aside(kept[0]))
+        // Crash point 2: file moved aside, row deleted → finish.
+        try FileManager.default.moveItem(atPath: daemon.path(of: kept[1]), toPath: aside(kept[1]))
+        let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
+        XCTAssertEqual(try Tools.run("sqlite3", [db, "DELETE FROM recording WHERE id = '\(kept[1].id.uuidString)'"]).status, 0)
+
+        try daemon.start()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: daemon.path(of: kept[0])))
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", kept[0].id.uuidString).state, .pending)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: aside(kept[1])))
+        XCTAssertEqual(try daemon.recctl("show", kept[1].id.uuidString).status, 1)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.appendingPathComponent("Recordings").path),
+                       [URL(fileURLWithPath: kept[0].file).lastPathComponent])
+        XCTAssertTrue(daemon.log.contains("interrupted discard"), daemon.log)
+    }
 }
