@@ -27,8 +27,8 @@ public struct CaptureCounters: Sendable, Equatable {
     public var framesCaptured: Int64 = 0
     /// Overruns (EPIPE) recovered with `snd_pcm_recover`.
     public var overruns = 0
-    /// Frames lost in overruns: an estimate from the time between the last good read and the
-    /// recovery, less what the device buffer held (ALSA does not report the exact figure).
+    /// Frames lost in overruns: the time from each xrun to its recovery (ALSA's status timestamps),
+    /// times the rate.
     public var overrunFrames: Int64 = 0
     public init() {}
 }
@@ -44,6 +44,7 @@ public struct CaptureCounters: Sendable, Equatable {
 public final class AlsaCaptureSource: @unchecked Sendable {
     public let settings: AlsaCaptureSettings
     private let pcm: OpaquePointer
+    private let monotonicTimestamps: Bool
     private let stopRequested = Atomic<Bool>(false)
     private let counters = Mutex(CaptureCounters())
     private let finished = DispatchSemaphore(value: 0)
@@ -61,7 +62,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         var rc = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
         guard rc >= 0, let handle else { throw .unavailable(device: device, call: "snd_pcm_open", code: rc) }
         do {
-            try Self.configure(handle, settings)
+            monotonicTimestamps = try Self.configure(handle, settings)
         } catch {
             snd_pcm_close(handle)
             throw error
@@ -80,7 +81,8 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         if !s.closed { snd_pcm_close(pcm) }
     }
 
-    private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) {
+    /// Returns whether the PCM's timestamps are on CLOCK_MONOTONIC.
+    private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) -> Bool {
         var hw: OpaquePointer?
         var rc = snd_pcm_hw_params_malloc(&hw)
         guard rc >= 0, let hw else { throw .unavailable(device: s.device, call: "snd_pcm_hw_params_malloc", code: rc) }
@@ -113,7 +115,10 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "snd_pcm_sw_params_set_avail_min")
         try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, 1), "snd_pcm_sw_params_set_start_threshold")
+        // Timestamps (the xrun's trigger time) on the monotonic clock; plugins may refuse.
+        let monotonic = snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) >= 0
         try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
+        return monotonic
     }
 
     /// Counters so far.
@@ -205,9 +210,8 @@ public final class AlsaCaptureSource: @unchecked Sendable {
             }
             // An error: count overruns, then let alsa-lib recover (EPIPE = overrun, ESTRPIPE = suspend).
             if result == -Int(EPIPE) {
-                let elapsedNs = DispatchTime.now().uptimeNanoseconds - lastGoodRead
-                let lostEstimate = Int64(Double(elapsedNs) / 1e9 * Double(settings.sampleRate)) - Int64(settings.bufferFrames)
-                counters.withLock { $0.overruns += 1; $0.overrunFrames += max(0, lostEstimate) }
+                let lost = overrunLength(lastGoodRead: lastGoodRead)
+                counters.withLock { $0.overruns += 1; $0.overrunFrames += lost }
             }
             consecutiveRecoveries += 1
             let recovered = snd_pcm_recover(pcm, Int32(result), 1)
@@ -217,5 +221,30 @@ public final class AlsaCaptureSource: @unchecked Sendable {
             _ = snd_pcm_start(pcm)
         }
         return nil
+    }
+
+    /// Frames lost in the overrun the device is in now. As arecord does: the time from the xrun
+    /// (the trigger timestamp of `snd_pcm_status`, on the monotonic clock set in the software
+    /// parameters) to now. A device whose status has no trigger time gives the time since the last
+    /// good read less what the buffer held (a lower bound: after an xrun the kernel still hands out
+    /// the frames the buffer held before it reports EPIPE).
+    private func overrunLength(lastGoodRead: UInt64) -> Int64 {
+        var status: OpaquePointer?
+        if monotonicTimestamps, snd_pcm_status_malloc(&status) >= 0, let status {
+            defer { snd_pcm_status_free(status) }
+            if snd_pcm_status(pcm, status) >= 0, snd_pcm_status_get_state(status) == SND_PCM_STATE_XRUN {
+                var trigger = snd_timestamp_t()
+                snd_pcm_status_get_trigger_tstamp(status, &trigger)
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let us = (Int64(now.tv_sec) - Int64(trigger.tv_sec)) * 1_000_000
+                    + Int64(now.tv_nsec) / 1000 - Int64(trigger.tv_usec)
+                // Clamp: a bogus timestamp must not overflow or report hours of loss.
+                if trigger.tv_sec != 0, us > 0, us < 600_000_000 { return us * Int64(settings.sampleRate) / 1_000_000 }
+            }
+        }
+        let elapsedNs = DispatchTime.now().uptimeNanoseconds &- lastGoodRead
+        let estimate = Int64(Double(elapsedNs) / 1e9 * Double(settings.sampleRate)) - Int64(settings.bufferFrames)
+        return max(0, min(estimate, Int64(settings.sampleRate) * 600))
     }
 }

@@ -1,0 +1,52 @@
+// recd on a real ALSA kernel driver (snd-aloop) inside a throw-away VM (shared/vm, see VM.md):
+// what PulseAudio cannot show — hw: devices and real overruns (EPIPE) with their recovery.
+import Foundation
+import RecdAPI
+import XCTest
+
+final class KernelDriverTests: XCTestCase {
+    static let runInVM = Tools.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vm/run-in-vm.sh").path
+
+    func testRecordingFromSndAloopAndRecoveringAnOverrun() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.runInVM) else {
+            throw XCTSkip("no \(Self.runInVM): the VM scripts of shared/ are not beside this repository")
+        }
+        let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-vm-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        let tone = out.appendingPathComponent("tone.wav").path
+        XCTAssertEqual(try Tools.run("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "30", "sine", "1000", "vol", "0.5"]).status, 0)
+        var env = ProcessInfo.processInfo.environment
+        env["VM_RW"] = out.path
+        env["VM_MODULES"] = "snd-aloop"
+        env["VM_TIMEOUT"] = "300"
+        let script = Tools.packageRoot.appendingPathComponent("Tests/vm/aloop-record.sh").path
+        let run = try Tools.run(Self.runInVM, [script, Tools.recd, Tools.recctl, out.path, tone], environment: env, timeout: 600)
+        let log = (try? String(contentsOf: out.appendingPathComponent("recd.log"), encoding: .utf8)) ?? ""
+        XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\nrecd log:\n\(log)")
+        guard run.status == 0 else { return }
+
+        // A clean recording from hw:Loopback,1,0: the tone, no overrun, duration = frames captured.
+        let clean = try APIJSON.decoder().decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("clean.json")))
+        XCTAssertEqual(clean.capture.overruns, 0)
+        XCTAssertEqual(clean.capture.droppedFrames, 0)
+        let cleanFile = out.appendingPathComponent("clean.m4a").path
+        let sound = try AudioAnalysis.of(cleanFile)
+        XCTAssertEqual(sound.frequency, 1000, accuracy: 10)
+        XCTAssertEqual(sound.rms, 0.5 / 2.0.squareRoot(), accuracy: 0.04)
+        XCTAssertEqual(try XCTUnwrap(Probe.audio(cleanFile).duration), Double(clean.capture.framesCaptured) / 48000, accuracy: 0.1)
+
+        // The daemon was frozen 1.5 s with a 0.5 s device buffer: one overrun, about 1 s lost,
+        // recovered, and the recording went on and finished as a playable file.
+        let overrun = try APIJSON.decoder().decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("overrun.json")))
+        XCTAssertGreaterThanOrEqual(overrun.capture.overruns, 1)
+        let lostSeconds = Double(overrun.capture.droppedFrames) / 48000
+        XCTAssertGreaterThan(lostSeconds, 0.7, "frames lost in the overrun: \(overrun.capture)")
+        XCTAssertLessThan(lostSeconds, 2.5, "frames lost in the overrun: \(overrun.capture)")
+        XCTAssertEqual(overrun.recording?.droppedFrames, Int(overrun.capture.droppedFrames))
+        let overrunFile = out.appendingPathComponent("overrun.m4a").path
+        let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", overrunFile, "-f", "null", "-"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(try AudioAnalysis.of(overrunFile).frequency, 1000, accuracy: 10)
+    }
+}
