@@ -78,7 +78,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     deinit {
         let s = state.withLock { $0 }
         precondition(!s.started || s.closed, "AlsaCaptureSource released while capturing; call stop() first")
-        if !s.closed { snd_pcm_close(pcm) }
+        if !s.closed { snd_pcm_close(pcm) }   // opened, never started nor stopped
     }
 
     /// Returns whether the PCM's timestamps are on CLOCK_MONOTONIC.
@@ -145,10 +145,13 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     /// device. Blocks the caller: call it off the cooperative pool. Idempotent.
     public func stop() {
         stopRequested.store(true, ordering: .relaxed)
-        let (started, closed) = state.withLock { ($0.started, $0.closed) }
-        guard !closed else { return }
+        // Claim the close in one step, so two callers cannot both close the handle.
+        let (started, alreadyClosed) = state.withLock { s -> (Bool, Bool) in
+            defer { s.closed = true }
+            return (s.started, s.closed)
+        }
+        guard !alreadyClosed else { return }
         if started { finished.wait(); finished.signal() }
-        state.withLock { $0.closed = true }
         snd_pcm_drop(pcm)
         snd_pcm_close(pcm)
     }
@@ -165,7 +168,6 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         var buffer = [Int16](repeating: 0, count: period * settings.channels)
         var lastGoodRead = DispatchTime.now().uptimeNanoseconds
         var consecutiveRecoveries = 0
-        var stalledMs = 0
         var rc = snd_pcm_nonblock(pcm, 1)
         if rc < 0 { return .failed(device: device, call: "snd_pcm_nonblock", code: rc) }
         let count = Int(snd_pcm_poll_descriptors_count(pcm))
@@ -175,13 +177,13 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         if rc < 0 { return .failed(device: device, call: "snd_pcm_poll_descriptors", code: rc) }
         rc = snd_pcm_start(pcm)
         if rc < 0 { return .failed(device: device, call: "snd_pcm_start", code: rc) }
+        let stallLimitNs = UInt64(Self.stallLimitMs) * 1_000_000
 
         while !stopRequested.load(ordering: .relaxed) {
             let result = buffer.withUnsafeMutableBytes { raw in
                 Int(snd_pcm_readi(pcm, raw.baseAddress, snd_pcm_uframes_t(period)))
             }
             if result > 0 {
-                stalledMs = 0
                 consecutiveRecoveries = 0
                 lastGoodRead = DispatchTime.now().uptimeNanoseconds
                 counters.withLock { $0.framesCaptured += Int64(result) }
@@ -189,38 +191,53 @@ public final class AlsaCaptureSource: @unchecked Sendable {
                 continue
             }
             if result == -Int(EAGAIN) || result == 0 {
-                // Nothing there yet: wait for the device (at most 200 ms, so a stop is seen quickly).
+                // Nothing there yet. A device that delivers nothing for the stall limit is gone,
+                // however its poll descriptor behaves.
+                if DispatchTime.now().uptimeNanoseconds &- lastGoodRead >= stallLimitNs {
+                    return .noData(device: device, waitedMs: Self.stallLimitMs)
+                }
+                // Wait for the device (at most 200 ms, so a stop is seen quickly).
                 let ready = poll(&fds, nfds_t(count), 200)
-                if ready == 0 {
-                    stalledMs += 200
-                    if stalledMs >= Self.stallLimitMs { return .noData(device: device, waitedMs: stalledMs) }
-                } else if ready > 0 {
+                if ready > 0 {
                     var revents: UInt16 = 0
                     rc = snd_pcm_poll_descriptors_revents(pcm, &fds, UInt32(count), &revents)
                     if rc < 0 { return .failed(device: device, call: "snd_pcm_poll_descriptors_revents", code: rc) }
-                    if revents & UInt16(POLLERR) != 0 {
-                        // Let the next read report the state (xrun, suspend, disconnect).
-                    } else if revents & UInt16(POLLIN) == 0 {
-                        usleep(quarterPeriodUs)   // spurious wake-up
-                    }
-                } else if errno != EINTR {
+                    // Readable but nothing to read (spurious), or an error the next read did not show:
+                    // back off a quarter period instead of spinning.
+                    if revents & UInt16(POLLIN) == 0 { usleep(quarterPeriodUs) }
+                } else if ready < 0 && errno != EINTR {
                     return .failed(device: device, call: "poll", code: -errno)
                 }
                 continue
             }
-            // An error: count overruns, then let alsa-lib recover (EPIPE = overrun, ESTRPIPE = suspend).
+            // An error: count overruns, then recover (EPIPE = overrun, ESTRPIPE = suspend).
             if result == -Int(EPIPE) {
                 let lost = overrunLength(lastGoodRead: lastGoodRead)
                 counters.withLock { $0.overruns += 1; $0.overrunFrames += lost }
             }
             consecutiveRecoveries += 1
-            let recovered = snd_pcm_recover(pcm, Int32(result), 1)
+            let recovered = result == -Int(ESTRPIPE) ? resumeAfterSuspend() : snd_pcm_recover(pcm, Int32(result), 1)
             if recovered < 0 || consecutiveRecoveries > Self.maxConsecutiveRecoveries {
                 return .failed(device: device, call: "snd_pcm_readi", code: Int32(result))
             }
             _ = snd_pcm_start(pcm)
         }
         return nil
+    }
+
+    /// After a system suspend: `snd_pcm_resume` until the driver is back (it answers EAGAIN
+    /// meanwhile), checking for a stop request, then prepare if the driver cannot resume.
+    /// `snd_pcm_recover` would loop on EAGAIN without end, and a stop could not get through.
+    private func resumeAfterSuspend() -> Int32 {
+        var rc = snd_pcm_resume(pcm)
+        var waitedMs = 0
+        while rc == -EAGAIN && !stopRequested.load(ordering: .relaxed) && waitedMs < Self.stallLimitMs {
+            usleep(100_000)
+            waitedMs += 100
+            rc = snd_pcm_resume(pcm)
+        }
+        if rc < 0 { rc = snd_pcm_prepare(pcm) }
+        return rc
     }
 
     /// Frames lost in the overrun the device is in now. As arecord does: the time from the xrun

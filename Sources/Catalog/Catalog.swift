@@ -9,6 +9,8 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
     case ambiguous(prefix: String, matches: [String])
     case prefixTooShort(prefix: String, minimum: Int)
     case corruptRow(id: String, detail: String)
+    /// A conditional write found the row in another state.
+    case unexpectedState(id: String, state: String)
     case database(operation: String, underlying: String)
 
     public var description: String {
@@ -18,6 +20,7 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .ambiguous(let p, let m): return "id prefix '\(p)' matches \(m.count) recordings: \(m.joined(separator: ", "))"
         case .prefixTooShort(let p, let n): return "id prefix '\(p)' is too short: give at least \(n) characters"
         case .corruptRow(let id, let d): return "catalog row \(id) is corrupt: \(d)"
+        case .unexpectedState(let id, let state): return "recording \(id) is \(state)"
         case .database(let op, let e): return "catalog \(op) failed: \(e)"
         }
     }
@@ -103,11 +106,21 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// The recording whose file is `relativePath` (unique in the schema).
-    public func recording(file relativePath: String) throws -> Recording? {
+    /// Whether a row refers to `relativePath` (no decoding: a row recd cannot parse still counts).
+    public func hasRow(file relativePath: String) throws -> Bool {
+        try wrap("read") {
+            try pool.read { db in try RecordingRecord.filter(Column("file") == relativePath).fetchCount(db) > 0 }
+        }
+    }
+
+    /// Ids of the rows in `state`, oldest first, without decoding them (start-up recovery handles
+    /// each on its own, so one unreadable row cannot stop the others).
+    public func ids(inState state: RecordingState) throws -> [UUID] {
         try wrap("read") {
             try pool.read { db in
-                try RecordingRecord.filter(Column("file") == relativePath).fetchOne(db)?.recording()
+                try String.fetchAll(db, RecordingRecord.select(RecordingRecord.Columns.id)
+                    .filter(RecordingRecord.Columns.state == state.rawValue).order(RecordingRecord.Columns.createdAt))
+                    .compactMap(UUID.init(uuidString:))
             }
         }
     }
@@ -172,11 +185,6 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// All recordings in one state, oldest first (used by start-up recovery).
-    public func recordings(inState state: RecordingState) throws -> [Recording] {
-        try list(ListQuery(order: .recent, state: state, limit: Int.max)).recordings.reversed()
-    }
-
     // MARK: writes
 
     public func insert(_ r: Recording) throws {
@@ -209,6 +217,22 @@ public final class Catalog: Sendable {
                 precondition(r.id == id, "modify must not change the id")
                 try RecordingRecord(r).update(db)
                 return r
+            }
+        }
+    }
+
+    /// Deletes a row if, in the same transaction, it is still in `state`. Throws `notFound` or
+    /// `unexpectedState` otherwise.
+    public func delete(id: UUID, ifState state: RecordingState) throws {
+        try wrap("delete") {
+            try pool.write { db in
+                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
+                    throw CatalogError.notFound(id: id.uuidString)
+                }
+                guard record.state == state.rawValue else {
+                    throw CatalogError.unexpectedState(id: id.uuidString, state: record.state)
+                }
+                try RecordingRecord.deleteOne(db, key: id.uuidString)
             }
         }
     }

@@ -21,12 +21,13 @@ final class AudioRecordingSession: @unchecked Sendable {
     private let firstBuffer = DispatchSemaphore(value: 0)
     private let firstBufferAt = Atomic<UInt64>(0)
     private let writerError = Mutex<(any Error)?>(nil)
+    private let startError = Mutex<(any Error)?>(nil)
     private let faultReported = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let onFault: @Sendable (any Error) -> Void
 
     /// How long start waits for the first captured buffer before giving up on the device.
-    static let firstBufferTimeout: DispatchTimeInterval = .seconds(5)
+    static let firstBufferTimeoutMs = 5000
 
     /// Opens the device and the file; nothing runs yet. Blocking: call through `runBlocking`.
     init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding,
@@ -46,7 +47,8 @@ final class AudioRecordingSession: @unchecked Sendable {
     }
 
     /// Starts both threads and waits (blocking) for the first captured buffer.
-    /// Returns its arrival time (`DispatchTime` nanoseconds). Throws `CaptureError.noData` on timeout.
+    /// Returns its arrival time (`DispatchTime` nanoseconds). Throws the capture error if the device
+    /// fails before delivering anything, `CaptureError.noData` if it stays silent too long.
     func start() throws -> UInt64 {
         let encoderThread = Thread { [self] in self.encodeLoop() }
         encoderThread.name = "recd-encoder"
@@ -59,12 +61,21 @@ final class AudioRecordingSession: @unchecked Sendable {
             }
         }, onEnd: { [self] error in
             self.ring.close()
-            if let error { self.reportFault(error) }
+            if let error {
+                if self.firstBufferAt.load(ordering: .relaxed) == 0 {
+                    // Failed before the first buffer: that is start's error, not a fault.
+                    self.startError.withLock { $0 = error }
+                    self.firstBuffer.signal()
+                } else {
+                    self.reportFault(error)
+                }
+            }
         })
-        if firstBuffer.wait(timeout: .now() + Self.firstBufferTimeout) == .timedOut {
-            let ms = 5000
-            _ = try? stop()
-            throw CaptureError.noData(device: device, waitedMs: ms)
+        let waited = firstBuffer.wait(timeout: .now() + .milliseconds(Self.firstBufferTimeoutMs))
+        if waited == .timedOut || firstBufferAt.load(ordering: .relaxed) == 0 {
+            let error: any Error = startError.withLock { $0 } ?? CaptureError.noData(device: device, waitedMs: Self.firstBufferTimeoutMs)
+            _ = stop()
+            throw error
         }
         return firstBufferAt.load(ordering: .relaxed)
     }
@@ -99,19 +110,15 @@ final class AudioRecordingSession: @unchecked Sendable {
     }
 
     /// Stops capture, lets the encoder write out everything captured, closes the file.
-    /// Blocking; idempotent. Returns the capture counters. Throws the writer's error, if it had one.
-    @discardableResult
-    func stop() throws -> CaptureStats {
+    /// Blocking; idempotent. Returns the capture counters and the writer's error, if it had one
+    /// (the file then holds what was written before it).
+    func stop() -> (CaptureStats, (any Error)?) {
         stopped.store(true, ordering: .relaxed)
         source.stop()
         ring.close()
         encoderDone.wait()
         encoderDone.signal()
-        let c = source.stats
-        let stats = CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
-                                 droppedFrames: c.overrunFrames + ring.droppedFrames)
-        if let error = writerError.withLock({ $0 }) { throw error }
-        return stats
+        return (stats, writerError.withLock { $0 })
     }
 
     /// Counters so far (for status).

@@ -19,6 +19,7 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case media(file: String, underlying: String)
     case storage(file: String, operation: String, underlying: String)
     case catalog(String)
+    case dataDirectoryInUse(path: String, holderPID: String?)
 
     public var description: String {
         switch self {
@@ -47,6 +48,9 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "cannot \(op) \(file): \(e)"
         case .catalog(let e):
             return e
+        case .dataDirectoryInUse(let path, let pid):
+            return "another recd (pid \(pid ?? "?")) is using the data directory \(path); stop it first"
+                + " or give this one another --data-dir"
         }
     }
 

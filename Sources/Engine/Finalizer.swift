@@ -2,12 +2,20 @@
 import Foundation
 import Logging
 import Media
+import RecdAPI
 
 /// Facts about a finished file.
 struct FinishedFile: Sendable {
     var duration: Double?
     var sizeBytes: Int64?
-    var stoppedAtDamage: Bool
+    /// Packets copied by the finalizing remux; nil when it failed (the fragmented file was kept).
+    var packets: Int?
+
+    /// Writes what the file says into its catalog row.
+    func apply(to r: inout Recording) {
+        r.duration = duration
+        r.sizeBytes = sizeBytes
+    }
 }
 
 enum RecordingFinalizer {
@@ -23,13 +31,13 @@ enum RecordingFinalizer {
             try FileOps.rename(tmp, path)
             try FileOps.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
             let info = try? MediaProbe.probe(path)
-            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path),
-                                stoppedAtDamage: result.stoppedAtDamage)
+            if result.stoppedAtDamage { logger.warning("\(path): a torn last fragment was dropped") }
+            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: result.packets)
         } catch {
             try? FileOps.remove(tmp)
             logger.warning("could not finalize \(path); keeping the fragmented file: \(error)")
             let info = try? MediaProbe.probe(path)
-            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), stoppedAtDamage: true)
+            return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: nil)
         }
     }
 }

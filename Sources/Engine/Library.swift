@@ -53,34 +53,14 @@ public struct Library: Sendable {
         return r
     }
 
-    /// Removes a pending recording: its file and its row (the seed's "Discard recording?").
-    /// Steps, each safe to be interrupted by a crash: (1) rename the file aside (same directory, so
-    /// atomic) — if that fails nothing has changed; (2) delete the row; (3) unlink the aside file.
-    /// Start-up recovery finishes or undoes an interrupted discard: an aside file whose row still
-    /// exists is put back, one whose row is gone is deleted.
+    /// Removes a pending recording: its file and its row (the seed's "Discard recording?"), with
+    /// the crash-safe protocol of `TakeRemoval`.
     public func discard(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let r = try resolve(idOrPrefix)
         guard r.state == .pending else {
             throw .invalidState(id: r.id, state: r.state, action: "discard", allowed: [.pending])
         }
-        let path = config.dataDirectory.absolute(r.file)
-        let aside = config.dataDirectory.discardingPath(for: path)
-        let hadFile = FileOps.exists(path)
-        if hadFile { try FileOps.rename(path, aside) }
-        do {
-            try catalogCall {
-                try catalog.modify(id: r.id) { row in
-                    guard row.state == .pending else {
-                        throw EngineError.invalidState(id: r.id, state: row.state, action: "discard", allowed: [.pending])
-                    }
-                }
-                try catalog.delete(id: r.id)
-            }
-        } catch {
-            if hadFile { try? FileOps.rename(aside, path) }
-            throw error
-        }
-        if hadFile { try? FileOps.remove(aside) }
+        try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) discarded")
         return r
     }

@@ -66,11 +66,7 @@ public enum MetadataRules {
 
     /// "Recording Oct 25, 2025 3:42 PM": the creation time in the daemon's time zone.
     public static func autoTitle(for date: Date, timeZone: TimeZone = .current) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = timeZone
-        f.dateFormat = "MMM d, yyyy h:mm a"
-        return "Recording " + f.string(from: date)
+        "Recording " + DisplayDate.string(date, timeZone: timeZone)
     }
 
     /// Applies `change` to `r`; a blank title becomes the auto title of `r.createdAt`.

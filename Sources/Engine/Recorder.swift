@@ -35,10 +35,16 @@ public actor Recorder {
 
     enum State: Sendable {
         case idle
-        case starting(UUID)
+        /// The row is in the catalog, the device is being opened. A fault reported now is kept and
+        /// acted on as soon as the recording is running.
+        case starting(UUID, fault: String?)
         case recording(Active)
-        case stopping(UUID)
+        /// Capture is ending and the file is being finalized; `done` completes when it is.
+        case stopping(UUID, done: Task<Void, Never>?)
     }
+
+    /// What status shows.
+    public enum Activity: Sendable { case idle, starting, recording, stopping }
 
     private var state: State = .idle
     private let config: EngineConfiguration
@@ -53,7 +59,7 @@ public actor Recorder {
         let busy: UUID
         switch state {
         case .idle: return
-        case .starting(let id), .stopping(let id): busy = id
+        case .starting(let id, _), .stopping(let id, _): busy = id
         case .recording(let a): busy = a.id
         }
         let title = (try? catalog.recording(id: busy))??.title ?? "(starting)"
@@ -66,18 +72,17 @@ public actor Recorder {
         try refuseIfBusy()
         let change = try MetadataRules.validate(request.metadata)
         let id = UUID()
-        state = .starting(id)
-        let now = Date()
+        state = .starting(id, fault: nil)
         let relative = DataDirectory.relativePath(id: id, type: .audio)
         let path = config.dataDirectory.absolute(relative)
         var recording = Recording(id: id, type: .audio, state: .recording, title: "", notes: "", purpose: nil,
-                                  createdAt: now, duration: nil, sizeBytes: nil, file: relative, playCount: 0,
+                                  createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
                                   lastPlayedAt: nil, recovered: false, droppedFrames: 0)
         var withTitle = change
         if withTitle.title == nil { withTitle.title = .some(nil) }
         MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)
         // The row goes in first: if the daemon dies mid-recording, start-up recovery finds the row and
-        // salvages its file.
+        // salvages its file (or removes the row if no audio reached the file).
         do {
             try catalogCall { try catalog.insert(recording) }
         } catch {
@@ -93,19 +98,26 @@ public actor Recorder {
             (session, firstBufferAt) = try await runBlocking { [logger] in
                 let s = try AudioRecordingSession(path: path, capture: capture, encoding: encoding) { error in
                     logger.error("recording \(id) ended by a fault: \(error)")
-                    Task { await self.endAfterFault(id: id, error: error) }
+                    Task { await self.fault(id: id, error: error) }
                 }
                 return (s, try s.start())
             }
         } catch {
+            // Row first, then file: a crash in between leaves a file without a row, never a row
+            // pointing at nothing.
+            do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
             try? FileOps.remove(path)
-            _ = try? catalog.delete(id: id)
             state = .idle
             throw Self.map(error, file: path)
         }
-        state = .recording(Active(session: session, id: id, startedAt: .now))
+        guard case .starting(id, let fault) = state else {
+            preconditionFailure("Recorder state changed during start: \(state)")
+        }
+        let active = Active(session: session, id: id, startedAt: .now)
+        state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
         logger.info("recording \(id) started on \(config.captureDevice) (\(String(format: "%.1f", latencyMs)) ms to first buffer)")
+        if let fault { beginFinish(active, reason: "ended by a fault (\(fault))") }
         return StartRecordingResponse(recording: recording, device: config.captureDevice, startLatencyMs: latencyMs)
     }
 
@@ -124,76 +136,124 @@ public actor Recorder {
         guard case .recording(let active) = state else { throw .notRecording }
         // Validate before anything changes: a bad title leaves the recording running.
         let change = try MetadataRules.validate(request.metadata)
-        return try await finish(active, then: request.then, change: change, reason: "stopped")
+        let work = Task { () -> Result<StopRecordingResponse, EngineError> in
+            do { return .success(try await self.finish(active, then: request.then, change: change, reason: "stopped")) }
+            catch { return .failure(error as? EngineError ?? .catalog("\(error)")) }
+        }
+        state = .stopping(active.id, done: Task { _ = await work.value })
+        let result = await work.value
+        finished(active.id)
+        return try result.get()
     }
 
+    /// Ends capture, finalizes (unless discarding) and writes the outcome into the catalog.
+    /// The caller has set `.stopping` (with a task shutdown can wait for) and sets `.idle` afterwards.
     private func finish(_ active: Active, then: StopDisposition, change: MetadataChange,
                         reason: String) async throws(EngineError) -> StopRecordingResponse {
-        state = .stopping(active.id)
-        defer { state = .idle }
         let session = active.session
         let data = config.dataDirectory
         let logger = self.logger
-        let (stats, finished, writeError): (CaptureStats, FinishedFile, String?)
+        let discard = then == .discard
+        let (stats, finished): (CaptureStats, FinishedFile?)
         do {
-            (stats, finished, writeError) = try await runBlocking {
-                var writeError: String?
-                var stats = session.stats
-                do { stats = try session.stop() } catch { writeError = "\(error)" }
-                let finished = RecordingFinalizer.finalize(path: session.path, data: data, logger: logger)
-                return (stats, finished, writeError)
+            (stats, finished) = try await runBlocking {
+                let (stats, writeError) = session.stop()
+                if let writeError { logger.warning("recording \(active.id): the writer failed: \(writeError)") }
+                // A take being thrown away is not worth a remux.
+                let finished = discard ? nil : RecordingFinalizer.finalize(path: session.path, data: data, logger: logger)
+                return (stats, finished)
             }
         } catch {
             throw Self.map(error, file: session.path)
         }
-        if let writeError { logger.warning("recording \(active.id): the writer failed: \(writeError)") }
-        if then == .discard {
-            try catalogCall { try catalog.delete(id: active.id) }
-            try FileOps.remove(session.path)
+        guard let finished else {
+            let r = try catalogCall { try catalog.recording(id: active.id) }
+            if let r {
+                try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+            }
             logger.info("recording \(active.id) \(reason) and discarded")
             return StopRecordingResponse(recording: nil, discarded: true, capture: stats)
         }
         let tz = config.timeZone
-        let recording = try catalogCall {
-            try catalog.modify(id: active.id) { r in
-                r.state = then == .save ? .ready : .pending
-                r.duration = finished.duration
-                r.sizeBytes = finished.sizeBytes
-                r.droppedFrames = Int(stats.droppedFrames)
-                MetadataRules.apply(change, to: &r, timeZone: tz)
-            }
+        let recording = try await writeOutcome(id: active.id) { r in
+            r.state = then == .save ? .ready : .pending
+            finished.apply(to: &r)
+            r.droppedFrames = Int(stats.droppedFrames)
+            MetadataRules.apply(change, to: &r, timeZone: tz)
         }
-        logger.info("recording \(active.id) \(reason): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns")
+        logger.info("recording \(active.id) \(reason): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns, \(stats.droppedFrames) frames lost")
         return StopRecordingResponse(recording: recording, discarded: false, capture: stats)
     }
 
-    /// Called when the device or the disk failed mid-recording: ends it, keeping what was captured.
-    func endAfterFault(id: UUID, error: any Error) async {
-        guard case .recording(let active) = state, active.id == id else { return }
-        _ = try? await finish(active, then: .keep, change: MetadataChange(), reason: "ended by a fault (\(error))")
-    }
-
-    /// On daemon shutdown: an active recording is finalized and kept as pending.
-    public func shutdown() async {
-        if case .recording(let active) = state {
-            _ = try? await finish(active, then: .keep, change: MetadataChange(), reason: "stopped at shutdown")
+    /// The last catalog write of a recording, retried a few times: if it still fails, the row stays
+    /// `recording` and the next start-up salvages it, so the file is never lost.
+    private func writeOutcome(id: UUID, _ change: @Sendable (inout Recording) -> Void) async throws(EngineError) -> Recording {
+        var attempt = 0
+        while true {
+            do {
+                return try catalog.modify(id: id, change)
+            } catch {
+                attempt += 1
+                if attempt >= 3 {
+                    logger.error("recording \(id): cannot record its outcome in the catalog (\(error)); it will be salvaged at the next start")
+                    if let e = error as? CatalogError { throw EngineError.from(e) }
+                    throw .catalog("\(error)")
+                }
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
         }
     }
 
-    /// The active recording, if any, with its elapsed time and counters.
-    public func active() -> (id: UUID, elapsed: Double, stats: CaptureStats)? {
-        guard case .recording(let a) = state else { return nil }
-        let d = ContinuousClock.now - a.startedAt
-        let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return (a.id, elapsed, a.session.stats)
+    /// Called (through a Task) when the device or the disk failed mid-recording.
+    func fault(id: UUID, error: any Error) {
+        switch state {
+        case .starting(id, nil): state = .starting(id, fault: "\(error)")
+        case .recording(let active) where active.id == id: beginFinish(active, reason: "ended by a fault (\(error))")
+        default: break   // already stopping, or another recording by now
+        }
     }
 
-    /// Whether `id` is the recording in progress (it cannot be saved, discarded or deleted yet).
-    public func isActive(_ id: UUID) -> Bool {
+    /// Ends `active` in the background, keeping what was captured as pending. Shutdown waits for it.
+    private func beginFinish(_ active: Active, reason: String) {
+        let done = Task {
+            _ = try? await self.finish(active, then: .keep, change: MetadataChange(), reason: reason)
+            self.finished(active.id)
+        }
+        state = .stopping(active.id, done: done)
+    }
+
+    private func finished(_ id: UUID) {
+        if case .stopping(id, _) = state { state = .idle }
+    }
+
+    /// On daemon shutdown: an active recording is finalized and kept as pending; a stop already under
+    /// way is waited for.
+    public func shutdown() async {
         switch state {
-        case .recording(let a): return a.id == id
-        case .stopping(let s): return s == id
-        default: return false
+        case .recording(let active):
+            beginFinish(active, reason: "stopped at shutdown")
+            if case .stopping(_, let done?) = state { await done.value }
+        case .stopping(_, let done?):
+            await done.value
+        case .starting:
+            // The device is being opened: let the start finish, then stop what it started.
+            try? await Task.sleep(for: .milliseconds(100))
+            await shutdown()
+        default:
+            break
+        }
+    }
+
+    /// The recording in progress (starting, recording or stopping), with its elapsed time and counters.
+    public func active() -> (id: UUID, activity: Activity, elapsed: Double?, stats: CaptureStats?)? {
+        switch state {
+        case .idle: return nil
+        case .starting(let id, _): return (id, .starting, nil, nil)
+        case .stopping(let id, _): return (id, .stopping, nil, nil)
+        case .recording(let a):
+            let d = ContinuousClock.now - a.startedAt
+            let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+            return (a.id, .recording, elapsed, a.session.stats)
         }
     }
 }

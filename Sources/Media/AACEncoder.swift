@@ -42,14 +42,8 @@ final class FFmpegAACEncoder {
         frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
         frame.pointee.sample_rate = Int32(sampleRate)
         av_channel_layout_copy(&frame.pointee.ch_layout, &ctx.pointee.ch_layout)
-        do {
-            try FFmpegError.check(av_frame_get_buffer(frame, 0), "av_frame_get_buffer")
-        } catch {
-            var f: UnsafeMutablePointer<AVFrame>? = frame
-            av_frame_free(&f)
-            avcodec_free_context(&ctxOpt)
-            throw error
-        }
+        // `self` is fully initialized: if this throws, deinit frees frame and context.
+        try FFmpegError.check(av_frame_get_buffer(frame, 0), "av_frame_get_buffer")
     }
 
     deinit {

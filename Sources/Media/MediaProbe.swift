@@ -14,13 +14,8 @@ final class FFmpegInput {
         guard let ctx else { throw MediaError.allocationFailed("avformat_open_input") }
         self.context = ctx
         self.path = path
-        do {
-            try FFmpegError.check(avformat_find_stream_info(ctx, nil), "avformat_find_stream_info", file: path)
-        } catch {
-            var c: UnsafeMutablePointer<AVFormatContext>? = ctx
-            avformat_close_input(&c)
-            throw error
-        }
+        // `self` is fully initialized: if this throws, deinit closes the input (no manual cleanup).
+        try FFmpegError.check(avformat_find_stream_info(ctx, nil), "avformat_find_stream_info", file: path)
     }
 
     deinit {

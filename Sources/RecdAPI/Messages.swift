@@ -152,14 +152,26 @@ public struct RecordingList: Codable, Sendable, Equatable {
 
 /// `GET /v1/status`.
 public struct DaemonStatus: Codable, Sendable, Equatable {
-    public enum Activity: String, Codable, Sendable { case idle, recording }
+    /// `starting`: the device is being opened; `stopping`: capture ended, the file is being finalized.
+    public enum Activity: String, Codable, Sendable { case idle, starting, recording, stopping }
 
     public struct ActiveRecording: Codable, Sendable, Equatable {
         public var recording: Recording
-        public var elapsed: Double
-        public var capture: CaptureStats
-        public init(recording: Recording, elapsed: Double, capture: CaptureStats) {
+        /// Seconds since capture started; null while starting or stopping.
+        public var elapsed: Double?
+        /// Counters so far; null while starting or stopping.
+        public var capture: CaptureStats?
+        public init(recording: Recording, elapsed: Double?, capture: CaptureStats?) {
             self.recording = recording; self.elapsed = elapsed; self.capture = capture
+        }
+
+        enum CodingKeys: String, CodingKey { case recording, elapsed, capture }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(recording, forKey: .recording)
+            try c.encode(elapsed, forKey: .elapsed)
+            try c.encode(capture, forKey: .capture)
         }
     }
 

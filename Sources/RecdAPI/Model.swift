@@ -94,3 +94,14 @@ public enum ListOrder: String, Codable, Sendable, CaseIterable {
 public enum ExportFormat: String, Codable, Sendable, CaseIterable {
     case csv, json
 }
+
+/// How dates are shown to people: "Oct 25, 2025 3:42 PM" (also the form of automatic titles).
+public enum DisplayDate {
+    public static func string(_ date: Date, timeZone: TimeZone = .current) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = timeZone
+        f.dateFormat = "MMM d, yyyy h:mm a"
+        return f.string(from: date)
+    }
+}

@@ -14,6 +14,9 @@ struct RequestError: Error {
 }
 
 enum ErrorMapping {
+    static let tooLarge = APIErrorBody(code: .payloadTooLarge,
+                                       message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes")
+
     static func map(_ error: any Error) -> (HTTPResponse.Status, APIErrorBody) {
         switch error {
         case let e as RequestError:
@@ -21,15 +24,13 @@ enum ErrorMapping {
         case let e as EngineError:
             return map(e)
         case is NIOTooManyBytesError:
-            return (.contentTooLarge, APIErrorBody(code: .payloadTooLarge,
-                                                   message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes"))
+            return (.contentTooLarge, tooLarge)
         case let e as DecodingError:
             return (.badRequest, APIErrorBody(code: .malformedRequest, message: "malformed JSON body: \(describe(e))"))
         case let e as HTTPError:
             switch e.status {
             case .contentTooLarge:
-                return (e.status, APIErrorBody(code: .payloadTooLarge,
-                                               message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes"))
+                return (e.status, tooLarge)
             case .notFound:
                 return (e.status, APIErrorBody(code: .notFound, message: e.body ?? "no such endpoint"))
             case .methodNotAllowed:
@@ -57,7 +58,7 @@ enum ErrorMapping {
         case .device: return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
         case .media: return (.internalServerError, .init(code: .internalError, message: message))
         case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
-        case .catalog: return (.internalServerError, .init(code: .internalError, message: message))
+        case .catalog, .dataDirectoryInUse: return (.internalServerError, .init(code: .internalError, message: message))
         }
     }
 

@@ -17,6 +17,12 @@ struct RecorderShutdownService: Service {
     }
 }
 
+public struct SocketDirectoryError: Error, CustomStringConvertible {
+    public var path: String
+    public var problem: String
+    public var description: String { "refusing to put the socket in \(path): \(problem)" }
+}
+
 public struct RecdDaemon {
     public var engine: Engine
     public var socketPath: String
@@ -27,12 +33,31 @@ public struct RecdDaemon {
         self.engine = engine; self.socketPath = socketPath; self.socketMode = socketMode; self.logger = logger
     }
 
+    /// The socket's directory must be ours and not writable by others: an existing one (say a
+    /// `/tmp/recd-UID` made by someone else) could let another user replace the socket.
+    static func checkSocketDirectory(_ dir: String) throws {
+        var st = stat()
+        guard lstat(dir, &st) == 0 else {
+            throw SocketDirectoryError(path: dir, problem: String(cString: strerror(errno)))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw SocketDirectoryError(path: dir, problem: "it is not a directory (a symbolic link?)")
+        }
+        guard st.st_uid == geteuid() else {
+            throw SocketDirectoryError(path: dir, problem: "it belongs to uid \(st.st_uid), not to this user (\(geteuid()))")
+        }
+        guard st.st_mode & 0o022 == 0 else {
+            throw SocketDirectoryError(path: dir, problem: String(format: "others may write to it (mode %o)", st.st_mode & 0o777))
+        }
+    }
+
     /// Takes the instance lock, runs recovery, serves until SIGTERM/SIGINT.
     public func run() async throws {
         let dir = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let lock = try InstanceLock(socketPath: socketPath)
+        try Self.checkSocketDirectory(dir)
+        let lock = try InstanceLock.acquire(socketPath: socketPath)
         let report = engine.recover()
         if !report.salvaged.isEmpty {
             logger.warning("recovery: \(report.salvaged.count) interrupted recording(s) salvaged as pending")

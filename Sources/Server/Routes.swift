@@ -24,11 +24,11 @@ public enum RecdRoutes {
         let v1 = router.group("v1")
 
         v1.get("status") { _, _ in
-            let (active, counts) = try await engine.status()
+            let (activity, active, counts) = try await engine.status()
             let c = engine.config
             return JSONResponse.make(DaemonStatus(
                 version: RecdVersion.current, pid: getpid(), uptime: Date().timeIntervalSince(identity.startedAt),
-                activity: active == nil ? .idle : .recording, active: active,
+                activity: activity, active: active,
                 captureDevice: c.captureDevice, playbackDevice: c.playbackDevice,
                 sampleRate: c.sampleRate, channels: c.channels,
                 dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts))
@@ -135,7 +135,8 @@ public enum RecdRoutes {
 /// generated `Bundle.module` traps when the bundle is missing, which must not take the daemon down.
 enum OpenAPIDocument {
     static let yaml: Data? = {
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        // /proc/self/exe, not argv[0]: recd started from PATH has a bare "recd" there.
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let candidates = [
             exe.appendingPathComponent("recd_Server.resources/openapi.yaml"),
             exe.deletingLastPathComponent().appendingPathComponent("share/recd/openapi.yaml"),

@@ -57,8 +57,15 @@ struct Status: AsyncParsableCommand {
         let (s, raw) = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
         var lines = ["recd \(s.version) (pid \(s.pid)), up \(Output.duration(s.uptime))"]
         if let a = s.active {
-            lines.append("⏺ recording '\(a.recording.title)' (\(a.recording.id.uuidString.prefix(8))) for \(Output.duration(a.elapsed))"
-                         + (a.capture.overruns > 0 ? ", \(a.capture.overruns) overruns" : ""))
+            let what = "'\(a.recording.title)' (\(a.recording.id.uuidString.prefix(8)))"
+            switch s.activity {
+            case .recording:
+                let overruns = a.capture.map { $0.overruns > 0 ? ", \($0.overruns) overruns" : "" } ?? ""
+                lines.append("⏺ recording \(what) for \(Output.duration(a.elapsed))" + overruns)
+            case .starting: lines.append("starting to record \(what)")
+            case .stopping: lines.append("⏹ stopping \(what): finalizing the file")
+            case .idle: lines.append("idle")
+            }
         } else {
             lines.append("idle")
         }
@@ -215,8 +222,12 @@ struct Export: AsyncParsableCommand {
         } catch {
             throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
         }
-        if !global.json { print("Data exported ✓ \(name)") }
-        else { print(#"{"file":"\#(name)"}"#) }
+        if global.json {
+            let data = try APIJSON.encoder().encode(["file": name])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            print("Data exported ✓ \(name)")
+        }
     }
 
     static func fileName(from headers: HTTPHeaders) -> String? {

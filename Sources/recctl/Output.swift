@@ -12,12 +12,7 @@ enum Output {
     }
 
     /// "Oct 25, 2025 3:42 PM" in the local time zone.
-    static func date(_ date: Date) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.dateFormat = "MMM d, yyyy h:mm a"
-        return f.string(from: date)
-    }
+    static func date(_ date: Date) -> String { DisplayDate.string(date) }
 
     static func plays(_ n: Int) -> String { n == 1 ? "1 play" : "\(n) plays" }
 

@@ -55,13 +55,7 @@ enum Main {
         do {
             command = try RecCtl.parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
         } catch {
-            let code = RecCtl.exitCode(for: error)
-            if code == .success {
-                print(RecCtl.fullMessage(for: error))
-                exit(ExitStatus.ok)
-            }
-            FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
-            exit(ExitStatus.usage)
+            exitForArgumentParser(error)
         }
         do {
             if var async = command as? any AsyncParsableCommand {
@@ -90,15 +84,19 @@ enum Main {
                 exit(ExitStatus.refused)
             }
         } catch {
-            // `recctl help` and `recctl --help` run ArgumentParser's help command, which "fails" with
-            // the help text as a clean exit.
-            let code = RecCtl.exitCode(for: error)
-            if code == .success {
-                print(RecCtl.fullMessage(for: error))
-                exit(ExitStatus.ok)
-            }
-            FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
-            exit(error is ValidationError || error is CleanExit ? ExitStatus.usage : ExitStatus.refused)
+            // `recctl help` runs ArgumentParser's help command, which "fails" with the help text.
+            exitForArgumentParser(error)
         }
+    }
+
+    /// Help and version requests print to stdout and exit 0; every other parsing or validation
+    /// error is a usage error: message to stderr, exit 2.
+    static func exitForArgumentParser(_ error: any Error) -> Never {
+        if RecCtl.exitCode(for: error) == .success {
+            print(RecCtl.fullMessage(for: error))
+            exit(ExitStatus.ok)
+        }
+        FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
+        exit(ExitStatus.usage)
     }
 }

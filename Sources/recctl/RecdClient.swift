@@ -39,7 +39,19 @@ struct RecdClient {
         } catch {
             throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
         }
-        return try await channel.executeThenClose { inbound, outbound in
+        do {
+            return try await exchange(channel, method, path, body: body)
+        } catch let failure as ClientFailure {
+            throw failure
+        } catch {
+            // The daemon went away mid-request (reset, broken pipe): it is not reachable, it did not refuse.
+            throw ClientFailure.unreachable(socket: socketPath, reason: "connection lost: \(Self.describe(error))")
+        }
+    }
+
+    private func exchange(_ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>,
+                          _ method: HTTPMethod, _ path: String, body: Data?) async throws -> HTTPReply {
+        try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
             head.headers.add(name: "Host", value: "recd")
             head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
@@ -59,7 +71,7 @@ struct RecdClient {
                 case .end: return reply
                 }
             }
-            throw ClientFailure.badReply("the daemon closed the connection before replying")
+            throw ClientFailure.unreachable(socket: socketPath, reason: "the daemon closed the connection before replying")
         }
     }
 

@@ -63,6 +63,28 @@ final class DaemonTests: XCTestCase {
         XCTAssertNotEqual(second.status, 0)
         XCTAssertTrue(second.stderr.contains("already serving"), second.stderr)
         XCTAssertEqual(try first.recctlJSON(DaemonStatus.self, "status").pid, first.process?.processIdentifier)
+
+        // Another socket but the same data directory: refused too (it would "recover" the first
+        // daemon's recording in progress from under it).
+        XCTAssertEqual(try first.recctl("record", "start").status, 0)
+        let third = try Tools.run(Tools.recd, ["--socket", first.dir.appendingPathComponent("other.sock").path,
+                                               "--data-dir", first.dataDir.path], environment: pulse.environment, timeout: 20)
+        XCTAssertNotEqual(third.status, 0)
+        XCTAssertTrue(third.stderr.contains("is using the data directory"), third.stderr)
+        XCTAssertEqual(try first.recctlJSON(DaemonStatus.self, "status").activity, .recording)
+        XCTAssertEqual(try first.recctlJSON(StopRecordingResponse.self, "record", "stop").recording?.state, .pending)
+    }
+
+    func testASocketDirectoryOthersMayWriteIsRefused() throws {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-open-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        XCTAssertEqual(chmod(dir.path, 0o777), 0)
+        let r = try Tools.run(Tools.recd, ["--socket", dir.appendingPathComponent("recd.sock").path,
+                                           "--data-dir", dir.appendingPathComponent("data").path], timeout: 20)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("others may write to it"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("recd.sock").path))
     }
 
     func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
@@ -101,6 +123,20 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
         // And it can be saved like any other.
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "save", r.id.uuidString).state, .ready)
+
+        // A row left in `recording` whose file never came to be (killed while the device was being
+        // opened) holds nothing: the next start removes it.
+        daemon.stop()
+        let ghost = UUID().uuidString
+        let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
+        XCTAssertEqual(try Tools.run("sqlite3", [db, """
+            INSERT INTO recording (id, type, state, title, notes, createdAt, file, playCount, recovered, droppedFrames)
+            VALUES ('\(ghost)', 'audio', 'recording', 'Ghost', '', '2025-10-25 15:42:00.000', 'Recordings/audio_\(ghost).m4a', 0, 0, 0)
+            """]).status, 0)
+        try daemon.start()
+        XCTAssertEqual(try daemon.recctl("show", ghost).status, 1)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 1)
+        XCTAssertTrue(daemon.log.contains("before any audio was written"), daemon.log)
     }
 
     func testSIGTERMKeepsTheActiveRecordingAsPending() throws {
