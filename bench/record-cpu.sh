@@ -3,6 +3,8 @@
 #   recd        the daemon recording from ALSA pulse:mic.monitor (start/stop through recctl)
 #   ffmpeg-cli  ffmpeg recording the same ALSA device
 #   floor       ffmpeg encoding the same 10 s from a raw file (no capture, no pacing)
+#   capture     arecord reading the same device for 10 s into /dev/null (what capture alone costs
+#               through this device: recd pays it too, the encode-only floor does not)
 # Each is run RUNS times (default 3); medians and the ratios recd/floor and ffmpeg-cli/floor are
 # printed and written into BENCHMARKS.md (only this script's section is replaced).
 #
@@ -176,17 +178,33 @@ run_floor() {
     log "floor run $1: $RESULT s CPU; file: $(probe "$out")"
 }
 
-log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, about $(( RUNS * 35 )) s"
-recd_t=(); cli_t=(); floor_t=()
+# --- 4. capture alone -------------------------------------------------------------------------
+run_capture() {
+    start_tone
+    /usr/bin/time -f "%U %S" -o "$WORK/cap$1.time" \
+        arecord -q -D pulse:mic.monitor -f S16_LE -r 48000 -c 2 --period-size=1920 --buffer-size=24000 \
+        -d "$SECONDS_RECORDED" -t raw /dev/null >"$WORK/cap$1.log" 2>&1 \
+        || die "arecord failed; see $WORK/cap$1.log"
+    stop_tone
+    RESULT=$(time_cpu "$WORK/cap$1.time")
+    log "capture run $1: $RESULT s CPU"
+}
+
+log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, about $(( RUNS * 48 )) s"
+recd_t=(); cli_t=(); floor_t=(); cap_t=()
 for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all three alike
     run_recd "$i"; recd_t+=("$RESULT")
     run_ffmpeg_cli "$i"; cli_t+=("$RESULT")
     run_floor "$i"; floor_t+=("$RESULT")
+    run_capture "$i"; cap_t+=("$RESULT")
 done
 
 recd_m=$(median "${recd_t[@]}"); cli_m=$(median "${cli_t[@]}"); floor_m=$(median "${floor_t[@]}")
+cap_m=$(median "${cap_t[@]}")
+both_m=$(awk -v a="$floor_m" -v b="$cap_m" 'BEGIN { printf "%.2f", a + b }')
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
 recd_r=$(ratio "$recd_m" "$floor_m"); cli_r=$(ratio "$cli_m" "$floor_m")
+cap_r=$(ratio "$cap_m" "$floor_m"); both_r=$(ratio "$both_m" "$floor_m"); recd_both_r=$(ratio "$recd_m" "$both_m")
 verdict=$(awk -v a="$recd_m" -v b="$floor_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -199,9 +217,11 @@ table=$(cat <<EOF
 | recd ($BUILD_KIND), ALSA \`pulse:mic.monitor\` | $recd_m | $(join "${recd_t[@]}") | $recd_r |
 | ffmpeg CLI, ALSA \`pulse:mic.monitor\` | $cli_m | $(join "${cli_t[@]}") | $cli_r |
 | floor: ffmpeg encoding a raw file | $floor_m | $(join "${floor_t[@]}") | 1.00× |
+| capture alone: arecord, same device, to /dev/null | $cap_m | $(join "${cap_t[@]}") | $cap_r |
+| encode floor + capture alone | $both_m | | $both_r |
 EOF
 )
-goal_line="Goal: recd ≤ ${GOAL}× the floor — ${verdict} (${recd_r})."
+goal_line="Goal: recd ≤ ${GOAL}× the floor — ${verdict} (${recd_r}). Against encode floor + capture alone: ${recd_both_r}."
 
 section=$(cat <<EOF
 $SECTION_TITLE

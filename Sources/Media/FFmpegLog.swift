@@ -11,7 +11,8 @@ public enum FFmpegLog {
     /// errors of `logger`, everything down to `AV_LOG_VERBOSE` becomes debug output.
     public static func route(to logger: Logger) {
         target.withLock { $0 = logger }
-        av_log_set_level(AV_LOG_VERBOSE)
+        // Below debug, libav*'s chatter is not wanted: do not even have it formatted.
+        av_log_set_level(logger.logLevel <= .debug ? AV_LOG_VERBOSE : AV_LOG_WARNING)
         av_log_set_callback { _, level, format, args in
             guard let format, let args, level <= AV_LOG_VERBOSE else { return }
             var buffer = [CChar](repeating: 0, count: 1024)
