@@ -88,6 +88,15 @@ public final class Catalog: Sendable {
             try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC)")
             try db.create(index: "recording_by_state", on: "recording", columns: ["state", "createdAt"])
         }
+        m.registerMigration("v2: journal") { db in
+            // Multi-step operations that must finish or be undone as a whole after a crash
+            // (delete all). A row here means "started, not committed".
+            try db.create(table: "journal") { t in
+                t.primaryKey("id", .text)
+                t.column("kind", .text).notNull()
+                t.column("startedAt", .datetime).notNull()
+            }
+        }
         return m
     }
 
@@ -233,6 +242,64 @@ public final class Catalog: Sendable {
                     throw CatalogError.unexpectedState(id: id.uuidString, state: record.state)
                 }
                 try RecordingRecord.deleteOne(db, key: id.uuidString)
+            }
+        }
+    }
+
+    /// Every row's file (relative path) with its id and state, for matching against `Recordings/`.
+    public func filesByPath() throws -> [String: (id: UUID, state: String)] {
+        try wrap("read") {
+            try pool.read { db in
+                var out: [String: (id: UUID, state: String)] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT id, file, state FROM recording") {
+                    if let id = UUID(uuidString: row["id"]) { out[row["file"]] = (id, row["state"]) }
+                }
+                return out
+            }
+        }
+    }
+
+    /// Number of rows.
+    public func count() throws -> Int {
+        try wrap("count") { try pool.read { db in try RecordingRecord.fetchCount(db) } }
+    }
+
+    // MARK: journal
+
+    /// Records that a multi-step operation started; returns its id.
+    public func beginJournal(kind: String) throws -> String {
+        let id = UUID().uuidString
+        try wrap("journal") {
+            try pool.write { db in
+                try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
+                               arguments: [id, kind, Date()])
+            }
+        }
+        return id
+    }
+
+    /// Operations started and not committed (what a crash interrupted).
+    public func openJournal() throws -> [(id: String, kind: String)] {
+        try wrap("journal") {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT id, kind FROM journal ORDER BY startedAt").map { ($0["id"], $0["kind"]) }
+            }
+        }
+    }
+
+    /// Closes a journal entry without doing anything else (the operation was rolled back).
+    public func endJournal(id: String) throws {
+        try wrap("journal") { try pool.write { db in try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [id]) } }
+    }
+
+    /// The commit point of "delete all": every row and the journal entry go in one transaction.
+    /// Returns the number of rows deleted.
+    public func commitDeleteAll(journalID: String) throws -> Int {
+        try wrap("delete all") {
+            try pool.write { db in
+                let n = try RecordingRecord.deleteAll(db)
+                try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [journalID])
+                return n
             }
         }
     }

@@ -59,6 +59,13 @@ enum FileOps {
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Bytes available to unprivileged users on the filesystem holding `path`.
+    static func freeBytes(_ path: String) -> Int64? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return Int64(st.f_bavail) * Int64(st.f_frsize)
+    }
+
     /// fsync of a file or directory, so a rename or a finished file survives power loss.
     static func sync(_ path: String) throws(EngineError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -69,7 +76,7 @@ enum FileOps {
 
     static func rename(_ from: String, _ to: String) throws(EngineError) {
         guard Glibc.rename(from, to) == 0 else {
-            throw .storage(file: from, operation: "rename to \(to)", underlying: errnoText())
+            throw .storage(file: from, operation: "rename", underlying: "\(errnoText()) (renaming it to \(to))")
         }
     }
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Media
 import RecdAPI
+import Synchronization
 
 public final class Engine: Sendable {
     public let config: EngineConfiguration
@@ -15,6 +16,8 @@ public final class Engine: Sendable {
     /// Held while the engine lives: a second daemon on the same data directory would "recover" the
     /// first one's recording in progress from under it.
     let dataLock: ExclusiveFileLock
+    /// What the last recovery (start-up or repair) found; shown by status and check.
+    let lastRecovery = Mutex<RecoveryReport?>(nil)
 
     /// Opens (or creates) the data directory and the catalog, and routes alsa-lib's and FFmpeg's own
     /// messages into `logger`.
@@ -44,87 +47,35 @@ public final class Engine: Sendable {
         library = Library(catalog: catalog, recorder: recorder, config: config, logger: logger)
     }
 
-    /// What start-up recovery did.
-    public struct RecoveryReport: Sendable {
-        public var salvaged: [UUID] = []
-        /// Interrupted before any audio reached the file: row (and empty file) removed.
-        public var removedEmpty: [UUID] = []
-        public var removedTemporaryFiles: [String] = []
-        /// Discards interrupted after the file was moved aside but before the row was deleted.
-        public var discardsUndone: [String] = []
-        /// Discards interrupted after the row was deleted: the aside file is deleted now.
-        public var discardsFinished: [String] = []
-    }
-
-    /// Runs before the socket accepts requests. A recording that was in progress when the daemon died
-    /// is salvaged: its fragmented file is finalized (the torn last fragment, if any, is dropped), its
-    /// duration measured, and it comes back as `pending` with `recovered: true`. Never deleted.
-    /// Half-written finalization files are removed (the original they were made from is still there),
-    /// and interrupted discards are undone or finished (see `Library.discard`).
+    /// Start-up recovery (before the socket accepts requests): see `Recovery`.
     public func recover() -> RecoveryReport {
-        var report = RecoveryReport()
-        let dir = config.dataDirectory.recordings.path
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-        for name in names {
-            let path = dir + "/" + name
-            if DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) != nil {
-                try? FileOps.remove(path)
-                report.removedTemporaryFiles.append(path)
-                continue
-            }
-            do {
-                switch try TakeRemoval.settleInterruptedRemoval(name: name, catalog: catalog, data: config.dataDirectory) {
-                case .undone?:
-                    report.discardsUndone.append(path)
-                    logger.warning("recovery: an interrupted discard of \(path) was undone (its row is still there)")
-                case .finished?:
-                    report.discardsFinished.append(path)
-                    logger.warning("recovery: an interrupted discard of \(path) was finished")
-                case nil:
-                    break
-                }
-            } catch {
-                logger.error("recovery: leaving \(path) alone, cannot settle its interrupted discard: \(error)")
-            }
-        }
-        let interrupted: [UUID]
-        do {
-            interrupted = try catalog.ids(inState: .recording)
-        } catch {
-            logger.error("recovery: cannot list interrupted recordings, none salvaged: \(error)")
-            interrupted = []
-        }
-        for id in interrupted {
-            do {
-                try salvage(id, into: &report)
-            } catch {
-                logger.error("recovery: could not salvage recording \(id): \(error)")
-            }
-        }
+        let report = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
+            .run(activeID: nil)
+        lastRecovery.withLock { $0 = report }
         return report
     }
 
-    /// Finalizes the file of a recording the daemon was making when it died and makes it pending.
-    /// A row whose file never came to be, or holds no audio at all, is removed: nothing was recorded.
-    private func salvage(_ id: UUID, into report: inout RecoveryReport) throws {
-        guard let r = try catalog.recording(id: id) else { return }
-        let path = config.dataDirectory.absolute(r.file)
-        let finished = (FileOps.size(path) ?? 0) > 0
-            ? RecordingFinalizer.finalize(path: path, data: config.dataDirectory, logger: logger)
-            : FinishedFile(duration: nil, sizeBytes: nil, packets: 0)
-        if finished.packets == 0 {
-            try TakeRemoval.remove(r, expecting: .recording, action: "remove", catalog: catalog, data: config.dataDirectory)
-            report.removedEmpty.append(id)
-            logger.warning("recovery: recording \(id) (\(r.title)) was interrupted before any audio was written; removed")
-            return
-        }
-        try catalog.modify(id: id) { row in
-            row.state = .pending
-            row.recovered = true
-            finished.apply(to: &row)
-        }
-        report.salvaged.append(id)
-        logger.warning("recovery: salvaged interrupted recording \(id) (\(r.title)): \(finished.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown")")
+    /// What the last recovery (start-up or repair) did.
+    public var lastRecoveryReport: RecoveryReport? { lastRecovery.withLock { $0 } }
+
+    /// `check`: the catalog against `Recordings/` now, and what the last recovery did.
+    public func check() async throws(EngineError) -> ConsistencyReport {
+        let activeID = await recorder.active()?.id
+        var report = try Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
+            .inspect(activeID: activeID)
+        report.lastRecovery = lastRecovery.withLock { $0 }
+        return report
+    }
+
+    /// `check --repair`: the start-up recovery, now, leaving the recording in progress alone.
+    /// Runs inside the recorder, so no recording can start or stop meanwhile.
+    public func repair() async throws(EngineError) -> ConsistencyReport {
+        let recovery = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
+        let repaired = await recorder.whileHeld { activeID in recovery.run(activeID: activeID) }
+        lastRecovery.withLock { $0 = repaired }
+        var report = try await check()
+        report.repaired = repaired
+        return report
     }
 
     /// The daemon's status as the API shows it (without the server's own fields).

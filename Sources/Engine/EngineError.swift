@@ -20,6 +20,7 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case storage(file: String, operation: String, underlying: String)
     case catalog(String)
     case dataDirectoryInUse(path: String, holderPID: String?)
+    case insufficientStorage(path: String, freeBytes: Int64, requiredBytes: Int64)
 
     public var description: String {
         switch self {
@@ -48,6 +49,9 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "cannot \(op) \(file): \(e)"
         case .catalog(let e):
             return e
+        case .insufficientStorage(let path, let free, let required):
+            return "not enough free space to record in \(path): \(free / 1_000_000) MB free, at least"
+                + " \(required / 1_000_000) MB required (--min-free-mb)"
         case .dataDirectoryInUse(let path, let pid):
             return "another recd (pid \(pid ?? "?")) is using the data directory \(path); stop it first"
                 + " or give this one another --data-dir"

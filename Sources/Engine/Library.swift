@@ -65,6 +65,32 @@ public struct Library: Sendable {
         return r
     }
 
+    /// Deletes a recording for good (the seed's "Delete '<title>'?"): file and row both go, or
+    /// neither, with the crash-safe protocol of `TakeRemoval`. A recording in progress is stopped
+    /// and discarded.
+    public func delete(_ idOrPrefix: String) async throws(EngineError) -> Recording {
+        let r = try resolve(idOrPrefix)
+        if await recorder.isActive(r.id) {
+            do {
+                let stopped = try await recorder.stop(StopRecordingRequest(then: .discard))
+                if stopped.discarded {
+                    logger.info("recording \(r.id) deleted while it was being recorded")
+                    return r
+                }
+            } catch EngineError.notRecording {
+                // It stopped by itself meanwhile: delete it as it is now.
+            }
+            return try await delete(r.id.uuidString)
+        }
+        guard r.state != .recording else {
+            // Only a row recovery has not seen yet (it runs before requests are served).
+            throw .invalidState(id: r.id, state: r.state, action: "delete", allowed: [.pending, .ready, .missing])
+        }
+        try TakeRemoval.remove(r, expecting: r.state, action: "delete", catalog: catalog, data: config.dataDirectory)
+        logger.info("recording \(r.id) deleted")
+        return r
+    }
+
     /// Metadata of every saved recording (pending previews are not in the library yet), newest first.
     public func export() throws(EngineError) -> [ExportRow] {
         let rows = try catalogCall { try catalog.list(ListQuery(order: .recent, state: .ready, limit: Int.max)) }

@@ -15,12 +15,16 @@ public struct EngineConfiguration: Sendable {
     public var channels: Int
     public var bitRate: Int
     public var timeZone: TimeZone
+    /// A start is refused when the filesystem of `Recordings/` has less free space than this.
+    public var minFreeBytes: Int64
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
-                sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current) {
+                sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,
+                minFreeBytes: Int64 = 200_000_000) {
         self.dataDirectory = DataDirectory(root: dataDirectory)
         self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate; self.timeZone = timeZone
+        self.minFreeBytes = minFreeBytes
     }
 }
 
@@ -47,6 +51,8 @@ public actor Recorder {
     public enum Activity: Sendable { case idle, starting, recording, stopping }
 
     private var state: State = .idle
+    /// The last recording that ended by itself (device or disk fault), for status.
+    public private(set) var lastFault: FaultReport?
     private let config: EngineConfiguration
     private let catalog: Catalog
     private let logger: Logger
@@ -71,6 +77,10 @@ public actor Recorder {
     public func start(_ request: StartRecordingRequest, receivedAt: UInt64) async throws(EngineError) -> StartRecordingResponse {
         try refuseIfBusy()
         let change = try MetadataRules.validate(request.metadata)
+        let recordings = config.dataDirectory.recordings.path
+        if let free = FileOps.freeBytes(recordings), free < config.minFreeBytes {
+            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
+        }
         let id = UUID()
         state = .starting(id, fault: nil)
         let relative = DataDirectory.relativePath(id: id, type: .audio)
@@ -209,8 +219,40 @@ public actor Recorder {
         switch state {
         case .starting(id, nil): state = .starting(id, fault: "\(error)")
         case .recording(let active) where active.id == id: beginFinish(active, reason: "ended by a fault (\(error))")
-        default: break   // already stopping, or another recording by now
+        default: return   // already stopping, or another recording by now
         }
+        lastFault = FaultReport(recordingID: id, reason: "\(error)", at: Date())
+    }
+
+    /// Whether `id` is the recording in progress (starting, recording or stopping).
+    public func isActive(_ id: UUID) -> Bool { active()?.id == id }
+
+    /// Runs `body` with the id of the recording in progress, if any, while no recording can start
+    /// or stop (no `await` inside: nothing else runs on this actor meanwhile). For `check --repair`,
+    /// which may block this actor's thread for as long as recovery takes.
+    public func whileHeld<T: Sendable>(_ body: @Sendable (UUID?) -> T) -> T { body(active()?.id) }
+
+    /// "Delete All Data": the recording in progress is stopped and discarded, then every recording
+    /// goes, files and rows, all or nothing (`DeleteAll`). Runs on this actor, so no recording can
+    /// start meanwhile.
+    public func deleteAll() async throws(EngineError) -> DeleteAllResponse {
+        var discarded = 0
+        for _ in 0..<200 {
+            switch state {
+            case .idle:
+                var reply = try DeleteAll.run(catalog: catalog, data: config.dataDirectory, logger: logger)
+                reply.deletedRecordings += discarded
+                return reply
+            case .recording:
+                let stopped = try await stop(StopRecordingRequest(then: .discard))
+                if stopped.discarded { discarded += 1 }
+            case .stopping(_, let done?):
+                await done.value
+            case .stopping(_, nil), .starting:
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        throw .alreadyRecording(active: active()?.id ?? UUID(), title: "(a recording that would not stop)")
     }
 
     /// Ends `active` in the background, keeping what was captured as pending. Shutdown waits for it.

@@ -14,6 +14,7 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case deviceUnavailable = "device_unavailable"
     case payloadTooLarge = "payload_too_large"
     case storageFailure = "storage_failure"
+    case insufficientStorage = "insufficient_storage"
     case internalError = "internal_error"
 }
 

@@ -187,19 +187,24 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var dataDirectory: String
     public var socket: String
     public var counts: [String: Int]
+    /// The last recording that ended by itself (device or disk fault) since the daemon started.
+    public var lastFault: FaultReport?
+    /// What the last recovery (start-up, or `check --repair`) found and did.
+    public var recovery: RecoveryReport?
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
-                dataDirectory: String, socket: String, counts: [String: Int]) {
+                dataDirectory: String, socket: String, counts: [String: Int], lastFault: FaultReport? = nil,
+                recovery: RecoveryReport? = nil) {
         self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity
         self.active = active; self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.dataDirectory = dataDirectory
-        self.socket = socket; self.counts = counts
+        self.socket = socket; self.counts = counts; self.lastFault = lastFault; self.recovery = recovery
     }
 
     enum CodingKeys: String, CodingKey {
         case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
-             dataDirectory, socket, counts
+             dataDirectory, socket, counts, lastFault, recovery
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -210,6 +215,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         try c.encode(playbackDevice, forKey: .playbackDevice); try c.encode(sampleRate, forKey: .sampleRate)
         try c.encode(channels, forKey: .channels); try c.encode(dataDirectory, forKey: .dataDirectory)
         try c.encode(socket, forKey: .socket); try c.encode(counts, forKey: .counts)
+        try c.encode(lastFault, forKey: .lastFault); try c.encode(recovery, forKey: .recovery)
     }
 }
 
@@ -244,4 +250,91 @@ public struct ExportDocument: Codable, Sendable, Equatable {
     public var exportedAt: Date
     public var recordings: [ExportRow]
     public init(exportedAt: Date, recordings: [ExportRow]) { self.exportedAt = exportedAt; self.recordings = recordings }
+}
+
+/// Reply to `DELETE /v1/recordings` (the seed's "Delete All Data").
+public struct DeleteAllResponse: Codable, Sendable, Equatable {
+    /// Recordings (rows) deleted, the one being recorded included.
+    public var deletedRecordings: Int
+    /// Files removed from `Recordings/`.
+    public var deletedFiles: Int
+    public init(deletedRecordings: Int, deletedFiles: Int) {
+        self.deletedRecordings = deletedRecordings; self.deletedFiles = deletedFiles
+    }
+}
+
+/// What recovery (at start-up, or `check --repair`) found and did.
+public struct RecoveryReport: Codable, Sendable, Equatable {
+    public var ranAt: Date
+    /// Interrupted recordings finalized and made pending (`recovered: true`).
+    public var salvaged: [UUID] = []
+    /// Interrupted before any audio reached the file: row (and empty file) removed.
+    public var removedEmpty: [UUID] = []
+    /// Media files in `Recordings/` with no row, adopted as pending recovered recordings.
+    public var adopted: [UUID] = []
+    /// Files in `Recordings/` that are not media, moved to `Recordings/.quarantine/`.
+    public var quarantined: [String] = []
+    /// Rows whose file is gone, marked `missing`.
+    public var markedMissing: [UUID] = []
+    /// Discards/deletions interrupted before the row was deleted: the file was put back.
+    public var removalsUndone: [String] = []
+    /// Discards/deletions interrupted after the row was deleted: the file was deleted.
+    public var removalsFinished: [String] = []
+    /// A "delete all" interrupted before its commit: everything was put back.
+    public var deleteAllRolledBack = false
+    /// A "delete all" interrupted after its commit: its files were deleted.
+    public var deleteAllFinished = false
+    /// Half-written finalization files removed (their source is still there).
+    public var temporaryFilesRemoved: [String] = []
+    /// Problems recovery could not settle (it leaves those files alone).
+    public var problems: [String] = []
+
+    public init(ranAt: Date = Date()) { self.ranAt = ranAt }
+
+    /// Whether anything at all was found.
+    public var isClean: Bool {
+        salvaged.isEmpty && removedEmpty.isEmpty && adopted.isEmpty && quarantined.isEmpty && markedMissing.isEmpty
+            && removalsUndone.isEmpty && removalsFinished.isEmpty && !deleteAllRolledBack && !deleteAllFinished
+            && temporaryFilesRemoved.isEmpty && problems.isEmpty
+    }
+}
+
+/// `GET /v1/check`: the catalog's consistency with `Recordings/` right now.
+public struct ConsistencyReport: Codable, Sendable, Equatable {
+    public var checkedAt: Date
+    /// `pending`/`ready` rows whose file is not there.
+    public var rowsWithoutFile: [UUID]
+    /// Rows already marked `missing`.
+    public var missing: [UUID]
+    /// Files in `Recordings/` that no row refers to.
+    public var filesWithoutRow: [String]
+    /// Interrupted recordings not yet salvaged (rows in `recording` that are not the active one).
+    public var interruptedRecordings: [UUID]
+    /// Leftovers of interrupted operations (aside files, trash folders, temporary files).
+    public var unsettled: [String]
+    /// What the last recovery (start-up or repair) did.
+    public var lastRecovery: RecoveryReport?
+    /// After `POST /v1/check/repair`: what this repair did.
+    public var repaired: RecoveryReport?
+
+    public var isConsistent: Bool {
+        rowsWithoutFile.isEmpty && filesWithoutRow.isEmpty && interruptedRecordings.isEmpty && unsettled.isEmpty
+    }
+
+    public init(checkedAt: Date, rowsWithoutFile: [UUID], missing: [UUID], filesWithoutRow: [String],
+                interruptedRecordings: [UUID], unsettled: [String], lastRecovery: RecoveryReport?, repaired: RecoveryReport?) {
+        self.checkedAt = checkedAt; self.rowsWithoutFile = rowsWithoutFile; self.missing = missing
+        self.filesWithoutRow = filesWithoutRow; self.interruptedRecordings = interruptedRecordings
+        self.unsettled = unsettled; self.lastRecovery = lastRecovery; self.repaired = repaired
+    }
+}
+
+/// A recording that ended by itself: the capture device failed or the disk filled.
+public struct FaultReport: Codable, Sendable, Equatable {
+    public var recordingID: UUID
+    public var reason: String
+    public var at: Date
+    public init(recordingID: UUID, reason: String, at: Date) {
+        self.recordingID = recordingID; self.reason = reason; self.at = at
+    }
 }

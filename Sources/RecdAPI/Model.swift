@@ -10,9 +10,11 @@ public enum RecordingType: String, Codable, Sendable, CaseIterable {
 }
 
 /// Lifecycle of a recording (seed Flow 5): `recording` → stop → `pending` (preview, not yet in the
-/// library) → save → `ready`. Discard removes a pending recording entirely.
+/// library) → save → `ready`. Discard removes a pending recording entirely. `missing`: start-up
+/// recovery or `check --repair` found the row's file gone; the row is kept (never dropped silently)
+/// until it is deleted.
 public enum RecordingState: String, Codable, Sendable, CaseIterable {
-    case recording, pending, ready
+    case recording, pending, ready, missing
 }
 
 /// The seed's purpose chips (single select, optional).

@@ -58,6 +58,7 @@ enum ErrorMapping {
         case .device: return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
         case .media: return (.internalServerError, .init(code: .internalError, message: message))
         case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
+        case .insufficientStorage: return (HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), .init(code: .insufficientStorage, message: message))
         case .catalog, .dataDirectoryInUse: return (.internalServerError, .init(code: .internalError, message: message))
         }
     }

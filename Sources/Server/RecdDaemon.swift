@@ -58,10 +58,7 @@ public struct RecdDaemon {
                                                 attributes: [.posixPermissions: 0o700])
         try Self.checkSocketDirectory(dir)
         let lock = try InstanceLock.acquire(socketPath: socketPath)
-        let report = engine.recover()
-        if !report.salvaged.isEmpty {
-            logger.warning("recovery: \(report.salvaged.count) interrupted recording(s) salvaged as pending")
-        }
+        _ = engine.recover()   // logs what it found; status and check show it
         let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath))
         let socketPath = self.socketPath
         let mode = socketMode

@@ -25,13 +25,15 @@ public enum RecdRoutes {
 
         v1.get("status") { _, _ in
             let (activity, active, counts) = try await engine.status()
+            let lastFault = await engine.recorder.lastFault
             let c = engine.config
             return JSONResponse.make(DaemonStatus(
                 version: RecdVersion.current, pid: getpid(), uptime: Date().timeIntervalSince(identity.startedAt),
                 activity: activity, active: active,
                 captureDevice: c.captureDevice, playbackDevice: c.playbackDevice,
                 sampleRate: c.sampleRate, channels: c.channels,
-                dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts))
+                dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts,
+                lastFault: lastFault, recovery: engine.lastRecoveryReport))
         }
 
         v1.post("record/start") { request, _ in
@@ -76,6 +78,28 @@ public enum RecdRoutes {
         v1.post("recordings/:id/discard") { _, context in
             let id = try context.parameters.require("id")
             return JSONResponse.make(try await engine.library.discard(id))
+        }
+
+        v1.delete("recordings/:id") { _, context in
+            JSONResponse.make(try await engine.library.delete(try context.parameters.require("id")))
+        }
+
+        v1.delete("recordings") { request, _ in
+            // The seed's "Delete All Data" is a deliberate act: a bare DELETE on the collection
+            // (a mistyped id, an empty variable in a script) must not wipe the library.
+            guard request.uri.queryParameters["confirm"] == "all" else {
+                throw RequestError(status: .badRequest, code: .malformedRequest,
+                                   message: "deleting every recording needs ?confirm=all")
+            }
+            return JSONResponse.make(try await engine.recorder.deleteAll())
+        }
+
+        v1.get("check") { _, _ in
+            JSONResponse.make(try await engine.check())
+        }
+
+        v1.post("check/repair") { _, _ in
+            JSONResponse.make(try await engine.repair())
         }
 
         v1.get("export") { request, _ in

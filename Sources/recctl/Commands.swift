@@ -72,6 +72,10 @@ struct Status: AsyncParsableCommand {
         lines.append("capture: \(s.captureDevice), \(s.sampleRate) Hz, \(s.channels) ch; playback: \(s.playbackDevice)")
         lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
         lines.append("data: \(s.dataDirectory)")
+        if let f = s.lastFault {
+            lines.append("last fault: recording \(f.recordingID.uuidString.prefix(8)) ended by itself at \(Output.date(f.at)): \(f.reason)")
+        }
+        if let r = s.recovery, !r.isClean { lines.append("recovery at start: " + Check.summary(r)) }
         global.emit(raw, lines.joined(separator: "\n"))
     }
 }
@@ -154,7 +158,7 @@ struct List: AsyncParsableCommand {
     @Option(help: "Order: recent (newest first) or plays (most played first).") var by: ListOrder = .recent
     @Option(help: "At most this many (1-1000).") var limit: Int = 100
     @Option(help: "Skip this many.") var offset: Int = 0
-    @Option(help: "Only recordings in this state: recording, pending, ready.") var state: RecordingState?
+    @Option(help: "Only recordings in this state: recording, pending, ready, missing.") var state: RecordingState?
     @Option(help: "Only this type: audio or video.") var type: RecordingType?
 
     func run() async throws {
@@ -244,3 +248,97 @@ extension ListOrder: ExpressibleByArgument {}
 extension RecordingState: ExpressibleByArgument {}
 extension RecordingType: ExpressibleByArgument {}
 extension ExportFormat: ExpressibleByArgument {}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete a recording, or all of them, for good (file and metadata).",
+        discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String?
+    @Flag(help: "Delete every recording (pending ones and the one being recorded included).") var all = false
+    @Flag(name: [.short, .long], help: "Do not ask for confirmation.") var yes = false
+
+    func validate() throws {
+        if all == (id != nil) { throw ValidationError("give either a recording id or --all") }
+        if !yes && isatty(STDIN_FILENO) == 0 {
+            throw ValidationError("refusing to delete without confirmation: standard input is not a terminal; add --yes")
+        }
+    }
+
+    func run() async throws {
+        let client = global.client
+        if all {
+            if !yes, !Self.confirm("Delete All Data? This will permanently delete all recordings. This cannot be undone.") {
+                print("Nothing was deleted.")
+                return
+            }
+            let (reply, raw) = try await client.call(.DELETE, "/v1/recordings?confirm=all", as: DeleteAllResponse.self)
+            global.emit(raw, "All data deleted (\(reply.deletedRecordings) recordings, \(reply.deletedFiles) files)")
+            return
+        }
+        let path = "/v1/recordings/\(idPath(id!))"
+        if !yes {
+            let (r, _) = try await client.call(.GET, path, as: Recording.self)
+            guard Self.confirm("Delete '\(r.title)'? This recording will be permanently deleted. This cannot be undone.") else {
+                print("Nothing was deleted.")
+                return
+            }
+        }
+        let (r, raw) = try await client.call(.DELETE, path, as: Recording.self)
+        global.emit(raw, "Recording deleted: \(Output.oneLine(r))")
+    }
+
+    /// Asks on the terminal; only an explicit yes confirms.
+    static func confirm(_ question: String) -> Bool {
+        FileHandle.standardOutput.write(Data((question + " [y/N] ").utf8))
+        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return false }
+        return answer == "y" || answer == "yes"
+    }
+}
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the catalog against Recordings/ and show what recovery found; --repair fixes what it can.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Apply the start-up recovery now (salvage, adopt, quarantine, mark missing, settle interrupted removals).")
+    var repair = false
+
+    func run() async throws {
+        let (report, raw) = repair
+            ? try await global.client.call(.POST, "/v1/check/repair", as: ConsistencyReport.self)
+            : try await global.client.call(.GET, "/v1/check", as: ConsistencyReport.self)
+        var lines: [String] = []
+        if let done = report.repaired { lines.append("repair: " + Self.summary(done)) }
+        if report.isConsistent {
+            lines.append("consistent: every saved or pending recording has its file, every file has a recording")
+        } else {
+            for id in report.rowsWithoutFile { lines.append("file missing for recording \(id.uuidString)") }
+            for f in report.filesWithoutRow { lines.append("file with no recording: Recordings/\(f)") }
+            for id in report.interruptedRecordings { lines.append("interrupted recording not salvaged: \(id.uuidString)") }
+            for u in report.unsettled { lines.append("leftover of an interrupted operation: Recordings/\(u)") }
+            lines.append("run `recctl check --repair` to fix these")
+        }
+        if !report.missing.isEmpty { lines.append("\(report.missing.count) recording(s) marked missing (delete them, or put their files back)") }
+        if let last = report.lastRecovery, report.repaired == nil {
+            lines.append("last recovery (\(Output.date(last.ranAt))): " + Self.summary(last))
+        }
+        global.emit(raw, lines.joined(separator: "\n"))
+    }
+
+    static func summary(_ r: RecoveryReport) -> String {
+        if r.isClean { return "nothing to do" }
+        var parts: [String] = []
+        if !r.salvaged.isEmpty { parts.append("\(r.salvaged.count) interrupted recording(s) salvaged") }
+        if !r.removedEmpty.isEmpty { parts.append("\(r.removedEmpty.count) empty interrupted recording(s) removed") }
+        if !r.adopted.isEmpty { parts.append("\(r.adopted.count) file(s) adopted") }
+        if !r.quarantined.isEmpty { parts.append("\(r.quarantined.count) non-media file(s) quarantined: \(r.quarantined.joined(separator: ", "))") }
+        if !r.markedMissing.isEmpty { parts.append("\(r.markedMissing.count) recording(s) marked missing") }
+        if !r.removalsUndone.isEmpty { parts.append("\(r.removalsUndone.count) interrupted removal(s) undone") }
+        if !r.removalsFinished.isEmpty { parts.append("\(r.removalsFinished.count) interrupted removal(s) finished") }
+        if r.deleteAllRolledBack { parts.append("an interrupted 'delete all' rolled back") }
+        if r.deleteAllFinished { parts.append("an interrupted 'delete all' finished") }
+        if !r.temporaryFilesRemoved.isEmpty { parts.append("\(r.temporaryFilesRemoved.count) temporary file(s) removed") }
+        parts += r.problems.map { "problem: \($0)" }
+        return parts.joined(separator: "; ")
+    }
+}

@@ -18,7 +18,8 @@ struct RecCtl: AsyncParsableCommand {
           3  the daemon is not reachable (the socket that was tried is printed)
         """,
         version: RecdVersion.current,
-        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Export.self])
+        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Delete.self,
+                      Export.self, Check.self])
 }
 
 enum ExitStatus {

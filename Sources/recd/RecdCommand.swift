@@ -36,6 +36,10 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: "AAC bit rate in bits per second.")
     var bitrate: Int = 128_000
 
+    @Option(name: .long, help: ArgumentHelp("Refuse to start a recording when Recordings/ has less free space (MB).",
+                                            valueName: "MB"))
+    var minFreeMb: Int = 200
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -43,6 +47,7 @@ struct RecdCommand: AsyncParsableCommand {
         guard (1...2).contains(channels) else { throw ValidationError("--channels must be 1 or 2") }
         guard (32_000...320_000).contains(bitrate) else { throw ValidationError("--bitrate must be 32000...320000") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
     }
 
     func run() async throws {
@@ -55,7 +60,8 @@ struct RecdCommand: AsyncParsableCommand {
         let logger = Logger(label: "recd")
         let config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
-            playbackDevice: playbackDevice, channels: channels, bitRate: bitrate)
+            playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,
+            minFreeBytes: Int64(minFreeMb) * 1_000_000)
         do {
             let engine = try Engine(config: config, logger: logger)
             try await RecdDaemon(engine: engine, socketPath: socket, logger: logger).run()

@@ -254,7 +254,7 @@ struct AudioAnalysis {
     var frequency: Double
 
     static func of(_ file: String, skipSeconds: Double = 0.1) throws -> AudioAnalysis {
-        let raw = file + ".analysis.raw"
+        let raw = NSTemporaryDirectory() + "recd-analysis-\(UUID().uuidString).raw"
         defer { try? FileManager.default.removeItem(atPath: raw) }
         let r = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-i", file, "-ac", "1", "-ar", "48000",
                                          "-f", "s16le", "-y", raw])

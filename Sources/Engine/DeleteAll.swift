@@ -1,0 +1,106 @@
+// "Delete All Data" (seed Screen 7.3): every recording, files and rows, all or nothing — also
+// across a crash.
+import Catalog
+import Foundation
+import Logging
+import RecdAPI
+
+/// The protocol, with its commit point in one SQLite transaction:
+/// 1. a journal row says "delete-all <id> started";
+/// 2. every file of `Recordings/` is renamed into `Recordings/.trash-<id>/` (same filesystem);
+///    both directories are fsynced;
+/// 3. commit: all rows and the journal row are deleted in one transaction;
+/// 4. the trash folder is emptied and removed.
+/// A failure before 3 moves the files back and ends the journal: nothing changed. After a crash,
+/// `recover` finds either an open journal row (before 3: files go back, everything is still there)
+/// or a trash folder without one (after 3: it is emptied, everything is gone).
+enum DeleteAll {
+    static let kind = "delete-all"
+    static let trashPrefix = ".trash-"
+
+    /// Runs steps 1–4. Blocking; the caller makes sure nothing records meanwhile.
+    static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
+        let dir = data.recordings.path
+        let journal = try catalogCall { try catalog.beginJournal(kind: kind) }
+        let trash = dir + "/" + trashPrefix + journal
+        var moved: [String] = []
+        do {
+            guard mkdir(trash, 0o700) == 0 else {
+                throw EngineError.storage(file: trash, operation: "create", underlying: FileOps.errnoText())
+            }
+            for name in try recordingFiles(in: dir) {
+                guard Glibc.rename(dir + "/" + name, trash + "/" + name) == 0 else {
+                    if errno == ENOENT { continue }   // removed meanwhile (a concurrent discard)
+                    throw EngineError.storage(file: dir + "/" + name, operation: "move",
+                                              underlying: "\(FileOps.errnoText()) (moving it into \(trash))")
+                }
+                moved.append(name)
+            }
+            try FileOps.sync(trash)
+            try FileOps.sync(dir)
+            let rows = try catalogCall { try catalog.commitDeleteAll(journalID: journal) }
+            for name in moved { try? FileOps.remove(trash + "/" + name) }
+            rmdir(trash)
+            logger.info("deleted all: \(rows) recordings, \(moved.count) files")
+            return DeleteAllResponse(deletedRecordings: rows, deletedFiles: moved.count)
+        } catch {
+            for name in moved.reversed() { _ = Glibc.rename(trash + "/" + name, dir + "/" + name) }
+            rmdir(trash)
+            try? catalog.endJournal(id: journal)
+            logger.error("delete all failed and was rolled back: \(error)")
+            throw error as? EngineError ?? .catalog("\(error)")
+        }
+    }
+
+    /// Regular, visible files of `Recordings/` (hidden entries are recd's own: temporaries,
+    /// aside files, trash and quarantine folders).
+    static func recordingFiles(in dir: String) throws(EngineError) -> [String] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: dir) }
+        catch { throw .storage(file: dir, operation: "list", underlying: error.localizedDescription) }
+        return names.filter { name in
+            guard !name.hasPrefix(".") else { return false }
+            var st = stat()
+            return lstat(dir + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+        }.sorted()
+    }
+
+    /// Start-up half: settles a delete-all a crash interrupted.
+    static func recover(catalog: Catalog, data: DataDirectory, report: inout RecoveryReport, logger: Logger) {
+        let dir = data.recordings.path
+        let open: [(id: String, kind: String)]
+        do { open = try catalog.openJournal() }
+        catch {
+            report.problems.append("cannot read the journal: \(error)")
+            return
+        }
+        var openIDs = Set<String>()
+        for entry in open where entry.kind == kind {
+            openIDs.insert(entry.id)
+            let trash = dir + "/" + trashPrefix + entry.id
+            // Not committed: put every file back. Everything is still there.
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: trash)) ?? []
+            var ok = true
+            for name in names where Glibc.rename(trash + "/" + name, dir + "/" + name) != 0 {
+                ok = false
+                report.problems.append("cannot move \(trash)/\(name) back: \(FileOps.errnoText())")
+            }
+            if ok {
+                rmdir(trash)
+                try? catalog.endJournal(id: entry.id)
+                report.deleteAllRolledBack = true
+                logger.warning("recovery: an interrupted 'delete all' was rolled back (\(names.count) files put back)")
+            }
+        }
+        // Committed (no journal row any more): finish emptying the trash.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        for name in names where name.hasPrefix(trashPrefix) && !openIDs.contains(String(name.dropFirst(trashPrefix.count))) {
+            let trash = dir + "/" + name
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: trash)) ?? []
+            for f in files { try? FileOps.remove(trash + "/" + f) }
+            rmdir(trash)
+            report.deleteAllFinished = true
+            logger.warning("recovery: an interrupted 'delete all' was finished (\(files.count) files deleted)")
+        }
+    }
+}

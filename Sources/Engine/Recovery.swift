@@ -1,0 +1,194 @@
+// Start-up recovery and the consistency check: whatever a crash left, finished or undone.
+import Catalog
+import Foundation
+import Logging
+import Media
+import RecdAPI
+
+/// Brings `Recordings/` and the catalog back into agreement. Order matters:
+/// 1. an interrupted "delete all" (its files go back, or its trash is emptied);
+/// 2. interrupted discards/deletions (aside files put back or deleted) and half-written
+///    finalization files (removed: their source is still there);
+/// 3. interrupted recordings (finalized and made pending, or removed if they hold no audio);
+/// 4. rows whose file is gone → `missing`; files no row refers to → adopted if media,
+///    quarantined if not. Nothing that may be a recording is ever deleted.
+struct Recovery {
+    let catalog: Catalog
+    let data: DataDirectory
+    let timeZone: TimeZone
+    let logger: Logger
+
+    static let quarantine = ".quarantine"
+
+    /// Containers recd adopts (libavformat's demuxer names).
+    static let adoptableFormats = ["mov", "mp4", "m4a", "matroska", "webm", "wav", "ogg", "mp3", "flac", "aac", "caf"]
+
+    func run(activeID: UUID?) -> RecoveryReport {
+        var report = RecoveryReport()
+        DeleteAll.recover(catalog: catalog, data: data, report: &report, logger: logger)
+        settleHiddenFiles(&report)
+        salvageInterrupted(except: activeID, &report)
+        reconcile(except: activeID, &report)
+        if report.isClean {
+            logger.info("recovery: catalog and Recordings/ agree")
+        } else {
+            logger.warning("recovery: \(report.salvaged.count) salvaged, \(report.adopted.count) adopted, \(report.quarantined.count) quarantined, \(report.markedMissing.count) marked missing, \(report.removalsUndone.count + report.removalsFinished.count) removals settled, \(report.problems.count) problems")
+        }
+        return report
+    }
+
+    private var dir: String { data.recordings.path }
+
+    private func settleHiddenFiles(_ report: inout RecoveryReport) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        for name in names.sorted() {
+            let path = dir + "/" + name
+            if DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) != nil {
+                try? FileOps.remove(path)
+                report.temporaryFilesRemoved.append(path)
+                continue
+            }
+            do {
+                switch try TakeRemoval.settleInterruptedRemoval(name: name, catalog: catalog, data: data) {
+                case .undone?:
+                    report.removalsUndone.append(path)
+                    logger.warning("recovery: an interrupted discard/delete of \(path) was undone (its row is still there)")
+                case .finished?:
+                    report.removalsFinished.append(path)
+                    logger.warning("recovery: an interrupted discard/delete of \(path) was finished")
+                case nil:
+                    break
+                }
+            } catch {
+                report.problems.append("leaving \(path) alone: \(error)")
+                logger.error("recovery: leaving \(path) alone, cannot settle its interrupted discard/delete: \(error)")
+            }
+        }
+    }
+
+    private func salvageInterrupted(except activeID: UUID?, _ report: inout RecoveryReport) {
+        let interrupted: [UUID]
+        do {
+            interrupted = try catalog.ids(inState: .recording)
+        } catch {
+            report.problems.append("cannot list interrupted recordings: \(error)")
+            return
+        }
+        for id in interrupted where id != activeID {
+            do {
+                try salvage(id, &report)
+            } catch {
+                report.problems.append("could not salvage recording \(id): \(error)")
+                logger.error("recovery: could not salvage recording \(id): \(error)")
+            }
+        }
+    }
+
+    /// Finalizes the file of a recording the daemon was making when it died and makes it pending.
+    /// A row whose file never came to be, or holds no audio at all, is removed: nothing was recorded.
+    private func salvage(_ id: UUID, _ report: inout RecoveryReport) throws {
+        guard let r = try catalog.recording(id: id) else { return }
+        let path = data.absolute(r.file)
+        let finished = (FileOps.size(path) ?? 0) > 0
+            ? RecordingFinalizer.finalize(path: path, data: data, logger: logger)
+            : FinishedFile(duration: nil, sizeBytes: nil, packets: 0)
+        if finished.packets == 0 {
+            try TakeRemoval.remove(r, expecting: .recording, action: "remove", catalog: catalog, data: data)
+            report.removedEmpty.append(id)
+            logger.warning("recovery: recording \(id) (\(r.title)) was interrupted before any audio was written; removed")
+            return
+        }
+        try catalog.modify(id: id) { row in
+            row.state = .pending
+            row.recovered = true
+            finished.apply(to: &row)
+        }
+        report.salvaged.append(id)
+        logger.warning("recovery: salvaged interrupted recording \(id) (\(r.title)): \(finished.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown")")
+    }
+
+    private func reconcile(except activeID: UUID?, _ report: inout RecoveryReport) {
+        let rows: [String: (id: UUID, state: String)]
+        let files: [String]
+        do {
+            rows = try catalog.filesByPath()
+            files = try DeleteAll.recordingFiles(in: dir)
+        } catch {
+            report.problems.append("cannot compare catalog and Recordings/: \(error)")
+            return
+        }
+        for (file, row) in rows where row.id != activeID
+            && (row.state == RecordingState.pending.rawValue || row.state == RecordingState.ready.rawValue)
+            && !FileOps.exists(data.absolute(file)) {
+            do {
+                try catalog.modify(id: row.id) { $0.state = .missing }
+                report.markedMissing.append(row.id)
+                logger.warning("recovery: the file of recording \(row.id) is gone (\(file)); marked missing")
+            } catch {
+                report.problems.append("cannot mark \(row.id) missing: \(error)")
+            }
+        }
+        for name in files where rows["Recordings/" + name] == nil {
+            adoptOrQuarantine(name, &report)
+        }
+    }
+
+    /// A file with no row: adopted as a pending recovered recording if libavformat reads audio or
+    /// video from it, else moved to `Recordings/.quarantine/` (never deleted).
+    private func adoptOrQuarantine(_ name: String, _ report: inout RecoveryReport) {
+        let path = dir + "/" + name
+        if let info = try? MediaProbe.probe(path),
+           info.formatName.split(separator: ",").contains(where: { Self.adoptableFormats.contains(String($0)) }),
+           info.streams.contains(where: { $0.kind == "audio" || $0.kind == "video" }) {
+            let hasVideo = info.streams.contains { $0.kind == "video" && $0.codec != "mjpeg" && $0.codec != "png" }
+            let created = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date()
+            let r = Recording(id: UUID(), type: hasVideo ? .video : .audio, state: .pending,
+                              title: MetadataRules.autoTitle(for: created, timeZone: timeZone), notes: "",
+                              purpose: nil, createdAt: created, duration: info.duration, sizeBytes: FileOps.size(path),
+                              file: "Recordings/" + name, playCount: 0, lastPlayedAt: nil, recovered: true, droppedFrames: 0)
+            do {
+                try catalog.insert(r)
+                report.adopted.append(r.id)
+                logger.warning("recovery: adopted \(name) (no row) as pending recording \(r.id)")
+            } catch {
+                report.problems.append("cannot adopt \(name): \(error)")
+            }
+            return
+        }
+        let qdir = dir + "/" + Self.quarantine
+        mkdir(qdir, 0o700)
+        var target = qdir + "/" + name
+        var n = 1
+        while FileOps.exists(target) { n += 1; target = qdir + "/" + name + ".\(n)" }
+        do {
+            try FileOps.rename(path, target)
+            report.quarantined.append(name)
+            logger.warning("recovery: \(name) in Recordings/ is not media; moved to \(target)")
+        } catch {
+            report.problems.append("cannot quarantine \(name): \(error)")
+        }
+    }
+
+    /// The check without repairs.
+    func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
+        let rows = try catalogCall { try catalog.filesByPath() }
+        let files = try DeleteAll.recordingFiles(in: dir)
+        let hidden = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter {
+            $0.hasPrefix(".") && $0 != Self.quarantine
+        }
+        var withoutFile: [UUID] = [], missing: [UUID] = [], interrupted: [UUID] = []
+        for (file, row) in rows where row.id != activeID {
+            switch RecordingState(rawValue: row.state) {
+            case .pending?, .ready?: if !FileOps.exists(data.absolute(file)) { withoutFile.append(row.id) }
+            case .missing?: missing.append(row.id)
+            case .recording?: interrupted.append(row.id)
+            case nil: break
+            }
+        }
+        return ConsistencyReport(checkedAt: Date(), rowsWithoutFile: withoutFile.sorted { $0.uuidString < $1.uuidString },
+                                 missing: missing.sorted { $0.uuidString < $1.uuidString },
+                                 filesWithoutRow: files.filter { rows["Recordings/" + $0] == nil },
+                                 interruptedRecordings: interrupted, unsettled: hidden.sorted(),
+                                 lastRecovery: nil, repaired: nil)
+    }
+}
