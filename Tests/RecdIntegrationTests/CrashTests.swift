@@ -1,0 +1,128 @@
+// kill -9 at random moments of every state change, then a restart: nothing may be lost or left
+// half-done. RECD_CRASH_ITERATIONS (default 60) and RECD_CRASH_SEED pick the run;
+// scripts/crash-test.sh runs 500.
+import Foundation
+import RecdAPI
+import XCTest
+
+/// SplitMix64: a small seeded generator, so a failing run can be replayed with its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+final class CrashTests: DaemonTestCase {
+    enum Operation: CaseIterable { case record, stop, save, discard, delete, deleteAll, edit }
+
+    func testKill9AtRandomMomentsLosesNothing() throws {
+        let env = ProcessInfo.processInfo.environment
+        let iterations = Int(env["RECD_CRASH_ITERATIONS"] ?? "") ?? 60
+        let seed = UInt64(env["RECD_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        var rng = SeededGenerator(state: seed)
+        print("crash test: \(iterations) iterations, RECD_CRASH_SEED=\(seed)")
+        try pulse.play(try Tones.sine(seconds: 600))
+        var counts: [String: Int] = [:]
+
+        for iteration in 1...iterations {
+            // Keep the library small and give every operation something to work on.
+            var before = try daemon.recctlJSON(RecordingList.self, "list", "--limit", "1000").recordings
+            if before.count > 8 {
+                XCTAssertEqual(try daemon.recctl("delete", "--all", "--yes").status, 0)
+                before = []
+            }
+            for _ in 0..<max(0, 2 - before.filter({ $0.state == .ready }).count) { try record(seconds: 0.3, stopArgs: ["--save"]) }
+            if !before.contains(where: { $0.state == .pending }) { try record(seconds: 0.3) }
+            before = try daemon.recctlJSON(RecordingList.self, "list", "--limit", "1000").recordings
+            let op = Operation.allCases.randomElement(using: &rng)!
+            counts["\(op)", default: 0] += 1
+            let ready = before.filter { $0.state == .ready }
+            let pending = before.filter { $0.state == .pending }
+            var mayVanish = Set<UUID>()     // saved recordings this operation is allowed to remove
+            var recordedSince: Date?        // for salvage: when capture began
+            let delayMs = Int.random(in: 0...400, using: &rng)
+            let args: [String]
+            switch op {
+            case .record:
+                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                recordedSince = Date()
+                Thread.sleep(forTimeInterval: Double(Int.random(in: 1200...2500, using: &rng)) / 1000)
+                args = []
+            case .stop:
+                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                recordedSince = Date()
+                Thread.sleep(forTimeInterval: 1.2)
+                args = ["record", "stop", rng.next() % 2 == 0 ? "--save" : "--discard"]
+            case .save:
+                args = ["save", pending[0].id.uuidString, "--title", "Saved in iteration \(iteration)"]
+            case .discard:
+                args = ["discard", pending[0].id.uuidString]
+            case .delete:
+                let victim = ready.randomElement(using: &rng)!
+                mayVanish.insert(victim.id)
+                args = ["delete", "--yes", victim.id.uuidString]
+            case .deleteAll:
+                mayVanish.formUnion(ready.map(\.id))
+                args = ["delete", "--all", "--yes"]
+            case .edit:
+                args = ["edit", ready[0].id.uuidString, "--notes", "edited in iteration \(iteration)"]
+            }
+            // The request is in flight when the daemon is killed.
+            let client = Process()
+            client.executableURL = URL(fileURLWithPath: Tools.recctl)
+            client.arguments = ["--socket", daemon.socket] + args
+            client.environment = daemon.environment
+            client.standardOutput = FileHandle.nullDevice
+            client.standardError = FileHandle.nullDevice
+            if !args.isEmpty { try client.run() }
+            Thread.sleep(forTimeInterval: Double(delayMs) / 1000)
+            let killedAt = Date()
+            daemon.kill9()
+            if !args.isEmpty { client.waitUntilExit() }
+            try daemon.start()
+
+            // Invariants after recovery.
+            let check = try daemon.recctlJSON(ConsistencyReport.self, "check")
+            XCTAssertTrue(check.isConsistent, "iteration \(iteration) (\(op), \(delayMs) ms, seed \(seed)): \(check)")
+            XCTAssertEqual(check.missing, [], "iteration \(iteration): a file went missing")
+            let after = try daemon.recctlJSON(RecordingList.self, "list", "--limit", "1000").recordings
+            let afterByID = Dictionary(uniqueKeysWithValues: after.map { ($0.id, $0) })
+            for r in ready where !mayVanish.contains(r.id) {
+                XCTAssertEqual(afterByID[r.id]?.state, .ready, "iteration \(iteration) (\(op)): saved recording \(r.id) lost")
+            }
+            if op == .deleteAll {
+                // All or nothing.
+                let survivors = ready.filter { afterByID[$0.id] != nil }.count
+                XCTAssertTrue(survivors == 0 || survivors == ready.count,
+                              "iteration \(iteration): delete-all left \(survivors) of \(ready.count)")
+            }
+            if let since = recordedSince, let salvaged = daemon.recoveredSince(before: before, after: after) {
+                let recorded = killedAt.timeIntervalSince(since)
+                let path = daemon.path(of: salvaged)
+                let decoded = try AudioAnalysis.of(path)
+                XCTAssertGreaterThan(decoded.duration, recorded - 1.6,
+                                     "iteration \(iteration): salvaged \(decoded.duration) s of \(recorded) s")
+                let playable = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+                XCTAssertEqual(playable.status, 0, "iteration \(iteration): salvaged file does not play: \(playable.stderr)")
+            }
+            for r in after {
+                XCTAssertTrue(FileManager.default.fileExists(atPath: daemon.path(of: r)),
+                              "iteration \(iteration): \(r.id) has no file")
+            }
+        }
+        print("crash test: operations \(counts.sorted { $0.key < $1.key })")
+    }
+}
+
+extension Daemon {
+    /// The recording salvaged by the last recovery, if it is new since `before`.
+    func recoveredSince(before: [Recording], after: [Recording]) -> Recording? {
+        let old = Set(before.map(\.id))
+        return after.first { !old.contains($0.id) && $0.recovered }
+    }
+}
