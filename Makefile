@@ -34,9 +34,10 @@ install: build
 	install -m 0644 Sources/Server/openapi.yaml $(DESTDIR)$(PREFIX)/share/recd/
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/recd.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
 
-## CPU benchmark against the ffmpeg CLI and the encode-only floor; writes BENCHMARKS.md.
+## Benchmarks against peers run in the same scripts; they write BENCHMARKS.md.
 bench: test-deps build
 	bench/record-cpu.sh
+	bench/catalog-ops.py
 
 clean:
 	rm -rf .build

@@ -28,7 +28,7 @@ enum DeleteAll {
             guard mkdir(trash, 0o700) == 0 else {
                 throw EngineError.storage(file: trash, operation: "create", underlying: FileOps.errnoText())
             }
-            for name in try recordingFiles(in: dir) {
+            for name in try data.listRecordings().files {
                 guard Glibc.rename(dir + "/" + name, trash + "/" + name) == 0 else {
                     if errno == ENOENT { continue }   // removed meanwhile (a concurrent discard)
                     throw EngineError.storage(file: dir + "/" + name, operation: "move",
@@ -50,19 +50,6 @@ enum DeleteAll {
             logger.error("delete all failed and was rolled back: \(error)")
             throw error as? EngineError ?? .catalog("\(error)")
         }
-    }
-
-    /// Regular, visible files of `Recordings/` (hidden entries are recd's own: temporaries,
-    /// aside files, trash and quarantine folders).
-    static func recordingFiles(in dir: String) throws(EngineError) -> [String] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: dir) }
-        catch { throw .storage(file: dir, operation: "list", underlying: error.localizedDescription) }
-        return names.filter { name in
-            guard !name.hasPrefix(".") else { return false }
-            var st = stat()
-            return lstat(dir + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
-        }.sorted()
     }
 
     /// Start-up half: settles a delete-all a crash interrupted.

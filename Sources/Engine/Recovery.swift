@@ -40,7 +40,9 @@ struct Recovery {
     private var dir: String { data.recordings.path }
 
     private func settleHiddenFiles(_ report: inout RecoveryReport) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        let names: [String]
+        do { names = try data.listRecordings().hidden }
+        catch { report.problems.append("cannot list Recordings/: \(error)"); return }
         for name in names.sorted() {
             let path = dir + "/" + name
             if DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) != nil {
@@ -108,21 +110,24 @@ struct Recovery {
     }
 
     private func reconcile(except activeID: UUID?, _ report: inout RecoveryReport) {
-        let rows: [String: (id: UUID, state: String)]
+        let rows: [String: (id: String, state: String)]
         let files: [String]
         do {
             rows = try catalog.filesByPath()
-            files = try DeleteAll.recordingFiles(in: dir)
+            files = try data.listRecordings().files.sorted()
         } catch {
             report.problems.append("cannot compare catalog and Recordings/: \(error)")
             return
         }
-        for (file, row) in rows where row.id != activeID
+        let present = Set(files)
+        let active = activeID?.uuidString
+        for (file, row) in rows where row.id != active
             && (row.state == RecordingState.pending.rawValue || row.state == RecordingState.ready.rawValue)
-            && !FileOps.exists(data.absolute(file)) {
+            && !exists(file, in: present) {
             do {
-                try catalog.modify(id: row.id) { $0.state = .missing }
-                report.markedMissing.append(row.id)
+                guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
+                try catalog.modify(id: id) { $0.state = .missing }
+                report.markedMissing.append(id)
                 logger.warning("recovery: the file of recording \(row.id) is gone (\(file)); marked missing")
             } catch {
                 report.problems.append("cannot mark \(row.id) missing: \(error)")
@@ -169,19 +174,31 @@ struct Recovery {
         }
     }
 
+    /// Whether a row's file is there: looked up in the listing of `Recordings/` (no system call),
+    /// with a real check for a path elsewhere.
+    private func exists(_ relative: String, in listing: Set<String>) -> Bool {
+        let prefix = "Recordings/"
+        if relative.hasPrefix(prefix), !relative.dropFirst(prefix.count).contains("/") {
+            return listing.contains(String(relative.dropFirst(prefix.count)))
+        }
+        return FileOps.exists(data.absolute(relative))
+    }
+
     /// The check without repairs.
     func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
         let rows = try catalogCall { try catalog.filesByPath() }
-        let files = try DeleteAll.recordingFiles(in: dir)
-        let hidden = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter {
-            $0.hasPrefix(".") && $0 != Self.quarantine
-        }
+        let listing = try data.listRecordings()
+        let files = listing.files.sorted()
+        let present = Set(files)
+        let hidden = listing.hidden.filter { $0 != Self.quarantine }
+        let active = activeID?.uuidString
         var withoutFile: [UUID] = [], missing: [UUID] = [], interrupted: [UUID] = []
-        for (file, row) in rows where row.id != activeID {
+        for (file, row) in rows where row.id != active {
+            guard let id = UUID(uuidString: row.id) else { continue }
             switch RecordingState(rawValue: row.state) {
-            case .pending?, .ready?: if !FileOps.exists(data.absolute(file)) { withoutFile.append(row.id) }
-            case .missing?: missing.append(row.id)
-            case .recording?: interrupted.append(row.id)
+            case .pending?, .ready?: if !exists(file, in: present) { withoutFile.append(id) }
+            case .missing?: missing.append(id)
+            case .recording?: interrupted.append(id)
             case nil: break
             }
         }
