@@ -232,13 +232,13 @@ public final class Catalog: Sendable {
 
     /// Deletes a row if, in the same transaction, it is still in `state`. Throws `notFound` or
     /// `unexpectedState` otherwise.
-    public func delete(id: UUID, ifState state: RecordingState) throws {
+    public func delete(id: UUID, ifStateIn states: Set<String>) throws {
         try wrap("delete") {
             try pool.write { db in
                 guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
                     throw CatalogError.notFound(id: id.uuidString)
                 }
-                guard record.state == state.rawValue else {
+                guard states.contains(record.state) else {
                     throw CatalogError.unexpectedState(id: id.uuidString, state: record.state)
                 }
                 try RecordingRecord.deleteOne(db, key: id.uuidString)

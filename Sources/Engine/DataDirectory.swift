@@ -5,6 +5,12 @@ import RecdAPI
 /// `<data>/catalog.sqlite` and `<data>/Recordings/`.
 public struct DataDirectory: Sendable {
     public let root: URL
+    /// Serializes every change that touches both `Recordings/` and the catalog (discard, delete,
+    /// delete all, recovery/repair): their protocols are crash-safe one at a time, not interleaved
+    /// (a repair must not "undo" a delete in flight, a delete-all must not move a file a discard has
+    /// moved aside). Recursive: recovery removes empty takes through the same protocol. Copies of
+    /// this value share the one lock.
+    let mutations = MutationLock()
     public var catalogPath: String { root.appendingPathComponent("catalog.sqlite").path }
     public var recordings: URL { root.appendingPathComponent("Recordings", isDirectory: true) }
 
@@ -76,6 +82,19 @@ public struct DataDirectory: Sendable {
     }
 }
 
+/// A recursive lock for blocking, short critical sections on files and the catalog.
+final class MutationLock: @unchecked Sendable {
+    private let recursive = NSRecursiveLock()
+    func run<T>(_ body: () -> T) -> T {
+        recursive.lock()
+        defer { recursive.unlock() }
+        return body()
+    }
+    // For typed-throws callers (a typed-throws closure through a generic crashed swift-frontend 6.3.1).
+    func lock() { recursive.lock() }
+    func unlock() { recursive.unlock() }
+}
+
 /// Small POSIX file helpers whose failures carry the file and the call.
 enum FileOps {
     static func size(_ path: String) -> Int64? {
@@ -89,7 +108,8 @@ enum FileOps {
     static func freeBytes(_ path: String) -> Int64? {
         var st = statvfs()
         guard statvfs(path, &st) == 0 else { return nil }
-        return Int64(st.f_bavail) * Int64(st.f_frsize)
+        let (bytes, overflow) = Int64(clamping: st.f_bavail).multipliedReportingOverflow(by: Int64(clamping: st.f_frsize))
+        return overflow ? Int64.max : bytes
     }
 
     /// fsync of a file or directory, so a rename or a finished file survives power loss.

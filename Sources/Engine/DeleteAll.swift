@@ -20,6 +20,12 @@ enum DeleteAll {
 
     /// Runs steps 1–4. Blocking; the caller makes sure nothing records meanwhile.
     static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
+        data.mutations.lock()
+        defer { data.mutations.unlock() }
+        return try runLocked(catalog: catalog, data: data, logger: logger)
+    }
+
+    private static func runLocked(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
         let dir = data.recordings.path
         let journal = try catalogCall { try catalog.beginJournal(kind: kind) }
         let trash = dir + "/" + trashPrefix + journal
@@ -44,10 +50,19 @@ enum DeleteAll {
             logger.info("deleted all: \(rows) recordings, \(moved.count) files")
             return DeleteAllResponse(deletedRecordings: rows, deletedFiles: moved.count)
         } catch {
-            for name in moved.reversed() { _ = Glibc.rename(trash + "/" + name, dir + "/" + name) }
-            rmdir(trash)
-            try? catalog.endJournal(id: journal)
-            logger.error("delete all failed and was rolled back: \(error)")
+            // Roll back. The journal is ended only if every file is back: otherwise it stays open,
+            // and the next recovery (which treats an open journal as "not committed") moves the rest.
+            var stuck = 0
+            for name in moved.reversed() where Glibc.rename(trash + "/" + name, dir + "/" + name) != 0 {
+                stuck += 1
+                logger.error("delete all: cannot move \(name) back from \(trash): \(FileOps.errnoText())")
+            }
+            if stuck == 0 && (rmdir(trash) == 0 || errno == ENOENT) {
+                try? catalog.endJournal(id: journal)
+                logger.error("delete all failed and was rolled back: \(error)")
+            } else {
+                logger.error("delete all failed; \(stuck) file(s) wait in \(trash) for the next recovery to put back: \(error)")
+            }
             throw error as? EngineError ?? .catalog("\(error)")
         }
     }
@@ -66,8 +81,17 @@ enum DeleteAll {
             openIDs.insert(entry.id)
             let trash = dir + "/" + trashPrefix + entry.id
             // Not committed: put every file back. Everything is still there.
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: trash)) ?? []
             var ok = true
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: trash)
+            } catch {
+                names = []
+                if FileOps.exists(trash) {   // there, but unreadable: keep the journal, try next time
+                    ok = false
+                    report.problems.append("cannot list \(trash): \(error)")
+                }
+            }
             for name in names where Glibc.rename(trash + "/" + name, dir + "/" + name) != 0 {
                 ok = false
                 report.problems.append("cannot move \(trash)/\(name) back: \(FileOps.errnoText())")

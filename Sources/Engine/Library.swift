@@ -70,23 +70,13 @@ public struct Library: Sendable {
     /// and discarded.
     public func delete(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let r = try resolve(idOrPrefix)
-        if await recorder.isActive(r.id) {
-            do {
-                let stopped = try await recorder.stop(StopRecordingRequest(then: .discard))
-                if stopped.discarded {
-                    logger.info("recording \(r.id) deleted while it was being recorded")
-                    return r
-                }
-            } catch EngineError.notRecording {
-                // It stopped by itself meanwhile: delete it as it is now.
-            }
-            return try await delete(r.id.uuidString)
+        if try await recorder.discardIfActive(r.id) {
+            logger.info("recording \(r.id) deleted while it was being recorded")
+            return r
         }
-        guard r.state != .recording else {
-            // Only a row recovery has not seen yet (it runs before requests are served).
-            throw .invalidState(id: r.id, state: r.state, action: "delete", allowed: [.pending, .ready, .missing])
-        }
-        try TakeRemoval.remove(r, expecting: r.state, action: "delete", catalog: catalog, data: config.dataDirectory)
+        // The state is checked again, in the same transaction as the delete.
+        try TakeRemoval.remove(r, expecting: [.pending, .ready, .missing], action: "delete",
+                               catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) deleted")
         return r
     }

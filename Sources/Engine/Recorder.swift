@@ -113,10 +113,10 @@ public actor Recorder {
                 return (s, try s.start())
             }
         } catch {
-            // Row first, then file: a crash in between leaves a file without a row, never a row
-            // pointing at nothing.
-            do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
+            // File first, then row: a crash in between leaves a `recording` row without a file,
+            // which recovery removes cleanly (a header-only file without a row would be adopted).
             try? FileOps.remove(path)
+            do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
             state = .idle
             throw Self.map(error, file: path)
         }
@@ -177,9 +177,21 @@ public actor Recorder {
             throw Self.map(error, file: session.path)
         }
         guard let finished else {
-            let r = try catalogCall { try catalog.recording(id: active.id) }
-            if let r {
-                try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+            do {
+                if let r = try catalogCall({ try catalog.recording(id: active.id) }) {
+                    try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+                }
+            } catch {
+                // Capture has ended; the take cannot be thrown away. Keep it (pending) rather than
+                // leave a stopped recording in `recording`, and say why.
+                logger.error("recording \(active.id): discard failed, keeping it as pending: \(error)")
+                let kept = try? await runBlocking { RecordingFinalizer.finalize(path: session.path, data: data, logger: logger) }
+                _ = try? await writeOutcome(id: active.id) { r in
+                    r.state = .pending
+                    kept?.apply(to: &r)
+                    r.droppedFrames = Int(stats.droppedFrames)
+                }
+                throw error
             }
             logger.info("recording \(active.id) \(reason) and discarded")
             return StopRecordingResponse(recording: nil, discarded: true, capture: stats)
@@ -224,8 +236,23 @@ public actor Recorder {
         lastFault = FaultReport(recordingID: id, reason: "\(error)", at: Date())
     }
 
-    /// Whether `id` is the recording in progress (starting, recording or stopping).
-    public func isActive(_ id: UUID) -> Bool { active()?.id == id }
+    /// If `id` is the recording in progress, stops and discards it and returns true; waits out a
+    /// start or a stop of it that is under way first. Returns false when `id` is not (or no longer)
+    /// in progress. One actor call, so no other recording can be mistaken for it.
+    public func discardIfActive(_ id: UUID) async throws(EngineError) -> Bool {
+        while true {
+            switch state {
+            case .recording(let a) where a.id == id:
+                return try await stop(StopRecordingRequest(then: .discard)).discarded
+            case .stopping(id, let done?):
+                await done.value
+            case .starting(id, _), .stopping(id, nil):
+                try? await Task.sleep(for: .milliseconds(50))
+            default:
+                return false
+            }
+        }
+    }
 
     /// Runs `body` with the id of the recording in progress, if any, while no recording can start
     /// or stop (no `await` inside: nothing else runs on this actor meanwhile). For `check --repair`,

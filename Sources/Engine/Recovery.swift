@@ -24,9 +24,13 @@ struct Recovery {
     static let adoptableFormats = ["mov", "mp4", "m4a", "matroska", "webm", "wav", "ogg", "mp3", "flac", "aac", "caf"]
 
     func run(activeID: UUID?) -> RecoveryReport {
+        data.mutations.run { runLocked(activeID: activeID) }
+    }
+
+    private func runLocked(activeID: UUID?) -> RecoveryReport {
         var report = RecoveryReport()
         DeleteAll.recover(catalog: catalog, data: data, report: &report, logger: logger)
-        settleHiddenFiles(&report)
+        settleHiddenFiles(except: activeID, &report)
         salvageInterrupted(except: activeID, &report)
         reconcile(except: activeID, &report)
         if report.isClean {
@@ -39,15 +43,21 @@ struct Recovery {
 
     private var dir: String { data.recordings.path }
 
-    private func settleHiddenFiles(_ report: inout RecoveryReport) {
+    /// `except`: the recording in progress, whose finalization file may be being written right now.
+    private func settleHiddenFiles(except activeID: UUID?, _ report: inout RecoveryReport) {
         let names: [String]
         do { names = try data.listRecordings().hidden }
         catch { report.problems.append("cannot list Recordings/: \(error)"); return }
         for name in names.sorted() {
             let path = dir + "/" + name
-            if DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) != nil {
-                try? FileOps.remove(path)
-                report.temporaryFilesRemoved.append(path)
+            if let original = DataDirectory.original(ofHidden: name, suffix: DataDirectory.finalizingSuffix) {
+                if let activeID, original.contains(activeID.uuidString) { continue }
+                do {
+                    try FileOps.remove(path)
+                    report.temporaryFilesRemoved.append(path)
+                } catch {
+                    report.problems.append("cannot remove \(path): \(error)")
+                }
                 continue
             }
             do {
@@ -131,6 +141,18 @@ struct Recovery {
                 logger.warning("recovery: the file of recording \(row.id) is gone (\(file)); marked missing")
             } catch {
                 report.problems.append("cannot mark \(row.id) missing: \(error)")
+            }
+        }
+        // A missing recording whose file is back (put back by hand, or by a later rollback) is
+        // pending again: its earlier state is not known, and pending asks the user to look.
+        for (file, row) in rows where row.state == RecordingState.missing.rawValue && exists(file, in: present) {
+            guard let id = UUID(uuidString: row.id) else { continue }
+            do {
+                try catalog.modify(id: id) { $0.state = .pending; $0.recovered = true }
+                report.foundAgain.append(id)
+                logger.warning("recovery: the file of missing recording \(id) is back (\(file)); it is pending again")
+            } catch {
+                report.problems.append("cannot restore \(id): \(error)")
             }
         }
         for name in files where rows["Recordings/" + name] == nil {

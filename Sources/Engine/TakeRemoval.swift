@@ -14,12 +14,25 @@ import RecdAPI
 enum TakeRemoval {
     static func remove(_ r: Recording, expecting state: RecordingState, action: String,
                        catalog: Catalog, data: DataDirectory) throws(EngineError) {
+        try remove(r, expecting: [state], action: action, catalog: catalog, data: data)
+    }
+
+    /// As above, with the row allowed to be in any of `states` at the moment it is deleted.
+    static func remove(_ r: Recording, expecting states: Set<RecordingState>, action: String,
+                       catalog: Catalog, data: DataDirectory) throws(EngineError) {
+        data.mutations.lock()
+        defer { data.mutations.unlock() }
+        try removeLocked(r, expecting: states, action: action, catalog: catalog, data: data)
+    }
+
+    private static func removeLocked(_ r: Recording, expecting states: Set<RecordingState>, action: String,
+                                     catalog: Catalog, data: DataDirectory) throws(EngineError) {
         let path = data.absolute(r.file)
         let aside = data.discardingPath(for: path)
         let hadFile = FileOps.exists(path)
         if hadFile { try FileOps.rename(path, aside) }
         do {
-            try catalog.delete(id: r.id, ifState: state)
+            try catalog.delete(id: r.id, ifStateIn: Set(states.map(\.rawValue)))
         } catch {
             // Undo only if the row is still there; if another request removed it meanwhile, finish.
             if hadFile {
@@ -27,7 +40,8 @@ enum TakeRemoval {
                 else { try? FileOps.remove(aside) }
             }
             if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {
-                throw .invalidState(id: r.id, state: actual, action: action, allowed: [state])
+                throw .invalidState(id: r.id, state: actual, action: action,
+                                    allowed: RecordingState.allCases.filter { states.contains($0) })
             }
             if let e = error as? CatalogError { throw EngineError.from(e) }
             throw .catalog("\(error)")

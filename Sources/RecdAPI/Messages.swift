@@ -276,6 +276,8 @@ public struct RecoveryReport: Codable, Sendable, Equatable {
     public var quarantined: [String] = []
     /// Rows whose file is gone, marked `missing`.
     public var markedMissing: [UUID] = []
+    /// `missing` rows whose file is back: made `pending` (recovered) again.
+    public var foundAgain: [UUID] = []
     /// Discards/deletions interrupted before the row was deleted: the file was put back.
     public var removalsUndone: [String] = []
     /// Discards/deletions interrupted after the row was deleted: the file was deleted.
@@ -294,6 +296,7 @@ public struct RecoveryReport: Codable, Sendable, Equatable {
     /// Whether anything at all was found.
     public var isClean: Bool {
         salvaged.isEmpty && removedEmpty.isEmpty && adopted.isEmpty && quarantined.isEmpty && markedMissing.isEmpty
+            && foundAgain.isEmpty
             && removalsUndone.isEmpty && removalsFinished.isEmpty && !deleteAllRolledBack && !deleteAllFinished
             && temporaryFilesRemoved.isEmpty && problems.isEmpty
     }

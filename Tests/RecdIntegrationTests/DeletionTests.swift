@@ -191,7 +191,14 @@ final class DeletionTests: DaemonTestCase {
         let check = try daemon.recctlJSON(ConsistencyReport.self, "check")
         XCTAssertTrue(check.isConsistent, "\(check)")
         XCTAssertEqual(check.missing, [lost.id])
+        // Its file put back: the next repair makes it pending again.
+        try FileManager.default.copyItem(atPath: daemon.path(of: kept), toPath: daemon.path(of: lost))
+        let repaired = try daemon.recctlJSON(ConsistencyReport.self, "check", "--repair")
+        XCTAssertEqual(repaired.repaired?.foundAgain, [lost.id])
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", lost.id.uuidString).state, .pending)
         // A missing recording can be deleted.
+        try FileManager.default.removeItem(atPath: daemon.path(of: lost))
+        XCTAssertEqual(try daemon.recctlJSON(ConsistencyReport.self, "check", "--repair").repaired?.markedMissing, [lost.id])
         XCTAssertEqual(try daemon.recctl("delete", "--yes", lost.id.uuidString).status, 0)
         XCTAssertEqual(try daemon.recctlJSON(ConsistencyReport.self, "check").missing, [])
     }
