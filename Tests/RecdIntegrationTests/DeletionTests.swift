@@ -138,11 +138,15 @@ final class DeletionTests: DaemonTestCase {
         let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
         let journal = UUID().uuidString
         let trash = recordingsDir + "/.trash-" + journal
-        try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: false)
-        for r in [a, b] {
-            let name = URL(fileURLWithPath: r.file).lastPathComponent
-            try FileManager.default.moveItem(atPath: recordingsDir + "/" + name, toPath: trash + "/" + name)
+        /// Step 2 of the protocol, done by hand: every file into the trash folder.
+        func moveIntoTrash() throws {
+            try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: false)
+            for r in [a, b] {
+                let name = URL(fileURLWithPath: r.file).lastPathComponent
+                try FileManager.default.moveItem(atPath: recordingsDir + "/" + name, toPath: trash + "/" + name)
+            }
         }
+        try moveIntoTrash()
         XCTAssertEqual(try Tools.run("sqlite3", [db, "INSERT INTO journal (id, kind, startedAt) VALUES ('\(journal)', 'delete-all', '2026-01-01 00:00:00.000')"]).status, 0)
         try daemon.start()
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 2)
@@ -153,11 +157,7 @@ final class DeletionTests: DaemonTestCase {
 
         // Past the commit: rows gone, files still in the trash.
         daemon.stop()
-        try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: false)
-        for r in [a, b] {
-            let name = URL(fileURLWithPath: r.file).lastPathComponent
-            try FileManager.default.moveItem(atPath: recordingsDir + "/" + name, toPath: trash + "/" + name)
-        }
+        try moveIntoTrash()
         XCTAssertEqual(try Tools.run("sqlite3", [db, "DELETE FROM recording"]).status, 0)
         try daemon.start()
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
