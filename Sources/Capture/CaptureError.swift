@@ -12,12 +12,6 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     /// The device failed while capturing and could not be recovered (unplugged, server gone).
     case failed(device: String, call: String, code: Int32)
 
-    public var device: String {
-        switch self {
-        case .unavailable(let d, _, _), .unsupported(let d, _), .noData(let d, _), .failed(let d, _, _): return d
-        }
-    }
-
     public var description: String {
         switch self {
         case .unavailable(let d, let call, let code):

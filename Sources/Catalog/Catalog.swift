@@ -200,17 +200,6 @@ public final class Catalog: Sendable {
         try wrap("insert") { try pool.write { db in try RecordingRecord(r).insert(db) } }
     }
 
-    /// Replaces a recording's row. Throws `notFound` if it no longer exists.
-    public func update(_ r: Recording) throws {
-        try wrap("update") {
-            try pool.write { db in
-                let record = RecordingRecord(r)
-                guard try RecordingRecord.exists(db, key: record.id) else { throw CatalogError.notFound(id: record.id) }
-                try record.update(db)
-            }
-        }
-    }
-
     /// Reads a row, lets `body` change it, and writes it back, all in one write transaction, so
     /// concurrent changes of the same row cannot interleave. Errors thrown by `body` roll back and
     /// pass through unchanged.
@@ -257,11 +246,6 @@ public final class Catalog: Sendable {
                 return out
             }
         }
-    }
-
-    /// Number of rows.
-    public func count() throws -> Int {
-        try wrap("count") { try pool.read { db in try RecordingRecord.fetchCount(db) } }
     }
 
     // MARK: journal

@@ -82,15 +82,9 @@ public final class Engine: Sendable {
     public func status() async throws(EngineError) -> (activity: DaemonStatus.Activity, active: DaemonStatus.ActiveRecording?,
                                                        counts: [String: Int]) {
         guard let a = await recorder.active() else { return (.idle, nil, try library.counts()) }
-        let activity: DaemonStatus.Activity = switch a.activity {
-        case .idle: .idle
-        case .starting: .starting
-        case .recording: .recording
-        case .stopping: .stopping
-        }
         let active = try catalogCall({ try catalog.recording(id: a.id) }).map {
             DaemonStatus.ActiveRecording(recording: $0, elapsed: a.elapsed, capture: a.stats)
         }
-        return (activity, active, try library.counts())
+        return (a.activity, active, try library.counts())
     }
 }

@@ -13,8 +13,6 @@ public struct MetadataChange: Sendable, Equatable {
     public init(title: String?? = nil, notes: String? = nil, purpose: Purpose?? = nil) {
         self.title = title; self.notes = notes; self.purpose = purpose
     }
-
-    public var isEmpty: Bool { title == nil && notes == nil && purpose == nil }
 }
 
 public enum MetadataRules {

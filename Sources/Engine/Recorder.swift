@@ -47,9 +47,6 @@ public actor Recorder {
         case stopping(UUID, done: Task<Void, Never>?)
     }
 
-    /// What status shows.
-    public enum Activity: Sendable { case idle, starting, recording, stopping }
-
     private var state: State = .idle
     /// The last recording that ended by itself (device or disk fault), for status.
     public private(set) var lastFault: FaultReport?
@@ -314,7 +311,7 @@ public actor Recorder {
     }
 
     /// The recording in progress (starting, recording or stopping), with its elapsed time and counters.
-    public func active() -> (id: UUID, activity: Activity, elapsed: Double?, stats: CaptureStats?)? {
+    public func active() -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?)? {
         switch state {
         case .idle: return nil
         case .starting(let id, _): return (id, .starting, nil, nil)

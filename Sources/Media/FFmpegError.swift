@@ -43,13 +43,11 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
 public enum MediaError: Error, CustomStringConvertible, Sendable {
     case encoderNotFound(String)
     case allocationFailed(String)
-    case noAudioStream(file: String)
 
     public var description: String {
         switch self {
         case .encoderNotFound(let n): return "FFmpeg has no \(n) encoder (libavcodec built without it?)"
         case .allocationFailed(let call): return "\(call) returned NULL (out of memory)"
-        case .noAudioStream(let f): return "\(f) has no audio stream"
         }
     }
 }
