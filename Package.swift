@@ -39,12 +39,16 @@ let package = Package(
             "CFFmpeg", "CFFmpegShim",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        .target(name: "Playback", dependencies: [
+            "CAlsa", "Media",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
         .target(name: "Catalog", dependencies: [
             "RecdAPI",
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "RecdAPI", "Capture", "Media", "Catalog",
+            "RecdAPI", "Capture", "Media", "Playback", "Catalog",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], swiftSettings: strict),
@@ -68,7 +72,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], swiftSettings: strict),
 
-        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture"],
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture", "Playback"],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
     ],

@@ -97,6 +97,13 @@ public final class Catalog: Sendable {
                 t.column("startedAt", .datetime).notNull()
             }
         }
+        m.registerMigration("v3: play-count indexes") { db in
+            // The listing by plays and Quick Play (ready only) as pure index range scans, ties broken
+            // by id inside the index, so neither sorts 100,000 rows.
+            try db.execute(sql: "DROP INDEX recording_by_plays")
+            try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC, id)")
+            try db.execute(sql: "CREATE INDEX recording_by_state_plays ON recording(state, playCount DESC, createdAt DESC, id)")
+        }
         return m
     }
 
@@ -180,6 +187,19 @@ public final class Catalog: Sendable {
         }
     }
 
+    /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
+    /// newest first.
+    public func top(limit: Int) throws -> [Recording] {
+        try wrap("top") {
+            try pool.read { db in
+                try RecordingRecord.filter(RecordingRecord.Columns.state == RecordingState.ready.rawValue)
+                    .order(RecordingRecord.Columns.playCount.desc, RecordingRecord.Columns.createdAt.desc,
+                           RecordingRecord.Columns.id)
+                    .limit(limit).fetchAll(db).map { try $0.recording() }
+            }
+        }
+    }
+
     /// Number of recordings per state (states with none are absent).
     public func countsByState() throws -> [RecordingState: Int] {
         try wrap("count") {
@@ -215,6 +235,25 @@ public final class Catalog: Sendable {
                 precondition(r.id == id, "modify must not change the id")
                 try RecordingRecord(r).update(db)
                 return r
+            }
+        }
+    }
+
+    /// One play of a saved recording: one SQL statement (the count is never read and written back
+    /// from Swift, so concurrent plays cannot lose an increment). Returns the row after it; throws
+    /// `notFound`, or `unexpectedState` when the recording is not `ready` (previews never count).
+    @discardableResult
+    public func countPlay(id: UUID, at date: Date) throws -> Recording {
+        try wrap("count play") {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'",
+                               arguments: [date, id.uuidString])
+                let changed = db.changesCount
+                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
+                    throw CatalogError.notFound(id: id.uuidString)
+                }
+                if changed == 0 { throw CatalogError.unexpectedState(id: id.uuidString, state: record.state) }
+                return try record.recording()
             }
         }
     }

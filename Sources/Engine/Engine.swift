@@ -10,6 +10,7 @@ import Synchronization
 public final class Engine: Sendable {
     public let config: EngineConfiguration
     public let recorder: Recorder
+    public let player: Player
     public let library: Library
     let catalog: Catalog
     let logger: Logger
@@ -44,7 +45,8 @@ public final class Engine: Sendable {
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
         recorder = Recorder(config: config, catalog: catalog, logger: logger)
-        library = Library(catalog: catalog, recorder: recorder, config: config, logger: logger)
+        player = Player(config: config, catalog: catalog, logger: logger)
+        library = Library(catalog: catalog, recorder: recorder, player: player, config: config, logger: logger)
     }
 
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.
@@ -76,6 +78,13 @@ public final class Engine: Sendable {
         var report = try await check()
         report.repaired = repaired
         return report
+    }
+
+    /// "Delete All Data": a playback in progress ends (not counted), then the recorder deletes
+    /// everything (see `Recorder.deleteAll`).
+    public func deleteAll() async throws(EngineError) -> DeleteAllResponse {
+        await player.stopForDeletion()
+        return try await recorder.deleteAll()
     }
 
     /// The daemon's status as the API shows it (without the server's own fields).

@@ -2,6 +2,7 @@ import Capture
 import Catalog
 import Foundation
 import Media
+import Playback
 import RecdAPI
 
 /// Everything the engine refuses or fails at, with what a person needs to act on it.
@@ -21,6 +22,10 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case catalog(String)
     case dataDirectoryInUse(path: String, holderPID: String?)
     case insufficientStorage(path: String, freeBytes: Int64, requiredBytes: Int64)
+    case notPlaying
+    /// The recording's row is there, its file is not.
+    case fileMissing(id: UUID, file: String)
+    case playback(PlaybackError)
 
     public var description: String {
         switch self {
@@ -52,6 +57,12 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .insufficientStorage(let path, let free, let required):
             return "not enough free space to record in \(path): \(free / 1_000_000) MB free, at least"
                 + " \(required / 1_000_000) MB required (--min-free-mb)"
+        case .notPlaying:
+            return "nothing is playing"
+        case .fileMissing(let id, let file):
+            return "the file of recording \(id.uuidString) (\(file)) is missing; `recctl check` shows what else is"
+        case .playback(let e):
+            return e.description
         case .dataDirectoryInUse(let path, let pid):
             return "another recd (pid \(pid ?? "?")) is using the data directory \(path); stop it first"
                 + " or give this one another --data-dir"

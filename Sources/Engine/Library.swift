@@ -9,6 +9,7 @@ import RecdAPI
 public struct Library: Sendable {
     let catalog: Catalog
     let recorder: Recorder
+    let player: Player
     let config: EngineConfiguration
     let logger: Logger
 
@@ -60,6 +61,7 @@ public struct Library: Sendable {
         guard r.state == .pending else {
             throw .invalidState(id: r.id, state: r.state, action: "discard", allowed: [.pending])
         }
+        await player.stopIfPlaying(r.id)   // a preview of it ends (previews never count)
         try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) discarded")
         return r
@@ -67,9 +69,10 @@ public struct Library: Sendable {
 
     /// Deletes a recording for good (the seed's "Delete '<title>'?"): file and row both go, or
     /// neither, with the crash-safe protocol of `TakeRemoval`. A recording in progress is stopped
-    /// and discarded.
+    /// and discarded; a playback of it is stopped, and not counted.
     public func delete(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let r = try resolve(idOrPrefix)
+        await player.stopIfPlaying(r.id)
         if try await recorder.discardIfActive(r.id) {
             logger.info("recording \(r.id) deleted while it was being recorded")
             return r
@@ -79,6 +82,30 @@ public struct Library: Sendable {
                                catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) deleted")
         return r
+    }
+
+    /// A playback that happened elsewhere (a GUI's own player): counts exactly as one here does.
+    /// Saved recordings only: a preview of a pending one never counts.
+    public func played(_ idOrPrefix: String) throws(EngineError) -> Recording {
+        let id = try resolve(idOrPrefix).id
+        do {
+            return try catalog.countPlay(id: id, at: Date())
+        } catch CatalogError.unexpectedState(_, let state) {
+            throw .invalidState(id: id, state: RecordingState(rawValue: state) ?? .missing, action: "count a play of",
+                                allowed: [.ready])
+        } catch let e as CatalogError {
+            throw .from(e)
+        } catch {
+            throw .catalog("\(error)")
+        }
+    }
+
+    /// The seed's Quick Play: the `limit` most played saved recordings.
+    public func top(limit: Int) throws(EngineError) -> [Recording] {
+        guard (1...1000).contains(limit) else {
+            throw .invalidValue(field: "limit", detail: "\(limit) is not between 1 and 1000")
+        }
+        return try catalogCall { try catalog.top(limit: limit) }
     }
 
     /// Metadata of every saved recording (pending previews are not in the library yet), newest first.

@@ -18,6 +18,9 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
     /// `av_strerror` text for `code`.
     public var message: String { FFmpegError.describe(code) }
 
+    /// True when the file does not exist (ENOENT).
+    public var isFileMissing: Bool { code == recd_averror_from_errno(ENOENT) }
+
     /// True when the underlying failure is ENOSPC ("No space left on device").
     public var isDiskFull: Bool { code == recd_averror_from_errno(ENOSPC) }
 
@@ -42,11 +45,13 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
 /// Errors that are not a libav* return code.
 public enum MediaError: Error, CustomStringConvertible, Sendable {
     case encoderNotFound(String)
+    case decoderNotFound(String)
     case allocationFailed(String)
 
     public var description: String {
         switch self {
         case .encoderNotFound(let n): return "FFmpeg has no \(n) encoder (libavcodec built without it?)"
+        case .decoderNotFound(let n): return "FFmpeg has no \(n) decoder (libavcodec built without it?)"
         case .allocationFailed(let call): return "\(call) returned NULL (out of memory)"
         }
     }

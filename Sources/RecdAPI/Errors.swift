@@ -9,6 +9,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case alreadyRecording = "already_recording"
     case notRecording = "not_recording"
     case invalidState = "invalid_state"
+    case notPlaying = "not_playing"
+    case fileMissing = "file_missing"
     case fieldTooLong = "field_too_long"
     case invalidValue = "invalid_value"
     case deviceUnavailable = "device_unavailable"

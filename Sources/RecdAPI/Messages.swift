@@ -191,11 +191,14 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var lastFault: FaultReport?
     /// What the last recovery (start-up, or `check --repair`) found and did.
     public var recovery: RecoveryReport?
+    /// What is playing (or paused), if anything.
+    public var playback: PlaybackInfo?
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
                 dataDirectory: String, socket: String, counts: [String: Int], lastFault: FaultReport? = nil,
-                recovery: RecoveryReport? = nil) {
+                recovery: RecoveryReport? = nil, playback: PlaybackInfo? = nil) {
+        self.playback = playback
         self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity
         self.active = active; self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.dataDirectory = dataDirectory
@@ -204,7 +207,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
-             dataDirectory, socket, counts, lastFault, recovery
+             dataDirectory, socket, counts, lastFault, recovery, playback
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -216,6 +219,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         try c.encode(channels, forKey: .channels); try c.encode(dataDirectory, forKey: .dataDirectory)
         try c.encode(socket, forKey: .socket); try c.encode(counts, forKey: .counts)
         try c.encode(lastFault, forKey: .lastFault); try c.encode(recovery, forKey: .recovery)
+        try c.encode(playback, forKey: .playback)
     }
 }
 

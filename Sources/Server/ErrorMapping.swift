@@ -59,6 +59,15 @@ enum ErrorMapping {
         case .media: return (.internalServerError, .init(code: .internalError, message: message))
         case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
         case .insufficientStorage: return (HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), .init(code: .insufficientStorage, message: message))
+        case .notPlaying: return (.conflict, .init(code: .notPlaying, message: message))
+        case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))
+        case .playback(let p):
+            switch p {
+            case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))
+            case .media: return (.internalServerError, .init(code: .internalError, message: message))
+            case .unavailable, .unsupported, .failed, .stalled:
+                return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
+            }
         case .catalog, .dataDirectoryInUse: return (.internalServerError, .init(code: .internalError, message: message))
         }
     }

@@ -7,13 +7,15 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// Finalizes an active recording when the daemon is asked to stop (SIGTERM/SIGINT), so it is kept as
-/// pending rather than lost.
-struct RecorderShutdownService: Service {
-    let recorder: Recorder
+/// When the daemon is asked to stop (SIGTERM/SIGINT): finalizes an active recording, so it is kept
+/// as pending rather than lost, and ends a playback (counting it).
+struct EngineShutdownService: Service {
+    let engine: Engine
     func run() async throws {
         try? await gracefulShutdown()
-        await recorder.shutdown()
+        async let recording: Void = engine.recorder.shutdown()
+        async let playback: Void = engine.player.shutdown()
+        _ = await (recording, playback)
     }
 }
 
@@ -66,7 +68,7 @@ public struct RecdDaemon {
         let app = Application(
             router: router,
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
-            services: [RecorderShutdownService(recorder: engine.recorder)],
+            services: [EngineShutdownService(engine: engine)],
             onServerRunning: { _ in
                 chmod(socketPath, mode)
                 logger.info("recd \(RecdVersion.current) listening on \(socketPath)")

@@ -26,6 +26,7 @@ public enum RecdRoutes {
         v1.get("status") { _, _ in
             let (activity, active, counts) = try await engine.status()
             let lastFault = await engine.recorder.lastFault
+            let playback = await engine.player.current
             let c = engine.config
             return JSONResponse.make(DaemonStatus(
                 version: RecdVersion.current, pid: getpid(), uptime: Date().timeIntervalSince(identity.startedAt),
@@ -33,7 +34,7 @@ public enum RecdRoutes {
                 captureDevice: c.captureDevice, playbackDevice: c.playbackDevice,
                 sampleRate: c.sampleRate, channels: c.channels,
                 dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts,
-                lastFault: lastFault, recovery: engine.lastRecoveryReport))
+                lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback))
         }
 
         v1.post("record/start") { request, _ in
@@ -91,7 +92,44 @@ public enum RecdRoutes {
                 throw RequestError(status: .badRequest, code: .malformedRequest,
                                    message: "deleting every recording needs ?confirm=all")
             }
-            return JSONResponse.make(try await engine.recorder.deleteAll())
+            return JSONResponse.make(try await engine.deleteAll())
+        }
+
+        v1.post("recordings/:id/play") { request, context in
+            let receivedAt = DispatchTime.now().uptimeNanoseconds
+            let recording = try engine.library.resolve(try context.parameters.require("id"))
+            let body = try await decode(PlayRequest.self, request)
+            let reply = try await engine.player.play(recording, from: body.position, receivedAt: receivedAt)
+            return JSONResponse.make(reply, status: .created)
+        }
+
+        v1.post("recordings/:id/played") { _, context in
+            JSONResponse.make(try engine.library.played(try context.parameters.require("id")))
+        }
+
+        MediaRoute.add(to: v1, engine: engine)
+
+        v1.get("top") { request, _ in
+            let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
+            let top = try engine.library.top(limit: limit)
+            return JSONResponse.make(RecordingList(recordings: top, total: top.count, limit: limit, offset: 0))
+        }
+
+        v1.get("playback") { _, _ in
+            JSONResponse.make(await engine.player.status())
+        }
+        v1.post("playback/pause") { _, _ in
+            JSONResponse.make(try await engine.player.pause())
+        }
+        v1.post("playback/resume") { _, _ in
+            JSONResponse.make(try await engine.player.resume())
+        }
+        v1.post("playback/seek") { request, _ in
+            let body = try await decode(SeekRequest.self, request)
+            return JSONResponse.make(try await engine.player.seek(body))
+        }
+        v1.post("playback/stop") { _, _ in
+            JSONResponse.make(try await engine.player.stop())
         }
 
         v1.get("check") { _, _ in

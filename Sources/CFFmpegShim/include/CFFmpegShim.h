@@ -10,6 +10,8 @@
 int recd_averror_eagain(void);
 /// AVERROR_EOF: end of stream.
 int recd_averror_eof(void);
+/// AVERROR_INVALIDDATA: damaged input (a packet the decoder cannot use).
+int recd_averror_invaliddata(void);
 /// AVERROR(errno) for an arbitrary POSIX errno value (e.g. ENOSPC).
 int recd_averror_from_errno(int posix_errno);
 /// AV_NOPTS_VALUE: "no timestamp".

@@ -1,0 +1,221 @@
+// The playback state machine: idle ⇄ playing (paused is a flag of playing), one playback at a time.
+import Catalog
+import Foundation
+import Logging
+import Playback
+import RecdAPI
+
+/// Owns the one playback of the playback device and counts plays by the seed's rules: a playback
+/// of a `ready` recording adds exactly one to its play count when it ends (completed, stopped,
+/// replaced, shut down, failed), however often it was paused or seeked; a preview of a `pending`
+/// recording never counts; a playback ended because its recording is being deleted never counts.
+///
+/// Transport operations run one at a time (`exclusive`): each may wait on the device (open, close,
+/// join the playback thread) off the actor, and none may see another's half-done change.
+public actor Player {
+    struct Active: Sendable {
+        let sessionID: UUID
+        let session: PlaybackSession
+        let recording: Recording
+        let counts: Bool
+        let startedAt: Date
+    }
+
+    enum State: Sendable {
+        case idle
+        case playing(Active)
+    }
+
+    private var state: State = .idle
+    /// The last playback that ended since the daemon started.
+    private var lastEnded: PlaybackEnded?
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private let config: EngineConfiguration
+    private let catalog: Catalog
+    private let logger: Logger
+
+    init(config: EngineConfiguration, catalog: Catalog, logger: Logger) {
+        self.config = config; self.catalog = catalog; self.logger = logger
+    }
+
+    /// Runs `body` while no other transport operation runs (FIFO).
+    private func exclusive<T: Sendable>(_ body: () async throws(EngineError) -> T) async throws(EngineError) -> T {
+        if busy {
+            await withCheckedContinuation { waiters.append($0) }   // `busy` is handed over by release
+        } else {
+            busy = true
+        }
+        defer {
+            if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
+        }
+        return try await body()
+    }
+
+    /// Plays `recording` (ready: counts; pending: a preview that never counts), ending the playback
+    /// in progress first. `receivedAt` is when the request arrived (uptime ns): the reply's latency
+    /// runs from it to the first audio written to the device.
+    public func play(_ recording: Recording, from position: Double?, receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
+        try await exclusive { () async throws(EngineError) -> PlayResponse in
+            guard recording.state == .ready || recording.state == .pending else {
+                throw .invalidState(id: recording.id, state: recording.state, action: "play", allowed: [.ready, .pending])
+            }
+            if let position, !(position.isFinite && position >= 0) {
+                throw .invalidValue(field: "position", detail: "\(position) is not a number of seconds from the start")
+            }
+            let path = config.dataDirectory.absolute(recording.file)
+            // Checked before the current playback is ended: a missing file must change nothing.
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw .fileMissing(id: recording.id, file: recording.file)
+            }
+            var replaced: PlaybackEnded?
+            if case .playing(let current) = state { replaced = await end(current, .replaced) }
+            let device = config.playbackDevice
+            let sessionID = UUID()
+            let session: PlaybackSession
+            let firstWriteAt: UInt64
+            do {
+                (session, firstWriteAt) = try await runBlocking {
+                    let s = try PlaybackSession(path: path, device: device)
+                    let at = try s.start(at: position ?? 0) { end in
+                        Task { await self.sessionEnded(sessionID, end) }
+                    }
+                    return (s, at)
+                }
+            } catch let e as PlaybackError {
+                if case .fileMissing = e { throw .fileMissing(id: recording.id, file: recording.file) }
+                throw .playback(e)
+            } catch {
+                throw .playback(.media(file: path, detail: "\(error)"))
+            }
+            let active = Active(sessionID: sessionID, session: session, recording: recording,
+                                counts: recording.state == .ready, startedAt: Date())
+            state = .playing(active)
+            let latencyMs = Double(firstWriteAt &- receivedAt) / 1e6
+            logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)") from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
+            return PlayResponse(playback: info(active), startLatencyMs: latencyMs, replaced: replaced)
+        }
+    }
+
+    public func pause() async throws(EngineError) -> PlaybackStatus {
+        try await control { s in s.pause() }
+    }
+
+    public func resume() async throws(EngineError) -> PlaybackStatus {
+        try await control { s in s.resume() }
+    }
+
+    /// Moves by `by` seconds or to `to` seconds, clamped to the recording.
+    public func seek(_ request: SeekRequest) async throws(EngineError) -> PlaybackStatus {
+        let valid = { (v: Double?) in v.map { $0.isFinite } ?? true }
+        guard (request.by == nil) != (request.to == nil), valid(request.by), valid(request.to) else {
+            throw .invalidValue(field: "seek", detail: "give exactly one of 'by' (± seconds) and 'to' (seconds), as numbers")
+        }
+        return try await control { s in
+            let target = request.to ?? (s.progress.position + (request.by ?? 0))
+            s.seek(to: target)
+        }
+    }
+
+    /// Ends the playback in progress (it counts, unless it is a preview).
+    public func stop() async throws(EngineError) -> PlaybackStatus {
+        try await exclusive { () async throws(EngineError) -> PlaybackStatus in
+            guard case .playing(let active) = state else { throw .notPlaying }
+            _ = await end(active, .stopped)
+            return status()
+        }
+    }
+
+    /// Applies a transport command to the playback in progress (on the playback thread, which
+    /// acknowledges it: the reply shows its effect).
+    private func control(_ command: @escaping @Sendable (PlaybackSession) -> Void) async throws(EngineError) -> PlaybackStatus {
+        try await exclusive { () async throws(EngineError) -> PlaybackStatus in
+            guard case .playing(let active) = state else { throw .notPlaying }
+            let session = active.session
+            _ = try? await runBlocking { command(session) }
+            return status()
+        }
+    }
+
+    /// If `recordingID` is playing, ends the playback without counting it (its recording is being
+    /// deleted or discarded).
+    public func stopIfPlaying(_ recordingID: UUID) async {
+        _ = try? await exclusive { () async throws(EngineError) -> Bool in
+            guard case .playing(let active) = state, active.recording.id == recordingID else { return false }
+            _ = await end(active, .deleted)
+            return true
+        }
+    }
+
+    /// Ends any playback without counting it ("Delete All Data").
+    public func stopForDeletion() async {
+        _ = try? await exclusive { () async throws(EngineError) -> Bool in
+            guard case .playing(let active) = state else { return false }
+            _ = await end(active, .deleted)
+            return true
+        }
+    }
+
+    /// On daemon shutdown: the playback in progress ends and counts (unless a preview).
+    public func shutdown() async {
+        _ = try? await exclusive { () async throws(EngineError) -> Bool in
+            guard case .playing(let active) = state else { return false }
+            _ = await end(active, .shutdown)
+            return true
+        }
+    }
+
+    /// Called (through a Task) when a playback ended by itself: played to the end, or failed.
+    func sessionEnded(_ sessionID: UUID, _ how: PlaybackEnd) async {
+        _ = try? await exclusive { () async throws(EngineError) -> Bool in
+            guard case .playing(let active) = state, active.sessionID == sessionID else { return false }
+            switch how {
+            case .completed, .stopped: _ = await end(active, .completed)
+            case .failed(let e):
+                logger.error("playback of \(active.recording.id) failed: \(e)")
+                _ = await end(active, .failed, error: e.description)
+            }
+            return true
+        }
+    }
+
+    /// Ends `active`: stops its thread and device, counts it when the rules say so, and records how
+    /// it ended.
+    private func end(_ active: Active, _ reason: PlaybackEnded.Reason, error: String? = nil) async -> PlaybackEnded {
+        state = .idle
+        let session = active.session
+        _ = try? await runBlocking { session.stop() }
+        let position = session.progress.position
+        var counted = false
+        if active.counts && reason != .deleted {
+            do {
+                try catalog.countPlay(id: active.recording.id, at: Date())
+                counted = true
+            } catch {
+                // Deleted or discarded meanwhile, or the catalog failed: the play is lost, the recording is not.
+                logger.warning("playback of \(active.recording.id) ended (\(reason.rawValue)) but was not counted: \(error)")
+            }
+        }
+        let ended = PlaybackEnded(session: active.sessionID, recordingID: active.recording.id, title: active.recording.title,
+                                  reason: reason, position: position, counted: counted, at: Date(), error: error)
+        lastEnded = ended
+        logger.info("playback of \(active.recording.id) \(reason.rawValue) at \(String(format: "%.2f", position)) s\(counted ? ", counted" : "")")
+        return ended
+    }
+
+    private func info(_ a: Active) -> PlaybackInfo {
+        let p = a.session.progress
+        return PlaybackInfo(session: a.sessionID, recording: a.recording, state: p.paused ? .paused : .playing,
+                            position: p.position, duration: a.session.duration, counts: a.counts,
+                            device: a.session.device, underruns: p.underruns, startedAt: a.startedAt)
+    }
+
+    /// What is playing now, and how the last playback ended.
+    public func status() -> PlaybackStatus {
+        if case .playing(let a) = state { return PlaybackStatus(playback: info(a), lastEnded: lastEnded) }
+        return PlaybackStatus(playback: nil, lastEnded: lastEnded)
+    }
+
+    /// The recording playing now, if any.
+    public var current: PlaybackInfo? { if case .playing(let a) = state { return info(a) } else { return nil } }
+}

@@ -1,0 +1,46 @@
+import CAlsa
+import Foundation
+
+/// Errors of a playback; each names the device or the file, and the call that failed.
+public enum PlaybackError: Error, CustomStringConvertible, Sendable {
+    /// The device could not be opened or configured (missing, busy, format refused).
+    case unavailable(device: String, call: String, code: Int32)
+    /// The device opened but cannot play what the file holds.
+    case unsupported(device: String, detail: String)
+    /// The device failed while playing and could not be recovered (unplugged, server gone).
+    case failed(device: String, call: String, code: Int32)
+    /// The device took no audio for the time allowed.
+    case stalled(device: String, waitedMs: Int)
+    /// The file could not be read or decoded.
+    case media(file: String, detail: String)
+    /// The file is not there.
+    case fileMissing(file: String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let d, let call, let code):
+            return "playback device '\(d)' is unavailable: \(call) failed: \(alsaMessage(code)) (\(code))"
+        case .unsupported(let d, let detail):
+            return "playback device '\(d)' cannot be used: \(detail)"
+        case .failed(let d, let call, let code):
+            return "playback device '\(d)' failed: \(call): \(alsaMessage(code)) (\(code))"
+        case .stalled(let d, let ms):
+            return "playback device '\(d)' took no audio for \(ms) ms"
+        case .media(let file, let detail):
+            return "cannot play \(file): \(detail)"
+        case .fileMissing(let file):
+            return "the file \(file) is missing"
+        }
+    }
+
+    /// True for faults of the device (as opposed to the file).
+    public var isDeviceError: Bool {
+        switch self {
+        case .unavailable, .unsupported, .failed, .stalled: return true
+        case .media, .fileMissing: return false
+        }
+    }
+}
+
+/// `snd_strerror` text for an ALSA return code.
+func alsaMessage(_ code: Int32) -> String { String(cString: snd_strerror(code)) }

@@ -1,0 +1,304 @@
+// One playback of one file: decoder → device on a thread of its own, with transport controls.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Media
+import Synchronization
+
+/// How a playback ended.
+public enum PlaybackEnd: Sendable {
+    /// The whole file was heard.
+    case completed
+    /// `stop()` ended it.
+    case stopped
+    /// The device or the file failed mid-way.
+    case failed(PlaybackError)
+}
+
+/// Where a playback is, as the playback thread last saw it.
+public struct PlaybackProgress: Sendable, Equatable {
+    /// Seconds from the start of the file of what is being heard now.
+    public var position: Double
+    public var paused: Bool
+    /// Underruns (the device ran dry and was restarted).
+    public var underruns: Int
+}
+
+/// Plays one file through one ALSA device. `init` opens both (so a missing file or device is reported
+/// at once); `start` spawns the playback thread and returns when the first audio is written to the
+/// device. `pause`, `resume`, `seek` and `stop` are applied by that thread; each returns once it
+/// has been. A session is used once.
+///
+/// Pause holds the device's queue (`snd_pcm_pause`) where the device can; where it cannot (the call
+/// is optional in ALSA), and for every seek, the queue is dropped and decoding continues at the exact
+/// position heard.
+public final class PlaybackSession: @unchecked Sendable {
+    public let path: String
+    public let device: String
+    /// Seconds; nil when the file does not say (playback still works; seeks are not clamped at the end).
+    public let duration: Double?
+    /// The format the device accepted.
+    public let deviceRate: Int
+    public let deviceChannels: Int
+
+    private enum Command { case pause, resume, seek(Double), stop }
+    private struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
+
+    private let decoder: AudioFileDecoder
+    private let sink: AlsaPlaybackSink
+    private let mailbox = Mutex(Mailbox())
+    private let progressState: Mutex<PlaybackProgress>
+    private let wakePipe: (read: Int32, write: Int32)
+    private let ended = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+
+    /// The device must take audio within this long, or the playback fails.
+    static let stallLimitMs = 10_000
+
+    /// Opens `path` and the device. Blocking (file and device I/O): call it off the cooperative pool.
+    public init(path: String, device: String) throws(PlaybackError) {
+        self.path = path
+        self.device = device
+        let decoder: AudioFileDecoder
+        do {
+            decoder = try AudioFileDecoder(path: path)
+        } catch let e as FFmpegError where e.isFileMissing {
+            throw .fileMissing(file: path)
+        } catch {
+            throw .media(file: path, detail: "\(error)")
+        }
+        let sink = try AlsaPlaybackSink(AlsaPlaybackSettings(device: device, sampleRate: decoder.sourceSampleRate,
+                                                             channels: decoder.sourceChannels))
+        do {
+            try decoder.setOutput(rate: sink.rate, channels: sink.channels)
+        } catch {
+            throw .media(file: path, detail: "\(error)")
+        }
+        var fds: [Int32] = [0, 0]
+        // A pipe wakes the playback thread's poll(2) when a command arrives (pipe2 needs _GNU_SOURCE).
+        guard pipe(&fds) == 0 else { throw .failed(device: device, call: "pipe", code: -errno) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        self.decoder = decoder
+        self.sink = sink
+        wakePipe = (fds[0], fds[1])
+        duration = decoder.duration
+        deviceRate = sink.rate
+        deviceChannels = sink.channels
+        progressState = Mutex(PlaybackProgress(position: 0, paused: false, underruns: 0))
+    }
+
+    deinit {
+        close(wakePipe.read)
+        close(wakePipe.write)
+    }
+
+    public var progress: PlaybackProgress { progressState.withLock { $0 } }
+
+    /// Starts playing from `position` seconds. Returns the uptime (ns) at which the first audio was
+    /// written to the device. `onEnd` is called once, on the playback thread, when the playback ends
+    /// by itself (completed or failed); not after `stop()`.
+    /// Blocking: call it off the cooperative pool.
+    public func start(at position: Double, onEnd: @escaping @Sendable (PlaybackEnd) -> Void) throws(PlaybackError) -> UInt64 {
+        precondition(!started.exchange(true, ordering: .relaxed), "PlaybackSession.start called twice")
+        let firstWrite = Mutex<Result<UInt64, PlaybackError>?>(nil)
+        let firstWriteDone = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            let end = self.run(from: position) { result in
+                firstWrite.withLock { $0 = result }
+                firstWriteDone.signal()
+            }
+            finished.store(true, ordering: .relaxed)
+            if case .stopped = end {} else { onEnd(end) }
+            ended.signal()
+        }
+        thread.name = "recd-playback \(device)"
+        thread.qualityOfService = .userInteractive
+        thread.start()
+        firstWriteDone.wait()
+        switch firstWrite.withLock({ $0 })! {
+        case .success(let at): return at
+        case .failure(let e):
+            ended.wait(); ended.signal()
+            throw e
+        }
+    }
+
+    public func pause() { send(.pause) }
+    public func resume() { send(.resume) }
+    /// Moves to `seconds`, clamped to the file; keeps a paused playback paused.
+    public func seek(to seconds: Double) { send(.seek(seconds)) }
+
+    /// Ends the playback and waits for its thread. Idempotent. Blocking.
+    public func stop() {
+        if started.load(ordering: .relaxed) && !finished.load(ordering: .relaxed) { send(.stop) }
+        if started.load(ordering: .relaxed) { ended.wait(); ended.signal() }
+    }
+
+    /// Hands a command to the playback thread and waits until it has been applied (or the thread
+    /// has ended).
+    private func send(_ command: Command) {
+        guard started.load(ordering: .relaxed), !finished.load(ordering: .relaxed) else { return }
+        let done = DispatchSemaphore(value: 0)
+        mailbox.withLock { $0.commands.append((command, done)) }
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakePipe.write, &byte, 1)
+        // Wait for the thread to apply it, or to end (then the command no longer matters).
+        while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if finished.load(ordering: .relaxed) { return }
+        }
+    }
+
+    // MARK: the playback thread
+
+    private func run(from start: Double, firstWrite: (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
+        var reportedStart = false
+        func fail(_ e: PlaybackError) -> PlaybackEnd {
+            if !reportedStart { firstWrite(.failure(e)) }
+            return .failed(e)
+        }
+        let rate = Double(sink.rate), channels = sink.channels
+        var buffer: [Int16] = []
+        var pending = 0, offset = 0          // decoded frames not yet written, and where they start in `buffer`
+        var base = 0.0                       // position of the first frame written since the last reset
+        var written = 0                      // frames written since the last reset
+        var paused = false, pausedAt = 0.0
+        var held = false                     // paused with the device's queue held (snd_pcm_pause)
+        var draining = false, drainDeadline: UInt64 = 0
+        var lastProgress = DispatchTime.now().uptimeNanoseconds
+        let stallLimitNs = UInt64(Self.stallLimitMs) * 1_000_000
+
+        func heard() -> Double {
+            let queued = min(written, sink.delayFrames)
+            return base + Double(written - queued) / rate
+        }
+        func clamp(_ t: Double) -> Double {
+            let upper = duration ?? .greatestFiniteMagnitude
+            return min(max(0, t), upper)
+        }
+        /// Continues from `t`: the decoder moves there and the device's queue is emptied.
+        func restart(at t: Double) throws(PlaybackError) {
+            try sink.discardQueued()
+            do { try decoder.seek(to: t) } catch { throw .media(file: path, detail: "\(error)") }
+            base = t; written = 0; pending = 0; offset = 0; draining = false
+            lastProgress = DispatchTime.now().uptimeNanoseconds
+        }
+        /// Playing out the queue at the end may take its length, and a little more.
+        func armDrainDeadline() {
+            drainDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(Double(sink.bufferFrames) / rate * 1e9) + 2_000_000_000
+        }
+        func publish() {
+            let position = min(paused ? pausedAt : heard(), duration ?? .greatestFiniteMagnitude)
+            progressState.withLock { $0.position = position; $0.paused = paused }
+        }
+
+        do throws(PlaybackError) {
+            let from = clamp(start)
+            if from > 0 { try restart(at: from) }
+            while true {
+                // Commands first: each is applied, then acknowledged.
+                var drainPipe = [UInt8](repeating: 0, count: 64)
+                while Glibc.read(wakePipe.read, &drainPipe, drainPipe.count) > 0 {}
+                let commands = mailbox.withLock { m in defer { m.commands.removeAll() }; return m.commands }
+                for (command, done) in commands {
+                    defer { done.signal() }
+                    switch command {
+                    case .stop:
+                        try? sink.discardQueued()
+                        for (_, other) in commands { other.signal() }
+                        return .stopped
+                    case .pause where !paused:
+                        pausedAt = heard()
+                        paused = true
+                        // Hold the queue where the device allows it (resuming is then instant, even
+                        // through a sound server); otherwise drop it and decode again from pausedAt.
+                        if sink.isRunning && sink.hold(true) {
+                            held = true
+                        } else {
+                            try sink.discardQueued()
+                            pending = 0; draining = false
+                        }
+                    case .resume where paused:
+                        paused = false
+                        if held {
+                            held = false
+                            if !sink.hold(false) { try restart(at: pausedAt) } else if draining { armDrainDeadline() }
+                        } else {
+                            try restart(at: pausedAt)
+                        }
+                    case .seek(let t):
+                        if paused {
+                            // The held queue is stale now: resuming decodes from the new place.
+                            if held { held = false; try sink.discardQueued(); pending = 0; draining = false }
+                            pausedAt = clamp(t)
+                        } else {
+                            try restart(at: clamp(t))
+                        }
+                    default:
+                        break   // pause while paused, resume while playing: nothing to do
+                    }
+                    publish()
+                }
+                if paused {
+                    _ = try sink.wait(wake: wakePipe.read, timeoutMs: 1000)
+                    continue
+                }
+                if draining {
+                    // The file has ended: let the device play what it holds, then end.
+                    publish()
+                    if !sink.isRunning || sink.delayFrames == 0 || DispatchTime.now().uptimeNanoseconds > drainDeadline {
+                        // The end is the end of the file, whatever the encoder padded it with.
+                        progressState.withLock { $0.position = min(base + Double(written) / rate, duration ?? .greatestFiniteMagnitude) }
+                        return .completed
+                    }
+                    var dummy = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&dummy, 1, 20)
+                    continue
+                }
+                if pending == 0 {
+                    let block: (start: Double, frames: Int)?
+                    do { block = try decoder.read(into: &buffer) } catch { return fail(.media(file: path, detail: "\(error)")) }
+                    guard let block else {
+                        sink.startIfPrepared()
+                        draining = true
+                        armDrainDeadline()
+                        if !reportedStart {
+                            // An empty file: nothing was ever written.
+                            reportedStart = true
+                            firstWrite(.success(DispatchTime.now().uptimeNanoseconds))
+                        }
+                        continue
+                    }
+                    pending = block.frames; offset = 0
+                }
+                let result = try buffer.withUnsafeBufferPointer { b throws(PlaybackError) in
+                    try sink.write(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: pending)
+                }
+                switch result {
+                case .wrote(let n):
+                    pending -= n; offset += n; written += n
+                    lastProgress = DispatchTime.now().uptimeNanoseconds
+                    if !reportedStart {
+                        reportedStart = true
+                        firstWrite(.success(lastProgress))
+                    }
+                    publish()
+                case .underrun:
+                    // What was queued has been heard; the position stays right (delay is 0 now).
+                    progressState.withLock { $0.underruns += 1 }
+                case .full:
+                    if DispatchTime.now().uptimeNanoseconds &- lastProgress > stallLimitNs {
+                        return fail(.stalled(device: device, waitedMs: Self.stallLimitMs))
+                    }
+                    _ = try sink.wait(wake: wakePipe.read, timeoutMs: 200)
+                }
+            }
+        } catch {
+            return fail(error)
+        }
+    }
+}

@@ -1,0 +1,136 @@
+// Wire types of playback: play, transport controls, what is playing, how a playback ended.
+import Foundation
+
+/// `POST /v1/recordings/{id}/play`. Empty body = from the start.
+public struct PlayRequest: Codable, Sendable, Equatable {
+    /// Start here (seconds, clamped to the recording).
+    public var position: Double?
+    public init(position: Double? = nil) { self.position = position }
+}
+
+/// `POST /v1/playback/seek`: exactly one of `by` (relative, ± seconds) and `to` (absolute seconds).
+public struct SeekRequest: Codable, Sendable, Equatable {
+    public var by: Double?
+    public var to: Double?
+    public init(by: Double? = nil, to: Double? = nil) { self.by = by; self.to = to }
+
+    /// The seed's skip buttons: 15 seconds.
+    public static let defaultSkipSeconds = 15.0
+}
+
+/// The playback in progress.
+public struct PlaybackInfo: Codable, Sendable, Equatable {
+    public enum State: String, Codable, Sendable { case playing, paused }
+    /// Identifies this playback session (a new one per `play`).
+    public var session: UUID
+    public var recording: Recording
+    public var state: State
+    /// Seconds from the start of the recording of what is heard now.
+    public var position: Double
+    /// Seconds; null when the file does not say.
+    public var duration: Double?
+    /// False for a preview of a pending recording: it will not count as a play.
+    public var counts: Bool
+    public var device: String
+    /// Times the device ran dry and was restarted.
+    public var underruns: Int
+    public var startedAt: Date
+
+    public init(session: UUID, recording: Recording, state: State, position: Double, duration: Double?, counts: Bool,
+                device: String, underruns: Int, startedAt: Date) {
+        self.session = session; self.recording = recording; self.state = state; self.position = position
+        self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
+        self.startedAt = startedAt
+    }
+
+    enum CodingKeys: String, CodingKey { case session, recording, state, position, duration, counts, device, underruns, startedAt }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(session, forKey: .session); try c.encode(recording, forKey: .recording)
+        try c.encode(state, forKey: .state); try c.encode(position, forKey: .position)
+        try c.encode(duration, forKey: .duration); try c.encode(counts, forKey: .counts)
+        try c.encode(device, forKey: .device); try c.encode(underruns, forKey: .underruns)
+        try c.encode(startedAt, forKey: .startedAt)
+    }
+}
+
+/// How a playback session ended.
+public struct PlaybackEnded: Codable, Sendable, Equatable {
+    public enum Reason: String, Codable, Sendable, CaseIterable {
+        /// Played to the end.
+        case completed
+        /// `recctl playback stop` (or Ctrl-C of `recctl play --wait`).
+        case stopped
+        /// Another `play` ended it.
+        case replaced
+        /// Its recording was deleted or discarded (never counted).
+        case deleted
+        /// The daemon shut down.
+        case shutdown
+        /// The device or the file failed mid-way (`error` says how).
+        case failed
+    }
+    public var session: UUID
+    public var recordingID: UUID
+    public var title: String
+    public var reason: Reason
+    /// Where it was when it ended (seconds).
+    public var position: Double
+    /// Whether it added one to the recording's play count.
+    public var counted: Bool
+    public var at: Date
+    public var error: String?
+
+    public init(session: UUID, recordingID: UUID, title: String, reason: Reason, position: Double, counted: Bool,
+                at: Date, error: String? = nil) {
+        self.session = session; self.recordingID = recordingID; self.title = title; self.reason = reason
+        self.position = position; self.counted = counted; self.at = at; self.error = error
+    }
+
+    enum CodingKeys: String, CodingKey { case session, recordingID, title, reason, position, counted, at, error }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(session, forKey: .session); try c.encode(recordingID, forKey: .recordingID)
+        try c.encode(title, forKey: .title); try c.encode(reason, forKey: .reason)
+        try c.encode(position, forKey: .position); try c.encode(counted, forKey: .counted)
+        try c.encode(at, forKey: .at); try c.encode(error, forKey: .error)
+    }
+}
+
+/// `GET /v1/playback` and the replies of the transport controls.
+public struct PlaybackStatus: Codable, Sendable, Equatable {
+    /// What is playing (or paused); null when nothing is.
+    public var playback: PlaybackInfo?
+    /// The last playback that ended since the daemon started.
+    public var lastEnded: PlaybackEnded?
+    public init(playback: PlaybackInfo?, lastEnded: PlaybackEnded?) { self.playback = playback; self.lastEnded = lastEnded }
+
+    enum CodingKeys: String, CodingKey { case playback, lastEnded }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(playback, forKey: .playback); try c.encode(lastEnded, forKey: .lastEnded)
+    }
+}
+
+/// `POST /v1/recordings/{id}/play` reply (201).
+public struct PlayResponse: Codable, Sendable, Equatable {
+    public var playback: PlaybackInfo
+    /// Milliseconds from the request's arrival to the first audio written to the device.
+    public var startLatencyMs: Double
+    /// The playback this one replaced, if one was in progress.
+    public var replaced: PlaybackEnded?
+    public init(playback: PlaybackInfo, startLatencyMs: Double, replaced: PlaybackEnded?) {
+        self.playback = playback; self.startLatencyMs = startLatencyMs; self.replaced = replaced
+    }
+
+    enum CodingKeys: String, CodingKey { case playback, startLatencyMs, replaced }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(playback, forKey: .playback); try c.encode(startLatencyMs, forKey: .startLatencyMs)
+        try c.encode(replaced, forKey: .replaced)
+    }
+}

@@ -1,0 +1,108 @@
+// GET/HEAD /v1/recordings/{id}/media: the recording's file, with HTTP Range support (RFC 9110 §14),
+// so a GUI, ffplay or mpv can read it through the socket. Not a play: nothing is counted.
+import Engine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import RecdAPI
+
+/// One byte range of a `Range: bytes=...` header, resolved against the file's size.
+enum ByteRangeRequest: Equatable {
+    /// No usable Range header: send the whole file (200). Syntax recd does not serve (several
+    /// ranges, another unit, garbage) also lands here, as RFC 9110 allows.
+    case whole
+    /// Send these bytes (206).
+    case part(ClosedRange<Int>)
+    /// The range starts past the end (416).
+    case unsatisfiable
+
+    static func parse(_ header: String?, size: Int) -> ByteRangeRequest {
+        guard let header = header?.trimmingCharacters(in: .whitespaces), header.lowercased().hasPrefix("bytes=") else {
+            return .whole
+        }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        let digits = { (s: String) in !s.isEmpty && s.allSatisfy(\.isASCII) && s.allSatisfy(\.isNumber) }
+        if first.isEmpty {
+            // bytes=-N: the last N bytes.
+            guard digits(last), let n = Int(last) else { return .whole }
+            guard n > 0, size > 0 else { return .unsatisfiable }
+            return .part(max(0, size - n)...(size - 1))
+        }
+        guard digits(first), let start = Int(first) else { return .whole }
+        var end = size - 1
+        if !last.isEmpty {
+            guard digits(last), let e = Int(last), e >= start else { return .whole }
+            end = min(e, size - 1)
+        }
+        guard start < size else { return .unsatisfiable }
+        return .part(start...end)
+    }
+}
+
+enum MediaRoute {
+    /// Content type by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
+    static func contentType(for file: String) -> String {
+        switch (file as NSString).pathExtension.lowercased() {
+        case "m4a": return "audio/mp4"
+        case "mov": return "video/quicktime"
+        case "mp4": return "video/mp4"
+        case "wav": return "audio/wav"
+        case "mp3": return "audio/mpeg"
+        case "flac": return "audio/flac"
+        case "ogg", "oga", "opus": return "audio/ogg"
+        case "aac": return "audio/aac"
+        case "caf": return "audio/x-caf"
+        case "webm": return "video/webm"
+        case "mkv", "mka": return "video/x-matroska"
+        default: return "application/octet-stream"
+        }
+    }
+
+    static func add(to v1: RouterGroup<BasicRequestContext>, engine: Engine) {
+        let fileIO = FileIO()
+        v1.get("recordings/:id/media") { request, context in
+            try await respond(request, context, engine: engine, fileIO: fileIO, withBody: true)
+        }
+        v1.head("recordings/:id/media") { request, context in
+            try await respond(request, context, engine: engine, fileIO: fileIO, withBody: false)
+        }
+    }
+
+    static func respond(_ request: Request, _ context: BasicRequestContext, engine: Engine, fileIO: FileIO,
+                        withBody: Bool) async throws -> Response {
+        let r = try engine.library.resolve(try context.parameters.require("id"))
+        switch r.state {
+        case .ready, .pending: break
+        case .missing: throw EngineError.fileMissing(id: r.id, file: r.file)
+        case .recording:
+            // Its file is a fragmented MP4 still being written and renamed at the end.
+            throw EngineError.invalidState(id: r.id, state: r.state, action: "read the media of", allowed: [.ready, .pending])
+        }
+        let path = engine.config.dataDirectory.absolute(r.file)
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw EngineError.fileMissing(id: r.id, file: r.file) }
+        let size = Int(st.st_size)
+        var headers: HTTPFields = [.contentType: contentType(for: r.file), .acceptRanges: "bytes"]
+        // The file of a recording never changes once it is pending or ready: size and mtime identify it.
+        headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(st.st_mtim.tv_sec)\""
+        let range = ByteRangeRequest.parse(request.headers[.range], size: size)
+        switch range {
+        case .unsatisfiable:
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(status: .rangeNotSatisfiable, headers: headers)
+        case .whole:
+            headers[.contentLength] = String(size)
+            guard withBody, size > 0 else { return Response(status: .ok, headers: headers) }
+            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: path, context: context))
+        case .part(let bytes):
+            headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
+            headers[.contentLength] = String(bytes.count)
+            guard withBody else { return Response(status: .partialContent, headers: headers) }
+            return Response(status: .partialContent, headers: headers,
+                            body: try await fileIO.loadFile(path: path, range: bytes, context: context))
+        }
+    }
+}
