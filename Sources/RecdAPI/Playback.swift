@@ -134,3 +134,44 @@ public struct PlayResponse: Codable, Sendable, Equatable {
         try c.encode(replaced, forKey: .replaced)
     }
 }
+
+/// A position or offset as people write it: "90", "1:30", "1:02:03", with an optional sign for a
+/// relative move ("+15", "-1:00"). A lone "+" or "-" (or nothing) is the seed's 15-second skip.
+public enum SeekArgument {
+    public enum ParseError: Error, CustomStringConvertible, Equatable {
+        case invalid(String)
+        public var description: String {
+            if case .invalid(let s) = self {
+                return "'\(s)' is not a position: use seconds (90), m:ss (1:30), h:mm:ss, or +N / -N to move by N seconds"
+            }
+            return ""
+        }
+    }
+
+    public static func parse(_ text: String?) throws(ParseError) -> SeekRequest {
+        let t = (text ?? "").trimmingCharacters(in: .whitespaces)
+        if t.isEmpty || t == "+" { return SeekRequest(by: SeekRequest.defaultSkipSeconds) }
+        if t == "-" { return SeekRequest(by: -SeekRequest.defaultSkipSeconds) }
+        if let sign = t.first, sign == "+" || sign == "-" {
+            let seconds = try clock(String(t.dropFirst()), original: t)
+            return SeekRequest(by: sign == "-" ? -seconds : seconds)
+        }
+        return SeekRequest(to: try clock(t, original: t))
+    }
+
+    /// "90", "1:30", "1:02:03", "2.5" → seconds.
+    static func clock(_ s: String, original: String) throws(ParseError) -> Double {
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard (1...3).contains(parts.count) else { throw .invalid(original) }
+        var total = 0.0
+        for (i, p) in parts.enumerated() {
+            let isLast = i == parts.count - 1
+            guard !p.isEmpty, p.allSatisfy({ $0.isASCII && ($0.isNumber || (isLast && $0 == ".")) }),
+                  let v = Double(p), v.isFinite else { throw .invalid(original) }
+            // Minutes and seconds after a colon are 0-59.
+            if i > 0 && v >= 60 { throw .invalid(original) }
+            total = total * 60 + v
+        }
+        return total
+    }
+}

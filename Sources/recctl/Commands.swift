@@ -69,6 +69,7 @@ struct Status: AsyncParsableCommand {
         } else {
             lines.append("idle")
         }
+        if let p = s.playback { lines.append(Playback.describe(PlaybackStatus(playback: p, lastEnded: nil))) }
         lines.append("capture: \(s.captureDevice), \(s.sampleRate) Hz, \(s.channels) ch; playback: \(s.playbackDevice)")
         lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
         lines.append("data: \(s.dataDirectory)")

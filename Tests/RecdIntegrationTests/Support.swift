@@ -311,3 +311,80 @@ enum Tones {
         return path
     }
 }
+
+/// Records what is played into the `speaker` sink, from its monitor (parec, 48 kHz mono S16).
+/// The monitor of a null sink delivers its first data up to ~1 s after parec connects, so `init`
+/// waits for that: everything played after `init` returns is captured.
+final class SpeakerMonitor {
+    private let process = Process()
+    private let file: URL
+
+    init(_ pulse: PulseAudioServer) throws {
+        file = pulse.runtimeDir.appendingPathComponent("monitor-\(UUID().uuidString.prefix(6)).raw")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Tools.which("parec") ?? "/usr/bin/parec")
+        process.arguments = ["-d", "speaker.monitor", "--rate=48000", "--channels=1", "--format=s16le", "--raw"]
+        process.environment = pulse.environment
+        process.standardOutput = try FileHandle(forWritingTo: file)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<100 {
+            if let size = try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber, size.intValue > 0 {
+                Thread.sleep(forTimeInterval: 0.3)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw NSError(domain: "recd-tests", code: 7, userInfo: [NSLocalizedDescriptionKey: "parec delivered nothing from speaker.monitor"])
+    }
+
+    /// Stops recording and returns what was heard.
+    func stop() throws -> HeardAudio {
+        process.terminate()
+        process.waitUntilExit()
+        let data = try Data(contentsOf: file)
+        try? FileManager.default.removeItem(at: file)
+        return HeardAudio(samples: data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
+    }
+}
+
+/// Audio captured from a monitor, 48 kHz mono.
+struct HeardAudio {
+    let samples: [Int16]
+    static let rate = 48_000.0
+
+    /// Spans (seconds) where something is heard: 10 ms windows above `threshold` (full scale),
+    /// joined across silences shorter than `gap` seconds.
+    func sounding(threshold: Double = 0.02, gap: Double = 0.08) -> [ClosedRange<Double>] {
+        let window = 480
+        var spans: [ClosedRange<Double>] = []
+        var i = 0
+        while i + window <= samples.count {
+            let peak = samples[i..<(i + window)].reduce(0) { max($0, abs(Int($1))) }
+            if Double(peak) / 32768 > threshold {
+                let t0 = Double(i) / Self.rate, t1 = Double(i + window) / Self.rate
+                if let last = spans.last, t0 - last.upperBound <= gap {
+                    spans[spans.count - 1] = last.lowerBound...t1
+                } else {
+                    spans.append(t0...t1)
+                }
+            }
+            i += window
+        }
+        return spans
+    }
+
+    /// Frequency (upward zero crossings) and RMS between two times (seconds).
+    func tone(from t0: Double, to t1: Double) -> (frequency: Double, rms: Double) {
+        let a = max(0, Int(t0 * Self.rate)), b = min(samples.count, Int(t1 * Self.rate))
+        guard b > a + 1 else { return (0, 0) }
+        var crossings = 0, sum = 0.0
+        for k in a..<b {
+            let v = Double(samples[k]) / 32768
+            sum += v * v
+            if k > a && samples[k - 1] < 0 && samples[k] >= 0 { crossings += 1 }
+        }
+        let seconds = Double(b - a) / Self.rate
+        return (Double(crossings) / seconds, (sum / Double(b - a)).squareRoot())
+    }
+}

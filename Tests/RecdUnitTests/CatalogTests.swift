@@ -43,6 +43,46 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try catalog.countsByState(), [.ready: 2, .pending: 1])
     }
 
+    func testPlayCountsAreOneStatementAndOnlyForSavedRecordings() throws {
+        let saved = make(created: 100), pending = make(state: .pending, created: 200)
+        for r in [saved, pending] { try catalog.insert(r) }
+        let at = Date(timeIntervalSince1970: 5000)
+        XCTAssertEqual(try catalog.countPlay(id: saved.id, at: at).playCount, 1)
+        XCTAssertEqual(try catalog.countPlay(id: saved.id, at: at).lastPlayedAt, at)
+        XCTAssertThrowsError(try catalog.countPlay(id: pending.id, at: at)) {
+            guard case CatalogError.unexpectedState(_, "pending") = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try catalog.recording(id: pending.id)?.playCount, 0)
+        XCTAssertThrowsError(try catalog.countPlay(id: UUID(), at: at)) {
+            guard case CatalogError.notFound = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    func testTopIsReadyOnlyByCountThenNewest() throws {
+        let a = make(created: 100, plays: 2), b = make(created: 200, plays: 7), c = make(created: 300, plays: 2)
+        let d = make(created: 400), p = make(state: .pending, created: 500, plays: 50)
+        for r in [a, b, c, d, p] { try catalog.insert(r) }
+        XCTAssertEqual(try catalog.top(limit: 3).map(\.id), [b.id, c.id, a.id])
+        XCTAssertEqual(try catalog.top(limit: 10).map(\.id), [b.id, c.id, a.id, d.id])
+    }
+
+    /// Quick Play and the listing by plays read an index in order: no sort of the whole table
+    /// (checked with the sqlite3 CLI's query planner on the real file).
+    func testPlayOrdersUseAnIndexWithoutSorting() throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        let top = try Tools.sqlite(path, """
+            EXPLAIN QUERY PLAN SELECT * FROM recording WHERE state = 'ready'
+            ORDER BY playCount DESC, createdAt DESC, id LIMIT 3;
+            """)
+        XCTAssertTrue(top.contains("recording_by_state_plays"), top)
+        XCTAssertFalse(top.contains("TEMP B-TREE"), top)
+        let all = try Tools.sqlite(path, """
+            EXPLAIN QUERY PLAN SELECT * FROM recording ORDER BY playCount DESC, createdAt DESC, id LIMIT 100;
+            """)
+        XCTAssertTrue(all.contains("recording_by_plays"), all)
+        XCTAssertFalse(all.contains("TEMP B-TREE"), all)
+    }
+
     func testPrefixResolution() throws {
         try catalog.insert(make("ABCD1111-0000-4000-8000-000000000001", created: 1))
         try catalog.insert(make("ABCD2222-0000-4000-8000-000000000002", created: 2))

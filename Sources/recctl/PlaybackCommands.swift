@@ -1,0 +1,226 @@
+// recctl play / playback / played / top / media.
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+import RecdAPI
+import Synchronization
+
+/// Set by SIGINT while `play --wait` is attached.
+let interrupted = Atomic<Bool>(false)
+
+struct Play: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a recording through recd's playback device (a saved one counts as a play; a pending one is a preview).",
+        discussion: """
+        Returns once the first audio is written to the device, unless --wait: then it shows position / duration
+        until the playback ends; Ctrl-C stops the playback (exit status 130). Playing another recording ends
+        the one playing. A playback counts once when it ends (completed, stopped or replaced), however often it
+        was paused or moved; a preview of a pending recording never counts.
+        """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+    @Option(help: ArgumentHelp("Start here: seconds or m:ss.", valueName: "position")) var from: String?
+    @Flag(help: "Stay attached until the playback ends, showing its progress.") var wait = false
+
+    func validate() throws {
+        if let from, (try? SeekArgument.parse(from))?.to == nil {
+            throw ValidationError("--from \(from): give a position from the start, such as 90 or 1:30")
+        }
+    }
+
+    func run() async throws {
+        let position = try from.flatMap { try SeekArgument.parse($0).to }
+        let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
+                                                        body: PlayRequest(position: position), as: PlayResponse.self)
+        let p = reply.playback
+        global.emit(raw, "▶ playing '\(p.recording.title)' (\(p.recording.id.uuidString.prefix(8))), "
+                         + "\(Output.duration(p.duration)) on \(p.device)"
+                         + String(format: ", first audio after %.0f ms", reply.startLatencyMs)
+                         + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
+        guard wait else { return }
+        try await follow(session: p.session)
+    }
+
+    /// Polls the playback until `session` ends; Ctrl-C stops it.
+    func follow(session: UUID) async throws {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT)
+        source.setEventHandler { interrupted.store(true, ordering: .relaxed) }
+        source.resume()
+        defer { source.cancel() }
+        let live = isatty(STDERR_FILENO) != 0 && !global.json
+        while true {
+            if interrupted.load(ordering: .relaxed) {
+                let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
+                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
+                Foundation.exit(130)
+            }
+            let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
+            if let p = s.playback, p.session == session {
+                if live {
+                    let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "
+                    FileHandle.standardError.write(Data(line.utf8))
+                }
+            } else {
+                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
+                return
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    func report(_ ended: PlaybackEnded?, raw: Data) {
+        guard let e = ended else {
+            global.emit(raw, "playback ended")
+            return
+        }
+        let json = (try? APIJSON.encoder().encode(e)) ?? raw
+        let how: String
+        switch e.reason {
+        case .completed: how = "⏹ played to the end"
+        case .stopped: how = "⏹ stopped at \(Output.duration(e.position))"
+        case .replaced: how = "⏹ replaced by another playback at \(Output.duration(e.position))"
+        case .deleted: how = "⏹ ended: the recording was deleted"
+        case .shutdown: how = "⏹ ended: recd shut down"
+        case .failed: how = "⏹ failed at \(Output.duration(e.position)): \(e.error ?? "unknown error")"
+        }
+        global.emit(json, how + (e.counted ? " (counted as a play)" : ""))
+    }
+}
+
+struct Playback: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Control the playback in progress: pause, resume, seek, stop, or show it.",
+        subcommands: [Show.self, Pause.self, Resume.self, Seek.self, Stop.self], defaultSubcommand: Show.self)
+
+    static func describe(_ s: PlaybackStatus) -> String {
+        guard let p = s.playback else {
+            if let e = s.lastEnded {
+                return "nothing is playing (last: '\(e.title)' \(e.reason.rawValue) at \(Output.duration(e.position)))"
+            }
+            return "nothing is playing"
+        }
+        return "\(p.state == .paused ? "⏸ paused" : "▶ playing") '\(p.recording.title)' (\(p.recording.id.uuidString.prefix(8)))"
+            + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.counts ? "" : " (preview)")
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what is playing.")
+        @OptionGroup var global: GlobalOptions
+        func run() async throws {
+            let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
+            global.emit(raw, Playback.describe(s))
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Pause the playback.")
+        @OptionGroup var global: GlobalOptions
+        func run() async throws {
+            let (s, raw) = try await global.client.call(.POST, "/v1/playback/pause", as: PlaybackStatus.self)
+            global.emit(raw, Playback.describe(s))
+        }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused playback.")
+        @OptionGroup var global: GlobalOptions
+        func run() async throws {
+            let (s, raw) = try await global.client.call(.POST, "/v1/playback/resume", as: PlaybackStatus.self)
+            global.emit(raw, Playback.describe(s))
+        }
+    }
+
+    struct Seek: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move the playback: +15 / -15 (seconds, default +15), or to a position (90, 1:30). Clamped to the recording.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: ArgumentHelp("+N, -N, seconds or m:ss (a leading - needs `--` before it: seek -- -15).",
+                                     valueName: "where")) var target: String?
+
+        func validate() throws {
+            do { _ = try SeekArgument.parse(target) } catch { throw ValidationError(error.description) }
+        }
+
+        func run() async throws {
+            let request = try SeekArgument.parse(target)
+            let (s, raw) = try await global.client.call(.POST, "/v1/playback/seek", body: request, as: PlaybackStatus.self)
+            global.emit(raw, Playback.describe(s))
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop the playback (it counts as a play, unless a preview).")
+        @OptionGroup var global: GlobalOptions
+        func run() async throws {
+            let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
+            let counted = s.lastEnded?.counted == true ? " (counted as a play)" : ""
+            global.emit(raw, "⏹ stopped" + (s.lastEnded.map { " '\($0.title)' at \(Output.duration($0.position))" } ?? "") + counted)
+        }
+    }
+}
+
+struct Played: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Count a playback that happened elsewhere (a GUI's own player) as one play of a saved recording.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+
+    func run() async throws {
+        let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/played",
+                                                    body: Optional<Int>.none, as: Recording.self)
+        global.emit(raw, "Counted: '\(r.title)' now has \(Output.plays(r.playCount))")
+    }
+}
+
+struct Top: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Quick Play: the most played saved recordings (3 unless N is given).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "How many (1-1000).") var count: Int = 3
+
+    func run() async throws {
+        let (list, raw) = try await global.client.call(.GET, "/v1/top?limit=\(count)", as: RecordingList.self)
+        global.emit(raw, list.recordings.isEmpty
+                    ? "No saved recordings yet. Create motivational content to play during cravings: recctl record start"
+                    : "Quick Play:\n" + Output.table(list.recordings))
+    }
+}
+
+struct Media: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a recording's media file out of recd (not counted as a play).",
+        discussion: "Writes the file under its own name in the current directory unless -o names a file or - (stdout).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
+    var output: String?
+
+    func run() async throws {
+        let (r, _) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/media")
+        try RecdClient.check(reply)
+        if output == "-" {
+            FileHandle.standardOutput.write(reply.body)
+            return
+        }
+        let name = output ?? (r.file as NSString).lastPathComponent
+        // Written beside the target and renamed: an interrupted copy never leaves a partial file under the name.
+        let temporary = name + ".part"
+        do {
+            try reply.body.write(to: URL(fileURLWithPath: temporary))
+            guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
+        }
+        if global.json {
+            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(reply.body.count)])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            print("Copied '\(r.title)' to \(name) (\(ByteCountFormatter.string(fromByteCount: Int64(reply.body.count), countStyle: .file)))")
+        }
+    }
+}
