@@ -20,6 +20,7 @@ public enum RecdRoutes {
 
     public static func router(engine: Engine, identity: DaemonIdentity) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: ServerTimingMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         let v1 = router.group("v1")
 
