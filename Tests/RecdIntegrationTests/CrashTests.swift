@@ -18,7 +18,9 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 final class CrashTests: DaemonTestCase {
-    enum Operation: CaseIterable { case record, stop, save, discard, delete, deleteAll, edit }
+    enum Operation: CaseIterable { case record, stop, save, discard, delete, deleteAll, edit, play, deletePlaying }
+
+    override var daemonArguments: [String] { ["--playback-device", "pulse:speaker"] }
 
     func testKill9AtRandomMomentsLosesNothing() throws {
         let env = ProcessInfo.processInfo.environment
@@ -45,6 +47,7 @@ final class CrashTests: DaemonTestCase {
             let pending = before.filter { $0.state == .pending }
             var mayVanish = Set<UUID>()     // saved recordings this operation is allowed to remove
             var recordedSince: Date?        // for salvage: when capture began
+            var played: UUID?               // the one recording whose play count may rise (by one)
             let delayMs = Int.random(in: 0...400, using: &rng)
             let args: [String]
             switch op {
@@ -71,6 +74,22 @@ final class CrashTests: DaemonTestCase {
                 args = ["delete", "--all", "--yes"]
             case .edit:
                 args = ["edit", ready[0].id.uuidString, "--notes", "edited in iteration \(iteration)"]
+            case .play:
+                // Killed while playing, or while the play (or its stop, which counts) is in flight.
+                played = ready[0].id
+                if rng.next() % 2 == 0 {
+                    XCTAssertEqual(try daemon.recctl("play", ready[0].id.uuidString).status, 0)
+                    args = ["playback", "stop"]
+                } else {
+                    args = ["play", ready[0].id.uuidString]
+                }
+            case .deletePlaying:
+                // Deleting what plays: the playback ends uncounted, then the file and row go.
+                let victim = ready.randomElement(using: &rng)!
+                mayVanish.insert(victim.id)
+                played = victim.id   // a short take may play to the end (and count) before the delete
+                XCTAssertEqual(try daemon.recctl("play", victim.id.uuidString).status, 0)
+                args = ["delete", "--yes", victim.id.uuidString]
             }
             // The request is in flight when the daemon is killed.
             let client = Process()
@@ -94,6 +113,13 @@ final class CrashTests: DaemonTestCase {
             let afterByID = Dictionary(uniqueKeysWithValues: after.map { ($0.id, $0) })
             for r in ready where !mayVanish.contains(r.id) {
                 XCTAssertEqual(afterByID[r.id]?.state, .ready, "iteration \(iteration) (\(op)): saved recording \(r.id) lost")
+            }
+            for r in ready {
+                guard let now = afterByID[r.id] else { continue }
+                // A play counts once or (killed before it ended) not at all; nothing else moves a count.
+                let allowed = r.id == played ? r.playCount...(r.playCount + 1) : r.playCount...r.playCount
+                XCTAssertTrue(allowed.contains(now.playCount),
+                              "iteration \(iteration) (\(op)): play count of \(r.id) went \(r.playCount) → \(now.playCount)")
             }
             if op == .deleteAll {
                 // All or nothing.
