@@ -39,8 +39,10 @@ let package = Package(
             "CFFmpeg", "CFFmpegShim",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // Pure code over sample buffers: no C, no I/O.
+        .target(name: "Metering", swiftSettings: strict),
         .target(name: "Playback", dependencies: [
-            "CAlsa", "Media",
+            "CAlsa", "Media", "Metering",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Catalog", dependencies: [
@@ -48,7 +50,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "RecdAPI", "Capture", "Media", "Playback", "Catalog",
+            "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], swiftSettings: strict),
@@ -72,7 +74,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], swiftSettings: strict),
 
-        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture", "Playback", "Server"],
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture", "Metering", "Playback", "Server"],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
     ],
