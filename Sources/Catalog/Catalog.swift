@@ -104,6 +104,15 @@ public final class Catalog: Sendable {
             try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC, id)")
             try db.execute(sql: "CREATE INDEX recording_by_state_plays ON recording(state, playCount DESC, createdAt DESC, id)")
         }
+        m.registerMigration("v4: waveforms") { db in
+            // audiowaveform v2 binary data (16-bit, the recording's own resolution), one per recording;
+            // it goes with its row.
+            try db.execute(sql: """
+                CREATE TABLE waveform (
+                    recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                    data BLOB NOT NULL)
+                """)
+        }
         return m
     }
 
@@ -284,6 +293,25 @@ public final class Catalog: Sendable {
                 while let row = try rows.next() { out[row["file"]] = (row["id"], row["state"]) }
                 return out
             }
+        }
+    }
+
+    // MARK: waveforms
+
+    /// Stores (or replaces) a recording's waveform. Throws `notFound` if the recording is gone.
+    public func storeWaveform(id: UUID, data: Data) throws {
+        try wrap("store waveform") {
+            try pool.write { db in
+                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                try db.execute(sql: "INSERT OR REPLACE INTO waveform (recordingID, data) VALUES (?, ?)",
+                               arguments: [id.uuidString, data])
+            }
+        }
+    }
+
+    public func waveform(id: UUID) throws -> Data? {
+        try wrap("read waveform") {
+            try pool.read { db in try Data.fetchOne(db, sql: "SELECT data FROM waveform WHERE recordingID = ?", arguments: [id.uuidString]) }
         }
     }
 

@@ -2,6 +2,7 @@
 import Capture
 import Foundation
 import Media
+import Metering
 import RecdAPI
 import Synchronization
 
@@ -25,16 +26,26 @@ final class AudioRecordingSession: @unchecked Sendable {
     private let faultReported = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let onFault: @Sendable (any Error) -> Void
+    /// Runs on the capture thread, on the captured buffers themselves.
+    private let meter: LevelMeter
+    private let onMeter: @Sendable (LevelReading) -> Void
+    /// Runs on the encoder thread, on exactly what goes into the file.
+    private let waveformBuilder: WaveformBuilder
 
     /// How long start waits for the first captured buffer before giving up on the device.
     static let firstBufferTimeoutMs = 5000
 
     /// Opens the device and the file; nothing runs yet. Blocking: call through `runBlocking`.
-    init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding,
+    init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
+         onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
          onFault: @escaping @Sendable (any Error) -> Void) throws {
         self.path = path
         self.device = capture.device
         self.onFault = onFault
+        self.onMeter = onMeter
+        meter = LevelMeter(LevelMeterSettings(sampleRate: capture.sampleRate, channels: capture.channels,
+                                              intervalMs: meterIntervalMs))
+        waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
         source = try AlsaCaptureSource(settings: capture)
         do {
             writer = try AudioFileWriter(path: path, encoding: encoding)
@@ -55,6 +66,7 @@ final class AudioRecordingSession: @unchecked Sendable {
         encoderThread.start()
         source.start(deliver: { [self] samples, frames in
             self.ring.write(samples, frames: frames)
+            self.meter.process(samples, frames: frames, self.onMeter)
             if self.firstBufferAt.load(ordering: .relaxed) == 0 {
                 self.firstBufferAt.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
                 self.firstBuffer.signal()
@@ -89,7 +101,10 @@ final class AudioRecordingSession: @unchecked Sendable {
             while true {
                 let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4096) }
                 if frames == 0 { break }
-                try block.withUnsafeBufferPointer { try writer.append(interleaved: $0, frames: frames) }
+                try block.withUnsafeBufferPointer {
+                    try writer.append(interleaved: $0, frames: frames)
+                    waveformBuilder.append($0, frames: frames)
+                }
             }
             try writer.finish()
         } catch {
@@ -120,6 +135,9 @@ final class AudioRecordingSession: @unchecked Sendable {
         encoderDone.signal()
         return (stats, writerError.withLock { $0 })
     }
+
+    /// The waveform of what was written. Call after `stop()` (the encoder thread has ended).
+    func waveform() -> WaveformData { waveformBuilder.finish() }
 
     /// Counters so far (for status).
     var stats: CaptureStats {

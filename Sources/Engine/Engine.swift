@@ -11,6 +11,8 @@ public final class Engine: Sendable {
     public let config: EngineConfiguration
     public let recorder: Recorder
     public let player: Player
+    /// What `/v1/events` streams.
+    public let events = EventHub()
     public let library: Library
     let catalog: Catalog
     let logger: Logger
@@ -44,9 +46,9 @@ public final class Engine: Sendable {
         }
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
-        recorder = Recorder(config: config, catalog: catalog, logger: logger)
-        player = Player(config: config, catalog: catalog, logger: logger)
-        library = Library(catalog: catalog, recorder: recorder, player: player, config: config, logger: logger)
+        recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
+        player = Player(config: config, catalog: catalog, events: events, logger: logger)
+        library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger)
     }
 
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.
@@ -75,6 +77,7 @@ public final class Engine: Sendable {
         let recovery = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
         let repaired = await recorder.whileHeld { activeID in recovery.run(activeID: activeID) }
         lastRecovery.withLock { $0 = repaired }
+        if !repaired.isClean { events.publish(.libraryChanged(LibraryChangedEvent(recordingID: nil, change: .recovered))) }
         var report = try await check()
         report.repaired = repaired
         return report

@@ -10,6 +10,7 @@ public struct Library: Sendable {
     let catalog: Catalog
     let recorder: Recorder
     let player: Player
+    let events: EventHub
     let config: EngineConfiguration
     let logger: Logger
 
@@ -33,6 +34,7 @@ public struct Library: Sendable {
         let tz = config.timeZone
         let r = try catalogCall { try catalog.modify(id: id) { MetadataRules.apply(change, to: &$0, timeZone: tz) } }
         logger.info("recording \(id) edited")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .edited)))
         return r
     }
 
@@ -51,6 +53,7 @@ public struct Library: Sendable {
             }
         }
         logger.info("recording \(id) saved")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .saved)))
         return r
     }
 
@@ -64,6 +67,7 @@ public struct Library: Sendable {
         await player.stopIfPlaying(r.id)   // a preview of it ends (previews never count)
         try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) discarded")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .discarded)))
         return r
     }
 
@@ -81,6 +85,7 @@ public struct Library: Sendable {
         try TakeRemoval.remove(r, expecting: [.pending, .ready, .missing], action: "delete",
                                catalog: catalog, data: config.dataDirectory)
         logger.info("recording \(r.id) deleted")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .deleted)))
         return r
     }
 
@@ -89,7 +94,9 @@ public struct Library: Sendable {
     public func played(_ idOrPrefix: String) throws(EngineError) -> Recording {
         let id = try resolve(idOrPrefix).id
         do {
-            return try catalog.countPlay(id: id, at: Date())
+            let r = try catalog.countPlay(id: id, at: Date())
+            events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .played)))
+            return r
         } catch CatalogError.unexpectedState(_, let state) {
             throw .invalidState(id: id, state: RecordingState(rawValue: state) ?? .missing, action: "count a play of",
                                 allowed: [.ready])

@@ -33,10 +33,11 @@ public actor Player {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private let config: EngineConfiguration
     private let catalog: Catalog
+    private let events: EventHub
     private let logger: Logger
 
-    init(config: EngineConfiguration, catalog: Catalog, logger: Logger) {
-        self.config = config; self.catalog = catalog; self.logger = logger
+    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger) {
+        self.config = config; self.catalog = catalog; self.events = events; self.logger = logger
     }
 
     /// Runs `body` while no other transport operation runs (FIFO).
@@ -72,12 +73,29 @@ public actor Player {
             if case .playing(let current) = state { replaced = await end(current, .replaced) }
             let device = config.playbackDevice
             let sessionID = UUID()
+            let events = self.events
+            let interval = config.meterIntervalMs
+            let recordingID = recording.id
+            let gate = EventGate()
             let session: PlaybackSession
             let firstWriteAt: UInt64
             do {
                 (session, firstWriteAt) = try await runBlocking {
                     let s = try PlaybackSession(path: path, device: device)
-                    let at = try s.start(at: position ?? 0) { end in
+                    let duration = s.duration
+                    let at = try s.start(at: position ?? 0, meterIntervalMs: interval, observer: { observation in
+                        guard gate.isOpen else { return }
+                        switch observation {
+                        case .meter(let time, let reading):
+                            guard events.wantsMeters else { return }
+                            events.publish(.meter(MeterEvent(source: .playback, recordingID: recordingID, time: time,
+                                                             intervalMs: interval, channels: ChannelLevel.from(reading))))
+                        case .progress(let p):
+                            events.publish(.playbackProgress(PlaybackProgressEvent(
+                                session: sessionID, recordingID: recordingID, state: p.paused ? .paused : .playing,
+                                position: p.position, duration: duration)))
+                        }
+                    }) { end in
                         Task { await self.sessionEnded(sessionID, end) }
                     }
                     return (s, at)
@@ -93,7 +111,10 @@ public actor Player {
             state = .playing(active)
             let latencyMs = Double(firstWriteAt &- receivedAt) / 1e6
             logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)") from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
-            return PlayResponse(playback: info(active), startLatencyMs: latencyMs, replaced: replaced)
+            let started = info(active)
+            events.publish(.playbackStarted(started))
+            gate.openGate()
+            return PlayResponse(playback: started, startLatencyMs: latencyMs, replaced: replaced)
         }
     }
 
@@ -199,6 +220,8 @@ public actor Player {
         let ended = PlaybackEnded(session: active.sessionID, recordingID: active.recording.id, title: active.recording.title,
                                   reason: reason, position: position, counted: counted, at: Date(), error: error)
         lastEnded = ended
+        events.publish(.playbackEnded(ended))
+        if counted { events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.recording.id, change: .played))) }
         logger.info("playback of \(active.recording.id) \(reason.rawValue) at \(String(format: "%.2f", position)) s\(counted ? ", counted" : "")")
         return ended
     }

@@ -4,6 +4,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import Metering
 import RecdAPI
 
 /// Settings the engine runs with.
@@ -17,14 +18,17 @@ public struct EngineConfiguration: Sendable {
     public var timeZone: TimeZone
     /// A start is refused when the filesystem of `Recordings/` has less free space than this.
     public var minFreeBytes: Int64
+    /// Meter readings (events) every this many milliseconds, 10–1000.
+    public var meterIntervalMs: Int
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
                 sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,
-                minFreeBytes: Int64 = 200_000_000) {
+                minFreeBytes: Int64 = 200_000_000, meterIntervalMs: Int = 50) {
         self.dataDirectory = DataDirectory(root: dataDirectory)
         self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate; self.timeZone = timeZone
         self.minFreeBytes = minFreeBytes
+        self.meterIntervalMs = meterIntervalMs
     }
 }
 
@@ -52,10 +56,13 @@ public actor Recorder {
     public private(set) var lastFault: FaultReport?
     private let config: EngineConfiguration
     private let catalog: Catalog
+    private let events: EventHub
     private let logger: Logger
+    /// Meters of the recording being started wait for its `recording.started`.
+    private var gate: EventGate?
 
-    init(config: EngineConfiguration, catalog: Catalog, logger: Logger) {
-        self.config = config; self.catalog = catalog; self.logger = logger
+    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger) {
+        self.config = config; self.catalog = catalog; self.events = events; self.logger = logger
     }
 
     private func refuseIfBusy() throws(EngineError) {
@@ -102,8 +109,18 @@ public actor Recorder {
         let session: AudioRecordingSession
         let firstBufferAt: UInt64
         do {
+            let events = self.events
+            let interval = config.meterIntervalMs
+            let rate = Double(config.sampleRate)
+            let gate = EventGate()
+            self.gate = gate
             (session, firstBufferAt) = try await runBlocking { [logger] in
-                let s = try AudioRecordingSession(path: path, capture: capture, encoding: encoding) { error in
+                let s = try AudioRecordingSession(path: path, capture: capture, encoding: encoding, meterIntervalMs: interval,
+                                                  onMeter: { reading in
+                    guard gate.isOpen, events.wantsMeters else { return }
+                    events.publish(.meter(MeterEvent(source: .recording, recordingID: id, time: Double(reading.endFrame) / rate,
+                                                     intervalMs: interval, channels: ChannelLevel.from(reading))))
+                }) { error in
                     logger.error("recording \(id) ended by a fault: \(error)")
                     Task { await self.fault(id: id, error: error) }
                 }
@@ -124,7 +141,10 @@ public actor Recorder {
         state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
         logger.info("recording \(id) started on \(config.captureDevice) (\(String(format: "%.1f", latencyMs)) ms to first buffer)")
-        if let fault { beginFinish(active, reason: "ended by a fault (\(fault))") }
+        events.publish(.recordingStarted(recording))
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
+        gate?.openGate()
+        if let fault { beginFinish(active, reason: .fault, error: fault) }
         return StartRecordingResponse(recording: recording, device: config.captureDevice, startLatencyMs: latencyMs)
     }
 
@@ -140,11 +160,15 @@ public actor Recorder {
 
     /// Stops the active recording, finalizes its file and keeps, saves or discards it.
     public func stop(_ request: StopRecordingRequest) async throws(EngineError) -> StopRecordingResponse {
+        try await stop(request, reason: .stopped)
+    }
+
+    private func stop(_ request: StopRecordingRequest, reason: RecordingStoppedEvent.Reason) async throws(EngineError) -> StopRecordingResponse {
         guard case .recording(let active) = state else { throw .notRecording }
         // Validate before anything changes: a bad title leaves the recording running.
         let change = try MetadataRules.validate(request.metadata)
         let work = Task { () -> Result<StopRecordingResponse, EngineError> in
-            do { return .success(try await self.finish(active, then: request.then, change: change, reason: "stopped")) }
+            do { return .success(try await self.finish(active, then: request.then, change: change, reason: reason)) }
             catch { return .failure(error as? EngineError ?? .catalog("\(error)")) }
         }
         state = .stopping(active.id, done: Task { _ = await work.value })
@@ -156,7 +180,14 @@ public actor Recorder {
     /// Ends capture, finalizes (unless discarding) and writes the outcome into the catalog.
     /// The caller has set `.stopping` (with a task shutdown can wait for) and sets `.idle` afterwards.
     private func finish(_ active: Active, then: StopDisposition, change: MetadataChange,
-                        reason: String) async throws(EngineError) -> StopRecordingResponse {
+                        reason: RecordingStoppedEvent.Reason, error: String? = nil) async throws(EngineError) -> StopRecordingResponse {
+        let why: String
+        switch reason {
+        case .stopped: why = "stopped"
+        case .fault: why = "ended by a fault (\(error ?? "unknown"))"
+        case .shutdown: why = "stopped at shutdown"
+        case .deleted: why = "deleted while recording"
+        }
         let session = active.session
         let data = config.dataDirectory
         let logger = self.logger
@@ -190,7 +221,10 @@ public actor Recorder {
                 }
                 throw error
             }
-            logger.info("recording \(active.id) \(reason) and discarded")
+            logger.info("recording \(active.id) \(why) and discarded")
+            events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: nil,
+                                                                   discarded: true, error: error, capture: stats)))
+            events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: reason == .deleted ? .deleted : .discarded)))
             return StopRecordingResponse(recording: nil, discarded: true, capture: stats)
         }
         let tz = config.timeZone
@@ -200,7 +234,17 @@ public actor Recorder {
             r.droppedFrames = Int(stats.droppedFrames)
             MetadataRules.apply(change, to: &r, timeZone: tz)
         }
-        logger.info("recording \(active.id) \(reason): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns, \(stats.droppedFrames) frames lost")
+        // The waveform of what was written. Losing it is not losing the recording: one is computed
+        // from the file when first asked for.
+        do {
+            try catalog.storeWaveform(id: active.id, data: session.waveform().dat())
+        } catch {
+            logger.warning("recording \(active.id): its waveform was not stored (\(error)); it will be computed from the file")
+        }
+        events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: recording,
+                                                               discarded: false, error: error, capture: stats)))
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: recording.state == .ready ? .saved : .edited)))
+        logger.info("recording \(active.id) \(why): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns, \(stats.droppedFrames) frames lost")
         return StopRecordingResponse(recording: recording, discarded: false, capture: stats)
     }
 
@@ -227,7 +271,7 @@ public actor Recorder {
     func fault(id: UUID, error: any Error) {
         switch state {
         case .starting(id, nil): state = .starting(id, fault: "\(error)")
-        case .recording(let active) where active.id == id: beginFinish(active, reason: "ended by a fault (\(error))")
+        case .recording(let active) where active.id == id: beginFinish(active, reason: .fault, error: "\(error)")
         default: return   // already stopping, or another recording by now
         }
         lastFault = FaultReport(recordingID: id, reason: "\(error)", at: Date())
@@ -240,7 +284,7 @@ public actor Recorder {
         while true {
             switch state {
             case .recording(let a) where a.id == id:
-                return try await stop(StopRecordingRequest(then: .discard)).discarded
+                return try await stop(StopRecordingRequest(then: .discard), reason: .deleted).discarded
             case .stopping(id, let done?):
                 await done.value
             case .starting(id, _), .stopping(id, nil):
@@ -266,9 +310,10 @@ public actor Recorder {
             case .idle:
                 var reply = try DeleteAll.run(catalog: catalog, data: config.dataDirectory, logger: logger)
                 reply.deletedRecordings += discarded
+                events.publish(.libraryChanged(LibraryChangedEvent(recordingID: nil, change: .deletedAll)))
                 return reply
             case .recording:
-                let stopped = try await stop(StopRecordingRequest(then: .discard))
+                let stopped = try await stop(StopRecordingRequest(then: .discard), reason: .deleted)
                 if stopped.discarded { discarded += 1 }
             case .stopping(_, let done?):
                 await done.value
@@ -280,9 +325,9 @@ public actor Recorder {
     }
 
     /// Ends `active` in the background, keeping what was captured as pending. Shutdown waits for it.
-    private func beginFinish(_ active: Active, reason: String) {
+    private func beginFinish(_ active: Active, reason: RecordingStoppedEvent.Reason, error: String? = nil) {
         let done = Task {
-            _ = try? await self.finish(active, then: .keep, change: MetadataChange(), reason: reason)
+            _ = try? await self.finish(active, then: .keep, change: MetadataChange(), reason: reason, error: error)
             self.finished(active.id)
         }
         state = .stopping(active.id, done: done)
@@ -297,7 +342,7 @@ public actor Recorder {
     public func shutdown() async {
         switch state {
         case .recording(let active):
-            beginFinish(active, reason: "stopped at shutdown")
+            beginFinish(active, reason: .shutdown)
             if case .stopping(_, let done?) = state { await done.value }
         case .stopping(_, let done?):
             await done.value

@@ -35,6 +35,8 @@ public struct LevelReading: Sendable, Equatable {
 public final class LevelMeter {
     /// AVAudioRecorder's floor: what silence reads.
     public static let floorDB = -160.0
+    /// Frames fed so far.
+    public var framesProcessed: Int64 { totalFrames }
 
     public let settings: LevelMeterSettings
     private let intervalFrames: Int

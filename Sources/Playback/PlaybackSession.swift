@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import Media
+import Metering
 import Synchronization
 
 /// How a playback ended.
@@ -14,6 +15,14 @@ public enum PlaybackEnd: Sendable {
     case stopped
     /// The device or the file failed mid-way.
     case failed(PlaybackError)
+}
+
+/// What the playback thread reports while it plays (on that thread; must not block).
+public enum PlaybackObservation: Sendable {
+    /// Levels of what is heard now: `time` is the position (seconds) at the end of the interval.
+    case meter(time: Double, LevelReading)
+    /// About four times a second while playing, and at each pause, resume and seek.
+    case progress(PlaybackProgress)
 }
 
 /// Where a playback is, as the playback thread last saw it.
@@ -103,12 +112,16 @@ public final class PlaybackSession: @unchecked Sendable {
     /// written to the device. `onEnd` is called once, on the playback thread, when the playback ends
     /// by itself (completed or failed); not after `stop()`.
     /// Blocking: call it off the cooperative pool.
-    public func start(at position: Double, onEnd: @escaping @Sendable (PlaybackEnd) -> Void) throws(PlaybackError) -> UInt64 {
+    /// `observer` receives meters (every `meterIntervalMs`, when the audio measured is heard) and
+    /// progress on the playback thread.
+    public func start(at position: Double, meterIntervalMs: Int = 50,
+                      observer: @escaping @Sendable (PlaybackObservation) -> Void = { _ in },
+                      onEnd: @escaping @Sendable (PlaybackEnd) -> Void) throws(PlaybackError) -> UInt64 {
         precondition(!started.exchange(true, ordering: .relaxed), "PlaybackSession.start called twice")
         let firstWrite = Mutex<Result<UInt64, PlaybackError>?>(nil)
         let firstWriteDone = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            let end = self.run(from: position) { result in
+            let end = self.run(from: position, meterIntervalMs: meterIntervalMs, observer: observer) { result in
                 firstWrite.withLock { $0 = result }
                 firstWriteDone.signal()
             }
@@ -155,7 +168,8 @@ public final class PlaybackSession: @unchecked Sendable {
 
     // MARK: the playback thread
 
-    private func run(from start: Double, firstWrite: (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
+    private func run(from start: Double, meterIntervalMs: Int, observer: (PlaybackObservation) -> Void,
+                     firstWrite: (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
         var reportedStart = false
         func fail(_ e: PlaybackError) -> PlaybackEnd {
             if !reportedStart { firstWrite(.failure(e)) }
@@ -170,6 +184,11 @@ public final class PlaybackSession: @unchecked Sendable {
         var held = false                     // paused with the device's queue held (snd_pcm_pause)
         var draining = false, drainDeadline: UInt64 = 0
         var lastProgress = DispatchTime.now().uptimeNanoseconds
+        // Meters are measured on the samples written and reported when they are heard (the device
+        // holds up to its buffer's length): readings wait here with the position they end at.
+        let meter = LevelMeter(LevelMeterSettings(sampleRate: sink.rate, channels: channels, intervalMs: meterIntervalMs))
+        var meterQueue: [(time: Double, reading: LevelReading)] = []
+        var lastProgressReport: UInt64 = 0
         let stallLimitNs = UInt64(Self.stallLimitMs) * 1_000_000
 
         func heard() -> Double {
@@ -185,15 +204,31 @@ public final class PlaybackSession: @unchecked Sendable {
             try sink.discardQueued()
             do { try decoder.seek(to: t) } catch { throw .media(file: path, detail: "\(error)") }
             base = t; written = 0; pending = 0; offset = 0; draining = false
+            meterQueue.removeAll(keepingCapacity: true)   // those will never be heard
             lastProgress = DispatchTime.now().uptimeNanoseconds
         }
         /// Playing out the queue at the end may take its length, and a little more.
         func armDrainDeadline() {
             drainDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(Double(sink.bufferFrames) / rate * 1e9) + 2_000_000_000
         }
-        func publish() {
+        func publish(force: Bool = false) {
             let position = min(paused ? pausedAt : heard(), duration ?? .greatestFiniteMagnitude)
-            progressState.withLock { $0.position = position; $0.paused = paused }
+            let progress = progressState.withLock { p -> PlaybackProgress in
+                p.position = position; p.paused = paused
+                return p
+            }
+            // Meters whose audio has been heard by now.
+            if !paused, !meterQueue.isEmpty {
+                var due = 0
+                while due < meterQueue.count && meterQueue[due].time <= position + 0.001 { due += 1 }
+                for entry in meterQueue[..<due] { observer(.meter(time: entry.time, entry.reading)) }
+                meterQueue.removeFirst(due)
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if force || now &- lastProgressReport >= 250_000_000 {
+                lastProgressReport = now
+                observer(.progress(progress))
+            }
         }
 
         do throws(PlaybackError) {
@@ -241,7 +276,7 @@ public final class PlaybackSession: @unchecked Sendable {
                     default:
                         break   // pause while paused, resume while playing: nothing to do
                     }
-                    publish()
+                    publish(force: true)
                 }
                 if paused {
                     _ = try sink.wait(wake: wakePipe.read, timeoutMs: 1000)
@@ -280,6 +315,13 @@ public final class PlaybackSession: @unchecked Sendable {
                 }
                 switch result {
                 case .wrote(let n):
+                    let startTime = base + Double(written) / rate
+                    let startFrame = meter.framesProcessed
+                    buffer.withUnsafeBufferPointer { b in
+                        meter.process(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: n) { reading in
+                            meterQueue.append((startTime + Double(reading.endFrame - startFrame) / rate, reading))
+                        }
+                    }
                     pending -= n; offset += n; written += n
                     lastProgress = DispatchTime.now().uptimeNanoseconds
                     if !reportedStart {

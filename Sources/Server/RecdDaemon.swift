@@ -16,6 +16,21 @@ struct EngineShutdownService: Service {
         async let recording: Void = engine.recorder.shutdown()
         async let playback: Void = engine.player.shutdown()
         _ = await (recording, playback)
+        engine.events.finishAll()
+    }
+}
+
+/// Sends a heartbeat down every event stream every 15 s.
+struct EventHeartbeatService: Service {
+    let events: EventHub
+    func run() async throws {
+        // Cancelled (out of its sleep) as soon as shutdown begins.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(15))
+                events.heartbeat()
+            }
+        }
     }
 }
 
@@ -68,7 +83,7 @@ public struct RecdDaemon {
         let app = Application(
             router: router,
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
-            services: [EngineShutdownService(engine: engine)],
+            services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events)],
             onServerRunning: { _ in
                 chmod(socketPath, mode)
                 logger.info("recd \(RecdVersion.current) listening on \(socketPath)")

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import RecdAPI
+import ServiceLifecycle
 
 /// Facts about the running daemon that status reports.
 public struct DaemonIdentity: Sendable {
@@ -131,6 +132,38 @@ public enum RecdRoutes {
         }
         v1.post("playback/stop") { _, _ in
             JSONResponse.make(try await engine.player.stop())
+        }
+
+        v1.get("events") { request, _ in
+            var types: Set<EventType>?
+            if let raw = request.uri.queryParameters["type"] {
+                types = []
+                for name in raw.split(separator: ",") {
+                    types!.insert(try enumValue(EventType.self, String(name), field: "type"))
+                }
+            }
+            let (id, stream) = engine.events.subscribe(types: types)
+            let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                defer { engine.events.unsubscribe(id) }
+                let encoder = APIJSON.encoder()
+                try await writer.write(ByteBuffer(string: ": recd \(RecdVersion.current) events\n\n"))
+                // The server's graceful shutdown waits for responses to end: a stream ends when it begins.
+                try await withGracefulShutdownHandler {
+                    for await delivery in stream {
+                        switch delivery {
+                        case .heartbeat:
+                            try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                        case .event(let event):
+                            let json = String(decoding: try encoder.encode(event), as: UTF8.self)
+                            try await writer.write(ByteBuffer(string: "id: \(event.seq)\nevent: \(event.type.rawValue)\ndata: \(json)\n\n"))
+                        }
+                    }
+                } onGracefulShutdown: {
+                    engine.events.unsubscribe(id)
+                }
+                try await writer.finish(nil)
+            })
         }
 
         v1.get("check") { _, _ in

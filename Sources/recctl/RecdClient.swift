@@ -75,6 +75,51 @@ struct RecdClient {
         }
     }
 
+    /// GETs a Server-Sent Events stream and calls `onData` with each event's `data` (one JSON object),
+    /// until the daemon ends the stream. An error reply becomes `.refused`.
+    func events(_ path: String, onData: @escaping @Sendable (String) -> Void) async throws {
+        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(5))
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
+        }
+        try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+            head.headers.add(name: "Host", value: "recd")
+            head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+            head.headers.add(name: "Accept", value: "text/event-stream")
+            try await outbound.write(.head(head))
+            try await outbound.write(.end(nil))
+            var status = 0
+            var errorBody = Data()
+            var pending = Data()
+            for try await part in inbound {
+                switch part {
+                case .head(let h): status = Int(h.status.code)
+                case .body(let b):
+                    guard status == 200 else { errorBody.append(contentsOf: b.readableBytesView); continue }
+                    pending.append(contentsOf: b.readableBytesView)
+                    while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                        pending.removeSubrange(pending.startIndex...newline)
+                        if line.hasPrefix("data: ") { onData(String(line.dropFirst(6))) }
+                    }
+                case .end:
+                    if status != 200 { try Self.check(HTTPReply(status: status, headers: [:], body: errorBody)) }
+                    return
+                }
+            }
+        }
+    }
+
     /// Sends a request and decodes a successful JSON reply; an error reply becomes `.refused`.
     func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = Optional<Int>.none,
                             as type: T.Type) async throws -> (T, Data) {

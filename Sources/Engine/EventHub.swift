@@ -1,0 +1,104 @@
+// Fan-out of events to every listener of /v1/events, without ever blocking the publisher.
+import Foundation
+import Metering
+import RecdAPI
+import Synchronization
+
+/// Publishes events to subscribers. `publish` never blocks and never waits for a subscriber (it is
+/// called from the capture and playback threads): each subscriber has a bounded queue; a full queue
+/// skips meter events, and a subscriber that cannot take any other event is dropped (its stream
+/// ends), so one stalled client never slows recording or other clients.
+public final class EventHub: Sendable {
+    /// Events a subscriber may have queued: ~25 s of 50 ms meters.
+    public static let queueCapacity = 512
+
+    /// What a subscriber receives: events, and heartbeats (so an idle stream shows it is alive and
+    /// a vanished client is noticed at the next write).
+    public enum Delivery: Sendable { case event(RecdEvent), heartbeat }
+
+    private struct Subscriber {
+        let continuation: AsyncStream<Delivery>.Continuation
+        let types: Set<EventType>?
+    }
+    private struct State {
+        var seq = 0
+        var subscribers: [UUID: Subscriber] = [:]
+        var meterListeners = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A new subscription to `types` (all when nil). The stream ends when the subscriber is dropped
+    /// or `unsubscribe` is called.
+    public func subscribe(types: Set<EventType>?) -> (id: UUID, events: AsyncStream<Delivery>) {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<Delivery>.makeStream(bufferingPolicy: .bufferingOldest(Self.queueCapacity))
+        state.withLock {
+            $0.subscribers[id] = Subscriber(continuation: continuation, types: types)
+            if types?.contains(.meter) ?? true { $0.meterListeners += 1 }
+        }
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return (id, stream)
+    }
+
+    public func unsubscribe(_ id: UUID) {
+        let removed = state.withLock { s -> Subscriber? in
+            guard let sub = s.subscribers.removeValue(forKey: id) else { return nil }
+            if sub.types?.contains(.meter) ?? true { s.meterListeners -= 1 }
+            return sub
+        }
+        removed?.continuation.finish()
+    }
+
+    /// Whether anyone listens to meters (the meter is not run for nobody).
+    public var wantsMeters: Bool { state.withLock { $0.meterListeners > 0 } }
+
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    public func heartbeat() {
+        state.withLock { s in for sub in s.subscribers.values { sub.continuation.yield(.heartbeat) } }
+    }
+
+    /// Ends every subscription (daemon shutdown: open streams must not hold it up).
+    public func finishAll() {
+        let all = state.withLock { s -> [Subscriber] in
+            defer { s.subscribers.removeAll(); s.meterListeners = 0 }
+            return Array(s.subscribers.values)
+        }
+        for sub in all { sub.continuation.finish() }
+    }
+
+    public func publish(_ payload: EventPayload) {
+        let type = payload.type
+        var dropped: [Subscriber] = []
+        state.withLock { s in
+            s.seq += 1
+            let event = RecdEvent(seq: s.seq, at: Date(), payload: payload)
+            for (id, sub) in s.subscribers where sub.types?.contains(type) ?? true {
+                if case .dropped = sub.continuation.yield(.event(event)), type != .meter {
+                    // It missed an event that matters: better a clear end than a silent gap.
+                    s.subscribers.removeValue(forKey: id)
+                    if sub.types?.contains(.meter) ?? true { s.meterListeners -= 1 }
+                    dropped.append(sub)
+                }
+            }
+        }
+        for sub in dropped { sub.continuation.finish() }
+    }
+}
+
+/// Holds back a thread's events (meters, progress) until the event that announces them
+/// (`recording.started`, `playback.started`) is out: listeners see them in a sensible order.
+final class EventGate: Sendable {
+    private let open = Atomic<Bool>(false)
+    var isOpen: Bool { open.load(ordering: .acquiring) }
+    func openGate() { open.store(true, ordering: .releasing) }
+}
+
+extension ChannelLevel {
+    /// The channels of a meter reading, as the API shows them.
+    static func from(_ r: LevelReading) -> [ChannelLevel] {
+        (0..<r.peak.count).map { ChannelLevel(peak: r.peak[$0], rms: r.rms[$0], decay: r.decay[$0]) }
+    }
+}

@@ -1,0 +1,170 @@
+// The event stream (`GET /v1/events`, Server-Sent Events): one JSON object per event.
+import Foundation
+
+/// Levels of one channel over one meter interval, in dBFS (0 = full scale, -160 = silence).
+public struct ChannelLevel: Codable, Sendable, Equatable {
+    public var peak: Double
+    public var rms: Double
+    /// Peak hold: holds 300 ms, then falls at 10 dB/s.
+    public var decay: Double
+    public init(peak: Double, rms: Double, decay: Double) { self.peak = peak; self.rms = rms; self.decay = decay }
+}
+
+/// A meter reading of what is being recorded or played.
+public struct MeterEvent: Codable, Sendable, Equatable {
+    public enum Source: String, Codable, Sendable { case recording, playback }
+    public var source: Source
+    /// The recording being recorded or played.
+    public var recordingID: UUID
+    /// Seconds into the recording at the end of the interval (for playback: the position heard).
+    public var time: Double
+    public var intervalMs: Int
+    public var channels: [ChannelLevel]
+    public init(source: Source, recordingID: UUID, time: Double, intervalMs: Int, channels: [ChannelLevel]) {
+        self.source = source; self.recordingID = recordingID; self.time = time; self.intervalMs = intervalMs
+        self.channels = channels
+    }
+}
+
+/// A recording ended: stopped by a request, by a fault (device or disk), or at shutdown.
+public struct RecordingStoppedEvent: Codable, Sendable, Equatable {
+    public enum Reason: String, Codable, Sendable { case stopped, fault, shutdown, deleted }
+    public var recordingID: UUID
+    public var reason: Reason
+    /// The recording as it was kept (pending or ready); null when it was discarded.
+    public var recording: Recording?
+    public var discarded: Bool
+    /// For a fault: what failed.
+    public var error: String?
+    public var capture: CaptureStats?
+    public init(recordingID: UUID, reason: Reason, recording: Recording?, discarded: Bool, error: String?, capture: CaptureStats?) {
+        self.recordingID = recordingID; self.reason = reason; self.recording = recording; self.discarded = discarded
+        self.error = error; self.capture = capture
+    }
+
+    enum CodingKeys: String, CodingKey { case recordingID, reason, recording, discarded, error, capture }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(recordingID, forKey: .recordingID); try c.encode(reason, forKey: .reason)
+        try c.encode(recording, forKey: .recording); try c.encode(discarded, forKey: .discarded)
+        try c.encode(error, forKey: .error); try c.encode(capture, forKey: .capture)
+    }
+}
+
+/// Where a playback is (about four times a second while it plays).
+public struct PlaybackProgressEvent: Codable, Sendable, Equatable {
+    public var session: UUID
+    public var recordingID: UUID
+    public var state: PlaybackInfo.State
+    public var position: Double
+    public var duration: Double?
+    public init(session: UUID, recordingID: UUID, state: PlaybackInfo.State, position: Double, duration: Double?) {
+        self.session = session; self.recordingID = recordingID; self.state = state; self.position = position
+        self.duration = duration
+    }
+
+    enum CodingKeys: String, CodingKey { case session, recordingID, state, position, duration }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(session, forKey: .session); try c.encode(recordingID, forKey: .recordingID)
+        try c.encode(state, forKey: .state); try c.encode(position, forKey: .position)
+        try c.encode(duration, forKey: .duration)
+    }
+}
+
+/// Something in the library changed.
+public struct LibraryChangedEvent: Codable, Sendable, Equatable {
+    public enum Change: String, Codable, Sendable {
+        case created, edited, saved, discarded, deleted, played, recovered, deletedAll = "deleted_all"
+    }
+    /// The recording; null for `deleted_all` and `recovered` (a recovery may touch many).
+    public var recordingID: UUID?
+    public var change: Change
+    public init(recordingID: UUID?, change: Change) { self.recordingID = recordingID; self.change = change }
+
+    enum CodingKeys: String, CodingKey { case recordingID, change }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(recordingID, forKey: .recordingID); try c.encode(change, forKey: .change)
+    }
+}
+
+/// The kinds of event, as `type` names them (and `?type=` filters them).
+public enum EventType: String, Codable, Sendable, CaseIterable {
+    case meter
+    case recordingStarted = "recording.started"
+    case recordingStopped = "recording.stopped"
+    case playbackStarted = "playback.started"
+    case playbackProgress = "playback.progress"
+    case playbackEnded = "playback.ended"
+    case libraryChanged = "library.changed"
+}
+
+public enum EventPayload: Sendable, Equatable {
+    case meter(MeterEvent)
+    case recordingStarted(Recording)
+    case recordingStopped(RecordingStoppedEvent)
+    case playbackStarted(PlaybackInfo)
+    case playbackProgress(PlaybackProgressEvent)
+    case playbackEnded(PlaybackEnded)
+    case libraryChanged(LibraryChangedEvent)
+
+    public var type: EventType {
+        switch self {
+        case .meter: return .meter
+        case .recordingStarted: return .recordingStarted
+        case .recordingStopped: return .recordingStopped
+        case .playbackStarted: return .playbackStarted
+        case .playbackProgress: return .playbackProgress
+        case .playbackEnded: return .playbackEnded
+        case .libraryChanged: return .libraryChanged
+        }
+    }
+}
+
+/// One event: `{"seq": 12, "at": "...", "type": "meter", "data": {...}}`. `seq` rises by one per
+/// event published (a gap in what a client sees means it skipped events: meters of a slow client).
+public struct RecdEvent: Codable, Sendable, Equatable {
+    public var seq: Int
+    public var at: Date
+    public var payload: EventPayload
+    public var type: EventType { payload.type }
+
+    public init(seq: Int, at: Date, payload: EventPayload) { self.seq = seq; self.at = at; self.payload = payload }
+
+    enum CodingKeys: String, CodingKey { case seq, at, type, data }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        seq = try c.decode(Int.self, forKey: .seq)
+        at = try c.decode(Date.self, forKey: .at)
+        switch try c.decode(EventType.self, forKey: .type) {
+        case .meter: payload = .meter(try c.decode(MeterEvent.self, forKey: .data))
+        case .recordingStarted: payload = .recordingStarted(try c.decode(Recording.self, forKey: .data))
+        case .recordingStopped: payload = .recordingStopped(try c.decode(RecordingStoppedEvent.self, forKey: .data))
+        case .playbackStarted: payload = .playbackStarted(try c.decode(PlaybackInfo.self, forKey: .data))
+        case .playbackProgress: payload = .playbackProgress(try c.decode(PlaybackProgressEvent.self, forKey: .data))
+        case .playbackEnded: payload = .playbackEnded(try c.decode(PlaybackEnded.self, forKey: .data))
+        case .libraryChanged: payload = .libraryChanged(try c.decode(LibraryChangedEvent.self, forKey: .data))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(at, forKey: .at)
+        try c.encode(type, forKey: .type)
+        switch payload {
+        case .meter(let v): try c.encode(v, forKey: .data)
+        case .recordingStarted(let v): try c.encode(v, forKey: .data)
+        case .recordingStopped(let v): try c.encode(v, forKey: .data)
+        case .playbackStarted(let v): try c.encode(v, forKey: .data)
+        case .playbackProgress(let v): try c.encode(v, forKey: .data)
+        case .playbackEnded(let v): try c.encode(v, forKey: .data)
+        case .libraryChanged(let v): try c.encode(v, forKey: .data)
+        }
+    }
+}
