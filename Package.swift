@@ -55,7 +55,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], swiftSettings: strict),
         .target(name: "Server", dependencies: [
-            "RecdAPI", "Engine", "Catalog",
+            "RecdAPI", "Engine", "Catalog", "Metering",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -2,6 +2,8 @@
 import Catalog
 import Foundation
 import Logging
+import Media
+import Metering
 import RecdAPI
 
 /// Operations on recordings that are not being recorded. Safe to call from any task: each change is
@@ -113,6 +115,49 @@ public struct Library: Sendable {
             throw .invalidValue(field: "limit", detail: "\(limit) is not between 1 and 1000")
         }
         return try catalogCall { try catalog.top(limit: limit) }
+    }
+
+    /// The recording's waveform at its stored resolution (16-bit min/max per 256 samples). One not
+    /// stored (a salvaged or adopted file, or a store that failed) is computed by decoding the file,
+    /// once, and stored.
+    public func waveform(_ idOrPrefix: String) async throws(EngineError) -> WaveformData {
+        let r = try resolve(idOrPrefix)
+        switch r.state {
+        case .ready, .pending: break
+        case .missing: throw .fileMissing(id: r.id, file: r.file)
+        case .recording:
+            throw .invalidState(id: r.id, state: r.state, action: "read the waveform of", allowed: [.ready, .pending])
+        }
+        if let stored = try catalogCall({ try catalog.waveform(id: r.id) }), let w = try? WaveformData(dat: stored) {
+            return w
+        }
+        let path = config.dataDirectory.absolute(r.file)
+        guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
+        let computed: WaveformData
+        do {
+            computed = try await runBlocking { try Self.computeWaveform(path: path) }
+        } catch {
+            throw .media(file: path, underlying: "\(error)")
+        }
+        do {
+            try catalog.storeWaveform(id: r.id, data: computed.dat())
+        } catch {
+            logger.warning("waveform of \(r.id) computed but not stored: \(error)")
+        }
+        logger.info("waveform of \(r.id) computed from its file (\(computed.length) pixels)")
+        return computed
+    }
+
+    /// Decodes the whole file once, at its own rate and channel count.
+    static func computeWaveform(path: String) throws -> WaveformData {
+        let decoder = try AudioFileDecoder(path: path)
+        try decoder.setOutput(rate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
+        let builder = WaveformBuilder(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
+        var buffer: [Int16] = []
+        while let block = try decoder.read(into: &buffer) {
+            buffer.withUnsafeBufferPointer { builder.append($0, frames: block.frames) }
+        }
+        return builder.finish()
     }
 
     /// Metadata of every saved recording (pending previews are not in the library yet), newest first.

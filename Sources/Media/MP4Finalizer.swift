@@ -15,6 +15,9 @@ public enum MP4Finalizer {
     /// FFmpeg 5.1 has no "hybrid" fragmented mode, so this second pass is how a recording gets one moov
     /// with the right duration. A read error after at least one packet ends the copy there: what was
     /// read is kept (salvage of a file cut by a crash).
+    /// FFmpeg's AAC encoder's `initial_padding`.
+    static let aacPrimingSamples: Int64 = 1024
+
     public static func remux(from source: String, to destination: String) throws -> RemuxResult {
         let input = try FFmpegInput(path: source)
         let muxer = try FFmpegMuxer(path: destination)
@@ -31,6 +34,11 @@ public enum MP4Finalizer {
             outStreams.append(out)
         }
         try muxer.open(layout: .faststart)
+        // The AAC encoder's priming (1024 samples of encoder delay) is lost in a fragmented file written
+        // with empty_moov (FFmpeg writes no edit list there: the ffmpeg CLI does the same). Shifting
+        // the packets back by it makes the faststart muxer write the edit list, so players and
+        // decoders skip the priming and the file starts with the first captured sample.
+        var shift = [Int64?](repeating: nil, count: streamCount)
         let packet = try FFmpegPacket()
         var packets = 0
         var damaged = false
@@ -47,6 +55,16 @@ public enum MP4Finalizer {
             guard index < outStreams.count else { av_packet_unref(pkt); continue }
             av_packet_rescale_ts(pkt, inCtx.pointee.streams[index]!.pointee.time_base,
                                  outStreams[index].pointee.time_base)
+            if shift[index] == nil {
+                let par = outStreams[index].pointee.codecpar.pointee
+                let primed = par.codec_id == AV_CODEC_ID_AAC && pkt.pointee.pts == 0 && par.sample_rate > 0
+                shift[index] = primed ? av_rescale_q(Self.aacPrimingSamples, AVRational(num: 1, den: par.sample_rate),
+                                                     outStreams[index].pointee.time_base) : 0
+            }
+            if let by = shift[index], by != 0 {
+                if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts -= by }
+                if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts -= by }
+            }
             pkt.pointee.pos = -1
             try muxer.write(pkt)
             packets += 1

@@ -3,7 +3,6 @@ import Foundation
 
 /// How a meter measures.
 public struct LevelMeterSettings: Sendable, Equatable {
-    public static let intervalRangeMs = 10...1000
     public var sampleRate: Int
     public var channels: Int
     /// One reading per interval (default 50 ms).

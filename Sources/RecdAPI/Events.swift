@@ -1,6 +1,11 @@
 // The event stream (`GET /v1/events`, Server-Sent Events): one JSON object per event.
 import Foundation
 
+/// The meter interval's allowed range (milliseconds).
+public enum LevelMeterInterval {
+    public static let range = 10...1000
+}
+
 /// Levels of one channel over one meter interval, in dBFS (0 = full scale, -160 = silence).
 public struct ChannelLevel: Codable, Sendable, Equatable {
     public var peak: Double

@@ -4,6 +4,7 @@ import Engine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Metering
 import RecdAPI
 
 /// One byte range of a `Range: bytes=...` header, resolved against the file's size.
@@ -103,6 +104,41 @@ enum MediaRoute {
             guard withBody else { return Response(status: .partialContent, headers: headers) }
             return Response(status: .partialContent, headers: headers,
                             body: try await fileIO.loadFile(path: path, range: bytes, context: context))
+        }
+    }
+}
+
+/// GET /v1/recordings/{id}/waveform: the stored waveform in the BBC audiowaveform v2 formats.
+enum WaveformRoute {
+    static func add(to v1: RouterGroup<BasicRequestContext>, engine: Engine) {
+        v1.get("recordings/:id/waveform") { request, context in
+            let q = request.uri.queryParameters
+            let stored = try await engine.library.waveform(try context.parameters.require("id"))
+            var zoom = stored.samplesPerPixel
+            if let spp = q["samples_per_pixel"] {
+                zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel")
+                guard zoom >= stored.samplesPerPixel else {
+                    throw EngineError.invalidValue(field: "samples_per_pixel",
+                                                   detail: "\(zoom) is finer than the stored \(stored.samplesPerPixel) samples per pixel")
+                }
+            } else if let px = q["pixels"] {
+                let pixels = try RecdRoutes.intValue(String(px), field: "pixels")
+                guard pixels > 0 else { throw EngineError.invalidValue(field: "pixels", detail: "must be at least 1") }
+                let samples = stored.length * stored.samplesPerPixel
+                zoom = max(stored.samplesPerPixel, (samples + pixels - 1) / pixels)
+            }
+            let bitsText = q["bits"].map(String.init) ?? "8"
+            guard bitsText == "8" || bitsText == "16" else {
+                throw EngineError.invalidValue(field: "bits", detail: "\(bitsText) is not 8 or 16")
+            }
+            var waveform = stored.resampled(samplesPerPixel: zoom)
+            if bitsText == "8" { waveform = waveform.eightBit() }
+            switch q["format"].map(String.init) ?? "json" {
+            case "json": return JSONResponse.raw(waveform.json(), contentType: "application/json")
+            case "dat": return JSONResponse.raw(waveform.dat(), contentType: "application/octet-stream")
+            case let other:
+                throw RequestError(status: .badRequest, code: .malformedRequest, message: "format=\(other) is not one of json, dat")
+            }
         }
     }
 }

@@ -110,6 +110,7 @@ public enum RecdRoutes {
         }
 
         MediaRoute.add(to: v1, engine: engine)
+        WaveformRoute.add(to: v1, engine: engine)
 
         v1.get("top") { request, _ in
             let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3

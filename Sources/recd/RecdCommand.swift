@@ -40,6 +40,9 @@ struct RecdCommand: AsyncParsableCommand {
                                             valueName: "MB"))
     var minFreeMb: Int = 200
 
+    @Option(name: .long, help: ArgumentHelp("Meter readings (events) every this many milliseconds, 10-1000.", valueName: "ms"))
+    var meterIntervalMs: Int = 50
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -47,6 +50,9 @@ struct RecdCommand: AsyncParsableCommand {
         guard (1...2).contains(channels) else { throw ValidationError("--channels must be 1 or 2") }
         guard (32_000...320_000).contains(bitrate) else { throw ValidationError("--bitrate must be 32000...320000") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard LevelMeterInterval.range.contains(meterIntervalMs) else {
+            throw ValidationError("--meter-interval-ms must be \(LevelMeterInterval.range.lowerBound)...\(LevelMeterInterval.range.upperBound)")
+        }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
     }
 
@@ -61,7 +67,7 @@ struct RecdCommand: AsyncParsableCommand {
         let config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
             playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,
-            minFreeBytes: Int64(minFreeMb) * 1_000_000)
+            minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs)
         do {
             let engine = try Engine(config: config, logger: logger)
             try await RecdDaemon(engine: engine, socketPath: socket, logger: logger).run()

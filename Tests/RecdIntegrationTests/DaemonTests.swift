@@ -163,6 +163,7 @@ final class DaemonTests: XCTestCase {
         let daemon = try Daemon(environment: pulse.environment)
         defer { daemon.cleanUp() }
         try daemon.start()
+        let listener = try EventListener(daemon, types: [.recordingStarted, .recordingStopped])
         let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")
         Thread.sleep(forTimeInterval: 1.5)
         pulse.stop()   // the sound server goes away: ALSA's pulse PCM fails with EIO
@@ -178,6 +179,16 @@ final class DaemonTests: XCTestCase {
         let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", daemon.path(of: r), "-f", "null", "-"])
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertTrue(daemon.log.contains("pulse:mic.monitor"), daemon.log)
+        // The reason, in status and in the event stream.
+        let fault = try XCTUnwrap(status.lastFault)
+        XCTAssertEqual(fault.recordingID, r.id)
+        XCTAssertTrue(fault.reason.contains("pulse:mic.monitor"), fault.reason)
+        let events = try listener.events()
+        XCTAssertEqual(events.map(\.type), [.recordingStarted, .recordingStopped])
+        guard case .recordingStopped(let stopped)? = events.last?.payload else { return XCTFail("\(events)") }
+        XCTAssertEqual(stopped.reason, .fault)
+        XCTAssertEqual(stopped.recording?.state, .pending)
+        XCTAssertTrue(stopped.error?.contains("pulse:mic.monitor") == true, "\(stopped)")
     }
 
     /// A discard moves the file aside, deletes the row, then unlinks the file. Here the daemon is

@@ -388,3 +388,31 @@ struct HeardAudio {
         return (Double(crossings) / seconds, (sum / Double(b - a)).squareRoot())
     }
 }
+
+/// `recctl events` running in the background: the event stream as the client prints it.
+final class EventListener {
+    private let process = Process()
+    private let file: URL
+
+    init(_ daemon: Daemon, types: [EventType] = []) throws {
+        file = daemon.dir.appendingPathComponent("events-\(UUID().uuidString.prefix(6)).jsonl")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Tools.recctl)
+        process.arguments = ["--socket", daemon.socket, "events"] + types.flatMap { ["--type", $0.rawValue] }
+        process.environment = daemon.environment
+        process.standardOutput = try FileHandle(forWritingTo: file)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Subscribed once the daemon counts it; a short wait is enough on a local socket.
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    /// The events received so far.
+    func events() throws -> [RecdEvent] {
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return try text.split(separator: "\n").map { try APIJSON.decoder().decode(RecdEvent.self, from: Data($0.utf8)) }
+    }
+
+    func stop() { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+    deinit { stop() }
+}
