@@ -83,7 +83,15 @@ struct Status: AsyncParsableCommand {
 
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Start or stop a recording.", subcommands: [Start.self, Stop.self])
+        abstract: "Record in the terminal (no subcommand), or start or stop a recording.",
+        discussion: """
+        With no subcommand: starts recording, shows a timer and a level bar per channel, stops on Enter or
+        Ctrl-C, then offers to play the take, save it (asking for title, notes and purpose) or discard it.
+        """,
+        subcommands: [Start.self, Stop.self])
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws { try await interactive(global) }
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Start recording from the capture device.")

@@ -49,6 +49,18 @@ struct Play: AsyncParsableCommand {
         source.resume()
         defer { source.cancel() }
         let live = isatty(STDERR_FILENO) != 0 && !global.json
+        // The level of what is heard, from the event stream, for the progress line.
+        let levels = Mutex<[ChannelLevel]>([])
+        let client = global.client
+        let meters = Task {
+            guard live else { return }
+            try? await client.events("/v1/events?type=meter") { json in
+                guard let e = try? APIJSON.decoder().decode(RecdEvent.self, from: Data(json.utf8)),
+                      case .meter(let m) = e.payload, m.source == .playback else { return }
+                levels.withLock { $0 = m.channels }
+            }
+        }
+        defer { meters.cancel() }
         while true {
             if interrupted.load(ordering: .relaxed) {
                 let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
@@ -59,7 +71,9 @@ struct Play: AsyncParsableCommand {
             let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             if let p = s.playback, p.session == session {
                 if live {
+                    let level = p.state == .paused ? "" : LevelBar.line(levels.withLock { $0 })
                     let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "
+                        + level + "\u{1B}[K"
                     FileHandle.standardError.write(Data(line.utf8))
                 }
             } else {
@@ -106,31 +120,28 @@ struct Playback: AsyncParsableCommand {
             + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.counts ? "" : " (preview)")
     }
 
+    /// Sends one transport request and prints the playback it leaves.
+    static func control(_ global: GlobalOptions, _ method: HTTPMethod, _ path: String) async throws {
+        let (s, raw) = try await global.client.call(method, path, as: PlaybackStatus.self)
+        global.emit(raw, Playback.describe(s))
+    }
+
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what is playing.")
         @OptionGroup var global: GlobalOptions
-        func run() async throws {
-            let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
-            global.emit(raw, Playback.describe(s))
-        }
+        func run() async throws { try await Playback.control(global, .GET, "/v1/playback") }
     }
 
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Pause the playback.")
         @OptionGroup var global: GlobalOptions
-        func run() async throws {
-            let (s, raw) = try await global.client.call(.POST, "/v1/playback/pause", as: PlaybackStatus.self)
-            global.emit(raw, Playback.describe(s))
-        }
+        func run() async throws { try await Playback.control(global, .POST, "/v1/playback/pause") }
     }
 
     struct Resume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Resume a paused playback.")
         @OptionGroup var global: GlobalOptions
-        func run() async throws {
-            let (s, raw) = try await global.client.call(.POST, "/v1/playback/resume", as: PlaybackStatus.self)
-            global.emit(raw, Playback.describe(s))
-        }
+        func run() async throws { try await Playback.control(global, .POST, "/v1/playback/resume") }
     }
 
     struct Seek: AsyncParsableCommand {

@@ -24,10 +24,10 @@ struct HTTPReply {
 struct RecdClient {
     let socketPath: String
 
-    func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
-        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+    /// An HTTP/1 connection to the daemon; nothing listening is `.unreachable`.
+    private func connect() async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.seconds(5))
                 .connect(unixDomainSocketPath: socketPath) { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -39,6 +39,10 @@ struct RecdClient {
         } catch {
             throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
         }
+    }
+
+    func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
+        let channel = try await connect()
         do {
             return try await exchange(channel, method, path, body: body)
         } catch let failure as ClientFailure {
@@ -78,19 +82,7 @@ struct RecdClient {
     /// GETs a Server-Sent Events stream and calls `onData` with each event's `data` (one JSON object),
     /// until the daemon ends the stream. An error reply becomes `.refused`.
     func events(_ path: String, onData: @escaping @Sendable (String) -> Void) async throws {
-        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(5))
-                .connect(unixDomainSocketPath: socketPath) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-                    }
-                }
-        } catch {
-            throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
-        }
+        let channel = try await connect()
         try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
             head.headers.add(name: "Host", value: "recd")

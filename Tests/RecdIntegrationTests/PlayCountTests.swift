@@ -102,4 +102,31 @@ final class PlayCountTests: PlaybackTestCase {
         try FileManager.default.removeItem(atPath: daemon.path(of: r))
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(r.id.uuidString)/media").0, 410)
     }
+
+    func testRecctlWaveformDrawsWritesSVGAndData() throws {
+        let r = try addRecording(try TestMedia.twoTones(), title: "Drawn")
+        let drawn = try daemon.recctl("waveform", r.id.uuidString, "--width", "60", "--rows", "4")
+        XCTAssertEqual(drawn.status, 0, drawn.stderr)
+        let lines = drawn.stdout.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
+        XCTAssertEqual(lines.first.map(String.init), "Drawn (0:04)")
+        XCTAssertEqual(lines.count, 5, drawn.stdout)
+        XCTAssertTrue(lines.dropFirst().allSatisfy { $0.count <= 60 }, drawn.stdout)
+        // A tone at half scale: the inner rows are full, the outer ones are not.
+        XCTAssertTrue(lines[2].contains("█"), drawn.stdout)
+        XCTAssertFalse(lines[1].contains("█"), drawn.stdout)
+
+        let svg = daemon.dir.appendingPathComponent("w.svg")
+        XCTAssertEqual(try daemon.recctl("waveform", r.id.uuidString, "--svg", svg.path).status, 0)
+        let doc = try String(contentsOf: svg, encoding: .utf8)
+        XCTAssertTrue(doc.hasPrefix("<?xml") && doc.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""), doc)
+        XCTAssertEqual(doc.components(separatedBy: "<path ").count - 1, 1)
+        XCTAssertTrue(doc.contains("<title>Drawn</title>"))
+
+        let dat = daemon.dir.appendingPathComponent("w.dat")
+        XCTAssertEqual(try daemon.recctl("waveform", r.id.uuidString, "--format", "dat", "--bits", "16", "-o", dat.path).status, 0)
+        let bytes = [UInt8](try Data(contentsOf: dat))
+        XCTAssertEqual(Array(bytes[0..<8]), [2, 0, 0, 0, 0, 0, 0, 0], "version 2, 16-bit")
+        XCTAssertEqual(try daemon.recctl("waveform", r.id.uuidString, "--format", "png", "-o", dat.path).status, 2)
+        XCTAssertEqual(try daemon.recctl("waveform", "0000dead").status, 1)
+    }
 }

@@ -1,0 +1,89 @@
+// `recctl record` (the terminal recording screen) driven in tmux, as a person would use it.
+import Foundation
+import RecdAPI
+import XCTest
+
+final class RecordScreenTests: DaemonTestCase {
+    /// A tmux session running one command at a fixed size.
+    struct Tmux {
+        let name = "recd-\(UUID().uuidString.prefix(8))"
+        let environment: [String: String]
+
+        /// Through python's `close_fds`: the tmux server forks from its client and would otherwise keep
+        /// the descriptor Foundation's Process watches, so the client would never look finished.
+        func start(_ command: String) throws {
+            let r = try Tools.run("python3", ["-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], close_fds=True))",
+                                              "tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "30", command],
+                                  environment: environment)
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        func keys(_ keys: String...) throws { try Tools.run("tmux", ["send-keys", "-t", name] + keys, environment: environment) }
+        func screen() throws -> String { try Tools.run("tmux", ["capture-pane", "-p", "-t", name], environment: environment).stdout }
+        func kill() { _ = try? Tools.run("tmux", ["kill-server"], environment: environment) }
+
+        /// Waits until the screen shows `text`.
+        func waitFor(_ text: String, timeout: Double = 10) throws -> String {
+            let deadline = Date().addingTimeInterval(timeout)
+            var last = ""
+            while Date() < deadline {
+                last = try screen()
+                if last.contains(text) { return last }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            XCTFail("the screen never showed '\(text)':\n\(last)")
+            throw NSError(domain: "recd-tests", code: 12)
+        }
+    }
+
+    func testRecordScreenShowsTimerAndLevelsThenSavesWithThePromptsAnswers() throws {
+        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
+        try pulse.play(try levelTone([0.5012]))
+        var env = daemon.environment
+        env["TMUX_TMPDIR"] = daemon.dir.path   // a private tmux server
+        env["TERM"] = "xterm-256color"
+        let tmux = Tmux(environment: env)
+        defer { tmux.kill() }
+        let log = daemon.dir.appendingPathComponent("screen.log").path
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
+        _ = try tmux.waitFor("Press Enter to stop.")
+        let recording = try tmux.waitFor("⏺ 00:02")
+        // A level bar with the tone's level (-6 dBFS: most of the bar, and the number).
+        XCTAssertTrue(recording.contains("▕") && recording.contains("████████") && recording.contains("-6 dB"), recording)
+        XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .recording)
+
+        try tmux.keys("Enter")
+        _ = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.first?.state, .pending)
+        try tmux.keys("s", "Enter")
+        _ = try tmux.waitFor("Title (optional, 40 characters max):")
+        try tmux.keys(String(repeating: "x", count: 41), "Enter")
+        _ = try tmux.waitFor("the limit is 40")
+        try tmux.keys("Morning walk", "Enter")
+        _ = try tmux.waitFor("Notes (optional, 200 characters max):")
+        try tmux.keys("felt strong", "Enter")
+        _ = try tmux.waitFor("Purpose (optional:")
+        try tmux.keys("Milestone", "Enter")
+        let done = try tmux.waitFor("Recording saved ✓")
+        XCTAssertTrue(done.contains("Morning walk"), done)
+
+        let saved = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+        XCTAssertEqual(saved.state, .ready)
+        XCTAssertEqual(saved.title, "Morning walk")
+        XCTAssertEqual(saved.notes, "felt strong")
+        XCTAssertEqual(saved.purpose, .milestone)
+        XCTAssertEqual(try XCTUnwrap(saved.duration), 2.5, accuracy: 1.5)
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
+        XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=0")
+    }
+
+    func testWithoutATerminalItPrintsLinesAndEndOfInputLeavesTheTakePending() throws {
+        // Standard input is empty (end of input at once): it records, stops, and keeps the take.
+        let r = try daemon.recctl("record")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("⏺ recording") && r.stdout.contains("Left pending"), r.stdout)
+        XCTAssertFalse(r.stdout.contains("\u{1B}["), "no terminal control codes when not on a terminal")
+        let list = try daemon.recctlJSON(RecordingList.self, "list").recordings
+        XCTAssertEqual(list.count, 1)
+        XCTAssertEqual(list.first?.state, .pending)
+    }
+}
