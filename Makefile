@@ -38,6 +38,8 @@ install: build
 bench: test-deps build
 	bench/record-cpu.sh
 	bench/catalog-ops.py
+	bench/playback.py
+	bench/metering.py
 
 clean:
 	rm -rf .build

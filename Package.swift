@@ -74,6 +74,9 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], swiftSettings: strict),
 
+        // Not a product: bench/metering.py builds and runs it.
+        .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media"], swiftSettings: strict),
+
         .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture", "Metering", "Playback", "Server"],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),

@@ -125,15 +125,23 @@ public final class WaveformBuilder {
 
     public func append(_ samples: UnsafeBufferPointer<Int16>, frames: Int) {
         guard let base = samples.baseAddress else { return }
-        var index = 0
-        for _ in 0..<frames {
+        var frame = 0
+        while frame < frames {
+            // Up to the end of the current pixel, one channel at a time, in locals.
+            let n = min(frames - frame, samplesPerPixel - inPixel)
             for c in 0..<channels {
-                let v = base[index + c]
-                if v < lo[c] { lo[c] = v }
-                if v > hi[c] { hi[c] = v }
+                var l = lo[c], h = hi[c]
+                var index = frame * channels + c
+                for _ in 0..<n {
+                    let v = base[index]
+                    if v < l { l = v }
+                    if v > h { h = v }
+                    index += channels
+                }
+                lo[c] = l; hi[c] = h
             }
-            index += channels
-            inPixel += 1
+            frame += n
+            inPixel += n
             if inPixel == samplesPerPixel { flushPixel() }
         }
     }

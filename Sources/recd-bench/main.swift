@@ -1,0 +1,82 @@
+// recd-bench: CPU of recd's per-sample work on synthesized audio, for bench/metering.py.
+// Not installed; prints one JSON object.
+//   recd-bench metering SECONDS CHANNELS
+// Feeds SECONDS of 48 kHz audio through LevelMeter (1920-frame periods, as the capture thread
+// does) and WaveformBuilder (4096-frame blocks, as the encoder thread does), and through
+// AudioFileWriter (AAC + fragmented MP4 into a temporary file) for scale, timing each with the
+// thread's CPU clock.
+import Foundation
+import Media
+import Metering
+
+func threadCPU() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+let args = CommandLine.arguments
+guard args.count == 4, args[1] == "metering", let seconds = Int(args[2]), let channels = Int(args[3]),
+      seconds > 0, (1...2).contains(channels) else {
+    FileHandle.standardError.write(Data("usage: recd-bench metering SECONDS CHANNELS\n".utf8))
+    exit(2)
+}
+let rate = 48_000
+let frames = seconds * rate
+// A 440 Hz tone with some noise: every sample different, so nothing is trivially predictable.
+var samples = [Int16](repeating: 0, count: frames * channels)
+var noise: UInt32 = 12345
+for n in 0..<frames {
+    noise = noise &* 1_664_525 &+ 1_013_904_223
+    let v = 12_000 * sin(2 * Double.pi * 440 * Double(n) / Double(rate)) + Double(Int32(noise >> 20) - 2048)
+    for c in 0..<channels { samples[n * channels + c] = Int16(v) / Int16(c + 1) }
+}
+
+func timed(_ body: () throws -> Void) rethrows -> Double {
+    let t0 = threadCPU()
+    try body()
+    return threadCPU() - t0
+}
+
+var readings = 0
+let meter = LevelMeter(LevelMeterSettings(sampleRate: rate, channels: channels))
+let meterCPU = samples.withUnsafeBufferPointer { all in
+    timed {
+        var f = 0
+        while f < frames {
+            let n = min(1920, frames - f)
+            meter.process(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n) { _ in readings += 1 }
+            f += n
+        }
+    }
+}
+let builder = WaveformBuilder(sampleRate: rate, channels: channels)
+let waveformCPU = samples.withUnsafeBufferPointer { all in
+    timed {
+        var f = 0
+        while f < frames {
+            let n = min(4096, frames - f)
+            builder.append(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
+            f += n
+        }
+    }
+}
+let pixels = builder.finish().length
+let path = NSTemporaryDirectory() + "recd-bench-\(getpid()).m4a"
+defer { try? FileManager.default.removeItem(atPath: path) }
+let encodeCPU = try samples.withUnsafeBufferPointer { all in
+    try timed {
+        let writer = try AudioFileWriter(path: path, encoding: AudioEncoding(sampleRate: rate, channels: channels, bitRate: 128_000))
+        var f = 0
+        while f < frames {
+            let n = min(4096, frames - f)
+            try writer.append(interleaved: UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
+            f += n
+        }
+        try writer.finish()
+    }
+}
+let result: [String: Any] = ["seconds": seconds, "channels": channels, "meterCPU": meterCPU, "waveformCPU": waveformCPU,
+                             "encodeCPU": encodeCPU, "readings": readings, "pixels": pixels]
+let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+FileHandle.standardOutput.write(json + Data("\n".utf8))
