@@ -28,11 +28,26 @@ build:
 debug:
 	$(SWIFT) build
 
+## Binaries, units (user and system), sysusers entry, shell completions and the recctl man page.
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/recd $(DESTDIR)$(PREFIX)/lib/systemd/user
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/recd $(DESTDIR)$(PREFIX)/lib/systemd/user \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(RELEASE_DIR)/recd $(RELEASE_DIR)/recctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 Sources/Server/openapi.yaml $(DESTDIR)$(PREFIX)/share/recd/
-	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/recd.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(PREFIX)/share|g' systemd/recd.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(PREFIX)/share|g' systemd/system/recd.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/recd.service
+	install -m 0644 systemd/system/recd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/recd.conf
+	$(RELEASE_DIR)/recctl --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/recctl
+	$(RELEASE_DIR)/recctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_recctl
+	$(RELEASE_DIR)/recctl --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/recctl.fish
+	$(RELEASE_DIR)/recd --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/recd
+	$(SWIFT) package plugin generate-manual
+	install -m 0644 .build/plugins/GenerateManual/outputs/recctl/recctl.1 \
+		.build/plugins/GenerateManual/outputs/recd/recd.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 ## Benchmarks against peers run in the same scripts; they write BENCHMARKS.md.
 bench: test-deps build

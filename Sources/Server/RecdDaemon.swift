@@ -80,13 +80,25 @@ public struct RecdDaemon {
         let socketPath = self.socketPath
         let mode = socketMode
         let logger = self.logger
+        let notifier = SystemdNotifier()
+        // STOPPING=1 as soon as the signal arrives (ServiceLifecycle shuts the server down first).
+        let stopping = [SIGTERM, SIGINT].map { sig -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: sig)
+            source.setEventHandler { notifier.notify("STOPPING=1") }
+            source.resume()
+            return source
+        }
+        defer { stopping.forEach { $0.cancel() } }
         let app = Application(
             router: router,
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
-            services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events)],
+            services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
+                       SystemdStatusService(engine: engine, notifier: notifier, logger: logger)],
             onServerRunning: { _ in
                 chmod(socketPath, mode)
                 logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
+                // Recovery is done and the socket accepts requests: ready.
+                notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
             },
             logger: logger)
         try await app.runService()

@@ -14,7 +14,9 @@ struct RecdCommand: AsyncParsableCommand {
         discussion: """
         Serves HTTP/1.1 with JSON bodies on a Unix socket, e.g.
           curl --unix-socket "$RECD_SOCKET" http://recd/v1/status
-        Environment: RECD_DATA_DIR, RECD_SOCKET (same meaning as the options).
+        Environment: RECD_DATA_DIR, RECD_SOCKET, RECD_LOG_LEVEL (same meaning as the options).
+        Under systemd: Type=notify readiness (READY=1 after recovery, STATUS=, WATCHDOG=1, STOPPING=1),
+        and log lines with syslog priority prefixes when stderr is the journal.
         """,
         version: RecdVersion.current)
 
@@ -43,8 +45,8 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Meter readings (events) every this many milliseconds, 10-1000.", valueName: "ms"))
     var meterIntervalMs: Int = 50
 
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: $RECD_LOG_LEVEL, else info).")
+    var logLevel: String = ProcessInfo.processInfo.environment["RECD_LOG_LEVEL"] ?? "info"
 
     func validate() throws {
         guard (1...2).contains(channels) else { throw ValidationError("--channels must be 1 or 2") }
@@ -58,7 +60,10 @@ struct RecdCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
+        // Under systemd (stderr is the journal stream), lines carry syslog priorities instead of timestamps.
+        let journal = JournalLogHandler.stderrIsJournal()
         LoggingSystem.bootstrap { label in
+            if journal { return JournalLogHandler(label: label, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

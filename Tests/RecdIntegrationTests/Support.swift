@@ -163,6 +163,17 @@ final class Daemon {
 
     /// Starts recd and waits until its socket answers.
     func start(file: StaticString = #filePath, line: UInt = #line) throws {
+        try start(arguments: arguments, file: file, line: line)
+    }
+
+    /// Starts recd without `option` (and its value), e.g. to let an environment variable decide.
+    func startWithout(option: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        var args = arguments
+        if let i = args.firstIndex(of: option) { args.removeSubrange(i...min(i + 1, args.count - 1)) }
+        try start(arguments: args, file: file, line: line)
+    }
+
+    private func start(arguments: [String], file: StaticString, line: UInt) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Tools.recd)
         p.arguments = arguments

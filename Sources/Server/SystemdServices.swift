@@ -1,0 +1,61 @@
+// recd under systemd: readiness, status lines, watchdog pings, stopping notice.
+import Engine
+import Foundation
+import Logging
+import RecdAPI
+import ServiceLifecycle
+
+/// Keeps the service manager's `STATUS=` line saying what recd does (idle / recording '…' /
+/// playing '…'), and pings the watchdog at half of `WatchdogSec=` — only when the recorder and the
+/// player both answer, so a wedged engine gets the unit restarted.
+struct SystemdStatusService: Service {
+    let engine: Engine
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    func run() async throws {
+        // A service that returns before shutdown takes the whole group down: idle until then.
+        guard notifier.isActive else { try? await gracefulShutdown(); return }
+        let (id, events) = engine.events.subscribe(types: [.recordingStarted, .recordingStopped, .playbackStarted, .playbackEnded])
+        let watchdog = notifier.watchdogInterval
+        try? await cancelWhenGracefulShutdown {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var recording: String?, playing: String?
+                    for await delivery in events {
+                        guard case .event(let e) = delivery else { continue }
+                        switch e.payload {
+                        case .recordingStarted(let r): recording = r.title
+                        case .recordingStopped: recording = nil
+                        case .playbackStarted(let p): playing = p.recording.title
+                        case .playbackEnded: playing = nil
+                        default: continue
+                        }
+                        notifier.notify(SystemdNotifier.statusLine(Self.status(recording: recording, playing: playing)))
+                    }
+                }
+                if let watchdog {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            // Both actors answer: the engine is alive.
+                            _ = await engine.recorder.active()
+                            _ = await engine.player.status()
+                            notifier.notify("WATCHDOG=1")
+                            try await Task.sleep(for: watchdog)
+                        }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        engine.events.unsubscribe(id)
+    }
+
+    static func status(recording: String?, playing: String?) -> String {
+        var parts: [String] = []
+        if let recording { parts.append("recording '\(recording)'") }
+        if let playing { parts.append("playing '\(playing)'") }
+        return parts.isEmpty ? "idle" : parts.joined(separator: "; ")
+    }
+}
