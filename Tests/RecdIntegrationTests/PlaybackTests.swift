@@ -232,6 +232,23 @@ final class PlaybackTests: PlaybackTestCase {
         XCTAssertEqual(try show(r).playCount, 1)
     }
 
+    func testSIGTERMDuringPlaybackCountsItOnceAndExitsCleanly() throws {
+        let r = try addRecording(try TestMedia.twoTones(), title: "Shut down")
+        let listener = try EventListener(daemon, types: [.playbackStarted])
+        XCTAssertEqual(try daemon.recctl("play", r.id.uuidString).status, 0)
+        _ = try waitForPosition(0.3)
+        let process = try XCTUnwrap(daemon.process)
+        let stoppingAt = Date()
+        daemon.stop()   // SIGTERM
+        XCTAssertLessThan(Date().timeIntervalSince(stoppingAt), 5, "recd exits within 5 s")
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socket), "the socket file is removed")
+        XCTAssertEqual(try listener.events().map(\.type), [.playbackStarted], "the event stream ended at shutdown")
+        try daemon.start()
+        XCTAssertEqual(try show(r).playCount, 1)
+        XCTAssertTrue(daemon.log.contains("shutdown at"), daemon.log)
+    }
+
     func testDeletingTheRecordingThatPlaysStopsItWithoutCounting() throws {
         let r = try addRecording(try TestMedia.twoTones(), title: "Going away")
         XCTAssertEqual(try daemon.recctl("play", r.id.uuidString).status, 0)
