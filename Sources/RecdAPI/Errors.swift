@@ -4,6 +4,7 @@ import Foundation
 /// Machine-readable error codes. The HTTP status for each is decided in one place (Server).
 public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case malformedRequest = "malformed_request"
+    case forbidden = "forbidden"
     case notFound = "not_found"
     case ambiguousID = "ambiguous_id"
     case alreadyRecording = "already_recording"

@@ -62,7 +62,7 @@ enum MediaRoute {
         }
     }
 
-    static func add(to v1: RouterGroup<BasicRequestContext>, engine: Engine) {
+    static func add(to v1: RouterGroup<RecdRequestContext>, engine: Engine) {
         let fileIO = FileIO()
         v1.get("recordings/:id/media") { request, context in
             try await respond(request, context, engine: engine, fileIO: fileIO, withBody: true)
@@ -72,7 +72,7 @@ enum MediaRoute {
         }
     }
 
-    static func respond(_ request: Request, _ context: BasicRequestContext, engine: Engine, fileIO: FileIO,
+    static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, fileIO: FileIO,
                         withBody: Bool) async throws -> Response {
         let r = try engine.library.resolve(try context.parameters.require("id"))
         switch r.state {
@@ -110,7 +110,7 @@ enum MediaRoute {
 
 /// GET /v1/recordings/{id}/waveform: the stored waveform in the BBC audiowaveform v2 formats.
 enum WaveformRoute {
-    static func add(to v1: RouterGroup<BasicRequestContext>, engine: Engine) {
+    static func add(to v1: RouterGroup<RecdRequestContext>, engine: Engine) {
         v1.get("recordings/:id/waveform") { request, context in
             let q = request.uri.queryParameters
             let stored = try await engine.library.waveform(try context.parameters.require("id"))

@@ -44,10 +44,19 @@ public struct RecdDaemon {
     public var engine: Engine
     public var socketPath: String
     public var socketMode: mode_t
+    /// The group that may use recd (the socket's group and the access policy's); nil = recd's own.
+    public var socketGroup: gid_t?
     public var logger: Logger
 
-    public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, logger: Logger) {
-        self.engine = engine; self.socketPath = socketPath; self.socketMode = socketMode; self.logger = logger
+    public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, socketGroup: gid_t? = nil, logger: Logger) {
+        self.engine = engine; self.socketPath = socketPath; self.socketMode = socketMode
+        self.socketGroup = socketGroup; self.logger = logger
+    }
+
+    /// Resolves `--socket-group` (a name or a number).
+    public static func group(named name: String) -> gid_t? {
+        if let g = getgrnam(name) { return g.pointee.gr_gid }
+        return gid_t(name)
     }
 
     /// The socket's directory must be ours and not writable by others: an existing one (say a
@@ -71,12 +80,21 @@ public struct RecdDaemon {
     /// Takes the instance lock, runs recovery, serves until SIGTERM/SIGINT.
     public func run() async throws {
         let dir = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path
+        let created = !FileManager.default.fileExists(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        if created, let group = socketGroup {
+            // Only the owner and the socket's group may enter the directory we made.
+            if chown(dir, uid_t.max, group) != 0 || chmod(dir, 0o750) != 0 {
+                throw SocketDirectoryError(path: dir, problem: "cannot give it to group \(group): \(String(cString: strerror(errno)))")
+            }
+        }
         try Self.checkSocketDirectory(dir)
         let lock = try InstanceLock.acquire(socketPath: socketPath)
         _ = engine.recover()   // logs what it found; status and check show it
-        let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath))
+        let policy = AccessPolicy(allowedGID: socketGroup ?? getegid())
+        let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath), policy: policy)
+        let group = socketGroup
         let socketPath = self.socketPath
         let mode = socketMode
         let logger = self.logger
@@ -95,6 +113,9 @@ public struct RecdDaemon {
             services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                        SystemdStatusService(engine: engine, notifier: notifier, logger: logger)],
             onServerRunning: { _ in
+                if let group, chown(socketPath, uid_t.max, group) != 0 {
+                    logger.error("cannot give the socket to group \(group): \(String(cString: strerror(errno)))")
+                }
                 chmod(socketPath, mode)
                 logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
                 // Recovery is done and the socket accepts requests: ready.

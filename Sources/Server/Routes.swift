@@ -19,10 +19,12 @@ public enum RecdRoutes {
     /// Largest request body accepted: metadata is small; anything bigger is a mistake or an attack.
     public static let maxBodyBytes = 64 * 1024
 
-    public static func router(engine: Engine, identity: DaemonIdentity) -> Router<BasicRequestContext> {
-        let router = Router()
+    public static func router(engine: Engine, identity: DaemonIdentity,
+                              policy: AccessPolicy = AccessPolicy()) -> Router<RecdRequestContext> {
+        let router = Router(context: RecdRequestContext.self)
         router.add(middleware: ServerTimingMiddleware())
         router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: PeerAccessMiddleware(policy: policy))
         let v1 = router.group("v1")
 
         v1.get("status") { _, _ in

@@ -26,6 +26,12 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Unix socket to serve on.", valueName: "path"))
     var socket: String = DefaultPaths.socket()
 
+    @Option(name: .long, help: ArgumentHelp("Group that may use recd: the socket's group, and allowed by the peer-credential check (default: recd's own group).", valueName: "group"))
+    var socketGroup: String?
+
+    @Option(name: .long, help: ArgumentHelp("Mode of the socket file, in octal.", valueName: "mode"))
+    var socketMode: String = "660"
+
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to record from.", valueName: "pcm"))
     var captureDevice: String = "default"
 
@@ -55,6 +61,13 @@ struct RecdCommand: AsyncParsableCommand {
         guard LevelMeterInterval.range.contains(meterIntervalMs) else {
             throw ValidationError("--meter-interval-ms must be \(LevelMeterInterval.range.lowerBound)...\(LevelMeterInterval.range.upperBound)")
         }
+        if let socketGroup, RecdDaemon.group(named: socketGroup) == nil {
+            throw ValidationError("--socket-group \(socketGroup): no such group")
+        }
+        guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
+            throw ValidationError("--socket-mode \(socketMode) is not an octal file mode such as 660")
+        }
+        _ = mode
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
     }
 
@@ -75,7 +88,8 @@ struct RecdCommand: AsyncParsableCommand {
             minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs)
         do {
             let engine = try Engine(config: config, logger: logger)
-            try await RecdDaemon(engine: engine, socketPath: socket, logger: logger).run()
+            try await RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,
+                                 socketGroup: socketGroup.flatMap(RecdDaemon.group(named:)), logger: logger).run()
         } catch {
             logger.critical("\(error)")
             FileHandle.standardError.write(Data("recd: \(error)\n".utf8))

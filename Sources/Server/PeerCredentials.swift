@@ -1,0 +1,102 @@
+// Who is on the other end of the socket (SO_PEERCRED), and whether they may use recd.
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import RecdAPI
+
+/// The request context of recd's routes: Hummingbird's core context plus the connection, whose
+/// peer credentials the access check reads.
+public struct RecdRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+    /// Set by `PeerAccessMiddleware` for the handlers and the request log.
+    var peer: PeerCredentials?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// The peer process of a Unix socket connection, as the kernel recorded it at connect(2).
+public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public var description: String { "uid \(uid) pid \(pid)" }
+
+    /// SO_PEERCRED of `channel`, through NIO's raw socket option access (the typed
+    /// `ChannelOptions.socketOption` path returns an 8-byte Int, not the 12-byte `ucred`).
+    static func of(_ channel: any Channel) async -> PeerCredentials? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let cred: KernelUcred? = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
+                                                                    name: SocketOptionName(SO_PEERCRED)).get()
+        return cred.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+    }
+
+    /// The peer's groups: its gid and the supplementary groups of its process (/proc/PID/status).
+    func groups() -> Set<UInt32> {
+        var groups: Set<UInt32> = [gid]
+        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {
+            for g in line.dropFirst("Groups:".count).split(separator: " ") { if let v = UInt32(g.trimmingCharacters(in: .whitespaces)) { groups.insert(v) } }
+        }
+        return groups
+    }
+}
+
+/// `struct ucred` (pid, uid, gid: 12 bytes); Glibc hides it behind _GNU_SOURCE.
+struct KernelUcred {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
+
+/// Who may talk to recd: root, the daemon's own uid, and members of the allowed group (the socket's
+/// group). The socket's mode is the first gate; this is the second, and the one that names who was
+/// refused in the log.
+public struct AccessPolicy: Sendable {
+    public var ownerUID: UInt32
+    public var allowedGID: UInt32
+
+    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32 = getegid()) {
+        self.ownerUID = ownerUID; self.allowedGID = allowedGID
+    }
+
+    func allows(_ peer: PeerCredentials) -> Bool {
+        peer.uid == 0 || peer.uid == ownerUID || peer.groups().contains(allowedGID)
+    }
+
+    var who: String {
+        let group = getgrgid(allowedGID).map { String(cString: $0.pointee.gr_name) } ?? String(allowedGID)
+        return "root, uid \(ownerUID) and members of group \(group)"
+    }
+}
+
+/// Refuses peers the policy does not allow (403, logged), and logs every request that changes
+/// something with the peer's uid and pid.
+struct PeerAccessMiddleware: RouterMiddleware {
+    typealias Context = RecdRequestContext
+    let policy: AccessPolicy
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        guard let peer = await PeerCredentials.of(context.channel) else {
+            throw RequestError(status: .forbidden, code: .forbidden, message: "the peer's credentials cannot be read (SO_PEERCRED)")
+        }
+        guard policy.allows(peer) else {
+            context.logger.warning("refused \(request.method) \(request.uri.path) from \(peer): not \(policy.who)")
+            throw RequestError(status: .forbidden, code: .forbidden,
+                               message: "uid \(peer.uid) may not use this recd: only \(policy.who) may")
+        }
+        context.peer = peer
+        if request.method != .get && request.method != .head {
+            context.logger.info("\(request.method) \(request.uri.path) by \(peer)")
+        }
+        return try await next(request, context)
+    }
+}
