@@ -15,6 +15,7 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case fieldTooLong = "field_too_long"
     case invalidValue = "invalid_value"
     case deviceUnavailable = "device_unavailable"
+    case tooManyConnections = "too_many_connections"
     case payloadTooLarge = "payload_too_large"
     case storageFailure = "storage_failure"
     case insufficientStorage = "insufficient_storage"

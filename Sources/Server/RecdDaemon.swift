@@ -46,6 +46,8 @@ public struct RecdDaemon {
     public var socketMode: mode_t
     /// The group that may use recd (the socket's group and the access policy's); nil = recd's own.
     public var socketGroup: gid_t?
+    /// Concurrent connections served; more get 503 `too_many_connections`.
+    public var maxConnections: Int = 64
     public var logger: Logger
 
     public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, socketGroup: gid_t? = nil, logger: Logger) {
@@ -107,8 +109,10 @@ public struct RecdDaemon {
             return source
         }
         defer { stopping.forEach { $0.cancel() } }
+        let counter = ConnectionCounter(limit: maxConnections)
         let app = Application(
             router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])),
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
             services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                        SystemdStatusService(engine: engine, notifier: notifier, logger: logger)],

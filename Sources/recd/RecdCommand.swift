@@ -32,6 +32,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Mode of the socket file, in octal.", valueName: "mode"))
     var socketMode: String = "660"
 
+    @Option(name: .long, help: "Connections served at once; more get 503 too_many_connections.")
+    var maxConnections: Int = 64
+
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to record from.", valueName: "pcm"))
     var captureDevice: String = "default"
 
@@ -68,6 +71,7 @@ struct RecdCommand: AsyncParsableCommand {
             throw ValidationError("--socket-mode \(socketMode) is not an octal file mode such as 660")
         }
         _ = mode
+        guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
     }
 
@@ -88,8 +92,10 @@ struct RecdCommand: AsyncParsableCommand {
             minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs)
         do {
             let engine = try Engine(config: config, logger: logger)
-            try await RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,
-                                 socketGroup: socketGroup.flatMap(RecdDaemon.group(named:)), logger: logger).run()
+            var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,
+                                    socketGroup: socketGroup.flatMap(RecdDaemon.group(named:)), logger: logger)
+            daemon.maxConnections = maxConnections
+            try await daemon.run()
         } catch {
             logger.critical("\(error)")
             FileHandle.standardError.write(Data("recd: \(error)\n".utf8))
