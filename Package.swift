@@ -19,6 +19,10 @@ let package = Package(
         // Only the FullFoundation trait: ConfigurationSupport would compile swift-configuration for nothing.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Already in the graph through Hummingbird; named here because Server imports them directly
+        // (HTTP field names; the HTTP parts a channel handler sees in Hummingbird's pipeline).
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         // System libraries, found through pkg-config.
@@ -58,7 +62,11 @@ let package = Package(
             "RecdAPI", "Engine", "Catalog", "Metering",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("openapi.yaml")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
             "Server", "Engine",
