@@ -13,6 +13,7 @@
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/...).
 """
 import os, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
+from benchmarks_md import write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -195,13 +196,5 @@ for name, t, peer_t, peer_name in results:
     lines.append(f"| {name} | {fmt(t)} | {fmt(peer_t)} | {t / peer_t:.2f}× | {peer_name} |")
 section = "\n".join(lines) + "\n"
 print(section)
-path = os.path.join(REPO, "BENCHMARKS.md")
-text = open(path).read() if os.path.exists(path) else "# recd benchmarks\n"
-if TITLE in text:
-    head, rest = text.split(TITLE, 1)
-    nxt = rest.find("\n## ")
-    text = head + section + (rest[nxt:] if nxt >= 0 else "")
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-open(path, "w").write(text)
+path = write_section(REPO, TITLE, section)
 log("wrote", path)

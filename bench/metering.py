@@ -17,6 +17,7 @@ built with `swift build -c release` first, which is quick when they are up to da
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
+from benchmarks_md import write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -208,13 +209,5 @@ lines = [
 ]
 section = "\n".join(lines) + "\n"
 print(section)
-path = os.path.join(REPO, "BENCHMARKS.md")
-text = open(path).read() if os.path.exists(path) else "# recd benchmarks\n"
-if TITLE in text:
-    head, rest = text.split(TITLE, 1)
-    nxt = rest.find("\n## ")
-    text = head + section + (rest[nxt:] if nxt >= 0 else "")
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-open(path, "w").write(text)
+path = write_section(REPO, TITLE, section)
 log("wrote", path)

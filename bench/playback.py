@@ -24,6 +24,7 @@ Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/r
 missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), KEEP_WORK=1.
 """
 import ctypes, ctypes.util, datetime, json, math, os, random, resource, shutil, sqlite3, statistics, subprocess, sys, tempfile
+from benchmarks_md import write_section
 import time, uuid, wave
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -475,13 +476,5 @@ lines = [
 ]
 section = "\n".join(lines) + "\n"
 print(section)
-path = os.path.join(REPO, "BENCHMARKS.md")
-text = open(path).read() if os.path.exists(path) else "# recd benchmarks\n"
-if TITLE in text:
-    head, rest = text.split(TITLE, 1)
-    nxt = rest.find("\n## ")
-    text = head + section + (rest[nxt:] if nxt >= 0 else "")
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-open(path, "w").write(text)
+path = write_section(REPO, TITLE, section)
 log("wrote", path)
