@@ -40,6 +40,8 @@ install: build
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
 	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(PREFIX)/share|g' systemd/system/recd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/recd.service
+	install -m 0644 systemd/recd.socket $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.socket
+	install -m 0644 systemd/system/recd.socket $(DESTDIR)$(PREFIX)/lib/systemd/system/recd.socket
 	install -m 0644 systemd/system/recd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/recd.conf
 	$(RELEASE_DIR)/recctl --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/recctl
 	$(RELEASE_DIR)/recctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_recctl

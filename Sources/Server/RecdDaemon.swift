@@ -3,6 +3,7 @@ import Engine
 import RecdAPI
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -79,25 +80,24 @@ public struct RecdDaemon {
         }
     }
 
-    /// Takes the instance lock, runs recovery, serves until SIGTERM/SIGINT.
+    /// Takes the instance lock, runs recovery, serves until SIGTERM/SIGINT: on the socket systemd
+    /// passed (socket activation, `LISTEN_FDS`) or on one of its own at `socketPath`.
     public func run() async throws {
-        let dir = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path
-        let created = !FileManager.default.fileExists(atPath: dir)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        if created, let group = socketGroup {
-            // Only the owner and the socket's group may enter the directory we made.
-            if chown(dir, uid_t.max, group) != 0 || chmod(dir, 0o750) != 0 {
-                throw SocketDirectoryError(path: dir, problem: "cannot give it to group \(group): \(String(cString: strerror(errno)))")
-            }
+        let activated = SocketActivation.listenFDs()
+        if activated.count > 1 {
+            logger.warning("systemd passed \(activated.count) sockets; serving on the first")
         }
-        try Self.checkSocketDirectory(dir)
+        // The socket systemd made has its path, mode and group from the .socket unit.
+        let inherited = activated.first
+        let socketPath = inherited.flatMap(SocketActivation.path(of:)) ?? self.socketPath
+        if inherited == nil {
+            try prepareSocketDirectory()
+        }
         let lock = try InstanceLock.acquire(socketPath: socketPath)
         _ = engine.recover()   // logs what it found; status and check show it
         let policy = AccessPolicy(allowedGID: socketGroup ?? getegid())
         let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath), policy: policy)
         let group = socketGroup
-        let socketPath = self.socketPath
         let mode = socketMode
         let logger = self.logger
         let notifier = SystemdNotifier()
@@ -110,25 +110,54 @@ public struct RecdDaemon {
         }
         defer { stopping.forEach { $0.cancel() } }
         let counter = ConnectionCounter(limit: maxConnections)
-        let app = Application(
-            router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])),
-            configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
-            services: [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
-                       SystemdStatusService(engine: engine, notifier: notifier, logger: logger)],
-            onServerRunning: { _ in
-                if let group, chown(socketPath, uid_t.max, group) != 0 {
-                    logger.error("cannot give the socket to group \(group): \(String(cString: strerror(errno)))")
-                }
-                chmod(socketPath, mode)
-                logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
-                // Recovery is done and the socket accepts requests: ready.
-                notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
-            },
-            logger: logger)
-        try await app.runService()
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])
+        let services: [any Service] = [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
+                                       SystemdStatusService(engine: engine, notifier: notifier, logger: logger)]
+        let ready: @Sendable () -> Void = {
+            logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
+            // Recovery is done and the socket accepts requests: ready.
+            notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
+        }
+        if let inherited {
+            let server = ActivatedHTTPServer(descriptor: inherited, responder: router.buildResponder(), configuration: http1,
+                                             serverName: "recd", logger: logger, onServerRunning: { ready() })
+            // As in Hummingbird's Application: the server last, so that it is shut down first.
+            let group = ServiceGroup(configuration: .init(services: services + [server],
+                                                          gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } else {
+            let app = Application(
+                router: router,
+                server: .http1(configuration: http1),
+                configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
+                services: services,
+                onServerRunning: { _ in
+                    if let group, chown(socketPath, uid_t.max, group) != 0 {
+                        logger.error("cannot give the socket to group \(group): \(String(cString: strerror(errno)))")
+                    }
+                    chmod(socketPath, mode)
+                    ready()
+                },
+                logger: logger)
+            try await app.runService()
+            unlink(socketPath)   // ours; systemd's socket stays for the next activation
+        }
         withExtendedLifetime(lock) {}
-        unlink(socketPath)
         logger.info("recd stopped")
+    }
+
+    /// Creates the socket's directory (0700, or 0750 with the socket group) and checks an existing one.
+    private func prepareSocketDirectory() throws {
+        let dir = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path
+        let created = !FileManager.default.fileExists(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        if created, let group = socketGroup {
+            // Only the owner and the socket's group may enter the directory we made.
+            if chown(dir, uid_t.max, group) != 0 || chmod(dir, 0o750) != 0 {
+                throw SocketDirectoryError(path: dir, problem: "cannot give it to group \(group): \(String(cString: strerror(errno)))")
+            }
+        }
+        try Self.checkSocketDirectory(dir)
     }
 }

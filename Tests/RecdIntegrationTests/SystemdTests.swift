@@ -102,13 +102,15 @@ final class SystemdTests: XCTestCase {
         try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: dir) }
         let system = try renderedUnit("systemd/system/recd.service", into: dir)
+        let systemSocket = try renderedUnit("systemd/system/recd.socket", into: dir)
         let user = try renderedUnit("systemd/recd.service", into: dir.appendingPathComponent("runtime"))
-        // --man=no: the man page is installed by `make install`, not present here.
-        let verifySystem = try Tools.run(analyze, ["verify", "--man=no", system])
+        let userSocket = try renderedUnit("systemd/recd.socket", into: dir.appendingPathComponent("runtime"))
+        // --man=no: the man pages are installed by `make install`, not present here.
+        let verifySystem = try Tools.run(analyze, ["verify", "--man=no", system, systemSocket])
         XCTAssertEqual(verifySystem.status, 0, verifySystem.stderr)
         var env = ProcessInfo.processInfo.environment
         env["XDG_RUNTIME_DIR"] = runtime.path
-        let verifyUser = try Tools.run(analyze, ["verify", "--man=no", "--user", user], environment: env)
+        let verifyUser = try Tools.run(analyze, ["verify", "--man=no", "--user", user, userSocket], environment: env)
         XCTAssertEqual(verifyUser.status, 0, verifyUser.stderr)
         for file in [system, user] {
             XCTAssertTrue(try String(contentsOfFile: file, encoding: .utf8).contains("Type=notify"))
@@ -191,5 +193,66 @@ final class SystemdTests: XCTestCase {
                 XCTAssertTrue(r.stdout.contains(word), "\(shell) completion lacks \(word)")
             }
         }
+    }
+
+    /// `systemd-socket-activate` plays the service manager: it listens, and on the first connection
+    /// execs recd with LISTEN_FDS=1; recd serves on that socket and leaves it in place at exit.
+    func testSocketActivationServesOnThePassedSocket() throws {
+        guard let activate = Tools.which("systemd-socket-activate") else {
+            throw XCTSkip("systemd-socket-activate is not installed (apt-get install systemd)")
+        }
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        try pulse.play(try Tones.sine())
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-activate-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("run"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("run/activated.sock").path
+        let own = dir.appendingPathComponent("run/own.sock").path
+        let log = dir.appendingPathComponent("recd.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        // Started through python's close_fds and detached: the descriptors Foundation's Process
+        // watches must not leak into the service manager stand-in and the daemon it execs.
+        let pidFile = dir.appendingPathComponent("activate.pid").path
+        let launcher = """
+            import subprocess, sys
+            p = subprocess.Popen(sys.argv[3:], stdout=open(sys.argv[2], "a"), stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+            open(sys.argv[1], "w").write(str(p.pid))
+            """
+        let launched = try Tools.run("python3", ["-c", launcher, pidFile, log.path, activate, "-l", socket,
+                                                 // It clears the environment; pass what the pulse plugin needs.
+                                                 "-E", "XDG_RUNTIME_DIR", "-E", "PULSE_SERVER", Tools.recd,
+                                                 "--data-dir", dir.appendingPathComponent("data").path, "--socket", own,
+                                                 "--capture-device", PulseAudioServer.captureDevice, "--log-level", "debug"],
+                                     environment: pulse.environment)
+        XCTAssertEqual(launched.status, 0, launched.stderr)
+        let pid = try XCTUnwrap(Int32(try String(contentsOfFile: pidFile, encoding: .utf8)))
+        defer { kill(pid, SIGKILL) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { Thread.sleep(forTimeInterval: 0.02) }
+
+        // The first connection starts recd, which answers on the passed socket.
+        let status = try Tools.run(Tools.recctl, ["--socket", socket, "--json", "status"], environment: pulse.environment)
+        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(status.status, 0, status.stderr + logText)
+        let s = try APIJSON.decoder().decode(DaemonStatus.self, from: status.stdoutData)
+        XCTAssertEqual(s.socket, socket)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: own), "recd did not bind a socket of its own")
+        let start = try Tools.run(Tools.recctl, ["--socket", socket, "record", "start"], environment: pulse.environment)
+        XCTAssertEqual(start.status, 0, start.stderr)
+        Thread.sleep(forTimeInterval: 0.5)
+        let stop = try Tools.run(Tools.recctl, ["--socket", socket, "record", "stop", "--save"], environment: pulse.environment)
+        XCTAssertEqual(stop.status, 0, stop.stderr)
+        let text = try String(contentsOf: log, encoding: .utf8)
+        XCTAssertTrue(text.contains("serving on the socket systemd passed"), text)
+
+        // SIGTERM: a clean exit, and the socket (systemd's) stays for the next start.
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(5)
+        while kill(pid, 0) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertNotEqual(kill(pid, 0), 0, "recd exited within 5 s")
+        XCTAssertTrue((try String(contentsOf: log, encoding: .utf8)).contains("recd stopped"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
     }
 }
