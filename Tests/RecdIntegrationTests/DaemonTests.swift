@@ -154,6 +154,8 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(r.state, .pending)
         XCTAssertFalse(r.recovered)
         XCTAssertEqual(try XCTUnwrap(r.duration), 1.2, accuracy: 0.4)
+        let playable = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", daemon.path(of: r), "-f", "null", "-"])
+        XCTAssertEqual(playable.status, 0, "the file SIGTERM left plays: \(playable.stderr)")
     }
 
     func testACaptureDeviceThatFailsMidRecordingEndsItCleanly() throws {
