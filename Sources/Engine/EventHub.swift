@@ -54,8 +54,6 @@ public final class EventHub: Sendable {
     /// Whether anyone listens to meters (the meter is not run for nobody).
     public var wantsMeters: Bool { state.withLock { $0.meterListeners > 0 } }
 
-    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
     public func heartbeat() {
         state.withLock { s in for sub in s.subscribers.values { sub.continuation.yield(.heartbeat) } }
     }

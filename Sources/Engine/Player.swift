@@ -161,27 +161,20 @@ public actor Player {
     /// If `recordingID` is playing, ends the playback without counting it (its recording is being
     /// deleted or discarded).
     public func stopIfPlaying(_ recordingID: UUID) async {
-        _ = try? await exclusive { () async throws(EngineError) -> Bool in
-            guard case .playing(let active) = state, active.recording.id == recordingID else { return false }
-            _ = await end(active, .deleted)
-            return true
-        }
+        await endCurrent(.deleted) { $0.recording.id == recordingID }
     }
 
     /// Ends any playback without counting it ("Delete All Data").
-    public func stopForDeletion() async {
-        _ = try? await exclusive { () async throws(EngineError) -> Bool in
-            guard case .playing(let active) = state else { return false }
-            _ = await end(active, .deleted)
-            return true
-        }
-    }
+    public func stopForDeletion() async { await endCurrent(.deleted) }
 
     /// On daemon shutdown: the playback in progress ends and counts (unless a preview).
-    public func shutdown() async {
+    public func shutdown() async { await endCurrent(.shutdown) }
+
+    /// Ends the playback in progress, if `matches` it, as `reason`.
+    private func endCurrent(_ reason: PlaybackEnded.Reason, if matches: (Active) -> Bool = { _ in true }) async {
         _ = try? await exclusive { () async throws(EngineError) -> Bool in
-            guard case .playing(let active) = state else { return false }
-            _ = await end(active, .shutdown)
+            guard case .playing(let active) = state, matches(active) else { return false }
+            _ = await end(active, reason)
             return true
         }
     }

@@ -71,7 +71,12 @@ public struct WaveformData: Sendable, Equatable {
         if bits == 8 {
             out.append(contentsOf: data.map { UInt8(bitPattern: Int8(clamping: $0)) })
         } else {
-            for v in data { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+            // One copy of the whole array (an hour of stereo is ~2.7 million values), byte-swapped
+            // only on a big-endian host.
+            let le = data.withUnsafeBufferPointer { b in
+                1.littleEndian == 1 ? Array(b) : b.map(\.littleEndian)
+            }
+            le.withUnsafeBytes { out.append(contentsOf: $0) }
         }
         return out
     }

@@ -32,14 +32,6 @@ public enum PlaybackError: Error, CustomStringConvertible, Sendable {
             return "the file \(file) is missing"
         }
     }
-
-    /// True for faults of the device (as opposed to the file).
-    public var isDeviceError: Bool {
-        switch self {
-        case .unavailable, .unsupported, .failed, .stalled: return true
-        case .media, .fileMissing: return false
-        }
-    }
 }
 
 /// `snd_strerror` text for an ALSA return code.

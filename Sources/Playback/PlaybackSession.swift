@@ -47,9 +47,6 @@ public final class PlaybackSession: @unchecked Sendable {
     public let device: String
     /// Seconds; nil when the file does not say (playback still works; seeks are not clamped at the end).
     public let duration: Double?
-    /// The format the device accepted.
-    public let deviceRate: Int
-    public let deviceChannels: Int
 
     private enum Command { case pause, resume, seek(Double), stop }
     private struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
@@ -96,8 +93,6 @@ public final class PlaybackSession: @unchecked Sendable {
         self.sink = sink
         wakePipe = (fds[0], fds[1])
         duration = decoder.duration
-        deviceRate = sink.rate
-        deviceChannels = sink.channels
         progressState = Mutex(PlaybackProgress(position: 0, paused: false, underruns: 0))
     }
 

@@ -19,7 +19,6 @@ final class ConnectionCounter: Sendable {
         return true
     }
     func leave() { open.wrappingSubtract(1, ordering: .relaxed) }
-    var current: Int { open.load(ordering: .relaxed) }
 }
 
 /// In each connection's pipeline after HTTP decoding: a connection beyond the limit answers its

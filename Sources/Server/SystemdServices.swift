@@ -1,7 +1,6 @@
 // recd under systemd: readiness, status lines, watchdog pings, stopping notice.
 import Engine
 import Foundation
-import Logging
 import RecdAPI
 import ServiceLifecycle
 
@@ -11,7 +10,6 @@ import ServiceLifecycle
 struct SystemdStatusService: Service {
     let engine: Engine
     let notifier: SystemdNotifier
-    let logger: Logger
 
     func run() async throws {
         // A service that returns before shutdown takes the whole group down: idle until then.

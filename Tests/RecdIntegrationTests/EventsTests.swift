@@ -143,6 +143,8 @@ final class MeterEventTests: DaemonTestCase {
         XCTAssertEqual(Double(maxima[maxima.count / 2]), 64, accuracy: 2)   // 0.5 of full scale in 8 bits (median pixel)
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(id.uuidString)/waveform?bits=12").0, 422)
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(id.uuidString)/waveform?samples_per_pixel=10").0, 422)
+        XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(id.uuidString)/waveform?pixels=0").0, 422)
+        XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(id.uuidString)/waveform?format=png").0, 400)
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(UUID().uuidString)/waveform").0, 404)
 
         let listener = try EventListener(daemon, types: [.meter, .playbackStarted, .playbackProgress, .playbackEnded])

@@ -99,6 +99,10 @@ final class PlayCountTests: PlaybackTestCase {
         XCTAssertEqual(try show(r).playCount, 0)
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(UUID().uuidString)/media").0, 404)
         XCTAssertEqual(try daemon.recctl("media", "0000dead", "-o", out.path).status, 1)
+        // An output place that cannot be written: a clear error, and no partial file left.
+        let unwritable = try daemon.recctl("media", r.id.uuidString, "-o", "/nonexistent-dir/copy.m4a")
+        XCTAssertEqual(unwritable.status, 1)
+        XCTAssertTrue(unwritable.stderr.contains("cannot write /nonexistent-dir/copy.m4a"), unwritable.stderr)
         try FileManager.default.removeItem(atPath: daemon.path(of: r))
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(r.id.uuidString)/media").0, 410)
     }
