@@ -28,15 +28,17 @@ let package = Package(
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
         // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
         .target(name: "CAlsaShim", dependencies: ["CAlsa"]),
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // V4L2 request numbers (macros), the variadic ioctl, mmap's MAP_FAILED: nothing else.
+        .target(name: "CV4L2"),
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
         .target(name: "Capture", dependencies: [
-            "CAlsa", "CAlsaShim",
+            "CAlsa", "CAlsaShim", "CV4L2", "RecdAPI",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Media", dependencies: [

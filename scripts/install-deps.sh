@@ -3,12 +3,12 @@
 # Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
 set -euo pipefail
 
-build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libsqlite3-dev)
+build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev libsqlite3-dev)
 # Runtime helpers for a machine with PulseAudio/PipeWire: ALSA's pulse plugin.
 run_pkgs=(libasound2-plugins)
 # Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an
 # independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
-test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd)
+test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi

@@ -9,3 +9,5 @@ int recd_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 int recd_averror_from_errno(int posix_errno) { return AVERROR(posix_errno); }
 int64_t recd_av_nopts_value(void) { return AV_NOPTS_VALUE; }
 AVRational recd_av_time_base_q(void) { return AV_TIME_BASE_Q; }
+
+int recd_averror_stream_not_found(void) { return AVERROR_STREAM_NOT_FOUND; }

@@ -49,6 +49,8 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     private let counters = Mutex(CaptureCounters())
     private let finished = DispatchSemaphore(value: 0)
     private let state = Mutex<(started: Bool, closed: Bool)>((false, false))
+    /// Set after each read when a clock was given to `start`.
+    private var clock: AudioClock?
 
     /// Consecutive recoveries without a good read before the device is declared failed.
     static let maxConsecutiveRecoveries = 8
@@ -115,7 +117,9 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "snd_pcm_sw_params_set_avail_min")
         try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, 1), "snd_pcm_sw_params_set_start_threshold")
-        // Timestamps (the xrun's trigger time) on the monotonic clock; plugins may refuse.
+        // Timestamps (the xrun's trigger time, the hardware pointer's time for `AudioClock`) on the
+        // monotonic clock; plugins may refuse.
+        _ = snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE)
         let monotonic = snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) >= 0
         try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
         return monotonic
@@ -127,8 +131,10 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     /// Starts the capture thread. `deliver` gets each captured block (interleaved S16, `frames` frames)
     /// on the capture thread and must not block; `onEnd` is called once on that thread when capture
     /// ends: with nil after `stop()`, or with the error that ended it.
-    public func start(deliver: @escaping @Sendable (UnsafeBufferPointer<Int16>, Int) -> Void,
+    /// With a `clock`, the thread anchors it after every read (for muxing with video by capture time).
+    public func start(clock: AudioClock? = nil, deliver: @escaping @Sendable (UnsafeBufferPointer<Int16>, Int) -> Void,
                       onEnd: @escaping @Sendable ((any Error)?) -> Void) {
+        self.clock = clock
         let already = state.withLock { s -> Bool in defer { s.started = true }; return s.started }
         precondition(!already, "AlsaCaptureSource.start called twice")
         let thread = Thread { [self] in
@@ -186,7 +192,8 @@ public final class AlsaCaptureSource: @unchecked Sendable {
             if result > 0 {
                 consecutiveRecoveries = 0
                 lastGoodRead = DispatchTime.now().uptimeNanoseconds
-                counters.withLock { $0.framesCaptured += Int64(result) }
+                let total = counters.withLock { c -> Int64 in c.framesCaptured += Int64(result); return c.framesCaptured }
+                if let clock { anchor(clock, position: total) }
                 buffer.withUnsafeBufferPointer { deliver($0, result) }
                 continue
             }
@@ -223,6 +230,24 @@ public final class AlsaCaptureSource: @unchecked Sendable {
             _ = snd_pcm_start(pcm)
         }
         return nil
+    }
+
+    /// Anchors `clock`: frame `position` (the last one read) was captured when the hardware pointer
+    /// stood `avail` frames ago. ALSA's timestamp of the pointer when the device gives a monotonic
+    /// one near now; else now (plugins such as pulse stamp with another clock or not at all).
+    private func anchor(_ clock: AudioClock, position: Int64) {
+        var avail: snd_pcm_uframes_t = 0
+        var ts = timespec()
+        let now = MonotonicClock.nowNs()
+        var at = now
+        if monotonicTimestamps, snd_pcm_htimestamp(pcm, &avail, &ts) >= 0, ts.tv_sec > 0 {
+            let t = UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+            if t <= now && now - t < 1_000_000_000 { at = t } else { avail = snd_pcm_uframes_t(max(0, snd_pcm_avail_update(pcm))) }
+        } else {
+            avail = snd_pcm_uframes_t(max(0, snd_pcm_avail_update(pcm)))
+        }
+        let behindNs = UInt64(Double(avail) * 1e9 / Double(settings.sampleRate))
+        clock.set(position: position, monotonicNs: at &- behindNs)
     }
 
     /// After a system suspend: `snd_pcm_resume` until the driver is back (it answers EAGAIN

@@ -11,6 +11,23 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case noData(device: String, waitedMs: Int)
     /// The device failed while capturing and could not be recovered (unplugged, server gone).
     case failed(device: String, call: String, code: Int32)
+    /// The camera could not be opened or set up: missing (ENOENT), busy (EBUSY: another program is
+    /// streaming from it), no permission (EACCES).
+    case videoUnavailable(device: String, call: String, errno: Int32)
+    /// The camera opened but cannot give what recd needs (not a capture device, no usable format).
+    case videoUnsupported(device: String, detail: String)
+    /// The camera delivered no frame within the time allowed.
+    case videoNoData(device: String, waitedMs: Int)
+    /// The camera failed while capturing (unplugged: ENODEV).
+    case videoFailed(device: String, call: String, errno: Int32)
+
+    /// Whether this is about the camera (else about the microphone).
+    public var isVideo: Bool {
+        switch self {
+        case .videoUnavailable, .videoUnsupported, .videoNoData, .videoFailed: return true
+        default: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -22,6 +39,17 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             return "capture device '\(d)' delivered no audio within \(ms) ms"
         case .failed(let d, let call, let code):
             return "capture device '\(d)' failed: \(call): \(alsaMessage(code)) (\(code))"
+        case .videoUnavailable(let d, let call, let e):
+            let why = e == EBUSY ? "it is busy (another program is using it)"
+                : e == ENOENT ? "there is no such device" : "\(call) failed: \(String(cString: strerror(e)))"
+            return "camera '\(d)' is unavailable: \(why) (\(call), errno \(e))"
+        case .videoUnsupported(let d, let detail):
+            return "camera '\(d)' cannot be used: \(detail)"
+        case .videoNoData(let d, let ms):
+            return "camera '\(d)' delivered no frame within \(ms) ms"
+        case .videoFailed(let d, let call, let e):
+            let why = e == ENODEV ? "it was disconnected" : String(cString: strerror(e))
+            return "camera '\(d)' failed: \(why) (\(call), errno \(e))"
         }
     }
 }

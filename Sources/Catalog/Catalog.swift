@@ -113,6 +113,14 @@ public final class Catalog: Sendable {
                     data BLOB NOT NULL)
                 """)
         }
+        m.registerMigration("v5: posters") { db in
+            // JPEG of a video recording's first frame (the preview's "first frame shown"); it goes with its row.
+            try db.execute(sql: """
+                CREATE TABLE poster (
+                    recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                    data BLOB NOT NULL)
+                """)
+        }
         return m
     }
 
@@ -296,24 +304,36 @@ public final class Catalog: Sendable {
         }
     }
 
-    // MARK: waveforms
+    // MARK: waveforms and posters
 
-    /// Stores (or replaces) a recording's waveform. Throws `notFound` if the recording is gone.
-    public func storeWaveform(id: UUID, data: Data) throws {
-        try wrap("store waveform") {
+    /// Data kept per recording in a table of its own, deleted with the recording's row.
+    private enum Attachment: String { case waveform, poster }
+
+    private func store(_ table: Attachment, id: UUID, data: Data) throws {
+        try wrap("store \(table.rawValue)") {
             try pool.write { db in
                 guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
-                try db.execute(sql: "INSERT OR REPLACE INTO waveform (recordingID, data) VALUES (?, ?)",
+                try db.execute(sql: "INSERT OR REPLACE INTO \(table.rawValue) (recordingID, data) VALUES (?, ?)",
                                arguments: [id.uuidString, data])
             }
         }
     }
 
-    public func waveform(id: UUID) throws -> Data? {
-        try wrap("read waveform") {
-            try pool.read { db in try Data.fetchOne(db, sql: "SELECT data FROM waveform WHERE recordingID = ?", arguments: [id.uuidString]) }
+    private func fetch(_ table: Attachment, id: UUID) throws -> Data? {
+        try wrap("read \(table.rawValue)") {
+            try pool.read { db in
+                try Data.fetchOne(db, sql: "SELECT data FROM \(table.rawValue) WHERE recordingID = ?", arguments: [id.uuidString])
+            }
         }
     }
+
+    /// Stores (or replaces) a recording's waveform. Throws `notFound` if the recording is gone.
+    public func storeWaveform(id: UUID, data: Data) throws { try store(.waveform, id: id, data: data) }
+    public func waveform(id: UUID) throws -> Data? { try fetch(.waveform, id: id) }
+
+    /// Stores (or replaces) a video recording's poster (JPEG). Throws `notFound` if the recording is gone.
+    public func storePoster(id: UUID, data: Data) throws { try store(.poster, id: id, data: data) }
+    public func poster(id: UUID) throws -> Data? { try fetch(.poster, id: id) }
 
     // MARK: journal
 

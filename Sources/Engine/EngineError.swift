@@ -16,7 +16,10 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case invalidState(id: UUID, state: RecordingState, action: String, allowed: [RecordingState])
     case fieldTooLong(field: String, limit: Int, count: Int)
     case invalidValue(field: String, detail: String)
-    case device(CaptureError)
+    /// A capture device failed; `hint` says what can be recorded instead.
+    case device(CaptureError, hint: String?)
+    /// The recording has no stream of that kind (a poster of an audio recording, the waveform of a silent video).
+    case noMedia(id: UUID, detail: String)
     case media(file: String, underlying: String)
     case storage(file: String, operation: String, underlying: String)
     case catalog(String)
@@ -46,8 +49,10 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "\(field) is \(count) characters long; the limit is \(limit) characters"
         case .invalidValue(let field, let detail):
             return "invalid \(field): \(detail)"
-        case .device(let e):
-            return e.description
+        case .device(let e, let hint):
+            return e.description + (hint.map { ". " + $0 } ?? "")
+        case .noMedia(let id, let detail):
+            return "recording \(id.uuidString) \(detail)"
         case .media(let file, let e):
             return "media error on \(file): \(e)"
         case .storage(let file, let op, let e):

@@ -1,4 +1,5 @@
 // Stored recordings: list, show, edit, save, discard, export.
+import Capture
 import Catalog
 import Foundation
 import Logging
@@ -136,6 +137,8 @@ public struct Library: Sendable {
         let computed: WaveformData
         do {
             computed = try await runBlocking { try Self.computeWaveform(path: path) }
+        } catch MediaError.noStream {
+            throw .noMedia(id: r.id, detail: "is a silent video: it has no sound, so no waveform")
         } catch {
             throw .media(file: path, underlying: "\(error)")
         }
@@ -146,6 +149,46 @@ public struct Library: Sendable {
         }
         logger.info("waveform of \(r.id) computed from its file (\(computed.length) pixels)")
         return computed
+    }
+
+    /// The JPEG of a video recording's first frame. One not stored (a salvaged or adopted file) is
+    /// made from the file's first frame, once, and stored.
+    public func poster(_ idOrPrefix: String) async throws(EngineError) -> Data {
+        let r = try resolve(idOrPrefix)
+        guard r.type == .video else { throw .noMedia(id: r.id, detail: "is an audio recording: it has no picture, so no poster") }
+        switch r.state {
+        case .ready, .pending: break
+        case .missing: throw .fileMissing(id: r.id, file: r.file)
+        case .recording:
+            throw .invalidState(id: r.id, state: r.state, action: "read the poster of", allowed: [.ready, .pending])
+        }
+        if let stored = try catalogCall({ try catalog.poster(id: r.id) }) { return stored }
+        let path = config.dataDirectory.absolute(r.file)
+        guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
+        let jpeg: Data
+        do {
+            jpeg = try await runBlocking { try PosterExtractor.poster(fromFile: path) }
+        } catch MediaError.noStream {
+            throw .noMedia(id: r.id, detail: "has no decodable video frame, so no poster")
+        } catch {
+            throw .media(file: path, underlying: "\(error)")
+        }
+        do {
+            try catalog.storePoster(id: r.id, data: jpeg)
+        } catch {
+            logger.warning("poster of \(r.id) made but not stored: \(error)")
+        }
+        logger.info("poster of \(r.id) made from its file (\(jpeg.count) bytes)")
+        return jpeg
+    }
+
+    /// Capture devices: ALSA PCMs and V4L2 cameras, with the ones configured. Blocking (opens each camera).
+    public func devices() async -> DeviceList {
+        let config = self.config
+        return (try? await runBlocking {
+            DeviceList(audio: AlsaDeviceList.captureDevices(), cameras: V4L2DeviceList.cameras(),
+                       configuredAudio: config.captureDevice, configuredCamera: config.video.device)
+        }) ?? DeviceList(audio: [], cameras: [], configuredAudio: config.captureDevice, configuredCamera: config.video.device)
     }
 
     /// Decodes the whole file once, at its own rate and channel count.

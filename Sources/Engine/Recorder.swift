@@ -20,15 +20,41 @@ public struct EngineConfiguration: Sendable {
     public var minFreeBytes: Int64
     /// Meter readings (events) every this many milliseconds, 10–1000.
     public var meterIntervalMs: Int
+    /// Video recordings: the camera and what to ask it for, and the H.264 settings.
+    public var video: VideoSettings
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
                 sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,
-                minFreeBytes: Int64 = 200_000_000, meterIntervalMs: Int = 50) {
+                minFreeBytes: Int64 = 200_000_000, meterIntervalMs: Int = 50, video: VideoSettings = VideoSettings()) {
         self.dataDirectory = DataDirectory(root: dataDirectory)
         self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate; self.timeZone = timeZone
         self.minFreeBytes = minFreeBytes
         self.meterIntervalMs = meterIntervalMs
+        self.video = video
+    }
+}
+
+/// How video recordings capture and encode.
+public struct VideoSettings: Sendable {
+    /// V4L2 device node.
+    public var device: String
+    /// Asked of the camera; it gives the nearest size it has and the rate it can.
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    /// x264 preset, CRF, or an average bit rate instead of CRF.
+    public var preset: String
+    public var crf: Int
+    public var bitRate: Int?
+
+    /// x264's presets, fastest first.
+    public static let presets = VideoEncoding.presets
+
+    public init(device: String = "/dev/video0", width: Int = 1280, height: Int = 720, fps: Int = 30,
+                preset: String = "veryfast", crf: Int = 23, bitRate: Int? = nil) {
+        self.device = device; self.width = width; self.height = height; self.fps = fps
+        self.preset = preset; self.crf = crf; self.bitRate = bitRate
     }
 }
 
@@ -36,7 +62,7 @@ public struct EngineConfiguration: Sendable {
 /// re-checks it after each `await`, because other requests may run in between.
 public actor Recorder {
     struct Active: Sendable {
-        var session: AudioRecordingSession
+        var session: any RecordingSession
         var id: UUID
         var startedAt: ContinuousClock.Instant
     }
@@ -81,15 +107,18 @@ public actor Recorder {
     public func start(_ request: StartRecordingRequest, receivedAt: UInt64) async throws(EngineError) -> StartRecordingResponse {
         try refuseIfBusy()
         let change = try MetadataRules.validate(request.metadata)
+        if request.type == .audio && !request.audio {
+            throw .invalidValue(field: "audio", detail: "false is for a silent video (type \"video\"); an audio recording records sound")
+        }
         let recordings = config.dataDirectory.recordings.path
         if let free = FileOps.freeBytes(recordings), free < config.minFreeBytes {
             throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
         }
         let id = UUID()
         state = .starting(id, fault: nil)
-        let relative = DataDirectory.relativePath(id: id, type: .audio)
+        let relative = DataDirectory.relativePath(id: id, type: request.type)
         let path = config.dataDirectory.absolute(relative)
-        var recording = Recording(id: id, type: .audio, state: .recording, title: "", notes: "", purpose: nil,
+        var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
                                   createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
                                   lastPlayedAt: nil, recovered: false, droppedFrames: 0)
         var withTitle = change
@@ -103,27 +132,14 @@ public actor Recorder {
             state = .idle
             throw error
         }
-        let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate,
-                                          channels: config.channels)
-        let encoding = AudioEncoding(sampleRate: config.sampleRate, channels: config.channels, bitRate: config.bitRate)
-        let session: AudioRecordingSession
+        let session: any RecordingSession
         let firstBufferAt: UInt64
         do {
-            let events = self.events
-            let interval = config.meterIntervalMs
-            let rate = Double(config.sampleRate)
             let gate = EventGate()
             self.gate = gate
-            (session, firstBufferAt) = try await runBlocking { [logger] in
-                let s = try AudioRecordingSession(path: path, capture: capture, encoding: encoding, meterIntervalMs: interval,
-                                                  onMeter: { reading in
-                    guard gate.isOpen, events.wantsMeters else { return }
-                    events.publish(.meter(MeterEvent(source: .recording, recordingID: id, time: Double(reading.endFrame) / rate,
-                                                     intervalMs: interval, channels: ChannelLevel.from(reading))))
-                }) { error in
-                    logger.error("recording \(id) ended by a fault: \(error)")
-                    Task { await self.fault(id: id, error: error) }
-                }
+            let open = sessionFactory(request, id: id, path: path, gate: gate)
+            (session, firstBufferAt) = try await runBlocking {
+                let s = try open()
                 return (s, try s.start())
             }
         } catch {
@@ -132,7 +148,7 @@ public actor Recorder {
             try? FileOps.remove(path)
             do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
             state = .idle
-            throw Self.map(error, file: path)
+            throw Self.map(error, file: path, request: request)
         }
         guard case .starting(id, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
@@ -140,18 +156,70 @@ public actor Recorder {
         let active = Active(session: session, id: id, startedAt: .now)
         state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
-        logger.info("recording \(id) started on \(config.captureDevice) (\(String(format: "%.1f", latencyMs)) ms to first buffer)")
+        let video = (session as? VideoRecordingSession)?.info
+        let audioDevice = request.audio ? config.captureDevice : nil
+        let from = [audioDevice, video.map { "\($0.device) (\($0.width)x\($0.height) \($0.pixelFormat) at \(String(format: "%g", $0.fps)) fps, \($0.encoder))" }]
+            .compactMap { $0 }.joined(separator: " + ")
+        logger.info("recording \(id) started on \(from) (\(String(format: "%.1f", latencyMs)) ms to first buffer)")
         events.publish(.recordingStarted(recording))
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
         gate?.openGate()
         if let fault { beginFinish(active, reason: .fault, error: fault) }
-        return StartRecordingResponse(recording: recording, device: config.captureDevice, startLatencyMs: latencyMs)
+        return StartRecordingResponse(recording: recording, device: audioDevice, video: video, startLatencyMs: latencyMs)
+    }
+
+    /// A closure that opens the session `request` asks for (blocking: run it through `runBlocking`).
+    private func sessionFactory(_ request: StartRecordingRequest, id: UUID, path: String,
+                                gate: EventGate) -> @Sendable () throws -> any RecordingSession {
+        let events = self.events
+        let interval = config.meterIntervalMs
+        let rate = Double(config.sampleRate)
+        let logger = self.logger
+        let onMeter: @Sendable (LevelReading) -> Void = { reading in
+            guard gate.isOpen, events.wantsMeters else { return }
+            events.publish(.meter(MeterEvent(source: .recording, recordingID: id, time: Double(reading.endFrame) / rate,
+                                             intervalMs: interval, channels: ChannelLevel.from(reading))))
+        }
+        let onFault: @Sendable (any Error) -> Void = { error in
+            logger.error("recording \(id) ended by a fault: \(error)")
+            Task { await self.fault(id: id, error: error) }
+        }
+        let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate,
+                                          channels: config.channels)
+        let encoding = AudioEncoding(sampleRate: config.sampleRate, channels: config.channels, bitRate: config.bitRate)
+        switch request.type {
+        case .audio:
+            return {
+                try AudioRecordingSession(path: path, capture: capture, encoding: encoding, meterIntervalMs: interval,
+                                          onMeter: onMeter, onFault: onFault)
+            }
+        case .video:
+            let v = config.video
+            let camera = V4L2CaptureSettings(device: v.device, width: v.width, height: v.height, fps: v.fps,
+                                             rawFormats: CameraFrameFormat.rawFourCCs.map { FourCC(rawValue: $0) })
+            let h264 = VideoEncoding(width: v.width, height: v.height, fps: Double(v.fps), preset: v.preset, crf: v.crf, bitRate: v.bitRate)
+            let audio = request.audio ? (capture, encoding) : nil
+            return {
+                try VideoRecordingSession(path: path, camera: camera, video: h264, audio: audio, meterIntervalMs: interval,
+                                          onMeter: onMeter, onFault: onFault)
+            }
+        }
+    }
+
+    /// A device error of a video recording says what can be recorded instead (the seed's Screen 5.2:
+    /// no camera → audio only; no microphone → a silent video).
+    static func map(_ error: any Error, file: String, request: StartRecordingRequest) -> EngineError {
+        guard request.type == .video, let e = error as? CaptureError else { return map(error, file: file) }
+        if e.isVideo {
+            return .device(e, hint: "Camera required for video recordings: record audio-only instead (recctl record start, without --video).")
+        }
+        return .device(e, hint: "Microphone required for recordings with sound: you can still record video-only, a silent video (recctl record start --video-only).")
     }
 
     static func map(_ error: any Error, file: String) -> EngineError {
         switch error {
         case let e as EngineError: return e
-        case let e as CaptureError: return .device(e)
+        case let e as CaptureError: return .device(e, hint: nil)
         case let e as FFmpegError: return e.isDiskFull ? .storage(file: file, operation: "write", underlying: e.description)
                                                        : .media(file: file, underlying: e.description)
         default: return .media(file: file, underlying: "\(error)")
@@ -237,9 +305,15 @@ public actor Recorder {
         // The waveform of what was written. Losing it is not losing the recording: one is computed
         // from the file when first asked for.
         do {
-            try catalog.storeWaveform(id: active.id, data: session.waveform().dat())
+            if let waveform = session.waveform() { try catalog.storeWaveform(id: active.id, data: waveform.dat()) }
         } catch {
             logger.warning("recording \(active.id): its waveform was not stored (\(error)); it will be computed from the file")
+        }
+        // Likewise the poster of a video.
+        do {
+            if let poster = session.poster { try catalog.storePoster(id: active.id, data: poster) }
+        } catch {
+            logger.warning("recording \(active.id): its poster was not stored (\(error)); it will be made from the file")
         }
         events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: recording,
                                                                discarded: false, error: error, capture: stats)))

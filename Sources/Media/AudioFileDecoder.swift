@@ -35,6 +35,7 @@ public final class AudioFileDecoder {
         self.path = path
         let ctx = input.context
         let index = av_find_best_stream(ctx, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        if index == recd_averror_stream_not_found() { throw MediaError.noStream(kind: "audio", file: path) }
         if index < 0 { throw FFmpegError(call: "av_find_best_stream (audio)", code: index, file: path) }
         streamIndex = index
         let stream = ctx.pointee.streams[Int(index)]!

@@ -47,12 +47,18 @@ public enum MediaError: Error, CustomStringConvertible, Sendable {
     case encoderNotFound(String)
     case decoderNotFound(String)
     case allocationFailed(String)
+    /// Input recd cannot convert (a camera pixel format, a short frame).
+    case unsupportedFormat(String)
+    /// The file has no stream of the kind asked for (a poster from an audio file).
+    case noStream(kind: String, file: String)
 
     public var description: String {
         switch self {
         case .encoderNotFound(let n): return "FFmpeg has no \(n) encoder (libavcodec built without it?)"
         case .decoderNotFound(let n): return "FFmpeg has no \(n) decoder (libavcodec built without it?)"
         case .allocationFailed(let call): return "\(call) returned NULL (out of memory)"
+        case .unsupportedFormat(let what): return what
+        case .noStream(let kind, let file): return "\(file) has no \(kind) stream"
         }
     }
 }

@@ -31,7 +31,13 @@ final class FFmpegMuxer {
     private var headerWritten = false
     private var closed = false
 
-    init(path: String, formatName: String = "mp4") throws {
+    /// The container for a file name: QuickTime for `.mov` (video recordings), else MP4.
+    static func formatName(for path: String) -> String {
+        path.lowercased().hasSuffix(".mov") || path.lowercased().contains(".mov.") ? "mov" : "mp4"
+    }
+
+    init(path: String, formatName: String? = nil) throws {
+        let formatName = formatName ?? Self.formatName(for: path)
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         try FFmpegError.check(avformat_alloc_output_context2(&ctx, nil, formatName, path),
                               "avformat_alloc_output_context2", file: path)

@@ -15,6 +15,8 @@ public enum PlaybackError: Error, CustomStringConvertible, Sendable {
     case media(file: String, detail: String)
     /// The file is not there.
     case fileMissing(file: String)
+    /// The file has no sound to play (a silent video).
+    case noSound(file: String)
 
     public var description: String {
         switch self {
@@ -30,6 +32,8 @@ public enum PlaybackError: Error, CustomStringConvertible, Sendable {
             return "cannot play \(file): \(detail)"
         case .fileMissing(let file):
             return "the file \(file) is missing"
+        case .noSound(let file):
+            return "\(file) is a silent video: it has no sound to play (a video player can show it: GET /v1/recordings/{id}/media)"
         }
     }
 }

@@ -72,6 +72,8 @@ public final class PlaybackSession: @unchecked Sendable {
             decoder = try AudioFileDecoder(path: path)
         } catch let e as FFmpegError where e.isFileMissing {
             throw .fileMissing(file: path)
+        } catch MediaError.noStream {
+            throw .noSound(file: path)
         } catch {
             throw .media(file: path, detail: "\(error)")
         }

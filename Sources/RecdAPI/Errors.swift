@@ -12,6 +12,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case invalidState = "invalid_state"
     case notPlaying = "not_playing"
     case fileMissing = "file_missing"
+    /// The recording has no stream of that kind: the poster of an audio recording, the sound of a silent video.
+    case noMedia = "no_media"
     case fieldTooLong = "field_too_long"
     case invalidValue = "invalid_value"
     case deviceUnavailable = "device_unavailable"
@@ -23,17 +25,25 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
 }
 
 public struct APIErrorBody: Codable, Sendable, Equatable, Error {
+    /// What can be recorded instead when a device of a video recording is missing (the seed's
+    /// Screen 5.2): no camera → `audio_only`; no microphone → `video_only` (a silent video).
+    public enum Offer: String, Codable, Sendable {
+        case audioOnly = "audio_only"
+        case videoOnly = "video_only"
+    }
     public struct Detail: Codable, Sendable, Equatable {
         public var code: APIErrorCode
         public var message: String
         /// For `ambiguous_id`: the ids that match the prefix.
         public var matches: [String]?
-        public init(code: APIErrorCode, message: String, matches: [String]? = nil) {
-            self.code = code; self.message = message; self.matches = matches
+        /// For `device_unavailable` of a video recording: what can be recorded instead.
+        public var offer: Offer?
+        public init(code: APIErrorCode, message: String, matches: [String]? = nil, offer: Offer? = nil) {
+            self.code = code; self.message = message; self.matches = matches; self.offer = offer
         }
     }
     public var error: Detail
-    public init(code: APIErrorCode, message: String, matches: [String]? = nil) {
-        error = Detail(code: code, message: message, matches: matches)
+    public init(code: APIErrorCode, message: String, matches: [String]? = nil, offer: Offer? = nil) {
+        error = Detail(code: code, message: message, matches: matches, offer: offer)
     }
 }

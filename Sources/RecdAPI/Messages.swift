@@ -62,23 +62,74 @@ public struct MetadataPatch: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /v1/record/start`.
+/// `POST /v1/record/start`: the metadata fields, and what to record.
 public struct StartRecordingRequest: Codable, Sendable, Equatable {
     public var metadata: MetadataPatch
-    public init(metadata: MetadataPatch = MetadataPatch()) { self.metadata = metadata }
-    public init(from decoder: any Decoder) throws { metadata = try MetadataPatch(from: decoder) }
-    public func encode(to encoder: any Encoder) throws { try metadata.encode(to: encoder) }
+    /// `audio` (the default): the microphone into an .m4a; `video`: the camera (with the microphone
+    /// unless `audio` is false) into a .mov.
+    public var type: RecordingType
+    /// With `type` video: false records a silent video (no audio stream). Must not be false for audio.
+    public var audio: Bool
+
+    public init(metadata: MetadataPatch = MetadataPatch(), type: RecordingType = .audio, audio: Bool = true) {
+        self.metadata = metadata; self.type = type; self.audio = audio
+    }
+
+    enum CodingKeys: String, CodingKey { case type, audio }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decodeIfPresent(RecordingType.self, forKey: .type) ?? .audio
+        audio = try c.decodeIfPresent(Bool.self, forKey: .audio) ?? true
+        metadata = try MetadataPatch(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        try c.encode(audio, forKey: .audio)
+        try metadata.encode(to: encoder)
+    }
+}
+
+/// The camera side of a video recording, as negotiated with the camera.
+public struct VideoCaptureInfo: Codable, Sendable, Equatable {
+    /// V4L2 device node.
+    public var device: String
+    /// The camera's pixel format (fourcc: `YUYV`, `NV12`, `MJPG`, ...).
+    public var pixelFormat: String
+    public var width: Int
+    public var height: Int
+    /// Frames per second the camera was set to.
+    public var fps: Double
+    /// Encoder and its settings (`libx264 preset=veryfast crf=23`).
+    public var encoder: String
+    public init(device: String, pixelFormat: String, width: Int, height: Int, fps: Double, encoder: String) {
+        self.device = device; self.pixelFormat = pixelFormat; self.width = width; self.height = height
+        self.fps = fps; self.encoder = encoder
+    }
 }
 
 /// Reply to `POST /v1/record/start`.
 public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var recording: Recording
-    /// ALSA PCM name the recording captures from.
-    public var device: String
-    /// Milliseconds from receiving the request to the first captured buffer.
+    /// ALSA PCM name the recording captures sound from; null for a silent video.
+    public var device: String?
+    /// The camera, for a video recording; null for audio.
+    public var video: VideoCaptureInfo?
+    /// Milliseconds from receiving the request to the first captured buffer (sound, or the first
+    /// frame of a silent video).
     public var startLatencyMs: Double
-    public init(recording: Recording, device: String, startLatencyMs: Double) {
-        self.recording = recording; self.device = device; self.startLatencyMs = startLatencyMs
+    public init(recording: Recording, device: String?, video: VideoCaptureInfo? = nil, startLatencyMs: Double) {
+        self.recording = recording; self.device = device; self.video = video; self.startLatencyMs = startLatencyMs
+    }
+    enum CodingKeys: String, CodingKey { case recording, device, video, startLatencyMs }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(recording, forKey: .recording)
+        try c.encode(device, forKey: .device)
+        try c.encode(video, forKey: .video)
+        try c.encode(startLatencyMs, forKey: .startLatencyMs)
     }
 }
 
@@ -130,11 +181,29 @@ public struct StopRecordingResponse: Codable, Sendable, Equatable {
 
 /// Counters of one capture session.
 public struct CaptureStats: Codable, Sendable, Equatable {
+    /// Audio frames captured (0 for a silent video).
     public var framesCaptured: Int64
     public var overruns: Int
+    /// Audio frames lost (overruns, a stalled encoder).
     public var droppedFrames: Int64
-    public init(framesCaptured: Int64 = 0, overruns: Int = 0, droppedFrames: Int64 = 0) {
+    /// Video frames captured; null for an audio recording.
+    public var videoFrames: Int64?
+    /// Video frames the camera dropped (gaps in its sequence numbers) or recd could not encode in
+    /// time; null for an audio recording.
+    public var videoDroppedFrames: Int64?
+    public init(framesCaptured: Int64 = 0, overruns: Int = 0, droppedFrames: Int64 = 0,
+                videoFrames: Int64? = nil, videoDroppedFrames: Int64? = nil) {
         self.framesCaptured = framesCaptured; self.overruns = overruns; self.droppedFrames = droppedFrames
+        self.videoFrames = videoFrames; self.videoDroppedFrames = videoDroppedFrames
+    }
+    enum CodingKeys: String, CodingKey { case framesCaptured, overruns, droppedFrames, videoFrames, videoDroppedFrames }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(framesCaptured, forKey: .framesCaptured)
+        try c.encode(overruns, forKey: .overruns)
+        try c.encode(droppedFrames, forKey: .droppedFrames)
+        try c.encode(videoFrames, forKey: .videoFrames)
+        try c.encode(videoDroppedFrames, forKey: .videoDroppedFrames)
     }
 }
 

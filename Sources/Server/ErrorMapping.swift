@@ -55,7 +55,11 @@ enum ErrorMapping {
         case .invalidState: return (.conflict, .init(code: .invalidState, message: message))
         case .fieldTooLong: return (.unprocessableContent, .init(code: .fieldTooLong, message: message))
         case .invalidValue: return (.unprocessableContent, .init(code: .invalidValue, message: message))
-        case .device: return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
+        case .device(let capture, let hint):
+            // What a GUI can offer instead (the seed's Screen 5.2 buttons).
+            let offer: APIErrorBody.Offer? = hint == nil ? nil : capture.isVideo ? .audioOnly : .videoOnly
+            return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message, offer: offer))
+        case .noMedia: return (.conflict, .init(code: .noMedia, message: message))
         case .media: return (.internalServerError, .init(code: .internalError, message: message))
         case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
         case .insufficientStorage: return (HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), .init(code: .insufficientStorage, message: message))
@@ -64,6 +68,7 @@ enum ErrorMapping {
         case .playback(let p):
             switch p {
             case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))
+            case .noSound: return (.conflict, .init(code: .noMedia, message: message))
             case .media: return (.internalServerError, .init(code: .internalError, message: message))
             case .unavailable, .unsupported, .failed, .stalled:
                 return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))

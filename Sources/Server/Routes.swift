@@ -114,6 +114,15 @@ public enum RecdRoutes {
         MediaRoute.add(to: v1, engine: engine)
         WaveformRoute.add(to: v1, engine: engine)
 
+        v1.get("recordings/:id/poster") { _, context in
+            let jpeg = try await engine.library.poster(try context.parameters.require("id"))
+            return JSONResponse.raw(jpeg, contentType: "image/jpeg")
+        }
+
+        v1.get("devices") { _, _ in
+            JSONResponse.make(await engine.library.devices())
+        }
+
         v1.get("top") { request, _ in
             let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
             let top = try engine.library.top(limit: limit)

@@ -94,16 +94,30 @@ struct Record: AsyncParsableCommand {
     func run() async throws { try await interactive(global) }
 
     struct Start: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start recording from the capture device.")
+        static let configuration = CommandConfiguration(
+            abstract: "Start recording from the microphone (or, with --video, the camera and the microphone).",
+            discussion: """
+            --video records the camera with sound into a .mov; when the camera is missing or busy recd says so
+            and you can record audio only (without --video); when the microphone is missing, --video-only
+            records a silent video.
+            """)
         @OptionGroup var global: GlobalOptions
         @OptionGroup var metadata: MetadataOptions
+        @Flag(help: "Record video from the camera, with sound from the microphone.") var video = false
+        @Flag(help: "Record a silent video: the camera only, no sound.") var videoOnly = false
+
+        func validate() throws {
+            if video && videoOnly { throw ValidationError("--video and --video-only exclude each other") }
+        }
 
         func run() async throws {
-            let (reply, raw) = try await global.client.call(
-                .POST, "/v1/record/start", body: StartRecordingRequest(metadata: metadata.patch),
-                as: StartRecordingResponse.self)
-            global.emit(raw, "⏺ recording '\(reply.recording.title)' (\(reply.recording.id.uuidString)) from \(reply.device)"
-                             + String(format: ", first audio after %.0f ms", reply.startLatencyMs))
+            let request = StartRecordingRequest(metadata: metadata.patch, type: video || videoOnly ? .video : .audio, audio: !videoOnly)
+            let (reply, raw) = try await global.client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
+            let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
+                .compactMap { $0 }.joined(separator: " + ")
+            let what = reply.video == nil ? "audio" : reply.device == nil ? "frame" : "sound"
+            global.emit(raw, "⏺ recording '\(reply.recording.title)' (\(reply.recording.id.uuidString)) from \(sources)"
+                             + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs))
         }
     }
 

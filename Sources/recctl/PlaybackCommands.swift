@@ -218,20 +218,80 @@ struct Media: AsyncParsableCommand {
             return
         }
         let name = output ?? (r.file as NSString).lastPathComponent
-        // Written beside the target and renamed: an interrupted copy never leaves a partial file under the name.
-        let temporary = name + ".part"
-        do {
-            try reply.body.write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
-        }
+        try writeFile(reply.body, to: name)
         if global.json {
             let data = try APIJSON.encoder().encode(["file": name, "bytes": String(reply.body.count)])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         } else {
             print("Copied '\(r.title)' to \(name) (\(ByteCountFormatter.string(fromByteCount: Int64(reply.body.count), countStyle: .file)))")
         }
+    }
+}
+
+/// Writes `data` beside `name` and renames it into place: an interrupted copy never leaves a partial
+/// file under the name.
+func writeFile(_ data: Data, to name: String) throws {
+    let temporary = name + ".part"
+    do {
+        try data.write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
+    } catch {
+        try? FileManager.default.removeItem(atPath: temporary)
+        throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
+    }
+}
+
+struct Poster: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Save a video recording's poster: a JPEG of its first frame.",
+        discussion: "Writes poster_<id>.jpg in the current directory unless -o names a file or - (stdout).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
+    var output: String?
+
+    func run() async throws {
+        let reply = try await global.client.send(.GET, "/v1/recordings/\(idPath(id))/poster")
+        try RecdClient.check(reply)
+        if output == "-" {
+            FileHandle.standardOutput.write(reply.body)
+            return
+        }
+        let name = output ?? "poster_\(id).jpg"
+        try writeFile(reply.body, to: name)
+        if global.json {
+            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(reply.body.count)])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            print("Poster of \(id) saved to \(name) (\(ByteCountFormatter.string(fromByteCount: Int64(reply.body.count), countStyle: .file)))")
+        }
+    }
+}
+
+struct Devices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List capture devices: ALSA PCMs and V4L2 cameras with their formats, sizes and rates.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let (list, raw) = try await global.client.call(.GET, "/v1/devices", as: DeviceList.self)
+        var lines = ["Microphones (ALSA PCMs; recd records from \(list.configuredAudio)):"]
+        if list.audio.isEmpty { lines.append("  (none)") }
+        for a in list.audio {
+            lines.append("  \(a.device)\(a.device == list.configuredAudio ? "  *" : "")" + (a.description.isEmpty ? "" : "  \(a.description)"))
+        }
+        lines.append("Cameras (V4L2; recd records from \(list.configuredCamera)):")
+        if list.cameras.isEmpty { lines.append("  (none)") }
+        for c in list.cameras {
+            lines.append("  \(c.device)\(c.device == list.configuredCamera ? "  *" : "")  \(c.name)\(c.driver.isEmpty ? "" : " (\(c.driver))")")
+            if let e = c.error { lines.append("    cannot be queried: \(e)") }
+            for f in c.formats {
+                let sizes = f.sizes.map { s in
+                    "\(s.width)x\(s.height)" + (s.fps.isEmpty ? "" : "@" + s.fps.map { String(format: "%g", $0) }.joined(separator: "/"))
+                }
+                lines.append("    \(f.pixelFormat)\(f.compressed ? " (compressed)" : "")  \(sizes.joined(separator: " "))")
+            }
+        }
+        global.emit(raw, lines.joined(separator: "\n"))
     }
 }

@@ -95,7 +95,7 @@ extension Record {
         }
         defer { events.cancel() }
 
-        say(tty ? "Press Enter to stop." : "⏺ recording \(id.uuidString) from \(start.device); Enter (or end of input) stops it")
+        say(tty ? "Press Enter to stop." : "⏺ recording \(id.uuidString) from \(start.device ?? "the camera"); Enter (or end of input) stops it")
         // Enter, end of input, or Ctrl-C stops; so does the recording ending by itself.
         signal(SIGINT, SIG_IGN)
         let sigint = DispatchSource.makeSignalSource(signal: SIGINT)

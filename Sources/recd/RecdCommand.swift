@@ -10,7 +10,7 @@ import Server
 struct RecdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recd",
-        abstract: "Media recording manager daemon: records from ALSA into Recordings/, keeps a catalog, serves recctl.",
+        abstract: "Media recording manager daemon: records from ALSA (and V4L2 cameras) into Recordings/, keeps a catalog, serves recctl.",
         discussion: """
         Serves HTTP/1.1 with JSON bodies on a Unix socket, e.g.
           curl --unix-socket "$RECD_SOCKET" http://recd/v1/status
@@ -51,6 +51,24 @@ struct RecdCommand: AsyncParsableCommand {
                                             valueName: "MB"))
     var minFreeMb: Int = 200
 
+    @Option(name: .long, help: ArgumentHelp("V4L2 camera for video recordings.", valueName: "path"))
+    var videoDevice: String = "/dev/video0"
+
+    @Option(name: .long, help: ArgumentHelp("Picture size asked of the camera (it gives the nearest it has).", valueName: "WxH"))
+    var videoSize: String = "1280x720"
+
+    @Option(name: .long, help: "Frame rate asked of the camera.")
+    var videoFps: Int = 30
+
+    @Option(name: .long, help: ArgumentHelp("x264 preset: ultrafast ... veryslow (faster = less CPU, more bits).", valueName: "preset"))
+    var videoPreset: String = "veryfast"
+
+    @Option(name: .long, help: "x264 constant rate factor, 0-51 (lower = better, larger); ignored with --video-bitrate.")
+    var videoCrf: Int = 23
+
+    @Option(name: .long, help: ArgumentHelp("H.264 average bit rate in bits per second, instead of --video-crf.", valueName: "bps"))
+    var videoBitrate: Int?
+
     @Option(name: .long, help: ArgumentHelp("Meter readings (events) every this many milliseconds, 10-1000.", valueName: "ms"))
     var meterIntervalMs: Int = 50
 
@@ -73,6 +91,23 @@ struct RecdCommand: AsyncParsableCommand {
         _ = mode
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
+        guard Self.size(videoSize) != nil else { throw ValidationError("--video-size \(videoSize) is not WIDTHxHEIGHT such as 1280x720") }
+        guard (1...240).contains(videoFps) else { throw ValidationError("--video-fps must be 1...240") }
+        guard VideoSettings.presets.contains(videoPreset) else {
+            throw ValidationError("--video-preset must be one of \(VideoSettings.presets.joined(separator: ", "))")
+        }
+        guard (0...51).contains(videoCrf) else { throw ValidationError("--video-crf must be 0...51") }
+        if let videoBitrate, !(50_000...100_000_000).contains(videoBitrate) {
+            throw ValidationError("--video-bitrate must be 50000...100000000")
+        }
+    }
+
+    /// `1280x720` → (1280, 720); even sizes from 16x16 to 7680x4320 (H.264 4:2:0 needs even sides).
+    static func size(_ text: String) -> (Int, Int)? {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]),
+              (16...7680).contains(w), (16...4320).contains(h), w % 2 == 0, h % 2 == 0 else { return nil }
+        return (w, h)
     }
 
     func run() async throws {
@@ -89,7 +124,9 @@ struct RecdCommand: AsyncParsableCommand {
         let config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
             playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,
-            minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs)
+            minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs,
+            video: VideoSettings(device: videoDevice, width: Self.size(videoSize)?.0 ?? 1280, height: Self.size(videoSize)?.1 ?? 720,
+                                 fps: videoFps, preset: videoPreset, crf: videoCrf, bitRate: videoBitrate))
         do {
             let engine = try Engine(config: config, logger: logger)
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,

@@ -12,6 +12,8 @@ int recd_averror_eagain(void);
 int recd_averror_eof(void);
 /// AVERROR_INVALIDDATA: damaged input (a packet the decoder cannot use).
 int recd_averror_invaliddata(void);
+/// AVERROR_STREAM_NOT_FOUND: av_find_best_stream found no stream of the kind asked for.
+int recd_averror_stream_not_found(void);
 /// AVERROR(errno) for an arbitrary POSIX errno value (e.g. ENOSPC).
 int recd_averror_from_errno(int posix_errno);
 /// AV_NOPTS_VALUE: "no timestamp".

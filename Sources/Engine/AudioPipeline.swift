@@ -1,0 +1,178 @@
+// The sound side of a recording: ALSA capture thread → ring → encoder thread → a file's audio track.
+import Capture
+import Foundation
+import Media
+import Metering
+import RecdAPI
+import Synchronization
+
+/// Where an `AudioPipeline`'s encoder thread puts the sound: an audio file, or the audio track of a
+/// video file. Called on that thread only.
+protocol AudioSink: AnyObject {
+    func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws
+    /// Flushes what is buffered. For a file with no other track, also closes the file.
+    func finish() throws
+}
+
+extension AudioFileWriter: AudioSink {}
+
+/// Reports the first fault of a recording (device gone, disk full) once, and none after a stop was
+/// asked for: the owner ends the recording cleanly with what was captured.
+final class FaultLatch: Sendable {
+    private let reported = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let onFault: @Sendable (any Error) -> Void
+    init(_ onFault: @escaping @Sendable (any Error) -> Void) { self.onFault = onFault }
+    func report(_ error: any Error) {
+        guard !stopped.load(ordering: .relaxed), !reported.exchange(true, ordering: .relaxed) else { return }
+        onFault(error)
+    }
+    func stop() { stopped.store(true, ordering: .relaxed) }
+}
+
+/// Waits (blocking) for the first item of a capture, or for the error that prevented it.
+final class FirstArrival: Sendable {
+    private let at = Atomic<UInt64>(0)
+    private let failure = Mutex<(any Error)?>(nil)
+    private let signal = DispatchSemaphore(value: 0)
+
+    /// Records the arrival time (DispatchTime nanoseconds) the first time; later calls do nothing.
+    func arrived() {
+        if at.compareExchange(expected: 0, desired: DispatchTime.now().uptimeNanoseconds, ordering: .relaxed).exchanged {
+            signal.signal()
+        }
+    }
+    var hasArrived: Bool { at.load(ordering: .relaxed) != 0 }
+    /// The capture failed before its first item.
+    func failed(_ error: any Error) {
+        failure.withLock { $0 = error }
+        signal.signal()
+    }
+    /// The arrival time, or the failure, or `timeout()` when nothing came in `ms`.
+    func wait(ms: Int, timeout: () -> any Error) throws -> UInt64 {
+        let waited = signal.wait(timeout: .now() + .milliseconds(ms))
+        signal.signal()   // later waiters pass at once
+        let t = at.load(ordering: .relaxed)
+        if t != 0 { return t }
+        if let e = failure.withLock({ $0 }) { throw e }
+        _ = waited
+        throw timeout()
+    }
+}
+
+/// Ties an ALSA capture source to an `AudioSink`.
+///
+/// Threads: the capture thread (owned by `AlsaCaptureSource`) writes periods into the ring and meters
+/// them; the encoder thread (owned here) reads blocks from the ring into the sink and the waveform.
+/// Faults go to the latch.
+final class AudioPipeline: @unchecked Sendable {
+    let device: String
+    private let source: AlsaCaptureSource
+    private let ring: PCMRingBuffer
+    private let sink: any AudioSink
+    private let faults: FaultLatch
+    private let encoderDone = DispatchSemaphore(value: 0)
+    let first = FirstArrival()
+    private let writerError = Mutex<(any Error)?>(nil)
+    /// Runs on the capture thread, on the captured buffers themselves.
+    private let meter: LevelMeter
+    private let onMeter: @Sendable (LevelReading) -> Void
+    /// Runs on the encoder thread, on exactly what goes into the file.
+    private let waveformBuilder: WaveformBuilder
+    /// Anchored by the capture thread when the recording has video to line up with.
+    let clock: AudioClock?
+    /// Frames to drop before the first one written, decided by the video side (see
+    /// `VideoRecordingSession`); nil when the sound starts the file.
+    private let leadIn: (@Sendable () -> Int64)?
+
+    /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall without an overrun).
+    init(source: AlsaCaptureSource, sink: any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
+         clock: AudioClock? = nil, leadIn: (@Sendable () -> Int64)? = nil,
+         onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) {
+        let capture = source.settings
+        self.device = capture.device
+        self.source = source
+        self.sink = sink
+        self.faults = faults
+        self.onMeter = onMeter
+        self.clock = clock
+        self.leadIn = leadIn
+        meter = LevelMeter(LevelMeterSettings(sampleRate: capture.sampleRate, channels: capture.channels,
+                                              intervalMs: meterIntervalMs))
+        waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
+        ring = PCMRingBuffer(capacityFrames: capture.sampleRate * ringSeconds, channels: capture.channels)
+    }
+
+    /// Starts both threads. `first` tells when the first buffer came (or why none will).
+    func start() {
+        let encoderThread = Thread { [self] in self.encodeLoop() }
+        encoderThread.name = "recd-encoder"
+        encoderThread.start()
+        source.start(clock: clock, deliver: { [self] samples, frames in
+            self.ring.write(samples, frames: frames)
+            self.meter.process(samples, frames: frames, self.onMeter)
+            self.first.arrived()
+        }, onEnd: { [self] error in
+            self.ring.close()
+            if let error {
+                // Failed before the first buffer: that is start's error, not a fault.
+                if self.first.hasArrived { self.faults.report(error) } else { self.first.failed(error) }
+            }
+        })
+    }
+
+    private func encodeLoop() {
+        defer { encoderDone.signal() }
+        let channels = ring.channels
+        // Blocks of 4096 frames (85 ms at 48 kHz): the encoder thread wakes about 12 times a second.
+        var block = [Int16](repeating: 0, count: 4096 * channels)
+        do {
+            if let leadIn {
+                var skip = leadIn()
+                while skip > 0 {
+                    let n = Int(min(skip, 4096)) * channels
+                    let frames = block.withUnsafeMutableBufferPointer { ring.read(into: .init(rebasing: $0[0..<n]), minFrames: 1) }
+                    if frames == 0 { break }
+                    skip -= Int64(frames)
+                }
+            }
+            while true {
+                let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4096) }
+                if frames == 0 { break }
+                try block.withUnsafeBufferPointer {
+                    try sink.append(interleaved: $0, frames: frames)
+                    waveformBuilder.append($0, frames: frames)
+                }
+            }
+            try sink.finish()
+        } catch {
+            writerError.withLock { $0 = error }
+            // Keep what is on disk: close the file as well as possible, then stop capturing.
+            try? sink.finish()
+            faults.report(error)
+            ring.close()
+            // Drain so that the capture side never waits on us (it does not, but stay tidy).
+            while block.withUnsafeMutableBufferPointer({ ring.read(into: $0, minFrames: 1) }) > 0 {}
+        }
+    }
+
+    /// Stops capture, lets the encoder write out everything captured and finish the sink.
+    /// Blocking; idempotent. Returns the sink's error, if it had one.
+    func stop() -> (any Error)? {
+        source.stop()
+        ring.close()
+        encoderDone.wait()
+        encoderDone.signal()
+        return writerError.withLock { $0 }
+    }
+
+    /// The waveform of what was written. Call after `stop()` (the encoder thread has ended).
+    func waveform() -> WaveformData { waveformBuilder.finish() }
+
+    /// Counters so far.
+    var stats: CaptureStats {
+        let c = source.stats
+        return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
+                            droppedFrames: c.overrunFrames + ring.droppedFrames)
+    }
+}

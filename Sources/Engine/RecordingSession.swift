@@ -1,0 +1,73 @@
+// What the Recorder drives: one recording in progress, audio or video.
+import Capture
+import Foundation
+import Media
+import Metering
+import RecdAPI
+
+/// One recording in progress. `init` opens the devices and the file (nothing runs yet); `start`
+/// starts the threads and waits for the first captured data; `stop` ends capture and closes the file.
+/// All three block: the Recorder calls them through `runBlocking`.
+protocol RecordingSession: AnyObject, Sendable {
+    /// The file being written.
+    var path: String { get }
+    /// Starts capturing; returns when the first data arrived (DispatchTime nanoseconds).
+    func start() throws -> UInt64
+    /// Stops capture, writes out what was captured, closes the file. Idempotent. Returns the counters
+    /// and the writer's error, if it had one (the file then holds what was written before it).
+    func stop() -> (CaptureStats, (any Error)?)
+    /// Counters so far (for status).
+    var stats: CaptureStats { get }
+    /// The waveform of the sound written; nil for a silent video. After `stop()`.
+    func waveform() -> WaveformData?
+    /// JPEG of the first video frame; nil for audio. After `stop()`.
+    var poster: Data? { get }
+}
+
+/// An audio recording: the microphone into a fragmented .m4a.
+final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
+    let path: String
+    private let audio: AudioPipeline
+    private let faults: FaultLatch
+
+    /// How long start waits for the first captured buffer before giving up on the device.
+    static let firstBufferTimeoutMs = 5000
+
+    init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
+         onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
+         onFault: @escaping @Sendable (any Error) -> Void) throws {
+        self.path = path
+        let source = try AlsaCaptureSource(settings: capture)
+        let writer: AudioFileWriter
+        do {
+            writer = try AudioFileWriter(path: path, encoding: encoding)
+        } catch {
+            source.stop()
+            throw error
+        }
+        faults = FaultLatch(onFault)
+        audio = AudioPipeline(source: source, sink: writer, meterIntervalMs: meterIntervalMs, onMeter: onMeter, faults: faults)
+    }
+
+    func start() throws -> UInt64 {
+        audio.start()
+        do {
+            return try audio.first.wait(ms: Self.firstBufferTimeoutMs) {
+                CaptureError.noData(device: audio.device, waitedMs: Self.firstBufferTimeoutMs)
+            }
+        } catch {
+            _ = stop()
+            throw error
+        }
+    }
+
+    func stop() -> (CaptureStats, (any Error)?) {
+        faults.stop()
+        let error = audio.stop()
+        return (stats, error)
+    }
+
+    var stats: CaptureStats { audio.stats }
+    func waveform() -> WaveformData? { audio.waveform() }
+    var poster: Data? { nil }
+}

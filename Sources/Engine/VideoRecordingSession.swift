@@ -1,0 +1,302 @@
+// A video recording: V4L2 camera (+ ALSA microphone) → H.264 (+ AAC) in a fragmented .mov.
+import Capture
+import Foundation
+import Media
+import Metering
+import RecdAPI
+import Synchronization
+
+/// Camera frames handed from the capture thread to the video thread, still in their driver buffers.
+/// Never longer than the camera's buffer count (each entry holds one buffer), so it needs no bound.
+final class FrameQueue: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var frames: [V4L2Frame] = []
+    private var closed = false
+
+    func push(_ frame: V4L2Frame) {
+        condition.lock(); defer { condition.unlock() }
+        frames.append(frame)
+        condition.signal()
+    }
+
+    /// The next frame; nil once closed and empty.
+    func pop() -> V4L2Frame? {
+        condition.lock(); defer { condition.unlock() }
+        while frames.isEmpty && !closed { condition.wait() }
+        return frames.isEmpty ? nil : frames.removeFirst()
+    }
+
+    func close() {
+        condition.lock(); defer { condition.unlock() }
+        closed = true
+        condition.broadcast()
+    }
+}
+
+/// A value decided once by one thread and waited for by another (or given up on at a stop).
+final class Decision<T: Sendable>: Sendable {
+    private let value = Mutex<T?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+    func set(_ v: T) {
+        let first = value.withLock { cur -> Bool in if cur == nil { cur = v; return true }; return false }
+        if first { ready.signal() }
+    }
+    var current: T? { value.withLock { $0 } }
+    /// Blocks until set (or `cancel()`), then returns the value (nil when cancelled).
+    func wait() -> T? {
+        ready.wait(); ready.signal()
+        return current
+    }
+    func cancel() { ready.signal() }
+}
+
+/// The audio track of a `VideoFileWriter`, cut where the picture ends.
+///
+/// At a stop the sound must end where the last frame does, which is known only once the video
+/// thread has drained its queue. Meanwhile the audio encoder thread is held at a point that is
+/// surely before that end (`hold(at:)`: it waits there, the ring keeps capturing), then released
+/// with the exact cut (`cut(at:)`), so the track neither stops short nor runs past the picture.
+final class MovAudioSink: AudioSink, @unchecked Sendable {
+    private let writer: VideoFileWriter
+    private let condition = NSCondition()
+    private var holdAt: Int64 = .max
+    private var cutAt: Int64?
+    private var written: Int64 = 0
+    init(_ writer: VideoFileWriter) { self.writer = writer }
+
+    func hold(at frames: Int64) {
+        condition.lock(); defer { condition.unlock() }
+        holdAt = max(0, frames)
+    }
+
+    func cut(at frames: Int64) {
+        condition.lock(); defer { condition.unlock() }
+        cutAt = max(0, frames)
+        condition.broadcast()
+    }
+
+    func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
+        var offset = 0
+        while offset < frames {
+            condition.lock()
+            let cap = cutAt ?? holdAt
+            if written >= cap {
+                if cutAt != nil { condition.unlock(); return }   // past the cut: dropped
+                condition.wait()
+                condition.unlock()
+                continue
+            }
+            condition.unlock()
+            let n = Int(min(Int64(frames - offset), cap - written))
+            let channels = writer.audioChannels
+            try writer.appendAudio(interleaved: UnsafeBufferPointer(rebasing: samples[(offset * channels)...]), frames: n)
+            written += Int64(n)
+            offset += n
+        }
+    }
+
+    func finish() throws { try writer.finishAudio() }
+}
+
+/// One video recording.
+///
+/// Threads: the camera's capture thread queues frames (no copy); the video thread (owned here)
+/// stamps, converts and encodes them into the file, then gives each buffer back to the driver. With
+/// sound, the `AudioPipeline`'s two threads write the audio track of the same file.
+///
+/// Sync: both streams are placed by capture time on CLOCK_MONOTONIC. Each video frame carries its
+/// driver's timestamp; the audio capture anchors an `AudioClock` with ALSA's timestamps; a frame's
+/// time in the file is the audio position captured at its instant. The file starts at the first
+/// frame the camera delivered after the sound started (the sound before it is dropped: `leadIn`) and
+/// ends at the instant `stop()` is called (later frames and sound are dropped), so both streams
+/// cover the same span.
+final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
+    let path: String
+    let info: VideoCaptureInfo
+    let audioDevice: String?
+    private let camera: V4L2CaptureSource
+    private let writer: VideoFileWriter
+    private let audio: AudioPipeline?
+    private let audioSink: MovAudioSink?
+    private let faults: FaultLatch
+    private let queue = FrameQueue()
+    private let videoDone = DispatchSemaphore(value: 0)
+    private let firstFrame = FirstArrival()
+    private let posterData = Mutex<Data?>(nil)
+    private let videoError = Mutex<(any Error)?>(nil)
+    /// Audio frames before the file's start (decided by the video thread at the first frame).
+    private let origin = Decision<Int64>()
+    /// CLOCK_MONOTONIC instant of the stop: nothing captured after it goes into the file.
+    private let endNs = Atomic<UInt64>(.max)
+    private let stopOnce = Mutex<(CaptureStats, (any Error)?)?>(nil)
+
+    static let firstFrameTimeoutMs = 5000
+
+    /// Opens the camera, then the microphone (unless `audio` is nil: a silent video), then the file.
+    init(path: String, camera settings: V4L2CaptureSettings, video: VideoEncoding,
+         audio: (capture: AlsaCaptureSettings, encoding: AudioEncoding)?, meterIntervalMs: Int = 50,
+         onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
+         onFault: @escaping @Sendable (any Error) -> Void) throws {
+        self.path = path
+        let camera = try V4L2CaptureSource(settings: settings)
+        let f = camera.format
+        var encoding = video
+        encoding.width = f.width
+        encoding.height = f.height
+        encoding.fps = f.rate.fps > 0 ? f.rate.fps : Double(settings.fps)
+        var microphone: AlsaCaptureSource?
+        do {
+            if let audio { microphone = try AlsaCaptureSource(settings: audio.capture) }
+            writer = try VideoFileWriter(path: path, video: encoding,
+                                         camera: CameraFrameFormat(fourcc: f.pixelFormat.rawValue, width: f.width, height: f.height,
+                                                                   bytesPerLine: f.bytesPerLine),
+                                         audio: audio?.encoding)
+        } catch {
+            microphone?.stop()
+            camera.close()
+            throw error
+        }
+        self.camera = camera
+        faults = FaultLatch(onFault)
+        info = VideoCaptureInfo(device: settings.device, pixelFormat: f.pixelFormat.description, width: f.width,
+                                height: f.height, fps: encoding.fps, encoder: encoding.summary)
+        audioDevice = audio?.capture.device
+        if let microphone, let audio {
+            let sink = MovAudioSink(writer)
+            audioSink = sink
+            let origin = self.origin
+            // Six seconds of ring: the sound waits there while the camera delivers its first frame
+            // (start gives up after five).
+            self.audio = AudioPipeline(source: microphone, sink: sink, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
+                                       clock: AudioClock(sampleRate: audio.capture.sampleRate),
+                                       leadIn: { origin.wait() ?? 0 }, onMeter: onMeter, faults: faults)
+        } else {
+            self.audio = nil
+            audioSink = nil
+        }
+    }
+
+    func start() throws -> UInt64 {
+        let videoThread = Thread { [self] in self.videoLoop() }
+        videoThread.name = "recd-video-encoder"
+        videoThread.start()
+        audio?.start()
+        do {
+            try camera.start(deliver: { [queue] frame in queue.push(frame) }, onEnd: { [self] error in
+                self.queue.close()
+                if let error {
+                    if self.firstFrame.hasArrived { self.faults.report(error) } else { self.firstFrame.failed(error) }
+                }
+            })
+            let device = camera.settings.device
+            let frameAt = try firstFrame.wait(ms: Self.firstFrameTimeoutMs) {
+                CaptureError.videoNoData(device: device, waitedMs: Self.firstFrameTimeoutMs)
+            }
+            guard let audio else { return frameAt }
+            return try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs) }
+        } catch {
+            _ = stop()
+            throw error
+        }
+    }
+
+    /// The video thread: stamp, convert, encode, give the buffer back.
+    private func videoLoop() {
+        defer { videoDone.signal() }
+        var firstNs: UInt64?
+        do {
+            while let frame = queue.pop() {
+                defer { camera.requeue(frame.index) }
+                guard frame.timestampNs <= endNs.load(ordering: .relaxed) else { continue }
+                guard let pts = try stamp(frame, firstNs: &firstNs) else { continue }
+                let isFirst = !firstFrame.hasArrived
+                try writer.appendVideo(frame.bytes, pts: pts, poster: isFirst ? { jpeg in self.posterData.withLock { $0 = jpeg } } : nil)
+                if isFirst { firstFrame.arrived() }
+            }
+            try writer.finishVideo()
+        } catch {
+            videoError.withLock { $0 = error }
+            origin.cancel()
+            // Before the first frame this is start's error (e.g. the microphone failed), not a fault.
+            if firstFrame.hasArrived { faults.report(error) } else { firstFrame.failed(error) }
+            // Give every queued buffer back; the capture side goes on until the recording is stopped.
+            while let frame = queue.pop() { camera.requeue(frame.index) }
+        }
+    }
+
+    /// The frame's time in the file (`VideoEncoding.timeBase`), or nil to leave it out (captured
+    /// before the sound started).
+    private func stamp(_ frame: V4L2Frame, firstNs: inout UInt64?) throws -> Int64? {
+        let tb = Double(VideoEncoding.timeBase.den) / Double(VideoEncoding.timeBase.num)
+        guard let audio, let clock = audio.clock else {
+            // A silent video: time from its first frame.
+            let t0 = firstNs ?? frame.timestampNs
+            firstNs = t0
+            return Int64((Double(frame.timestampNs &- t0) / 1e9 * tb).rounded())
+        }
+        let rate = Double(clock.sampleRate)
+        if origin.current == nil {
+            // The first frame waits for the sound's first buffer (its clock anchor).
+            _ = try audio.first.wait(ms: Self.firstFrameTimeoutMs) {
+                CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs)
+            }
+            guard let position = clock.position(atNs: frame.timestampNs) else { return nil }
+            // A frame from before the sound started (by more than half a frame) is left out.
+            let halfFrame = rate / max(1, writer.video.fps) / 2
+            if position < -halfFrame { return nil }
+            origin.set(max(0, Int64(position.rounded())))
+        }
+        guard let position = clock.position(atNs: frame.timestampNs), let start = origin.current else { return nil }
+        return max(0, Int64(((position - Double(start)) / rate * tb).rounded()))
+    }
+
+    func stop() -> (CaptureStats, (any Error)?) {
+        if let done = stopOnce.withLock({ $0 }) { return done }
+        faults.stop()
+        let now = MonotonicClock.nowNs()
+        endNs.store(now, ordering: .relaxed)
+        let rate = Double(audio?.clock?.sampleRate ?? 48_000)
+        // Hold the sound a frame before the stop: the picture surely reaches that far.
+        if let audio, let sink = audioSink, let start = origin.current, let position = audio.clock?.position(atNs: now) {
+            sink.hold(at: Int64(position.rounded()) - start - Int64(rate / max(1, writer.video.fps)))
+        }
+        camera.stop()            // no frame after this; the video thread drains the queue
+        queue.close()
+        videoDone.wait()
+        videoDone.signal()
+        origin.cancel()
+        // The sound ends where the picture does (its last frame shown for one frame's time): the
+        // microphone goes on until it has captured that far (a period or two), and the track is cut
+        // there.
+        if let audio, let sink = audioSink {
+            if let start = origin.current, let end = writer.videoEnd {
+                let frames = Int64((Double(end) * Double(VideoEncoding.timeBase.num) / Double(VideoEncoding.timeBase.den) * rate).rounded())
+                let deadline = DispatchTime.now().uptimeNanoseconds + 500_000_000
+                while audio.stats.framesCaptured < start + frames && DispatchTime.now().uptimeNanoseconds < deadline {
+                    usleep(5_000)
+                }
+                sink.cut(at: frames)
+            } else {
+                sink.cut(at: .max)   // no picture at all: keep the sound
+            }
+        }
+        let audioError = audio?.stop()
+        var error: (any Error)? = videoError.withLock { $0 } ?? audioError
+        do { try writer.close() } catch let closeError { if error == nil { error = closeError } }
+        camera.close()
+        let result = (stats, error)
+        stopOnce.withLock { $0 = result }
+        return result
+    }
+
+    var stats: CaptureStats {
+        var s = audio?.stats ?? CaptureStats()
+        let c = camera.stats
+        s.videoFrames = writer.framesWritten
+        s.videoDroppedFrames = c.droppedFrames
+        return s
+    }
+
+    func waveform() -> WaveformData? { audio?.waveform() }
+    var poster: Data? { posterData.withLock { $0 } }
+}

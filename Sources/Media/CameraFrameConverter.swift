@@ -1,0 +1,190 @@
+// Camera frames (raw V4L2 layouts or MJPEG) → the YUV 4:2:0 pictures the H.264 encoder takes.
+import CFFmpeg
+import CFFmpegShim
+import Foundation
+
+/// A camera's frame layout: V4L2 fourcc, size and the first plane's bytes per line.
+public struct CameraFrameFormat: Sendable, Equatable {
+    public var fourcc: UInt32
+    public var width: Int
+    public var height: Int
+    public var bytesPerLine: Int
+    public init(fourcc: UInt32, width: Int, height: Int, bytesPerLine: Int) {
+        self.fourcc = fourcc; self.width = width; self.height = height; self.bytesPerLine = bytesPerLine
+    }
+
+    static func code(_ s: String) -> UInt32 {
+        let b = Array(s.utf8)
+        return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
+    }
+
+    /// V4L2 raw formats libswscale reads, in the order recd prefers them from a camera: 4:2:0 first
+    /// (what H.264 stores: no chroma to drop), then packed 4:2:2 (what most USB cameras send raw).
+    /// `swapUV`: YV12 is YU12 with the chroma planes the other way round.
+    static let raw: [(fourcc: String, format: AVPixelFormat, swapUV: Bool)] = [
+        ("YU12", AV_PIX_FMT_YUV420P, false), ("NV12", AV_PIX_FMT_NV12, false), ("YV12", AV_PIX_FMT_YUV420P, true),
+        ("NV21", AV_PIX_FMT_NV21, false), ("YUYV", AV_PIX_FMT_YUYV422, false), ("UYVY", AV_PIX_FMT_UYVY422, false),
+        ("YVYU", AV_PIX_FMT_YVYU422, false), ("422P", AV_PIX_FMT_YUV422P, false), ("NV16", AV_PIX_FMT_NV16, false),
+        ("RGB3", AV_PIX_FMT_RGB24, false), ("BGR3", AV_PIX_FMT_BGR24, false), ("GREY", AV_PIX_FMT_GRAY8, false),
+    ]
+
+    /// The raw fourccs recd can record from, best first (for the camera's format negotiation).
+    public static var rawFourCCs: [UInt32] { raw.map { code($0.fourcc) } }
+
+    public static let mjpegFourCCs: Set<UInt32> = [code("MJPG"), code("JPEG")]
+
+    var isMJPEG: Bool { Self.mjpegFourCCs.contains(fourcc) }
+}
+
+/// Converts each camera frame into a YUV 4:2:0 picture of the same size (libswscale; a plain copy
+/// when the camera already sends YU12). MJPEG frames are decoded with libavcodec first.
+/// Used from one thread (the recording's video thread).
+final class CameraFrameConverter {
+    let input: CameraFrameFormat
+    let output: FFmpegPicture
+    private let sourceFormat: AVPixelFormat
+    private let swapUV: Bool
+    private var sws: OpaquePointer?
+    private var swsSource: AVPixelFormat = AV_PIX_FMT_NONE
+    private let mjpeg: MJPEGDecoder?
+
+    init(input: CameraFrameFormat) throws {
+        self.input = input
+        output = try FFmpegPicture(format: AV_PIX_FMT_YUV420P, width: input.width, height: input.height)
+        if input.isMJPEG {
+            mjpeg = try MJPEGDecoder()
+            sourceFormat = AV_PIX_FMT_NONE   // known after the first decoded frame
+            swapUV = false
+        } else if let entry = CameraFrameFormat.raw.first(where: { CameraFrameFormat.code($0.fourcc) == input.fourcc }) {
+            mjpeg = nil
+            sourceFormat = entry.format
+            swapUV = entry.swapUV
+        } else {
+            throw MediaError.unsupportedFormat("camera pixel format \(input.fourcc) is not one recd converts")
+        }
+    }
+
+    deinit { sws_freeContext(sws) }
+
+    /// Converts one frame's bytes into `output` (made writable first). Throws on a frame too short for
+    /// its format, or an MJPEG frame that does not decode.
+    func convert(_ bytes: UnsafeRawBufferPointer) throws {
+        try output.makeWritable()
+        if let mjpeg {
+            let decoded = try mjpeg.decode(bytes)
+            let (planes, strides) = FFmpegPicture.planes(of: decoded)
+            try scale(from: AVPixelFormat(rawValue: decoded.pointee.format), planes: planes, strides: strides,
+                      width: Int(decoded.pointee.width), height: Int(decoded.pointee.height))
+            return
+        }
+        // Plane strides: the format's natural ones, widened as the driver padded the first plane.
+        var strides = [Int32](repeating: 0, count: 4)
+        try FFmpegError.check(av_image_fill_linesizes(&strides, sourceFormat, Int32(input.width)), "av_image_fill_linesizes")
+        if input.bytesPerLine > Int(strides[0]), strides[0] > 0 {
+            let natural = strides[0]
+            for i in 0..<4 { strides[i] = Int32(Int(strides[i]) * input.bytesPerLine / Int(natural)) }
+        }
+        var sizes = [Int](repeating: 0, count: 4)
+        let ptrdiffStrides = strides.map { Int($0) }
+        try FFmpegError.check(av_image_fill_plane_sizes(&sizes, sourceFormat, Int32(input.height), ptrdiffStrides), "av_image_fill_plane_sizes")
+        let needed = sizes.reduce(0, +)
+        guard bytes.count >= needed, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            throw MediaError.unsupportedFormat("a \(input.width)x\(input.height) frame of \(bytes.count) bytes is shorter than its format needs (\(needed))")
+        }
+        var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
+        var offset = 0
+        for i in 0..<4 where sizes[i] > 0 {
+            planes[i] = base + offset
+            offset += sizes[i]
+        }
+        if swapUV { planes.swapAt(1, 2) }
+        try scale(from: sourceFormat, planes: planes, strides: strides, width: input.width, height: input.height)
+    }
+
+    private func scale(from format: AVPixelFormat, planes: [UnsafePointer<UInt8>?], strides: [Int32], width: Int, height: Int) throws {
+        guard width == input.width, height == input.height else {
+            throw MediaError.unsupportedFormat("the camera sent a \(width)x\(height) frame in a \(input.width)x\(input.height) stream")
+        }
+        if sws == nil || swsSource != format {
+            sws_freeContext(sws)
+            // Same size in and out: libswscale only converts the layout (SWS_POINT: no filter needed).
+            sws = sws_getContext(Int32(width), Int32(height), format, Int32(width), Int32(height), AV_PIX_FMT_YUV420P,
+                                 SWS_POINT, nil, nil, nil)
+            swsSource = format
+            guard sws != nil else { throw MediaError.allocationFailed("sws_getContext") }
+        }
+        let out = output.frame
+        let rows = FFmpegPicture.scale(sws, planes: planes, strides: strides, height: height, into: out)
+        if rows <= 0 { throw FFmpegError(call: "sws_scale", code: rows == 0 ? recd_averror_invaliddata() : rows) }
+    }
+}
+
+extension FFmpegPicture {
+    /// The first four plane pointers and strides of `frame` (AVFrame keeps them in C arrays, which
+    /// Swift sees as tuples).
+    static func planes(of frame: UnsafeMutablePointer<AVFrame>) -> ([UnsafePointer<UInt8>?], [Int32]) {
+        let planes = withUnsafeBytes(of: frame.pointee.data) { raw in
+            (0..<4).map { raw.load(fromByteOffset: $0 * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride,
+                                   as: UnsafeMutablePointer<UInt8>?.self).map { UnsafePointer($0) } }
+        }
+        let strides = withUnsafeBytes(of: frame.pointee.linesize) { raw in
+            (0..<4).map { raw.load(fromByteOffset: $0 * 4, as: Int32.self) }
+        }
+        return (planes, strides)
+    }
+
+    /// sws_scale of a whole picture into `out`'s buffers. Returns sws_scale's result (rows written).
+    static func scale(_ sws: OpaquePointer?, planes: [UnsafePointer<UInt8>?], strides: [Int32], height: Int,
+                      into out: UnsafeMutablePointer<AVFrame>) -> Int32 {
+        planes.withUnsafeBufferPointer { src in
+            strides.withUnsafeBufferPointer { srcStrides in
+                withUnsafeMutablePointer(to: &out.pointee.data) { dst in
+                    withUnsafeMutablePointer(to: &out.pointee.linesize) { dstStrides in
+                        sws_scale(sws, src.baseAddress, srcStrides.baseAddress, 0, Int32(height),
+                                  UnsafeMutableRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
+                                  UnsafeMutableRawPointer(dstStrides).assumingMemoryBound(to: Int32.self))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Decodes MJPEG camera frames with libavcodec's mjpeg decoder.
+final class MJPEGDecoder {
+    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let packet: FFmpegPacket
+    private let picture: FFmpegPicture
+
+    init() throws {
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw MediaError.decoderNotFound("mjpeg") }
+        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
+        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
+        do {
+            try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2(mjpeg)")
+        } catch {
+            avcodec_free_context(&ctxOpt)
+            throw error
+        }
+        context = ctx
+        packet = try FFmpegPacket()
+        picture = try FFmpegPicture()
+    }
+
+    deinit {
+        var c: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&c)
+    }
+
+    /// Decodes one JPEG image; the frame is valid until the next call.
+    func decode(_ jpeg: UnsafeRawBufferPointer) throws -> UnsafeMutablePointer<AVFrame> {
+        // The decoder reads up to AV_INPUT_BUFFER_PADDING_SIZE bytes past the end: a padded copy.
+        try FFmpegError.check(av_new_packet(packet.pointer, Int32(jpeg.count)), "av_new_packet")
+        defer { av_packet_unref(packet.pointer) }
+        if let src = jpeg.baseAddress { memcpy(packet.pointer.pointee.data, src, jpeg.count) }
+        try FFmpegError.check(avcodec_send_packet(context, packet.pointer), "avcodec_send_packet(mjpeg)")
+        av_frame_unref(picture.frame)
+        try FFmpegError.check(avcodec_receive_frame(context, picture.frame), "avcodec_receive_frame(mjpeg)")
+        return picture.frame
+    }
+}

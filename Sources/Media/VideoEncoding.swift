@@ -1,0 +1,122 @@
+// H.264 encoding with libx264 through libavcodec.
+import CFFmpeg
+import CFFmpegShim
+
+/// Encoding settings of a video track.
+public struct VideoEncoding: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    /// The camera's nominal rate: sets the keyframe interval (one a second, so each one-second
+    /// fragment of the file being written starts with a keyframe) and the rate control's idea of time.
+    public var fps: Double
+    /// x264 preset. `veryfast` is what live encoders (OBS) default to: about a fifth of `medium`'s
+    /// CPU for a few percent more bits.
+    public var preset: String
+    /// Constant rate factor (0–51, lower is better): used unless `bitRate` is set.
+    public var crf: Int
+    /// Average bit rate in bit/s; nil for CRF.
+    public var bitRate: Int?
+
+    public init(width: Int, height: Int, fps: Double, preset: String = "veryfast", crf: Int = 23, bitRate: Int? = nil) {
+        self.width = width; self.height = height; self.fps = fps; self.preset = preset; self.crf = crf; self.bitRate = bitRate
+    }
+
+    /// x264's presets, fastest first (what `--video-preset` accepts).
+    public static let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+
+    /// `libx264 preset=veryfast crf=23`: for replies and logs.
+    public var summary: String {
+        "libx264 preset=\(preset) " + (bitRate.map { "bitrate=\($0 / 1000)k" } ?? "crf=\(crf)")
+    }
+
+    /// Timestamps of the video stream: 1/90000 s, the usual video clock (exact for 25, 30, 60 fps).
+    public static let timeBase = AVRational(num: 1, den: 90_000)
+}
+
+/// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
+/// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
+final class FFmpegH264Encoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+
+    init(_ e: VideoEncoding, globalHeader: Bool) throws {
+        guard let codec = avcodec_find_encoder_by_name("libx264") else { throw MediaError.encoderNotFound("libx264 (H.264)") }
+        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
+        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
+        ctx.pointee.width = Int32(e.width)
+        ctx.pointee.height = Int32(e.height)
+        ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        ctx.pointee.time_base = VideoEncoding.timeBase
+        let fpsQ = av_d2q(e.fps, 100_000)
+        ctx.pointee.framerate = fpsQ
+        // One keyframe a second: the fragmented file cuts a fragment at each, so a crash loses at
+        // most about a second, and a player can seek to any second.
+        ctx.pointee.gop_size = Int32(max(1, e.fps.rounded()))
+        ctx.pointee.max_b_frames = 0
+        if let rate = e.bitRate { ctx.pointee.bit_rate = Int64(rate) }
+        if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        av_dict_set(&options, "preset", e.preset, 0)
+        // zerolatency: no lookahead and no frame threads, so each frame's packet comes out at once
+        // (what reaches the disk is what was captured, up to the open fragment), with sliced threads.
+        av_dict_set(&options, "tune", "zerolatency", 0)
+        if e.bitRate == nil { av_dict_set(&options, "crf", String(e.crf), 0) }
+        do {
+            try FFmpegError.check(avcodec_open2(ctx, codec, &options), "avcodec_open2(libx264 \(e.preset))")
+        } catch {
+            avcodec_free_context(&ctxOpt)
+            throw error
+        }
+        context = ctx
+    }
+
+    deinit {
+        var c: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&c)
+    }
+
+    /// Sends `frame` (nil flushes).
+    func send(_ frame: UnsafeMutablePointer<AVFrame>?) throws {
+        try FFmpegError.check(avcodec_send_frame(context, frame), frame == nil ? "avcodec_send_frame(flush)" : "avcodec_send_frame(libx264)")
+    }
+
+    /// Receives every packet that is ready, calling `sink` for each; returns at EAGAIN or EOF.
+    func drain(into packet: UnsafeMutablePointer<AVPacket>, _ sink: (UnsafeMutablePointer<AVPacket>) throws -> Void) throws {
+        while true {
+            let rc = avcodec_receive_packet(context, packet)
+            if rc == recd_averror_eagain() || rc == recd_averror_eof() { return }
+            try FFmpegError.check(rc, "avcodec_receive_packet(libx264)")
+            try sink(packet)
+        }
+    }
+}
+
+/// Owns one AVFrame with its own buffers (a picture of a given format and size).
+final class FFmpegPicture {
+    let frame: UnsafeMutablePointer<AVFrame>
+
+    init(format: AVPixelFormat, width: Int, height: Int) throws {
+        guard let f = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        frame = f
+        f.pointee.format = format.rawValue
+        f.pointee.width = Int32(width)
+        f.pointee.height = Int32(height)
+        try FFmpegError.check(av_frame_get_buffer(f, 0), "av_frame_get_buffer")
+    }
+
+    /// An empty frame (for a decoder to fill).
+    init() throws {
+        guard let f = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        frame = f
+    }
+
+    deinit {
+        var f: UnsafeMutablePointer<AVFrame>? = frame
+        av_frame_free(&f)
+    }
+
+    /// Makes the buffers writable again (the encoder may still hold a reference to them).
+    func makeWritable() throws {
+        try FFmpegError.check(av_frame_make_writable(frame), "av_frame_make_writable")
+    }
+}

@@ -1,0 +1,54 @@
+// `GET /v1/devices`: what recd could capture from.
+
+/// A V4L2 camera node with everything it can capture.
+public struct CameraInfo: Codable, Sendable, Equatable {
+    public struct Size: Codable, Sendable, Equatable {
+        public var width: Int
+        public var height: Int
+        /// Frame rates offered at this size, fastest first.
+        public var fps: [Double]
+        public init(width: Int, height: Int, fps: [Double]) { self.width = width; self.height = height; self.fps = fps }
+    }
+    public struct Format: Codable, Sendable, Equatable {
+        /// fourcc: `YUYV`, `NV12`, `MJPG`, ...
+        public var pixelFormat: String
+        public var description: String
+        public var compressed: Bool
+        public var sizes: [Size]
+        public init(pixelFormat: String, description: String, compressed: Bool, sizes: [Size]) {
+            self.pixelFormat = pixelFormat; self.description = description; self.compressed = compressed; self.sizes = sizes
+        }
+    }
+    /// Device node (`/dev/video0`).
+    public var device: String
+    /// The driver's name for the card (`vivid`, `HD Pro Webcam C920`).
+    public var name: String
+    public var driver: String
+    /// Why the node could not be queried (permission, busy); null when it could.
+    public var error: String?
+    public var formats: [Format]
+    public init(device: String, name: String, driver: String, error: String?, formats: [Format]) {
+        self.device = device; self.name = name; self.driver = driver; self.error = error; self.formats = formats
+    }
+}
+
+/// An ALSA capture PCM.
+public struct AudioDeviceInfo: Codable, Sendable, Equatable {
+    /// The PCM name to pass as `--capture-device` (`hw:CARD=Loopback,DEV=1`, `default`, `pulse`).
+    public var device: String
+    /// ALSA's description of it.
+    public var description: String
+    public init(device: String, description: String) { self.device = device; self.description = description }
+}
+
+/// Reply to `GET /v1/devices`.
+public struct DeviceList: Codable, Sendable, Equatable {
+    public var audio: [AudioDeviceInfo]
+    public var cameras: [CameraInfo]
+    /// The devices recd records from now (its `--capture-device` and `--video-device`).
+    public var configuredAudio: String
+    public var configuredCamera: String
+    public init(audio: [AudioDeviceInfo], cameras: [CameraInfo], configuredAudio: String, configuredCamera: String) {
+        self.audio = audio; self.cameras = cameras; self.configuredAudio = configuredAudio; self.configuredCamera = configuredCamera
+    }
+}

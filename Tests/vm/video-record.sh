@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs INSIDE the test VM (shared/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
+# snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
+# Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
+# Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound),
+# silent.mov/silent.json (--video-only), busy.txt, nocamera.txt, nomic.txt (refusals with their hints),
+# drops.json (frames vivid was told to drop), unplugged.json/unplugged.mov (camera disconnected
+# mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), devices.json,
+# recd*.log.
+set -euo pipefail
+recd=$1 recctl=$2 out=$3 tone=$4
+work=$(mktemp -d /tmp/recd-vm.XXXXXX)
+sock=$work/recd.sock
+size=320x180 fps=15
+video_args=(--video-device /dev/video0 --video-size $size --video-fps $fps --video-preset ultrafast)
+pids=()
+trap 'kill ${pids[*]} 2>/dev/null || true' EXIT
+
+aplay -q -D hw:Loopback,0,0 "$tone" &
+pids+=($!)
+
+start_recd() { # $1 = log name, rest = extra options
+  local log=$1; shift
+  "$recd" --data-dir "$work/data" --socket "$sock" --capture-device hw:Loopback,1,0 "${video_args[@]}" "$@" \
+    >> "$out/$log" 2>&1 &
+  recd_pid=$!
+  pids+=($recd_pid)
+  for _ in $(seq 200); do "$recctl" --socket "$sock" status >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "recd did not come up" >&2; return 1
+}
+rc() { "$recctl" --socket "$sock" "$@"; }
+file_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$1"; }
+id_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["id"])' "$1"; }
+
+start_recd recd.log
+rc --json devices > "$out/devices.json"
+
+# 1. Camera + microphone, 4 s.
+rc --json record start --video --title "vm video" > "$out/av-start.json"
+sleep 4
+rc --json record stop --save > "$out/av.json"
+cp "$work/data/$(file_of "$out/av.json")" "$out/av.mov"
+rc poster "$(id_of "$out/av.json")" -o "$out/av.jpg"
+
+# 2. A silent video, 3 s.
+rc --json record start --video-only > "$out/silent-start.json"
+sleep 3
+rc --json record stop --save > "$out/silent.json"
+cp "$work/data/$(file_of "$out/silent.json")" "$out/silent.mov"
+
+# 3. The camera busy: another program streams from it.
+v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > /dev/null 2>&1 &
+streamer=$!
+sleep 1
+if rc record start --video > "$out/busy.txt" 2>&1; then echo "started while the camera was busy" >&2; exit 1; fi
+kill $streamer; wait $streamer 2>/dev/null || true
+
+# 4. Frames dropped by the driver (vivid drops the given percentage of buffers): counted.
+v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=25
+rc --json record start --video > /dev/null
+sleep 3
+rc --json record stop --discard > "$out/drops.json"
+v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0
+
+# 5. The camera unplugged mid-recording (vivid's "disconnect" button: every call then fails ENODEV):
+#    the recording ends by itself with what was captured.
+rc --json record start --video > "$out/unplugged-start.json"
+sleep 2.5
+v4l2-ctl -d /dev/video0 -c disconnect=1
+for _ in $(seq 100); do
+  rc --json status > "$out/unplugged-status.json"
+  grep -q '"activity" *: *"idle"' "$out/unplugged-status.json" && break
+  sleep 0.1
+done
+rc --json show "$(id_of "$out/unplugged-start.json")" > "$out/unplugged.json"
+cp "$work/data/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/unplugged.json")" "$out/unplugged.mov"
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
+echo "vm: disconnected vivid; reloading it" >&2
+# A disconnected vivid stays so until the module is reloaded.
+rmmod vivid && modprobe vivid
+
+# 6. No camera: the refusal names it and offers audio only; no microphone: offers a silent video.
+start_recd recd-nocamera.log --video-device /dev/video9
+if rc record start --video > "$out/nocamera.txt" 2>&1; then echo "started without a camera" >&2; exit 1; fi
+api_start() { curl -s --unix-socket "$sock" -X POST http://recd/v1/record/start -d "$1" -w '\n%{http_code}\n'; }
+api_start '{"type":"video"}' > "$out/nocamera.json"
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
+start_recd recd-nomic.log --capture-device hw:7,0
+if rc record start --video > "$out/nomic.txt" 2>&1; then echo "started without a microphone" >&2; exit 1; fi
+api_start '{"type":"video"}' > "$out/nomic.json"
+# ... and a silent video records without the microphone.
+rc --json record start --video-only > /dev/null
+sleep 1.5
+rc --json record stop --save > "$out/nomic-silent.json"
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
+
+# 7. kill -9 mid-recording: the file plays up to its last fragment; a restart salvages it.
+start_recd recd-killed.log
+rc --json record start --video > "$out/killed-start.json"
+sleep 4
+kill -9 $recd_pid; wait $recd_pid 2>/dev/null || true
+cp "$work/data/$(file_of "$out/killed-start.json")" "$out/killed.mov"
+start_recd recd-recovered.log
+rc --json show "$(id_of "$out/killed-start.json")" > "$out/recovered.json"
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
+echo "vm: done"
