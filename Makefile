@@ -57,6 +57,7 @@ bench: test-deps build
 	bench/catalog-ops.py
 	bench/playback.py
 	bench/metering.py
+	bench/video.py
 
 clean:
 	rm -rf .build

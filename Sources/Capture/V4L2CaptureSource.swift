@@ -155,13 +155,25 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                                     bytesPerLine: Int(got.bytesperline), sizeImage: Int(got.sizeimage), rate: rate)
     }
 
-    /// The offered size closest to the one asked for: least difference in area, then in width.
-    /// A camera that lists no sizes keeps the one asked for (the driver adjusts it in VIDIOC_S_FMT).
-    static func nearestSize(_ sizes: [(width: Int, height: Int)], width: Int, height: Int) -> (Int, Int) {
-        guard let best = sizes.min(by: { a, b in
-            let da = abs(a.width * a.height - width * height), db = abs(b.width * b.height - width * height)
-            return da != db ? da < db : abs(a.width - width) < abs(b.width - width)
-        }) else { return (width, height) }
+    /// The size to use of those the camera offers: the smallest that covers the one asked for
+    /// (same aspect ratio first), else the largest it has (a camera asked for more than it can give
+    /// gives its best). A camera that lists no sizes keeps the one asked for (the driver adjusts it
+    /// in VIDIOC_S_FMT).
+    public static func nearestSize(_ sizes: [(width: Int, height: Int)], width: Int, height: Int) -> (Int, Int) {
+        guard !sizes.isEmpty else { return (width, height) }
+        let aspect = Double(width) / Double(max(1, height))
+        func sameAspect(_ s: (width: Int, height: Int)) -> Bool {
+            abs(Double(s.width) / Double(max(1, s.height)) - aspect) / aspect < 0.01
+        }
+        let covering = sizes.filter { $0.width >= width && $0.height >= height }
+        if !covering.isEmpty {
+            let pool = covering.contains(where: sameAspect) ? covering.filter(sameAspect) : covering
+            let best = pool.min { $0.width * $0.height < $1.width * $1.height }!
+            return (best.width, best.height)
+        }
+        let best = sizes.max { a, b in
+            a.width * a.height != b.width * b.height ? a.width * a.height < b.width * b.height : !sameAspect(a) && sameAspect(b)
+        }!
         return (best.width, best.height)
     }
 

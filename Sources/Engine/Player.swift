@@ -2,6 +2,7 @@
 import Catalog
 import Foundation
 import Logging
+import Media
 import Playback
 import RecdAPI
 
@@ -68,6 +69,13 @@ public actor Player {
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {
                 throw .fileMissing(id: recording.id, file: recording.file)
+            }
+            // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
+            if recording.type == .video {
+                let streams = try? await runBlocking { try MediaProbe.probe(path).streams }
+                if let streams, !streams.contains(where: { $0.kind == "audio" }) {
+                    throw .playback(.noSound(file: path))
+                }
             }
             var replaced: PlaybackEnded?
             if case .playing(let current) = state { replaced = await end(current, .replaced) }

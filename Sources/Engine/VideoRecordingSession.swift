@@ -129,6 +129,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     /// CLOCK_MONOTONIC instant of the stop: nothing captured after it goes into the file.
     private let endNs = Atomic<UInt64>(.max)
     private let stopOnce = Mutex<(CaptureStats, (any Error)?)?>(nil)
+    private let rejectedFrames = Atomic<Int64>(0)
 
     static let firstFrameTimeoutMs = 5000
 
@@ -204,13 +205,24 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     private func videoLoop() {
         defer { videoDone.signal() }
         var firstNs: UInt64?
+        var rejectedInARow = 0
         do {
             while let frame = queue.pop() {
                 defer { camera.requeue(frame.index) }
                 guard frame.timestampNs <= endNs.load(ordering: .relaxed) else { continue }
                 guard let pts = try stamp(frame, firstNs: &firstNs) else { continue }
                 let isFirst = !firstFrame.hasArrived
-                try writer.appendVideo(frame.bytes, pts: pts, poster: isFirst ? { jpeg in self.posterData.withLock { $0 = jpeg } } : nil)
+                do {
+                    try writer.appendVideo(frame.bytes, pts: pts, poster: isFirst ? { jpeg in self.posterData.withLock { $0 = jpeg } } : nil)
+                    rejectedInARow = 0
+                } catch let rejected as FrameRejected {
+                    // Counted with the frames the camera dropped; a camera that sends nothing usable
+                    // for a second's worth of frames is broken.
+                    rejectedFrames.add(1, ordering: .relaxed)
+                    rejectedInARow += 1
+                    if rejectedInARow > max(5, Int(writer.video.fps)) { throw rejected }
+                    continue
+                }
                 if isFirst { firstFrame.arrived() }
             }
             try writer.finishVideo()
@@ -293,7 +305,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         var s = audio?.stats ?? CaptureStats()
         let c = camera.stats
         s.videoFrames = writer.framesWritten
-        s.videoDroppedFrames = c.droppedFrames
+        s.videoDroppedFrames = c.droppedFrames + rejectedFrames.load(ordering: .relaxed) + writer.framesSkipped
         return s
     }
 

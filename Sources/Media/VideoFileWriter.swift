@@ -4,6 +4,13 @@ import CFFmpegShim
 import Foundation
 import Synchronization
 
+/// A camera frame that could not be converted (damaged JPEG data, a buffer shorter than its format):
+/// the frame is left out; the file is unharmed.
+public struct FrameRejected: Error, CustomStringConvertible, Sendable {
+    public var reason: String
+    public var description: String { "camera frame rejected: \(reason)" }
+}
+
 /// Writes a `.mov` while it is being recorded: H.264 (libx264) and, unless the recording is a silent
 /// video, AAC, in fragmented QuickTime (empty moov, a fragment at each keyframe = each second), each
 /// fragment flushed to the file when complete, so a killed recording plays up to its last whole
@@ -79,7 +86,12 @@ public final class VideoFileWriter: @unchecked Sendable {
     @discardableResult
     public func appendVideo(_ bytes: UnsafeRawBufferPointer, pts: Int64, poster: ((Data) -> Void)? = nil) throws -> Bool {
         guard pts > lastPTS else { skipped.add(1, ordering: .relaxed); return false }
-        try converter.convert(bytes)
+        do {
+            try converter.convert(bytes)
+        } catch {
+            // One bad frame (a damaged MJPEG image, a short buffer) is not a broken recording.
+            throw FrameRejected(reason: "\(error)")
+        }
         let frame = converter.output.frame
         if let poster { poster(try JPEGEncoder.encode(frame)) }
         frame.pointee.pts = pts

@@ -54,7 +54,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("V4L2 camera for video recordings.", valueName: "path"))
     var videoDevice: String = "/dev/video0"
 
-    @Option(name: .long, help: ArgumentHelp("Picture size asked of the camera (it gives the nearest it has).", valueName: "WxH"))
+    @Option(name: .long, help: ArgumentHelp("Picture size asked of the camera: the smallest it offers that covers it is used (same aspect first), else its largest.", valueName: "WxH"))
     var videoSize: String = "1280x720"
 
     @Option(name: .long, help: "Frame rate asked of the camera.")
