@@ -194,7 +194,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
                 CaptureError.videoNoData(device: device, waitedMs: Self.firstFrameTimeoutMs)
             }
             guard let audio else { return frameAt }
-            return try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs) }
+            // Both are flowing once the later of the two has come (the file starts at that frame).
+            let soundAt = try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs) }
+            return max(frameAt, soundAt)
         } catch {
             _ = stop()
             throw error

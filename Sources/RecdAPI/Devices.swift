@@ -34,11 +34,31 @@ public struct CameraInfo: Codable, Sendable, Equatable {
 
 /// An ALSA capture PCM.
 public struct AudioDeviceInfo: Codable, Sendable, Equatable {
+    /// What a hardware PCM (`hw:`) can capture, read from its hardware parameters.
+    public struct Capabilities: Codable, Sendable, Equatable {
+        /// Sample formats among S16_LE, S24_LE, S24_3LE, S32_LE, FLOAT_LE (recd records S16_LE).
+        public var formats: [String]
+        public var minRate: Int
+        public var maxRate: Int
+        public var minChannels: Int
+        public var maxChannels: Int
+        public init(formats: [String], minRate: Int, maxRate: Int, minChannels: Int, maxChannels: Int) {
+            self.formats = formats; self.minRate = minRate; self.maxRate = maxRate
+            self.minChannels = minChannels; self.maxChannels = maxChannels
+        }
+    }
     /// The PCM name to pass as `--capture-device` (`hw:CARD=Loopback,DEV=1`, `default`, `pulse`).
     public var device: String
     /// ALSA's description of it.
     public var description: String
-    public init(device: String, description: String) { self.device = device; self.description = description }
+    /// For `hw:` PCMs that could be opened; plugin PCMs (`default`, `pulse`, `plughw:`…) convert
+    /// whatever is asked and are not probed.
+    public var capabilities: Capabilities?
+    /// Why a `hw:` PCM could not be probed (busy: another program records from it).
+    public var error: String?
+    public init(device: String, description: String, capabilities: Capabilities? = nil, error: String? = nil) {
+        self.device = device; self.description = description; self.capabilities = capabilities; self.error = error
+    }
 }
 
 /// Reply to `GET /v1/devices`.

@@ -117,8 +117,8 @@ public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var device: String?
     /// The camera, for a video recording; null for audio.
     public var video: VideoCaptureInfo?
-    /// Milliseconds from receiving the request to the first captured buffer (sound, or the first
-    /// frame of a silent video).
+    /// Milliseconds from receiving the request to the first captured buffer; for a video, to when
+    /// both its first frame (where the file starts) and its first sound had come.
     public var startLatencyMs: Double
     public init(recording: Recording, device: String?, video: VideoCaptureInfo? = nil, startLatencyMs: Double) {
         self.recording = recording; self.device = device; self.video = video; self.startLatencyMs = startLatencyMs

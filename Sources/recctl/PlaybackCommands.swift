@@ -279,6 +279,11 @@ struct Devices: AsyncParsableCommand {
         if list.audio.isEmpty { lines.append("  (none)") }
         for a in list.audio {
             lines.append("  \(a.device)\(a.device == list.configuredAudio ? "  *" : "")" + (a.description.isEmpty ? "" : "  \(a.description)"))
+            if let c = a.capabilities {
+                lines.append("    \(c.formats.joined(separator: " "))  \(c.minRate == c.maxRate ? "\(c.minRate)" : "\(c.minRate)-\(c.maxRate)") Hz"
+                             + "  \(c.minChannels == c.maxChannels ? "\(c.minChannels)" : "\(c.minChannels)-\(c.maxChannels)") channel(s)")
+            }
+            if let e = a.error { lines.append("    cannot be probed: \(e)") }
         }
         lines.append("Cameras (V4L2; recd records from \(list.configuredCamera)):")
         if list.cameras.isEmpty { lines.append("  (none)") }

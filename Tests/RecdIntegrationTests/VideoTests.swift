@@ -80,6 +80,9 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(noCameraStatus, 503)
         XCTAssertEqual(noCameraBody.error.code, .deviceUnavailable)
         XCTAssertEqual(noCameraBody.error.offer, .audioOnly)
+        // A node that cannot capture (vivid's video output) is refused, naming it and saying why.
+        let output = try String(contentsOf: out.appendingPathComponent("output-node.txt"), encoding: .utf8)
+        XCTAssertTrue(output.contains("camera '/dev/video1' cannot be used") && output.contains("cannot capture video"), output)
         // No microphone: the refusal names it and offers a silent video, which then records.
         let noMic = try String(contentsOf: out.appendingPathComponent("nomic.txt"), encoding: .utf8)
         XCTAssertTrue(noMic.contains("'hw:7,0'") && noMic.contains("--video-only"), noMic)
@@ -121,6 +124,17 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(recovered.type, .video)
         XCTAssertGreaterThan(recovered.duration ?? 0, 2.0)
 
+        // 8. The disk filled mid-recording: the recording ended by itself, said why, and what reached
+        //    the disk is kept (pending) and plays.
+        let fullStatus = try decoder.decode(DaemonStatus.self, from: Data(contentsOf: out.appendingPathComponent("full-status.json")))
+        XCTAssertEqual(fullStatus.activity, .idle)
+        XCTAssertTrue(fullStatus.lastFault?.reason.contains("No space left on device") ?? false, "\(String(describing: fullStatus.lastFault))")
+        let full = try decoder.decode(Recording.self, from: Data(contentsOf: out.appendingPathComponent("full.json")))
+        XCTAssertEqual(full.state, .pending)
+        let fullFile = try VideoProbe.of(file("full.mov"))
+        XCTAssertEqual(Set(fullFile.streams.map(\.codec)), ["h264", "aac"], "\(fullFile)")
+        XCTAssertGreaterThan(fullFile.streams.map(\.duration).min() ?? 0, 1.0, "\(fullFile)")
+
         // `recctl devices`: the vivid camera with its formats, sizes and rates; the loopback card.
         let devices = try decoder.decode(DeviceList.self, from: Data(contentsOf: out.appendingPathComponent("devices.json")))
         let vivid = try XCTUnwrap(devices.cameras.first { $0.device == "/dev/video0" }, "\(devices.cameras.map(\.device))")
@@ -128,7 +142,14 @@ final class VideoTests: XCTestCase {
         let yuyv = try XCTUnwrap(vivid.formats.first { $0.pixelFormat == "YUYV" })
         let small = try XCTUnwrap(yuyv.sizes.first { $0.width == 320 && $0.height == 180 })
         XCTAssertTrue(small.fps.contains(15), "\(small)")
-        XCTAssertTrue(devices.audio.contains { $0.device.contains("Loopback") }, "\(devices.audio.map(\.device))")
+        // The loopback card's capture PCMs, probed: S16_LE among their formats, 48 kHz within their rates.
+        let loopback = devices.audio.filter { $0.device.hasPrefix("hw:") && $0.device.contains("Loopback") }
+        XCTAssertFalse(loopback.isEmpty, "\(devices.audio.map(\.device))")
+        for pcm in loopback {
+            let c = try XCTUnwrap(pcm.capabilities, "\(pcm)")
+            XCTAssertTrue(c.formats.contains("S16_LE"), "\(pcm)")
+            XCTAssertTrue((c.minRate...c.maxRate).contains(48_000), "\(pcm)")
+        }
     }
 
     /// An API error body followed by curl's status line.

@@ -3,10 +3,10 @@
 # snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
 # Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
 # Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound),
-# silent.mov/silent.json (--video-only), busy.txt, nocamera.txt, nomic.txt (refusals with their hints),
+# silent.mov/silent.json (--video-only), busy.txt, nocamera.txt, output-node.txt, nomic.txt (refusals),
 # drops.json (frames vivid was told to drop), unplugged.json/unplugged.mov (camera disconnected
-# mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), devices.json,
-# recd*.log.
+# mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), full.json/
+# full.mov/full-status.json (the disk filled mid-recording), devices.json, recd*.log.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3 tone=$4
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
@@ -85,6 +85,10 @@ if rc record start --video > "$out/nocamera.txt" 2>&1; then echo "started withou
 api_start() { curl -s --unix-socket "$sock" -X POST http://recd/v1/record/start -d "$1" -w '\n%{http_code}\n'; }
 api_start '{"type":"video"}' > "$out/nocamera.json"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
+# A V4L2 node that cannot capture (vivid's video output, /dev/video1): refused, naming it.
+start_recd recd-output.log --video-device /dev/video1
+if rc record start --video > "$out/output-node.txt" 2>&1; then echo "started on an output node" >&2; exit 1; fi
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
 start_recd recd-nomic.log --capture-device hw:7,0
 if rc record start --video > "$out/nomic.txt" 2>&1; then echo "started without a microphone" >&2; exit 1; fi
 api_start '{"type":"video"}' > "$out/nomic.json"
@@ -103,4 +107,25 @@ cp "$work/data/$(file_of "$out/killed-start.json")" "$out/killed.mov"
 start_recd recd-recovered.log
 rc --json show "$(id_of "$out/killed-start.json")" > "$out/recovered.json"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
+
+# 8. The disk fills mid-recording (Recordings/ on a 256 KiB tmpfs): the recording ends by itself,
+#    what was written is kept.
+full=$work/full
+mkdir -p "$full/Recordings"
+mount -t tmpfs -o size=256k,mode=0700 tmpfs "$full/Recordings"
+"$recd" --data-dir "$full" --socket "$sock" --capture-device hw:Loopback,1,0 "${video_args[@]}" --min-free-mb 0 \
+  >> "$out/recd-full.log" 2>&1 &
+recd_pid=$!
+pids+=($recd_pid)
+for _ in $(seq 200); do rc status >/dev/null 2>&1 && break; sleep 0.1; done
+rc --json record start --video > "$out/full-start.json"
+for _ in $(seq 300); do
+  rc --json status > "$out/full-status.json"
+  grep -q '"activity" *: *"idle"' "$out/full-status.json" && break
+  sleep 0.1
+done
+rc --json show "$(id_of "$out/full-start.json")" > "$out/full.json"
+cp "$full/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/full.json")" "$out/full.mov"
+kill $recd_pid; wait $recd_pid 2>/dev/null || true
+umount "$full/Recordings"
 echo "vm: done"
