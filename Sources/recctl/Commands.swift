@@ -81,6 +81,19 @@ struct Status: AsyncParsableCommand {
     }
 }
 
+/// Audio (the default), video with sound, or a silent video.
+struct RecordingKindOptions: ParsableArguments {
+    @Flag(help: "Record video from the camera, with sound from the microphone.") var video = false
+    @Flag(help: "Record a silent video: the camera only, no sound.") var videoOnly = false
+
+    func validate() throws {
+        if video && videoOnly { throw ValidationError("--video and --video-only exclude each other") }
+    }
+
+    var type: RecordingType { video || videoOnly ? .video : .audio }
+    var audio: Bool { !videoOnly }
+}
+
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record in the terminal (no subcommand), or start or stop a recording.",
@@ -88,10 +101,21 @@ struct Record: AsyncParsableCommand {
         With no subcommand: starts recording, shows a timer and a level bar per channel, stops on Enter or
         Ctrl-C, then offers to play the take, save it (asking for title, notes and purpose) or discard it.
         """,
-        subcommands: [Start.self, Stop.self])
-    @OptionGroup var global: GlobalOptions
+        subcommands: [Screen.self, Start.self, Stop.self],
+        defaultSubcommand: Screen.self)
 
-    func run() async throws { try await interactive(global) }
+    /// `recctl record [--video | --video-only]`: a subcommand of its own (the default one) rather than
+    /// flags of `record`, which ArgumentParser would also take from `record start --video`.
+    struct Screen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The recording screen (what `recctl record` runs): timer, level bars, Enter stops, then play/save/discard.")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var kind: RecordingKindOptions
+
+        func run() async throws {
+            try await Record.interactive(global, StartRecordingRequest(type: kind.type, audio: kind.audio))
+        }
+    }
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -103,15 +127,10 @@ struct Record: AsyncParsableCommand {
             """)
         @OptionGroup var global: GlobalOptions
         @OptionGroup var metadata: MetadataOptions
-        @Flag(help: "Record video from the camera, with sound from the microphone.") var video = false
-        @Flag(help: "Record a silent video: the camera only, no sound.") var videoOnly = false
-
-        func validate() throws {
-            if video && videoOnly { throw ValidationError("--video and --video-only exclude each other") }
-        }
+        @OptionGroup var kind: RecordingKindOptions
 
         func run() async throws {
-            let request = StartRecordingRequest(metadata: metadata.patch, type: video || videoOnly ? .video : .audio, audio: !videoOnly)
+            let request = StartRecordingRequest(metadata: metadata.patch, type: kind.type, audio: kind.audio)
             let (reply, raw) = try await global.client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
             let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
                 .compactMap { $0 }.joined(separator: " + ")

@@ -72,12 +72,11 @@ struct RecordScreenState: Sendable {
 extension Record {
     /// Records until Enter (or Ctrl-C), then offers preview, save (with title, notes and purpose
     /// prompts) or discard. With standard output not a terminal it prints plain lines.
-    func interactive(_ global: GlobalOptions) async throws {
+    static func interactive(_ global: GlobalOptions, _ request: StartRecordingRequest) async throws {
         let client = global.client
         let tty = isatty(STDOUT_FILENO) != 0
         let lines = LineReader()
-        let (start, _) = try await client.call(.POST, "/v1/record/start", body: StartRecordingRequest(),
-                                               as: StartRecordingResponse.self)
+        let (start, _) = try await client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
         let id = start.recording.id
         let startedAt = Date()
         let state = Mutex(RecordScreenState())
@@ -95,7 +94,8 @@ extension Record {
         }
         defer { events.cancel() }
 
-        say(tty ? "Press Enter to stop." : "⏺ recording \(id.uuidString) from \(start.device ?? "the camera"); Enter (or end of input) stops it")
+        let from = [start.video.map { "\($0.device) (\($0.width)x\($0.height))" }, start.device].compactMap { $0 }.joined(separator: " + ")
+        say(tty ? "Recording from \(from). Press Enter to stop." : "⏺ recording \(id.uuidString) from \(from); Enter (or end of input) stops it")
         // Enter, end of input, or Ctrl-C stops; so does the recording ending by itself.
         signal(SIGINT, SIG_IGN)
         let sigint = DispatchSource.makeSignalSource(signal: SIGINT)
@@ -133,7 +133,7 @@ extension Record {
 
     /// The seed's preview: play it, save it (title, notes, purpose), or discard it. End of input
     /// leaves it pending (nothing is lost) and says how to finish later.
-    private func previewAndSave(_ r: Recording, client: RecdClient, lines: LineReader) async throws {
+    private static func previewAndSave(_ r: Recording, client: RecdClient, lines: LineReader) async throws {
         let path = "/v1/recordings/\(r.id.uuidString)"
         while true {
             prompt("[s]ave, [p]lay it, or [d]iscard? ")
@@ -166,7 +166,7 @@ extension Record {
     }
 
     /// Title, notes and purpose, each optional, each asked again until it fits.
-    private func askMetadata(_ lines: LineReader) async -> MetadataPatch? {
+    private static func askMetadata(_ lines: LineReader) async -> MetadataPatch? {
         func ask(_ question: String, valid: (String) -> String?) async -> String?? {
             while true {
                 prompt(question)
@@ -191,7 +191,7 @@ extension Record {
                              purpose: purpose.map { .value($0.lowercased()) } ?? .absent)
     }
 
-    private func leftPending(_ r: Recording) {
+    private static func leftPending(_ r: Recording) {
         say("\nLeft pending: save it with `recctl save \(r.id.uuidString.prefix(8))` or discard it with `recctl discard \(r.id.uuidString.prefix(8))`.")
     }
 }

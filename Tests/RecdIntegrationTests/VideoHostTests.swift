@@ -19,6 +19,10 @@ final class VideoHostTests: DaemonTestCase {
         let error = try APIJSON.decoder().decode(APIErrorBody.self, from: Data(body.utf8))
         XCTAssertEqual(error.error.code, .deviceUnavailable)
         XCTAssertEqual(error.error.offer, .audioOnly)
+        // So does the recording screen.
+        let screen = try daemon.recctl("record", "--video")
+        XCTAssertEqual(screen.status, 1)
+        XCTAssertTrue(screen.stderr.contains("record audio-only instead"), screen.stderr)
         // --video-only needs the camera just as much.
         let silent = try daemon.recctl("record", "start", "--video-only")
         XCTAssertEqual(silent.status, 1)

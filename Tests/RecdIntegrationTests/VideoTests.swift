@@ -70,6 +70,11 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(silentStop.capture.framesCaptured, 0)
         XCTAssertEqual(silent.streams[0].duration, Double(try XCTUnwrap(silentStop.capture.videoFrames)) / 15, accuracy: 0.1)
 
+        // The recording screen records video too.
+        let screen = try String(contentsOf: out.appendingPathComponent("screen.txt"), encoding: .utf8)
+        XCTAssertTrue(screen.contains("⏺ recording") && screen.contains("/dev/video0 (320x180) + hw:Loopback,1,0")
+                      && screen.contains("Left pending"), screen)
+
         // 3. The camera busy, 4. missing: the refusal names the camera, says why and offers audio only.
         let busy = try String(contentsOf: out.appendingPathComponent("busy.txt"), encoding: .utf8)
         XCTAssertTrue(busy.contains("camera '/dev/video0'") && busy.contains("busy") && busy.contains("record audio-only"), busy)

@@ -48,6 +48,10 @@ sleep 3
 rc --json record stop --save > "$out/silent.json"
 cp "$work/data/$(file_of "$out/silent.json")" "$out/silent.mov"
 
+# 2b. The recording screen (recctl record --video) without a terminal: plain lines; end of input
+#     stops the take and leaves it pending.
+(sleep 2) | rc record --video > "$out/screen.txt" 2>&1
+
 # 3. The camera busy: another program streams from it.
 v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > /dev/null 2>&1 &
 streamer=$!
