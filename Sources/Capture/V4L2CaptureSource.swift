@@ -74,6 +74,9 @@ public final class V4L2CaptureSource: @unchecked Sendable {
     private let counters = Mutex(VideoCaptureCounters())
     private let finished = DispatchSemaphore(value: 0)
     private let state = Mutex<(started: Bool, closed: Bool)>((false, false))
+    /// Buffers the driver holds (queued, to be filled). With none, no frame can come: a consumer
+    /// that holds them all (a stalled disk) is not a camera that stopped.
+    private let driverBuffers = Atomic<Int>(0)
 
     /// No frame for this long while streaming means the camera is gone or stuck.
     static let stallLimitMs = 5000
@@ -84,7 +87,10 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         do throws(CaptureError) {
             let caps = try device.capabilities()
             guard caps.canCapture else {
-                throw CaptureError.videoUnsupported(device: settings.device, detail: "'\(caps.card)' (\(caps.driver)) cannot capture video")
+                let detail = caps.caps & UInt32(V4L2_CAP_VIDEO_CAPTURE_MPLANE) != 0
+                    ? "'\(caps.card)' (\(caps.driver)) captures only multi-planar video (V4L2_CAP_VIDEO_CAPTURE_MPLANE), which recd does not take"
+                    : "'\(caps.card)' (\(caps.driver)) cannot capture video"
+                throw CaptureError.videoUnsupported(device: settings.device, detail: detail)
             }
             guard caps.canStream else {
                 throw CaptureError.videoUnsupported(device: settings.device, detail: "'\(caps.card)' (\(caps.driver)) has no streaming I/O")
@@ -99,6 +105,8 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         // Every buffer goes to the driver; from here on each is either queued or held by a consumer.
         for index in buffers.indices {
             do { try queue(index) } catch {
+                // deinit runs too (every property is set): mark closed so it does not release again.
+                state.withLock { $0.closed = true }
                 release()
                 throw error
             }
@@ -215,6 +223,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         if let e = device.ioctl(CV4L2_VIDIOC_QBUF, &buf) {
             throw .videoFailed(device: settings.device, call: "VIDIOC_QBUF", errno: e)
         }
+        driverBuffers.add(1, ordering: .relaxed)
     }
 
     /// Gives a delivered frame's buffer back to the driver. Any thread. After `stop()` it does nothing.
@@ -302,7 +311,9 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                     if e != EAGAIN { return .videoFailed(device: path, call: "VIDIOC_DQBUF", errno: e) }
                     usleep(10_000)
                 }
-                if DispatchTime.now().uptimeNanoseconds &- lastFrameAt >= stallLimitNs {
+                if driverBuffers.load(ordering: .relaxed) == 0 {
+                    lastFrameAt = DispatchTime.now().uptimeNanoseconds
+                } else if DispatchTime.now().uptimeNanoseconds &- lastFrameAt >= stallLimitNs {
                     return .videoNoData(device: path, waitedMs: Self.stallLimitMs)
                 }
                 continue
@@ -314,10 +325,13 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                 if e == EAGAIN { continue }
                 return .videoFailed(device: path, call: "VIDIOC_DQBUF", errno: e)
             }
+            driverBuffers.add(-1, ordering: .relaxed)
             let index = Int(buf.index)
-            // A buffer the driver marks as damaged goes straight back.
+            // A buffer the driver marks as damaged goes straight back (its sequence number is seen, so
+            // the next frame does not count it again as a gap).
             if buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || buf.bytesused == 0 {
                 requeue(index)
+                lastSequence = buf.sequence
                 counters.withLock { $0.droppedFrames += 1 }
                 continue
             }

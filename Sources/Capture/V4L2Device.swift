@@ -65,6 +65,7 @@ final class V4L2Device {
 
     /// ioctl through the shim (EINTR retried). Returns errno on failure, nil on success.
     func ioctl<T>(_ request: UInt, _ arg: inout T) -> Int32? {
+        guard isOpen else { return EBADF }   // never an fd number that may have been reused
         let rc = withUnsafeMutablePointer(to: &arg) { CV4L2_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
         return rc == -1 ? errno : nil
     }

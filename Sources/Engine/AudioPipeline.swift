@@ -9,12 +9,18 @@ import Synchronization
 /// Where an `AudioPipeline`'s encoder thread puts the sound: an audio file, or the audio track of a
 /// video file. Called on that thread only.
 protocol AudioSink: AnyObject {
-    func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws
+    /// Writes up to `frames` frames; returns how many went into the file (the rest were cut).
+    func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int
     /// Flushes what is buffered. For a file with no other track, also closes the file.
     func finish() throws
 }
 
-extension AudioFileWriter: AudioSink {}
+extension AudioFileWriter: AudioSink {
+    func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
+        try append(interleaved: samples, frames: frames)
+        return frames
+    }
+}
 
 /// Reports the first fault of a recording (device gone, disk full) once, and none after a stop was
 /// asked for: the owner ends the recording cleanly with what was captured.
@@ -140,8 +146,9 @@ final class AudioPipeline: @unchecked Sendable {
                 let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4096) }
                 if frames == 0 { break }
                 try block.withUnsafeBufferPointer {
-                    try sink.append(interleaved: $0, frames: frames)
-                    waveformBuilder.append($0, frames: frames)
+                    // The waveform is of what is in the file.
+                    let written = try sink.write(interleaved: $0, frames: frames)
+                    if written > 0 { waveformBuilder.append($0, frames: written) }
                 }
             }
             try sink.finish()

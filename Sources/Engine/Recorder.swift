@@ -148,7 +148,7 @@ public actor Recorder {
             try? FileOps.remove(path)
             do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
             state = .idle
-            throw Self.map(error, file: path, request: request)
+            throw map(error, file: path, request: request)
         }
         guard case .starting(id, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
@@ -208,8 +208,13 @@ public actor Recorder {
 
     /// A device error of a video recording says what can be recorded instead (the seed's Screen 5.2:
     /// no camera → audio only; no microphone → a silent video).
-    static func map(_ error: any Error, file: String, request: StartRecordingRequest) -> EngineError {
-        guard request.type == .video, let e = error as? CaptureError else { return map(error, file: file) }
+    func map(_ error: any Error, file: String, request: StartRecordingRequest) -> EngineError {
+        var error = error
+        // A camera whose first frames do not decode is a camera problem, not an internal error.
+        if let rejected = error as? FrameRejected {
+            error = CaptureError.videoUnsupported(device: config.video.device, detail: "its frames cannot be used: \(rejected.reason)")
+        }
+        guard request.type == .video, let e = error as? CaptureError else { return Self.map(error, file: file) }
         if e.isVideo {
             return .device(e, hint: "Camera required for video recordings: record audio-only instead (recctl record start, without --video).")
         }

@@ -75,13 +75,13 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
         condition.broadcast()
     }
 
-    func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
+    func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
         var offset = 0
         while offset < frames {
             condition.lock()
             let cap = cutAt ?? holdAt
             if written >= cap {
-                if cutAt != nil { condition.unlock(); return }   // past the cut: dropped
+                if cutAt != nil { condition.unlock(); return offset }   // past the cut: dropped
                 condition.wait()
                 condition.unlock()
                 continue
@@ -93,6 +93,7 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
             written += Int64(n)
             offset += n
         }
+        return frames
     }
 
     func finish() throws { try writer.finishAudio() }
@@ -190,12 +191,16 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
                 }
             })
             let device = camera.settings.device
-            let frameAt = try firstFrame.wait(ms: Self.firstFrameTimeoutMs) {
-                CaptureError.videoNoData(device: device, waitedMs: Self.firstFrameTimeoutMs)
+            let frameAt = try firstFrame.wait(ms: Self.firstFrameTimeoutMs) { [camera, audio] in
+                // Frames came but none was written: the video thread is waiting for the first sound.
+                if let audio, camera.stats.frames > 0, !audio.first.hasArrived {
+                    return CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs)
+                }
+                return CaptureError.videoNoData(device: device, waitedMs: Self.firstFrameTimeoutMs)
             }
             guard let audio else { return frameAt }
             // Both are flowing once the later of the two has come (the file starts at that frame).
-            let soundAt = try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: Self.firstFrameTimeoutMs) }
+            let soundAt = try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: 100) }
             return max(frameAt, soundAt)
         } catch {
             _ = stop()
@@ -246,7 +251,8 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             // A silent video: time from its first frame.
             let t0 = firstNs ?? frame.timestampNs
             firstNs = t0
-            return Int64((Double(frame.timestampNs &- t0) / 1e9 * tb).rounded())
+            let sinceFirst = max(0, Int64(bitPattern: frame.timestampNs &- t0))
+            return Int64((Double(sinceFirst) / 1e9 * tb).rounded())
         }
         let rate = Double(clock.sampleRate)
         if origin.current == nil {
@@ -270,9 +276,10 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         let now = MonotonicClock.nowNs()
         endNs.store(now, ordering: .relaxed)
         let rate = Double(audio?.clock?.sampleRate ?? 48_000)
-        // Hold the sound a frame before the stop: the picture surely reaches that far.
+        // Hold the sound two frames before the stop: the picture surely reaches that far (the last
+        // frame is at most a frame old, and shown for one more).
         if let audio, let sink = audioSink, let start = origin.current, let position = audio.clock?.position(atNs: now) {
-            sink.hold(at: Int64(position.rounded()) - start - Int64(rate / max(1, writer.video.fps)))
+            sink.hold(at: Int64(position.rounded()) - start - 2 * Int64(rate / max(1, writer.video.fps)))
         }
         camera.stop()            // no frame after this; the video thread drains the queue
         queue.close()

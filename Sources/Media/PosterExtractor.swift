@@ -26,6 +26,8 @@ public enum PosterExtractor {
         while true {
             let rc = avcodec_receive_frame(dec, decoded.frame)
             if rc >= 0 { break }
+            // EOF after the flush: the stream had no frame that decodes.
+            if rc == recd_averror_eof() { throw MediaError.noStream(kind: "decodable video", file: path) }
             if rc != recd_averror_eagain() { throw FFmpegError(call: "avcodec_receive_frame", code: rc, file: path) }
             if flushed { throw MediaError.noStream(kind: "decodable video", file: path) }
             let read = av_read_frame(ctx, packet.pointer)

@@ -93,7 +93,9 @@ public final class VideoFileWriter: @unchecked Sendable {
             throw FrameRejected(reason: "\(error)")
         }
         let frame = converter.output.frame
-        if let poster { poster(try JPEGEncoder.encode(frame)) }
+        // The poster is a nicety: a frame that does not encode as JPEG costs it, not the recording
+        // (one is made from the file when asked for).
+        if let poster, let jpeg = try? JPEGEncoder.encode(frame) { poster(jpeg) }
         frame.pointee.pts = pts
         lastPTS = pts
         try encoder.send(frame)
