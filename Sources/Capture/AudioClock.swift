@@ -20,13 +20,6 @@ public final class AudioClock: Sendable {
         anchor.withLock { $0 = Anchor(position: position, monotonicNs: monotonicNs) }
     }
 
-    /// The monotonic time of the first frame delivered, once known.
-    public var startNs: UInt64? {
-        anchor.withLock { a in
-            a.map { $0.monotonicNs &- UInt64(max(0, Double($0.position) * 1e9 / Double(sampleRate))) }
-        }
-    }
-
     /// The (fractional) frame position captured at `monotonicNs`; nil until the first anchor.
     /// Negative for times before the first frame.
     public func position(atNs ns: UInt64) -> Double? {

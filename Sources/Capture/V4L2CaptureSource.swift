@@ -35,7 +35,6 @@ public struct V4L2NegotiatedFormat: Sendable, Equatable {
     /// Largest frame in bytes.
     public var sizeImage: Int
     public var rate: FrameRate
-    public var isCompressed: Bool { pixelFormat == .mjpeg || pixelFormat == .jpeg }
 }
 
 /// One captured frame, still in the driver's mmap buffer. The consumer must hand it back with
@@ -46,7 +45,6 @@ public struct V4L2Frame: @unchecked Sendable {
     /// Capture time on CLOCK_MONOTONIC, nanoseconds (the driver's timestamp when it is monotonic,
     /// else the time it was dequeued).
     public var timestampNs: UInt64
-    public var sequence: UInt32
 }
 
 /// Counters of a video capture, safe to read from any thread.
@@ -348,7 +346,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                 ts = MonotonicClock.nowNs()
             }
             let bytes = UnsafeRawBufferPointer(start: buffers[index].baseAddress, count: min(Int(buf.bytesused), buffers[index].count))
-            deliver(V4L2Frame(index: index, bytes: bytes, timestampNs: ts, sequence: buf.sequence))
+            deliver(V4L2Frame(index: index, bytes: bytes, timestampNs: ts))
         }
         return nil
     }

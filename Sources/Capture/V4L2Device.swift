@@ -19,26 +19,17 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible {
     }
 
     public static let yuyv = FourCC("YUYV")
-    public static let uyvy = FourCC("UYVY")
-    public static let nv12 = FourCC("NV12")
-    public static let nv21 = FourCC("NV21")
-    public static let yu12 = FourCC("YU12")
-    public static let yv12 = FourCC("YV12")
-    public static let yuv422p = FourCC("422P")
     public static let mjpeg = FourCC("MJPG")
     public static let jpeg = FourCC("JPEG")
 }
 
 /// A frame rate as V4L2 gives it: `numerator / denominator` frames per second (the inverse of its
 /// frame interval).
-public struct FrameRate: Hashable, Sendable, CustomStringConvertible {
+public struct FrameRate: Hashable, Sendable {
     public var numerator: Int
     public var denominator: Int
     public init(_ numerator: Int, _ denominator: Int = 1) { self.numerator = numerator; self.denominator = denominator }
     public var fps: Double { denominator == 0 ? 0 : Double(numerator) / Double(denominator) }
-    public var description: String {
-        denominator == 1 ? "\(numerator)" : String(format: "%g", fps)
-    }
 }
 
 /// Owns an open V4L2 device node. `close()` is explicit; `deinit` closes a descriptor left open.
@@ -78,7 +69,6 @@ final class V4L2Device {
     struct Capabilities {
         var driver: String
         var card: String
-        var busInfo: String
         /// The node's own capabilities (`device_caps` when the driver sets it).
         var caps: UInt32
         var canCapture: Bool { caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 }
@@ -93,8 +83,7 @@ final class V4L2Device {
             throw .videoUnavailable(device: path, call: "VIDIOC_QUERYCAP", errno: e)
         }
         let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
-        return Capabilities(driver: Self.string(cap.driver), card: Self.string(cap.card),
-                            busInfo: Self.string(cap.bus_info), caps: caps)
+        return Capabilities(driver: Self.string(cap.driver), card: Self.string(cap.card), caps: caps)
     }
 
     struct FormatDescription {

@@ -123,32 +123,11 @@ public struct Library: Sendable {
     /// once, and stored.
     public func waveform(_ idOrPrefix: String) async throws(EngineError) -> WaveformData {
         let r = try resolve(idOrPrefix)
-        switch r.state {
-        case .ready, .pending: break
-        case .missing: throw .fileMissing(id: r.id, file: r.file)
-        case .recording:
-            throw .invalidState(id: r.id, state: r.state, action: "read the waveform of", allowed: [.ready, .pending])
-        }
-        if let stored = try catalogCall({ try catalog.waveform(id: r.id) }), let w = try? WaveformData(dat: stored) {
-            return w
-        }
-        let path = config.dataDirectory.absolute(r.file)
-        guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
-        let computed: WaveformData
-        do {
-            computed = try await runBlocking { try Self.computeWaveform(path: path) }
-        } catch MediaError.noStream {
-            throw .noMedia(id: r.id, detail: "is a silent video: it has no sound, so no waveform")
-        } catch {
-            throw .media(file: path, underlying: "\(error)")
-        }
-        do {
-            try catalog.storeWaveform(id: r.id, data: computed.dat())
-        } catch {
-            logger.warning("waveform of \(r.id) computed but not stored: \(error)")
-        }
-        logger.info("waveform of \(r.id) computed from its file (\(computed.length) pixels)")
-        return computed
+        return try await attachment(of: r, name: "waveform", without: "is a silent video: it has no sound, so no waveform",
+                                    stored: { try catalog.waveform(id: r.id).flatMap { try? WaveformData(dat: $0) } },
+                                    make: { try Self.computeWaveform(path: $0) },
+                                    store: { try catalog.storeWaveform(id: r.id, data: $0.dat()) },
+                                    size: { "\($0.length) pixels" })
     }
 
     /// The JPEG of a video recording's first frame. One not stored (a salvaged or adopted file) is
@@ -156,39 +135,50 @@ public struct Library: Sendable {
     public func poster(_ idOrPrefix: String) async throws(EngineError) -> Data {
         let r = try resolve(idOrPrefix)
         guard r.type == .video else { throw .noMedia(id: r.id, detail: "is an audio recording: it has no picture, so no poster") }
+        return try await attachment(of: r, name: "poster", without: "has no decodable video frame, so no poster",
+                                    stored: { try catalog.poster(id: r.id) },
+                                    make: { try PosterExtractor.poster(fromFile: $0) },
+                                    store: { try catalog.storePoster(id: r.id, data: $0) },
+                                    size: { "\($0.count) bytes" })
+    }
+
+    /// What waveform and poster share: a readable recording's stored `name`, or one made from its
+    /// file (blocking, off the cooperative pool), stored for next time (a failed store only costs
+    /// that). A file without the stream `make` needs is `noMedia` with `without`.
+    private func attachment<T: Sendable>(of r: Recording, name: String, without: String,
+                                         stored: () throws -> T?, make: @escaping @Sendable (String) throws -> T,
+                                         store: (T) throws -> Void, size: (T) -> String) async throws(EngineError) -> T {
         switch r.state {
         case .ready, .pending: break
         case .missing: throw .fileMissing(id: r.id, file: r.file)
         case .recording:
-            throw .invalidState(id: r.id, state: r.state, action: "read the poster of", allowed: [.ready, .pending])
+            throw .invalidState(id: r.id, state: r.state, action: "read the \(name) of", allowed: [.ready, .pending])
         }
-        if let stored = try catalogCall({ try catalog.poster(id: r.id) }) { return stored }
+        if let kept = try catalogCall(stored) { return kept }
         let path = config.dataDirectory.absolute(r.file)
         guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
-        let jpeg: Data
+        let made: T
         do {
-            jpeg = try await runBlocking { try PosterExtractor.poster(fromFile: path) }
+            made = try await runBlocking { try make(path) }
         } catch MediaError.noStream {
-            throw .noMedia(id: r.id, detail: "has no decodable video frame, so no poster")
+            throw .noMedia(id: r.id, detail: without)
         } catch {
             throw .media(file: path, underlying: "\(error)")
         }
         do {
-            try catalog.storePoster(id: r.id, data: jpeg)
+            try store(made)
         } catch {
-            logger.warning("poster of \(r.id) made but not stored: \(error)")
+            logger.warning("\(name) of \(r.id) made from its file but not stored: \(error)")
         }
-        logger.info("poster of \(r.id) made from its file (\(jpeg.count) bytes)")
-        return jpeg
+        logger.info("\(name) of \(r.id) made from its file (\(size(made)))")
+        return made
     }
 
     /// Capture devices: ALSA PCMs and V4L2 cameras, with the ones configured. Blocking (opens each camera).
     public func devices() async -> DeviceList {
-        let config = self.config
-        return (try? await runBlocking {
-            DeviceList(audio: AlsaDeviceList.captureDevices(), cameras: V4L2DeviceList.cameras(),
-                       configuredAudio: config.captureDevice, configuredCamera: config.video.device)
-        }) ?? DeviceList(audio: [], cameras: [], configuredAudio: config.captureDevice, configuredCamera: config.video.device)
+        // runBlocking's body cannot throw here; `try?` only satisfies its signature.
+        let (audio, cameras) = (try? await runBlocking { (AlsaDeviceList.captureDevices(), V4L2DeviceList.cameras()) }) ?? ([], [])
+        return DeviceList(audio: audio, cameras: cameras, configuredAudio: config.captureDevice, configuredCamera: config.video.device)
     }
 
     /// Decodes the whole file once, at its own rate and channel count.

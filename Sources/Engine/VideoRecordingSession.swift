@@ -114,7 +114,6 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
 final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     let path: String
     let info: VideoCaptureInfo
-    let audioDevice: String?
     private let camera: V4L2CaptureSource
     private let writer: VideoFileWriter
     private let audio: AudioPipeline?
@@ -162,7 +161,6 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         faults = FaultLatch(onFault)
         info = VideoCaptureInfo(device: settings.device, pixelFormat: f.pixelFormat.description, width: f.width,
                                 height: f.height, fps: encoding.fps, encoder: encoding.summary)
-        audioDevice = audio?.capture.device
         if let microphone, let audio {
             let sink = MovAudioSink(writer)
             audioSink = sink

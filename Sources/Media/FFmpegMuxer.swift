@@ -33,7 +33,7 @@ final class FFmpegMuxer {
 
     /// The container for a file name: QuickTime for `.mov` (video recordings), else MP4.
     static func formatName(for path: String) -> String {
-        path.lowercased().hasSuffix(".mov") || path.lowercased().contains(".mov.") ? "mov" : "mp4"
+        path.lowercased().hasSuffix(".mov") ? "mov" : "mp4"
     }
 
     init(path: String, formatName: String? = nil) throws {

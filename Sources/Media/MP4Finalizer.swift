@@ -20,7 +20,8 @@ public enum MP4Finalizer {
 
     public static func remux(from source: String, to destination: String) throws -> RemuxResult {
         let input = try FFmpegInput(path: source)
-        let muxer = try FFmpegMuxer(path: destination)
+        // The destination is a temporary name: the container is the source's (a .mov stays QuickTime).
+        let muxer = try FFmpegMuxer(path: destination, formatName: FFmpegMuxer.formatName(for: source))
         let inCtx = input.context
         let streamCount = Int(inCtx.pointee.nb_streams)
         var outStreams: [UnsafeMutablePointer<AVStream>] = []

@@ -75,9 +75,6 @@ public final class VideoFileWriter: @unchecked Sendable {
     /// Channels of the sound (0 for a silent video).
     public var audioChannels: Int { audioTrack?.encoding.channels ?? 0 }
 
-    /// Samples per channel of sound written so far.
-    public var audioSamplesWritten: Int64 { audioTrack?.samplesWritten ?? 0 }
-
     // MARK: video thread
 
     /// Converts and encodes one camera frame shown at `pts` (in `VideoEncoding.timeBase`, from the

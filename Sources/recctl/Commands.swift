@@ -258,21 +258,9 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let reply = try await global.client.send(.GET, "/v1/export?format=\(format.rawValue)")
         try RecdClient.check(reply)
-        if output == "-" {
-            FileHandle.standardOutput.write(reply.body)
-            return
-        }
-        let name = output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)"
-        do {
-            try reply.body.write(to: URL(fileURLWithPath: name))
-        } catch {
-            throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
-        }
-        if global.json {
-            let data = try APIJSON.encoder().encode(["file": name])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
-        } else {
-            print("Data exported ✓ \(name)")
+        try global.save(reply.body, to: output,
+                        defaultName: Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)") { name, _ in
+            "Data exported ✓ \(name)"
         }
     }
 

@@ -213,17 +213,29 @@ struct Media: AsyncParsableCommand {
         let (r, _) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/media")
         try RecdClient.check(reply)
+        try global.save(reply.body, to: output, defaultName: (r.file as NSString).lastPathComponent) { name, size in
+            "Copied '\(r.title)' to \(name) (\(size))"
+        }
+    }
+}
+
+extension GlobalOptions {
+    /// Puts a downloaded body where `-o` says: standard output for `-`, else the file `output` (or
+    /// `defaultName` in the current directory), written whole (see `writeFile`). Then says what was
+    /// written: `{"file", "bytes"}` with --json, else `summary(name, size)`.
+    func save(_ body: Data, to output: String?, defaultName: @autoclosure () -> String,
+              summary: (_ name: String, _ size: String) -> String) throws {
         if output == "-" {
-            FileHandle.standardOutput.write(reply.body)
+            FileHandle.standardOutput.write(body)
             return
         }
-        let name = output ?? (r.file as NSString).lastPathComponent
-        try writeFile(reply.body, to: name)
-        if global.json {
-            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(reply.body.count)])
+        let name = output ?? defaultName()
+        try writeFile(body, to: name)
+        if json {
+            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(body.count)])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         } else {
-            print("Copied '\(r.title)' to \(name) (\(ByteCountFormatter.string(fromByteCount: Int64(reply.body.count), countStyle: .file)))")
+            print(summary(name, ByteCountFormatter.string(fromByteCount: Int64(body.count), countStyle: .file)))
         }
     }
 }
@@ -253,17 +265,8 @@ struct Poster: AsyncParsableCommand {
     func run() async throws {
         let reply = try await global.client.send(.GET, "/v1/recordings/\(idPath(id))/poster")
         try RecdClient.check(reply)
-        if output == "-" {
-            FileHandle.standardOutput.write(reply.body)
-            return
-        }
-        let name = output ?? "poster_\(id).jpg"
-        try writeFile(reply.body, to: name)
-        if global.json {
-            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(reply.body.count)])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
-        } else {
-            print("Poster of \(id) saved to \(name) (\(ByteCountFormatter.string(fromByteCount: Int64(reply.body.count), countStyle: .file)))")
+        try global.save(reply.body, to: output, defaultName: "poster_\(id).jpg") { name, size in
+            "Poster of \(id) saved to \(name) (\(size))"
         }
     }
 }

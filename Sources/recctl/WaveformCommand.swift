@@ -67,9 +67,7 @@ struct Waveform: AsyncParsableCommand {
 
     func write(_ data: Data, to path: String) throws {
         if path == "-" { FileHandle.standardOutput.write(data); return }
-        do { try data.write(to: URL(fileURLWithPath: path)) } catch {
-            throw ClientFailure.badReply("cannot write \(path): \(error.localizedDescription)")
-        }
+        try writeFile(data, to: path)
     }
 
     static func terminalColumns() -> Int {

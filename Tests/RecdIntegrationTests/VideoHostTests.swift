@@ -51,6 +51,25 @@ final class VideoHostTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
     }
 
+    /// recd refuses bad video options at start-up (usage error 64), naming the option and its range.
+    func testBadVideoOptionsAreRefusedAtStartUp() throws {
+        let cases: [([String], String)] = [
+            (["--video-size", "1280"], "--video-size 1280 is not WIDTHxHEIGHT"),
+            (["--video-size", "641x480"], "--video-size 641x480 is not WIDTHxHEIGHT"),
+            (["--video-fps", "0"], "--video-fps must be 1...240"),
+            (["--video-preset", "fastest"], "--video-preset must be one of ultrafast"),
+            (["--video-crf", "52"], "--video-crf must be 0...51"),
+            (["--video-bitrate", "1000"], "--video-bitrate must be 50000...100000000"),
+        ]
+        for (args, message) in cases {
+            let r = try Tools.run(Tools.recd, args + ["--data-dir", daemon.dataDir.appendingPathComponent("unused").path,
+                                                      "--socket", daemon.dataDir.appendingPathComponent("unused.sock").path])
+            XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.dataDir.appendingPathComponent("unused").path))
+    }
+
     func testPosterOfAnAudioRecordingAndOfAnUnknownIdAreRefused() throws {
         try pulse.play(try Tones.sine())
         let audio = try XCTUnwrap(try record(seconds: 0.5, stopArgs: ["--save"]).recording)

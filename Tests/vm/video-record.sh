@@ -31,6 +31,13 @@ start_recd() { # $1 = log name, rest = extra options
 rc() { "$recctl" --socket "$sock" "$@"; }
 file_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$1"; }
 id_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["id"])' "$1"; }
+wait_idle() { # $1 = where the last status goes; waits (30 s at most) until a recording ended by itself
+  for _ in $(seq 300); do
+    rc --json status > "$1"
+    grep -q '"activity" *: *"idle"' "$1" && return 0
+    sleep 0.1
+  done
+}
 
 start_recd recd.log
 rc --json devices > "$out/devices.json"
@@ -71,11 +78,7 @@ v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0
 rc --json record start --video > "$out/unplugged-start.json"
 sleep 2.5
 v4l2-ctl -d /dev/video0 -c disconnect=1
-for _ in $(seq 100); do
-  rc --json status > "$out/unplugged-status.json"
-  grep -q '"activity" *: *"idle"' "$out/unplugged-status.json" && break
-  sleep 0.1
-done
+wait_idle "$out/unplugged-status.json"
 rc --json show "$(id_of "$out/unplugged-start.json")" > "$out/unplugged.json"
 cp "$work/data/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/unplugged.json")" "$out/unplugged.mov"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
@@ -123,11 +126,7 @@ recd_pid=$!
 pids+=($recd_pid)
 for _ in $(seq 200); do rc status >/dev/null 2>&1 && break; sleep 0.1; done
 rc --json record start --video > "$out/full-start.json"
-for _ in $(seq 300); do
-  rc --json status > "$out/full-status.json"
-  grep -q '"activity" *: *"idle"' "$out/full-status.json" && break
-  sleep 0.1
-done
+wait_idle "$out/full-status.json"
 rc --json show "$(id_of "$out/full-start.json")" > "$out/full.json"
 cp "$full/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/full.json")" "$out/full.mov"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
