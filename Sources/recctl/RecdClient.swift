@@ -64,9 +64,15 @@ struct RecdClient {
                 head.headers.add(name: "Content-Type", value: "application/json")
                 head.headers.add(name: "Content-Length", value: String(body.count))
             }
-            try await outbound.write(.head(head))
-            if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-            try await outbound.write(.end(nil))
+            // The whole request in one write (one flush): written part by part, a reply that recd sends
+            // and closes on (`Connection: close`) as soon as it has the head could close the channel
+            // between our writes, and the next write failed with "I/O on closed channel" although the reply
+            // had arrived (seen 1 in 400 under load). A write that fails still lets us read what came back.
+            var parts: [HTTPClientRequestPart] = [.head(head)]
+            if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            parts.append(.end(nil))
+            var writeError: (any Error)?
+            do { try await outbound.write(contentsOf: parts) } catch { writeError = error }
             var reply = HTTPReply(status: 0, headers: [:], body: Data())
             for try await part in inbound {
                 switch part {
@@ -75,6 +81,7 @@ struct RecdClient {
                 case .end: return reply
                 }
             }
+            if let writeError { throw writeError }
             throw ClientFailure.unreachable(socket: socketPath, reason: "the daemon closed the connection before replying")
         }
     }
@@ -88,8 +95,7 @@ struct RecdClient {
             head.headers.add(name: "Host", value: "recd")
             head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
             head.headers.add(name: "Accept", value: "text/event-stream")
-            try await outbound.write(.head(head))
-            try await outbound.write(.end(nil))
+            try await outbound.write(contentsOf: [.head(head), .end(nil)])
             var status = 0
             var errorBody = Data()
             var pending = Data()
