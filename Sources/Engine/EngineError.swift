@@ -39,14 +39,14 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .notFound(let id):
             return "no recording with id '\(id)'"
         case .ambiguousID(let p, let m):
-            return "id prefix '\(p)' is ambiguous: it matches \(m.joined(separator: ", "))"
+            return "id prefix '\(p)' is ambiguous: it matches \(m.count) recordings; give more of the id"
         case .invalidID(let id, let detail):
             return "'\(id)' is not a usable recording id: \(detail)"
         case .invalidState(let id, let state, let action, let allowed):
-            return "cannot \(action) recording \(id.uuidString): it is \(state.rawValue)"
-                + " (only \(allowed.map(\.rawValue).joined(separator: " or ")) recordings can be)"
+            return "cannot \(action) recording \(id.uuidString): it is \(state == .ready ? "already saved" : state.spoken)"
+                + " (only \(allowed.map(\.spoken).joined(separator: " or ")) recordings can be)"
         case .fieldTooLong(let field, let limit, let count):
-            return "\(field) is \(count) characters long; the limit is \(limit) characters"
+            return "the \(field) \(field.hasSuffix("s") ? "are" : "is") \(count) characters long; the limit is \(limit) characters"
         case .invalidValue(let field, let detail):
             return "invalid \(field): \(detail)"
         case .device(let e, let hint):

@@ -18,13 +18,22 @@ public enum MetadataExport {
         var out = csvHeader.joined(separator: ",") + "\r\n"
         for r in rows {
             let fields = [
-                r.id.uuidString, r.title, APIJSON.formatDate(r.timestamp),
+                r.id.uuidString, neutralized(r.title), APIJSON.formatDate(r.timestamp),
                 r.duration.map { String(format: "%.3f", $0) } ?? "",
                 r.type.rawValue, r.purpose?.rawValue ?? "", String(r.playCount),
             ]
             out += fields.map(csvField).joined(separator: ",") + "\r\n"
         }
         return out
+    }
+
+    /// A person's text as a spreadsheet cell that is never a formula (OWASP's CSV injection rule): a
+    /// cell beginning with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`, which
+    /// spreadsheets show as text and do not run. A title `=1+2` opens as `'=1+2`, not as 3 (or worse,
+    /// `=HYPERLINK(…)` or `=cmd|…`). Only the title needs it: every other column is made by recd.
+    static func neutralized(_ s: String) -> String {
+        guard let first = s.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return s }
+        return "'" + s
     }
 
     static func csvField(_ s: String) -> String {

@@ -34,15 +34,23 @@ public enum MetadataRules {
                 guard !title.contains(where: { $0.isNewline }) else {
                     throw .invalidValue(field: "title", detail: "a title is one line")
                 }
+                if let c = firstControl(in: title, allowingNewlines: false) {
+                    throw .invalidValue(field: "title", detail: "control character \(Self.name(c)) is not allowed")
+                }
                 change.title = .some(title)
             }
         }
         switch patch.notes {
         case .absent: break
         case .null: change.notes = ""
-        case .value(let notes):
+        case .value(let raw):
+            // A browser or a Windows client may send CRLF line ends: kept as line feeds.
+            let notes = raw.replacingOccurrences(of: "\r\n", with: "\n")
             guard notes.count <= MetadataLimits.notesMaxCharacters else {
                 throw .fieldTooLong(field: "notes", limit: MetadataLimits.notesMaxCharacters, count: notes.count)
+            }
+            if let c = firstControl(in: notes, allowingNewlines: true) {
+                throw .invalidValue(field: "notes", detail: "control character \(Self.name(c)) is not allowed (line breaks are)")
             }
             change.notes = notes
         }
@@ -61,6 +69,19 @@ public enum MetadataRules {
         }
         return change
     }
+
+    /// The first C0 or C1 control character or DEL in `text` (a line feed allowed where asked).
+    /// Such characters would reach the terminals of everyone who lists the library: an escape sequence
+    /// in a title can recolour, move the cursor or retitle the window of another user of the socket.
+    public static func firstControl(in text: String, allowingNewlines: Bool) -> Unicode.Scalar? {
+        text.unicodeScalars.first { c in
+            if allowingNewlines && c == "\n" { return false }
+            return c.value < 0x20 || (0x7F...0x9F).contains(c.value)
+        }
+    }
+
+    /// `U+001B` for the error message.
+    static func name(_ c: Unicode.Scalar) -> String { String(format: "U+%04X", c.value) }
 
     /// "Recording Oct 25, 2025 3:42 PM": the creation time in the daemon's time zone.
     public static func autoTitle(for date: Date, timeZone: TimeZone = .current) -> String {

@@ -15,6 +15,22 @@ public enum RecordingType: String, Codable, Sendable, CaseIterable {
 /// until it is deleted.
 public enum RecordingState: String, Codable, Sendable, CaseIterable {
     case recording, pending, ready, missing
+
+    /// The word people use for the state (the seed says "saved"; the API keeps `ready`).
+    public var spoken: String {
+        switch self {
+        case .recording: return "being recorded"
+        case .pending: return "pending"
+        case .ready: return "saved"
+        case .missing: return "missing its file"
+        }
+    }
+
+    /// The API's word or the people's: `saved` is `ready`.
+    public init?(word: String) {
+        let w = word.lowercased()
+        if w == "saved" { self = .ready } else { self.init(rawValue: w) }
+    }
 }
 
 /// The seed's purpose chips (single select, optional).

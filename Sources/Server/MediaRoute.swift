@@ -74,7 +74,7 @@ enum MediaRoute {
 
     static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, fileIO: FileIO,
                         withBody: Bool) async throws -> Response {
-        let r = try engine.library.resolve(try context.parameters.require("id"))
+        let r = try engine.library.resolve(try context.recordingID())
         switch r.state {
         case .ready, .pending: break
         case .missing: throw EngineError.fileMissing(id: r.id, file: r.file)
@@ -113,7 +113,7 @@ enum WaveformRoute {
     static func add(to v1: RouterGroup<RecdRequestContext>, engine: Engine) {
         v1.get("recordings/:id/waveform") { request, context in
             let q = request.uri.queryParameters
-            let stored = try await engine.library.waveform(try context.parameters.require("id"))
+            let stored = try await engine.library.waveform(try context.recordingID())
             var zoom = stored.samplesPerPixel
             if let spp = q["samples_per_pixel"] {
                 zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel")

@@ -65,28 +65,28 @@ public enum RecdRoutes {
         }
 
         v1.get("recordings/:id") { _, context in
-            JSONResponse.make(try engine.library.resolve(try context.parameters.require("id")))
+            JSONResponse.make(try engine.library.resolve(try context.recordingID()))
         }
 
         v1.patch("recordings/:id") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
             return JSONResponse.make(try engine.library.edit(id, patch))
         }
 
         v1.post("recordings/:id/save") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
             return JSONResponse.make(try engine.library.save(id, patch))
         }
 
         v1.post("recordings/:id/discard") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try context.recordingID()
             return JSONResponse.make(try await engine.library.discard(id))
         }
 
         v1.delete("recordings/:id") { _, context in
-            JSONResponse.make(try await engine.library.delete(try context.parameters.require("id")))
+            JSONResponse.make(try await engine.library.delete(try context.recordingID()))
         }
 
         v1.delete("recordings") { request, _ in
@@ -101,21 +101,21 @@ public enum RecdRoutes {
 
         v1.post("recordings/:id/play") { request, context in
             let receivedAt = DispatchTime.now().uptimeNanoseconds
-            let recording = try engine.library.resolve(try context.parameters.require("id"))
+            let recording = try engine.library.resolve(try context.recordingID())
             let body = try await decode(PlayRequest.self, request)
             let reply = try await engine.player.play(recording, from: body.position, receivedAt: receivedAt)
             return JSONResponse.make(reply, status: .created)
         }
 
         v1.post("recordings/:id/played") { _, context in
-            JSONResponse.make(try engine.library.played(try context.parameters.require("id")))
+            JSONResponse.make(try engine.library.played(try context.recordingID()))
         }
 
         MediaRoute.add(to: v1, engine: engine)
         WaveformRoute.add(to: v1, engine: engine)
 
         v1.get("recordings/:id/poster") { _, context in
-            let jpeg = try await engine.library.poster(try context.parameters.require("id"))
+            let jpeg = try await engine.library.poster(try context.recordingID())
             return JSONResponse.raw(jpeg, contentType: "image/jpeg")
         }
 
@@ -251,4 +251,13 @@ enum OpenAPIDocument {
         ]
         return candidates.lazy.compactMap { try? Data(contentsOf: $0) }.first
     }()
+}
+
+extension RequestContext {
+    /// The `{id}` of the path as the client meant it: Hummingbird hands path parameters over still
+    /// percent-encoded, so an id typed with a space came back in errors as `zz%20zz`.
+    func recordingID() throws -> String {
+        let raw = try parameters.require("id")
+        return raw.removingPercentEncoding ?? raw
+    }
 }

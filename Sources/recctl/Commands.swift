@@ -57,7 +57,7 @@ struct Status: AsyncParsableCommand {
         let (s, raw) = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
         var lines = ["recd \(s.version) (pid \(s.pid)), up \(Output.duration(s.uptime))"]
         if let a = s.active {
-            let what = "'\(a.recording.title)' (\(a.recording.id.uuidString.prefix(8)))"
+            let what = "'\(Output.text(a.recording.title))' (\(Output.shortID(a.recording.id)))"
             switch s.activity {
             case .recording:
                 let overruns = a.capture.map { $0.overruns > 0 ? ", \($0.overruns) overruns" : "" } ?? ""
@@ -74,7 +74,7 @@ struct Status: AsyncParsableCommand {
         lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
         lines.append("data: \(s.dataDirectory)")
         if let f = s.lastFault {
-            lines.append("last fault: recording \(f.recordingID.uuidString.prefix(8)) ended by itself at \(Output.date(f.at)): \(f.reason)")
+            lines.append("last fault: recording \(Output.shortID(f.recordingID)) ended by itself at \(Output.date(f.at)): \(f.reason)")
         }
         if let r = s.recovery, !r.isClean { lines.append("recovery at start: " + Check.summary(r)) }
         global.emit(raw, lines.joined(separator: "\n"))
@@ -135,7 +135,7 @@ struct Record: AsyncParsableCommand {
             let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
                 .compactMap { $0 }.joined(separator: " + ")
             let what = reply.video == nil ? "audio" : reply.device == nil ? "frame" : "sound"
-            global.emit(raw, "⏺ recording '\(reply.recording.title)' (\(reply.recording.id.uuidString)) from \(sources)"
+            global.emit(raw, Say.started(reply.recording, from: sources)
                              + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs))
         }
     }
@@ -159,10 +159,10 @@ struct Record: AsyncParsableCommand {
                 as: StopRecordingResponse.self)
             let text: String
             if let r = reply.recording {
-                text = "⏹ \(r.state == .ready ? "saved" : "stopped (pending: save or discard it)"): \(Output.oneLine(r))"
-                    + (reply.capture.overruns > 0 ? "\n\(reply.capture.overruns) overruns, \(reply.capture.droppedFrames) frames lost" : "")
+                text = Say.stopped(r)
+                    + (reply.capture.overruns > 0 ? "\n\(Output.count(reply.capture.overruns, "overrun")), \(Output.count(reply.capture.droppedFrames, "frame")) lost" : "")
             } else {
-                text = "⏹ stopped and discarded"
+                text = Say.discardedWhileStopping()
             }
             global.emit(raw, text)
         }
@@ -178,19 +178,31 @@ struct Save: AsyncParsableCommand {
     func run() async throws {
         let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/save", body: metadata.patch,
                                                     as: Recording.self)
-        global.emit(raw, "Recording saved ✓ \(Output.oneLine(r))")
+        global.emit(raw, Say.saved(r))
     }
 }
 
 struct Discard: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Discard a pending recording (file and metadata).")
+    static let configuration = CommandConfiguration(
+        abstract: "Discard a pending recording (file and metadata).",
+        discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
+    @Flag(name: [.short, .long], help: "Do not ask for confirmation.") var yes = false
+
+    func validate() throws { try Delete.requireConfirmation(yes) }
 
     func run() async throws {
-        let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/discard",
-                                                    body: Optional<Int>.none, as: Recording.self)
-        global.emit(raw, "Discarded \(Output.oneLine(r))")
+        let path = "/v1/recordings/\(idPath(id))"
+        if !yes {
+            let (r, _) = try await global.client.call(.GET, path, as: Recording.self)
+            guard Delete.confirm(Say.confirmDiscard + " ('\(Output.text(r.title))')") else {
+                print(Say.nothingDiscarded)
+                return
+            }
+        }
+        let (r, raw) = try await global.client.call(.POST, path + "/discard", body: Optional<Int>.none, as: Recording.self)
+        global.emit(raw, Say.discarded(r))
     }
 }
 
@@ -200,7 +212,7 @@ struct List: AsyncParsableCommand {
     @Option(help: "Order: recent (newest first) or plays (most played first).") var by: ListOrder = .recent
     @Option(help: "At most this many (1-1000).") var limit: Int = 100
     @Option(help: "Skip this many.") var offset: Int = 0
-    @Option(help: "Only recordings in this state: recording, pending, ready, missing.") var state: RecordingState?
+    @Option(help: "Only recordings in this state: saved (the API's ready), pending, recording, missing.") var state: RecordingState?
     @Option(help: "Only this type: audio or video.") var type: RecordingType?
 
     func run() async throws {
@@ -209,11 +221,26 @@ struct List: AsyncParsableCommand {
         if let type { q.append("type=\(type.rawValue)") }
         let (list, raw) = try await global.client.call(.GET, "/v1/recordings?" + q.joined(separator: "&"),
                                                        as: RecordingList.self)
-        let text = list.recordings.isEmpty
-            ? "No recordings yet. Create motivational content to play during cravings: recctl record start"
-            : Output.table(list.recordings)
-                + (list.total > list.offset + list.recordings.count ? "\n(\(list.total) in all)" : "")
-        global.emit(raw, text)
+        global.emit(raw, describe(list))
+    }
+
+    /// The seed's empty-library text only when the library is empty; otherwise what this page holds
+    /// and how to see the rest.
+    func describe(_ list: RecordingList) -> String {
+        if list.recordings.isEmpty {
+            let filter = [state.map { $0.spoken }, type.map { "\($0.rawValue)" }].compactMap { $0 }.joined(separator: " ")
+            if list.total == 0 && filter.isEmpty { return Say.emptyLibrary }
+            if list.total == 0 { return "No \(filter) recordings." }
+            return "No recordings from \(list.offset + 1) on: there \(list.total == 1 ? "is" : "are") \(list.total) in all"
+                + " (try --offset \(max(0, list.total - limit)))."
+        }
+        var text = Output.table(list.recordings)
+        let last = list.offset + list.recordings.count
+        if list.total > last || list.offset > 0 {
+            text += "\n(\(list.offset + 1)–\(last) of \(list.total)"
+            text += list.total > last ? "; the next page: recctl list --offset \(last)\(limit == 100 ? "" : " --limit \(limit)"))" : ")"
+        }
+        return text
     }
 }
 
@@ -242,22 +269,27 @@ struct Edit: AsyncParsableCommand {
     func run() async throws {
         let (r, raw) = try await global.client.call(.PATCH, "/v1/recordings/\(idPath(id))", body: metadata.patch,
                                                     as: Recording.self)
-        global.emit(raw, "Recording updated ✓\n" + Output.details(r))
+        global.emit(raw, Say.updated(r))
     }
 }
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export the library's metadata (not the files) as CSV or JSON.",
-        discussion: "Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).")
+        discussion: """
+        Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).
+        An existing file is not replaced unless you confirm, or give --force.
+        """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "csv or json.") var format: ExportFormat = .csv
     @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
     var output: String?
+    @Flag(name: .long, help: "Replace an existing file without asking.") var force = false
 
     func run() async throws {
         let reply = try await global.client.send(.GET, "/v1/export?format=\(format.rawValue)")
         try RecdClient.check(reply)
+        try global.mayWrite(output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)", force: force)
         try global.save(reply.body, to: output,
                         defaultName: Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)") { name, _ in
             "Data exported ✓ \(name)"
@@ -275,7 +307,11 @@ struct Export: AsyncParsableCommand {
 }
 
 extension ListOrder: ExpressibleByArgument {}
-extension RecordingState: ExpressibleByArgument {}
+/// `saved` (the word people use) or the API's `ready`, and the others by their API names.
+extension RecordingState: ExpressibleByArgument {
+    public init?(argument: String) { self.init(word: argument) }
+    public static var allValueStrings: [String] { ["saved", "pending", "recording", "missing"] }
+}
 extension RecordingType: ExpressibleByArgument {}
 extension ExportFormat: ExpressibleByArgument {}
 
@@ -290,32 +326,37 @@ struct Delete: AsyncParsableCommand {
 
     func validate() throws {
         if all == (id != nil) { throw ValidationError("give either a recording id or --all") }
+        try Self.requireConfirmation(yes)
+    }
+
+    /// Without --yes a person must be there to answer.
+    static func requireConfirmation(_ yes: Bool) throws {
         if !yes && isatty(STDIN_FILENO) == 0 {
-            throw ValidationError("refusing to delete without confirmation: standard input is not a terminal; add --yes")
+            throw ValidationError("refusing without confirmation: standard input is not a terminal; add --yes")
         }
     }
 
     func run() async throws {
         let client = global.client
         if all {
-            if !yes, !Self.confirm("Delete All Data? This will permanently delete all recordings. This cannot be undone.") {
-                print("Nothing was deleted.")
+            if !yes, !Self.confirm(Say.confirmDeleteAll) {
+                print(Say.nothingDeleted)
                 return
             }
             let (reply, raw) = try await client.call(.DELETE, "/v1/recordings?confirm=all", as: DeleteAllResponse.self)
-            global.emit(raw, "All data deleted (\(reply.deletedRecordings) recordings, \(reply.deletedFiles) files)")
+            global.emit(raw, Say.allDeleted(recordings: reply.deletedRecordings, files: reply.deletedFiles))
             return
         }
         let path = "/v1/recordings/\(idPath(id!))"
         if !yes {
             let (r, _) = try await client.call(.GET, path, as: Recording.self)
-            guard Self.confirm("Delete '\(r.title)'? This recording will be permanently deleted. This cannot be undone.") else {
-                print("Nothing was deleted.")
+            guard Self.confirm(Say.confirmDelete(r)) else {
+                print(Say.nothingDeleted)
                 return
             }
         }
         let (r, raw) = try await client.call(.DELETE, path, as: Recording.self)
-        global.emit(raw, "Recording deleted: \(Output.oneLine(r))")
+        global.emit(raw, Say.deleted(r))
     }
 
     /// Asks on the terminal; only an explicit yes confirms.

@@ -3,10 +3,11 @@ import Foundation
 import RecdAPI
 
 enum Output {
-    /// "2:34" (or "1:02:03" past an hour); "-" when unknown.
+    /// "2:34" (or "1:02:03" past an hour); "-" when unknown. Whole seconds are cut, not rounded, as a
+    /// running timer shows them: a take stopped at 6.7 s reads 0:06 on the timer and in the summary.
     static func duration(_ seconds: Double?) -> String {
         guard let seconds, seconds.isFinite, seconds >= 0 else { return "-" }
-        let total = Int(seconds.rounded())
+        let total = Int(seconds)
         let (h, m, s) = (total / 3600, (total % 3600) / 60, total % 60)
         return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
     }
@@ -14,27 +15,94 @@ enum Output {
     /// "Oct 25, 2025 3:42 PM" in the local time zone.
     static func date(_ date: Date) -> String { DisplayDate.string(date) }
 
-    static func plays(_ n: Int) -> String { n == 1 ? "1 play" : "\(n) plays" }
+    static func plays(_ n: Int) -> String { count(n, "play") }
 
-    /// Pads or cuts to `width` user-perceived characters.
-    static func cell(_ s: String, _ width: Int) -> String {
-        s.count > width ? String(s.prefix(width - 1)) + "…" : s + String(repeating: " ", count: width - s.count)
+    /// "1 file", "2 files".
+    static func count(_ n: some BinaryInteger, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
+
+    /// The first 8 characters of an id: what people read and type (any 4 or more are accepted).
+    static func shortID(_ id: UUID) -> String { String(id.uuidString.prefix(8)) }
+
+    /// Text a person typed, safe to print: C0/C1 controls, DEL and the bidirectional overrides are
+    /// shown escaped (`\u{1B}`), so a title stored before recd refused them cannot drive the terminal
+    /// of whoever lists the library. Line feeds are kept only where `multiline`.
+    static func text(_ s: String, multiline: Bool = false) -> String {
+        guard s.unicodeScalars.contains(where: { needsEscape($0, multiline: multiline) }) else { return s }
+        var out = ""
+        for c in s.unicodeScalars {
+            if needsEscape(c, multiline: multiline) { out += "\\u{" + String(c.value, radix: 16, uppercase: true) + "}" }
+            else { out.unicodeScalars.append(c) }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ c: Unicode.Scalar, multiline: Bool) -> Bool {
+        if multiline && c == "\n" { return false }
+        switch c.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
+    }
+
+    /// Columns a terminal gives `s`: wide (East Asian) characters and emoji take two, combining marks
+    /// none (`count` would say one per character, and emoji or CJK titles pushed the columns over).
+    static func width(_ s: String) -> Int { s.reduce(0) { $0 + width(of: $1) } }
+
+    /// A grapheme cluster's columns, by the rules terminals follow (Markus Kuhn's wcwidth): an emoji
+    /// shown as a picture (by default, or asked for with VS16) and East Asian wide or fullwidth
+    /// characters take two; a cluster of only combining marks or format characters none; the rest one.
+    static func width(of c: Character) -> Int {
+        let scalars = c.unicodeScalars
+        guard let first = scalars.first else { return 0 }
+        if first.properties.isEmojiPresentation || scalars.contains("\u{FE0F}") { return 2 }
+        switch first.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        return isWide(first.value) ? 2 : 1
+    }
+
+    /// East Asian Wide (W) and Fullwidth (F) blocks.
+    private static func isWide(_ v: UInt32) -> Bool {
+        switch v {
+        case 0x1100...0x115F, 0x231A...0x231B, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF,
+             0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3,
+             0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+             0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Pads or cuts to `columns` terminal columns.
+    static func cell(_ s: String, _ columns: Int) -> String {
+        var w = width(s)
+        if w <= columns { return s + String(repeating: " ", count: columns - w) }
+        var out = ""
+        w = 0
+        for c in s {
+            let cw = width(of: c)
+            if w + cw > columns - 1 { break }
+            out.append(c); w += cw
+        }
+        return out + "…" + String(repeating: " ", count: columns - 1 - w)
     }
 
     static func table(_ recordings: [Recording]) -> String {
         var lines = [cell("ID", 8) + "  " + cell("TITLE", 40) + "  " + cell("CREATED", 21) + "  "
                      + cell("LENGTH", 7) + "  " + cell("PLAYS", 5) + "  STATE"]
         for r in recordings {
-            lines.append(cell(String(r.id.uuidString.prefix(8)), 8) + "  " + cell(r.title, 40) + "  "
+            lines.append(cell(shortID(r.id), 8) + "  " + cell((r.type == .video ? "🎥 " : "🎙️ ") + text(r.title), 40) + "  "
                          + cell(date(r.createdAt), 21) + "  " + cell(duration(r.duration), 7) + "  "
-                         + cell(String(r.playCount), 5) + "  " + r.state.rawValue + (r.recovered ? " (recovered)" : ""))
+                         + cell(String(r.playCount), 5) + "  " + r.state.spoken + (r.recovered ? " (recovered)" : ""))
         }
         return lines.joined(separator: "\n")
     }
 
     static func details(_ r: Recording) -> String {
         var rows: [(String, String)] = [
-            ("id", r.id.uuidString), ("title", r.title), ("type", r.type.rawValue), ("state", r.state.rawValue),
+            ("id", r.id.uuidString), ("title", text(r.title)), ("type", r.type.rawValue), ("state", r.state.spoken),
             ("created", date(r.createdAt)), ("duration", duration(r.duration)),
             ("size", r.sizeBytes.map { ByteCountFormatter.string(fromByteCount: $0, countStyle: .file) } ?? "-"),
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
@@ -42,11 +110,46 @@ enum Output {
         ]
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
         if r.droppedFrames > 0 { rows.append(("dropped frames", String(r.droppedFrames))) }
-        if !r.notes.isEmpty { rows.append(("notes", r.notes)) }
+        if !r.notes.isEmpty {
+            rows.append(("notes", text(r.notes, multiline: true).replacingOccurrences(of: "\n", with: "\n" + cell("", 16))))
+        }
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
     }
 
+    /// `'Morning walk' (3F2A9C1E, 0:42, saved)`.
     static func oneLine(_ r: Recording) -> String {
-        "\(r.title) (\(r.id.uuidString.prefix(8)), \(duration(r.duration)), \(r.state.rawValue))"
+        "'\(text(r.title))' (\(shortID(r.id)), \(duration(r.duration)), \(r.state.spoken))"
     }
+}
+
+/// One place for the words recctl prints about each event, whichever command or screen it comes
+/// from, so the same thing always reads the same.
+enum Say {
+    static func started(_ r: Recording, from sources: String) -> String {
+        "⏺ Recording '\(Output.text(r.title))' (\(Output.shortID(r.id))) from \(sources)"
+    }
+    static func saved(_ r: Recording) -> String { "Recording saved ✓ \(Output.oneLine(r))" }
+    static func discarded(_ r: Recording) -> String { "Recording discarded: \(Output.oneLine(r))" }
+    static func discardedWhileStopping() -> String { "Recording discarded" }
+    static func deleted(_ r: Recording) -> String { "Recording deleted: \(Output.oneLine(r))" }
+    static func allDeleted(recordings: Int, files: Int) -> String {
+        "All data deleted (\(Output.count(recordings, "recording")), \(Output.count(files, "file")))"
+    }
+    static let nothingDeleted = "Nothing was deleted."
+    static let nothingDiscarded = "Nothing was discarded."
+    static func updated(_ r: Recording) -> String { "Recording updated ✓\n" + Output.details(r) }
+    static func stopped(_ r: Recording) -> String {
+        r.state == .ready ? saved(r) : "⏹ Recording stopped: \(Output.oneLine(r))\n" + howToFinish(r)
+    }
+    static func howToFinish(_ r: Recording) -> String {
+        "It is pending: save it with `recctl save \(Output.shortID(r.id))` or discard it with `recctl discard \(Output.shortID(r.id))`."
+    }
+    static func leftPending(_ r: Recording) -> String { "Recording left pending. " + howToFinish(r) }
+    /// The seed's confirmations (Screens 5.3.3, 5.4.4, 7.3).
+    static let confirmDiscard = "Discard recording? This cannot be undone."
+    static func confirmDelete(_ r: Recording) -> String {
+        "Delete '\(Output.text(r.title))'? This recording will be permanently deleted. This cannot be undone."
+    }
+    static let confirmDeleteAll = "Delete All Data? This will permanently delete all recordings. This cannot be undone."
+    static let emptyLibrary = "No recordings yet. Create motivational content to play during cravings: recctl record"
 }

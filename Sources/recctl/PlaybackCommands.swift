@@ -33,7 +33,7 @@ struct Play: AsyncParsableCommand {
         let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
                                                         body: PlayRequest(position: position), as: PlayResponse.self)
         let p = reply.playback
-        global.emit(raw, "▶ playing '\(p.recording.title)' (\(p.recording.id.uuidString.prefix(8))), "
+        global.emit(raw, "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
                          + "\(Output.duration(p.duration)) on \(p.device)"
                          + String(format: ", first audio after %.0f ms", reply.startLatencyMs)
                          + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
@@ -112,11 +112,11 @@ struct Playback: AsyncParsableCommand {
     static func describe(_ s: PlaybackStatus) -> String {
         guard let p = s.playback else {
             if let e = s.lastEnded {
-                return "nothing is playing (last: '\(e.title)' \(e.reason.rawValue) at \(Output.duration(e.position)))"
+                return "nothing is playing (last: '\(Output.text(e.title))' \(e.reason.rawValue) at \(Output.duration(e.position)))"
             }
             return "nothing is playing"
         }
-        return "\(p.state == .paused ? "⏸ paused" : "▶ playing") '\(p.recording.title)' (\(p.recording.id.uuidString.prefix(8)))"
+        return "\(p.state == .paused ? "⏸ paused" : "▶ playing") '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id)))"
             + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.counts ? "" : " (preview)")
     }
 
@@ -148,8 +148,7 @@ struct Playback: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move the playback: +15 / -15 (seconds, default +15), or to a position (90, 1:30). Clamped to the recording.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: ArgumentHelp("+N, -N, seconds or m:ss (a leading - needs `--` before it: seek -- -15).",
-                                     valueName: "where")) var target: String?
+        @Argument(help: ArgumentHelp("+N, -N, seconds or m:ss.", valueName: "where")) var target: String?
 
         func validate() throws {
             do { _ = try SeekArgument.parse(target) } catch { throw ValidationError(error.description) }
@@ -157,7 +156,16 @@ struct Playback: AsyncParsableCommand {
 
         func run() async throws {
             let request = try SeekArgument.parse(target)
-            let (s, raw) = try await global.client.call(.POST, "/v1/playback/seek", body: request, as: PlaybackStatus.self)
+            var (s, raw) = try await global.client.call(.POST, "/v1/playback/seek", body: request, as: PlaybackStatus.self)
+            // A seek to the end leaves the playback at its last instant, ending on its own a moment later:
+            // say how it ended rather than "▶ playing 0:25 / 0:25".
+            let session = s.playback?.session
+            var waited = 0
+            while let p = s.playback, p.session == session, p.state == .playing, let d = p.duration,
+                  p.position >= d - 0.05, waited < 40 {
+                try await Task.sleep(for: .milliseconds(50)); waited += 1
+                (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
+            }
             global.emit(raw, Playback.describe(s))
         }
     }
@@ -168,7 +176,7 @@ struct Playback: AsyncParsableCommand {
         func run() async throws {
             let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
             let counted = s.lastEnded?.counted == true ? " (counted as a play)" : ""
-            global.emit(raw, "⏹ stopped" + (s.lastEnded.map { " '\($0.title)' at \(Output.duration($0.position))" } ?? "") + counted)
+            global.emit(raw, "⏹ stopped" + (s.lastEnded.map { " '\(Output.text($0.title))' at \(Output.duration($0.position))" } ?? "") + counted)
         }
     }
 }
@@ -182,7 +190,7 @@ struct Played: AsyncParsableCommand {
     func run() async throws {
         let (r, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/played",
                                                     body: Optional<Int>.none, as: Recording.self)
-        global.emit(raw, "Counted: '\(r.title)' now has \(Output.plays(r.playCount))")
+        global.emit(raw, "Counted: '\(Output.text(r.title))' now has \(Output.plays(r.playCount))")
     }
 }
 
@@ -203,19 +211,38 @@ struct Top: AsyncParsableCommand {
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Copy a recording's media file out of recd (not counted as a play).",
-        discussion: "Writes the file under its own name in the current directory unless -o names a file or - (stdout).")
+        discussion: """
+        Writes "<title>.m4a" (or .mov) in the current directory unless -o names a file or - (stdout).
+        An existing file is not replaced unless you confirm, or give --force.
+        """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
     @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
     var output: String?
+    @Flag(name: .long, help: "Replace an existing file without asking.") var force = false
 
     func run() async throws {
         let (r, _) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        let name = output ?? Self.fileName(title: r.title, file: r.file)
+        try global.mayWrite(name, force: force)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/media")
         try RecdClient.check(reply)
-        try global.save(reply.body, to: output, defaultName: (r.file as NSString).lastPathComponent) { name, size in
-            "Copied '\(r.title)' to \(name) (\(size))"
+        try global.save(reply.body, to: name, defaultName: name) { name, size in
+            "Copied '\(Output.text(r.title))' to \(name) (\(size))"
         }
+    }
+
+    /// "Morning walk.m4a": the title as a file name (no '/', no controls, no leading dot), with the
+    /// file's own extension; the stored name when nothing of the title is left.
+    static func fileName(title: String, file: String) -> String {
+        let ext = (file as NSString).pathExtension
+        var base = String(String.UnicodeScalarView(title.unicodeScalars.filter {
+            $0 != "/" && $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value)
+        }))
+        base = base.trimmingCharacters(in: .whitespaces)
+        while base.hasPrefix(".") { base.removeFirst() }
+        guard !base.isEmpty else { return (file as NSString).lastPathComponent }
+        return ext.isEmpty ? base : base + "." + ext
     }
 }
 
@@ -232,11 +259,29 @@ extension GlobalOptions {
         let name = output ?? defaultName()
         try writeFile(body, to: name)
         if json {
-            let data = try APIJSON.encoder().encode(["file": name, "bytes": String(body.count)])
+            let data = try APIJSON.encoder().encode(WrittenFile(file: name, bytes: body.count))
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         } else {
             print(summary(name, ByteCountFormatter.string(fromByteCount: Int64(body.count), countStyle: .file)))
         }
+    }
+}
+
+/// What `--json` prints for a file recctl wrote.
+struct WrittenFile: Encodable {
+    var file: String
+    var bytes: Int
+}
+
+extension GlobalOptions {
+    /// Whether `name` may be written: a new file, `-`, --force, or a person who says yes. Checked
+    /// before anything is downloaded.
+    func mayWrite(_ name: String, force: Bool) throws {
+        guard name != "-", !force, FileManager.default.fileExists(atPath: name) else { return }
+        guard isatty(STDIN_FILENO) != 0 else {
+            throw ClientFailure.local("\(name) exists; add --force to replace it, or -o to write elsewhere")
+        }
+        guard Delete.confirm("\(name) exists. Replace it?") else { throw ClientFailure.local("\(name) was left as it is") }
     }
 }
 
@@ -249,7 +294,7 @@ func writeFile(_ data: Data, to name: String) throws {
         guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
     } catch {
         try? FileManager.default.removeItem(atPath: temporary)
-        throw ClientFailure.badReply("cannot write \(name): \(error.localizedDescription)")
+        throw ClientFailure.local("cannot write \(name): \(error.localizedDescription)")
     }
 }
 
@@ -261,8 +306,10 @@ struct Poster: AsyncParsableCommand {
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
     @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
     var output: String?
+    @Flag(name: .long, help: "Replace an existing file without asking.") var force = false
 
     func run() async throws {
+        try global.mayWrite(output ?? "poster_\(id).jpg", force: force)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(idPath(id))/poster")
         try RecdClient.check(reply)
         try global.save(reply.body, to: output, defaultName: "poster_\(id).jpg") { name, size in

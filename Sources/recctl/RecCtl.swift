@@ -49,13 +49,66 @@ func hoistingGlobalOptions(_ args: [String]) -> [String] {
     return rest + leading
 }
 
+/// `playback seek -15` as the help offers it: ArgumentParser would take `-15` for an option, so a
+/// negative number after `seek` gets the `--` that makes it an argument.
+func allowingNegativeSeek(_ args: [String]) -> [String] {
+    guard let seek = args.firstIndex(of: "seek"), seek > 0, args[seek - 1] == "playback", !args.contains("--"),
+          let target = args[(seek + 1)...].firstIndex(where: { $0.hasPrefix("-") && $0.dropFirst().first?.isNumber == true })
+    else { return args }
+    var out = args
+    out.insert("--", at: target)
+    return out
+}
+
+/// A subcommand name a person probably meant: `lsit` → `list`. Walks the arguments down the
+/// command tree and answers for the first word that is no command of the command it follows.
+func suggestion(for args: [String]) -> (typed: String, meant: [String])? {
+    var command: any ParsableCommand.Type = RecCtl.self
+    for arg in args where !arg.hasPrefix("-") {
+        let subcommands = command.configuration.subcommands
+        guard !subcommands.isEmpty else { return nil }
+        if let next = subcommands.first(where: { $0._commandName == arg }) { command = next; continue }
+        let names = subcommands.map { $0._commandName }
+        let close = names.filter { editDistance($0, arg) <= max(1, min(2, arg.count / 3)) || ($0.hasPrefix(arg) && arg.count >= 2) }
+        return (arg, close)
+    }
+    return nil
+}
+
+/// Levenshtein distance, with a swap of two neighbours counting once (`lsit` is one step from `list`).
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+    var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+    for i in 0...a.count { d[i][0] = i }
+    for j in 0...b.count { d[0][j] = j }
+    for i in 1...a.count {
+        for j in 1...b.count {
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+        }
+    }
+    return d[a.count][b.count]
+}
+
 @main
 enum Main {
+    /// `--json` anywhere before a `--`: errors are printed as JSON too.
+    static let jsonErrors: Bool = {
+        let args = CommandLine.arguments.dropFirst()
+        return args.prefix(while: { $0 != "--" }).contains("--json")
+    }()
+
     static func main() async {
         let command: any ParsableCommand
+        let args = hoistingGlobalOptions(allowingNegativeSeek(Array(CommandLine.arguments.dropFirst())))
         do {
-            command = try RecCtl.parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            command = try RecCtl.parseAsRoot(args)
         } catch {
+            if RecCtl.exitCode(for: error) != .success, let (typed, meant) = suggestion(for: args) {
+                let hint = meant.isEmpty ? "see `recctl --help`" : "did you mean " + meant.map { "'\($0)'" }.joined(separator: " or ") + "?"
+                fail(code: "usage", "unknown command '\(typed)': \(hint)", status: ExitStatus.usage)
+            }
             exitForArgumentParser(error)
         }
         do {
@@ -68,21 +121,27 @@ enum Main {
             exit(ExitStatus.ok)
         } catch let failure as ClientFailure {
             switch failure {
-            case .refused(_, let body):
+            case .refused(let status, let body):
+                if jsonErrors {
+                    let raw = (try? APIJSON.encoder().encode(body)) ?? Data()
+                    FileHandle.standardOutput.write(raw + Data("\n".utf8))
+                    exit(ExitStatus.refused)
+                }
                 var message = "recctl: \(body.error.message)"
-                if let m = body.error.matches, !m.isEmpty { message += "\nmatching ids:\n  " + m.joined(separator: "\n  ") }
+                if let m = body.error.matches, !m.isEmpty, status == 409 {
+                    message += "\n" + (await describeMatches(m)).map { "  " + $0 }.joined(separator: "\n")
+                }
                 FileHandle.standardError.write(Data((message + "\n").utf8))
                 exit(ExitStatus.refused)
             case .unreachable(let socket, let reason):
-                FileHandle.standardError.write(Data("""
-                    recctl: recd is not reachable at \(socket): \(reason)
-                    Start it with `recd` (or `systemctl --user start recd`), or point --socket / RECD_SOCKET at its socket.
-
-                    """.utf8))
-                exit(ExitStatus.unreachable)
+                let start = getuid() == 0 || socket.hasPrefix("/run/recd/") ? "systemctl start recd" : "systemctl --user start recd"
+                fail(code: "unreachable", "recd is not reachable at \(socket): \(reason)",
+                     hint: "Start it with `recd` (or `\(start)`), or point --socket / RECD_SOCKET at its socket.",
+                     status: ExitStatus.unreachable)
             case .badReply(let message):
-                FileHandle.standardError.write(Data("recctl: \(message)\n".utf8))
-                exit(ExitStatus.refused)
+                fail(code: "bad_reply", message, status: ExitStatus.refused)
+            case .local(let message):
+                fail(code: "local", message, status: ExitStatus.refused)
             }
         } catch {
             // `recctl help` runs ArgumentParser's help command, which "fails" with the help text.
@@ -97,7 +156,46 @@ enum Main {
             print(RecCtl.fullMessage(for: error))
             exit(ExitStatus.ok)
         }
+        if jsonErrors { fail(code: "usage", RecCtl.message(for: error), status: ExitStatus.usage) }
         FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
         exit(ExitStatus.usage)
+    }
+
+    /// An error of recctl's own: `recctl: message` (and a hint) on stderr, or with --json
+    /// `{"error": {"code", "message"}}` on stdout, as the daemon's errors are.
+    static func fail(code: String, _ message: String, hint: String? = nil, status: Int32) -> Never {
+        if jsonErrors {
+            var detail = ["code": code, "message": message]
+            if let hint { detail["hint"] = hint }
+            let raw = (try? APIJSON.encoder().encode(["error": detail])) ?? Data()
+            FileHandle.standardOutput.write(raw + Data("\n".utf8))
+        } else {
+            FileHandle.standardError.write(Data(("recctl: \(message)\n" + (hint.map { $0 + "\n" } ?? "")).utf8))
+        }
+        exit(status)
+    }
+
+    /// The recordings an ambiguous prefix matches, once each, with their titles.
+    static func describeMatches(_ ids: [String]) async -> [String] {
+        let client = RecdClient(socketPath: socketArgument() ?? DefaultPaths.socket())
+        var lines: [String] = []
+        for id in ids {
+            if let (r, _) = try? await client.call(.GET, "/v1/recordings/\(id)", as: Recording.self) {
+                lines.append("\(r.id.uuidString)  '\(Output.text(r.title))'  \(Output.date(r.createdAt))")
+            } else {
+                lines.append(id)
+            }
+        }
+        return lines
+    }
+
+    /// --socket as given on the command line (the command's own parse is not at hand here).
+    static func socketArgument() -> String? {
+        let args = Array(CommandLine.arguments.dropFirst())
+        for (i, a) in args.enumerated() {
+            if a.hasPrefix("--socket=") { return String(a.dropFirst("--socket=".count)) }
+            if a == "--socket", i + 1 < args.count { return args[i + 1] }
+        }
+        return nil
     }
 }

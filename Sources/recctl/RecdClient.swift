@@ -13,6 +13,8 @@ enum ClientFailure: Error {
     case unreachable(socket: String, reason: String)
     /// The daemon's reply could not be understood.
     case badReply(String)
+    /// Something on this side failed: a file that cannot be written, or is not to be replaced (exit code 1).
+    case local(String)
 }
 
 struct HTTPReply {

@@ -6,35 +6,97 @@ import NIOHTTP1
 import RecdAPI
 import Synchronization
 
-/// Lines typed on standard input, read on a thread of their own (readLine blocks).
-final class LineReader: Sendable {
-    /// Lines not yet taken; a nil at the end marks the end of input (and stays there).
-    private let queue = Mutex<[String?]>([])
+/// What is typed on standard input, read on a thread of their own (read(2) blocks): whole lines for
+/// the title and notes, single keys for the choices (on a terminal in key mode, a key arrives as it is
+/// pressed; without a terminal a "key" is the first character of the next line).
+final class InputReader: Sendable {
+    private struct Buffer { var bytes: [UInt8] = []; var ended = false }
+    private let buffer = Mutex(Buffer())
 
     init() {
         let thread = Thread { [self] in
+            var chunk = [UInt8](repeating: 0, count: 256)
             while true {
-                let line = readLine(strippingNewline: true)
-                self.queue.withLock { $0.append(line) }
-                if line == nil { return }
+                let n = read(STDIN_FILENO, &chunk, chunk.count)
+                if n < 0 && errno == EINTR { continue }
+                self.buffer.withLock { b in
+                    if n > 0 { b.bytes += chunk[0..<n] } else { b.ended = true }
+                }
+                if n <= 0 { return }
             }
         }
         thread.start()
     }
 
-    /// Whether a line (or the end of input) is waiting.
-    var ready: Bool { queue.withLock { !$0.isEmpty } }
+    /// Whether something (or the end of input) is waiting.
+    var ready: Bool { buffer.withLock { !$0.bytes.isEmpty || $0.ended } }
 
-    /// The next line; nil at the end of input.
-    func next() async -> String? {
-        while true {
-            let taken = queue.withLock { q -> String?? in
-                guard let first = q.first else { return .none }
-                if first != nil { q.removeFirst() }
-                return .some(first)
+    /// Drops what was typed so far (keys pressed before a question was asked).
+    func discardTyped() { buffer.withLock { $0.bytes.removeAll() } }
+
+    /// The next line; nil at the end of input or when Ctrl-C was pressed.
+    func nextLine() async -> String? {
+        while !interrupted.load(ordering: .relaxed) {
+            let taken = buffer.withLock { b -> String?? in
+                if let nl = b.bytes.firstIndex(of: UInt8(ascii: "\n")) {
+                    defer { b.bytes.removeSubrange(...nl) }
+                    return .some(String(decoding: b.bytes[..<nl], as: UTF8.self))
+                }
+                if b.ended {
+                    defer { b.bytes.removeAll() }
+                    return b.bytes.isEmpty ? .some(nil) : .some(String(decoding: b.bytes, as: UTF8.self))
+                }
+                return .none
             }
             if let line = taken { return line }
             try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// The next key (lower-cased); nil at the end of input or on Ctrl-C. `wait` false: nil at once
+    /// when nothing was pressed.
+    func nextKey(keyMode: Bool, wait: Bool = true) async -> Character? {
+        guard keyMode else {
+            if !wait && !ready { return nil }
+            return await nextLine().map { $0.trimmingCharacters(in: .whitespaces).lowercased().first ?? "\n" }
+        }
+        while !interrupted.load(ordering: .relaxed) {
+            let taken = buffer.withLock { b -> Character?? in
+                guard !b.bytes.isEmpty else { return b.ended ? .some(nil) : .none }
+                // One UTF-8 character (a lead byte and its continuation bytes).
+                var end = 1
+                while end < b.bytes.count, b.bytes[end] & 0xC0 == 0x80 { end += 1 }
+                defer { b.bytes.removeSubrange(..<end) }
+                return .some(String(decoding: b.bytes[..<end], as: UTF8.self).lowercased().first)
+            }
+            if let key = taken { return key }
+            if !wait { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}
+
+/// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal) while a choice is
+/// asked, and back as it was afterwards, also when recctl exits.
+enum KeyMode {
+    private static let saved = Mutex<termios?>(nil)
+
+    static func enter() {
+        var t = termios()
+        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return }
+        saved.withLock { if $0 == nil { $0 = t } }
+        t.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        withUnsafeMutableBytes(of: &t.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
+        tcsetattr(STDIN_FILENO, TCSANOW, &t)
+    }
+
+    static func leave() {
+        saved.withLock { s in
+            guard var t = s else { return }
+            tcsetattr(STDIN_FILENO, TCSANOW, &t)
+            s = nil
         }
     }
 }
@@ -75,7 +137,8 @@ extension Record {
     static func interactive(_ global: GlobalOptions, _ request: StartRecordingRequest) async throws {
         let client = global.client
         let tty = isatty(STDOUT_FILENO) != 0
-        let lines = LineReader()
+        let keyMode = tty && isatty(STDIN_FILENO) != 0
+        let input = InputReader()
         let (start, _) = try await client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
         let id = start.recording.id
         let startedAt = Date()
@@ -101,20 +164,18 @@ extension Record {
         let sigint = DispatchSource.makeSignalSource(signal: SIGINT)
         sigint.setEventHandler { interrupted.store(true, ordering: .relaxed) }
         sigint.resume()
-        while !lines.ready {
+        while !input.ready {
             if interrupted.load(ordering: .relaxed) { break }
             let s = state.withLock { $0 }
             if s.stoppedByItself != nil { break }
             if tty {
-                let elapsed = Int(Date().timeIntervalSince(startedAt))
-                let line = String(format: "\r⏺ %02d:%02d  ", elapsed / 60, elapsed % 60) + LevelBar.line(s.levels) + "\u{1B}[K"
+                let line = "\r⏺ \(Output.duration(Date().timeIntervalSince(startedAt)))  " + LevelBar.line(s.levels) + "\u{1B}[K"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        _ = lines.ready ? await lines.next() : nil   // the Enter that stopped it
-        sigint.cancel()
-        signal(SIGINT, SIG_DFL)
+        _ = input.ready ? await input.nextLine() : nil   // the Enter that stopped it
+        interrupted.store(false, ordering: .relaxed)   // a Ctrl-C that stopped the recording is used up
         if tty { FileHandle.standardOutput.write(Data("\n".utf8)) }
 
         let recording: Recording
@@ -124,60 +185,104 @@ extension Record {
         } else {
             let (stop, _) = try await client.call(.POST, "/v1/record/stop", body: StopRecordingRequest(then: .keep),
                                                   as: StopRecordingResponse.self)
-            guard let kept = stop.recording else { say("⏹ stopped and discarded"); return }
+            guard let kept = stop.recording else { say(Say.discardedWhileStopping()); return }
             recording = kept
         }
         say("⏹ Recorded \(Output.duration(recording.duration)).")
-        try await previewAndSave(recording, client: client, lines: lines)
+        // From here Ctrl-C leaves the take pending, and says so (SIGINT stays caught: the loops below
+        // see `interrupted`).
+        defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
+        try await previewAndSave(recording, client: client, input: input, keyMode: keyMode)
     }
 
     /// The seed's preview: play it, save it (title, notes, purpose), or discard it. End of input
     /// leaves it pending (nothing is lost) and says how to finish later.
-    private static func previewAndSave(_ r: Recording, client: RecdClient, lines: LineReader) async throws {
+    private static func previewAndSave(_ r: Recording, client: RecdClient, input: InputReader, keyMode: Bool) async throws {
         let path = "/v1/recordings/\(r.id.uuidString)"
+        input.discardTyped()
+        defer { KeyMode.leave() }
+        func key(_ question: String) async -> Character? {
+            prompt(question)
+            if keyMode { KeyMode.enter() }
+            let k = await input.nextKey(keyMode: keyMode)
+            if keyMode { KeyMode.leave(); say(k.map { $0 == "\n" ? "" : String($0) } ?? "") }
+            return k
+        }
         while true {
-            prompt("[s]ave, [p]lay it, or [d]iscard? ")
-            guard let answer = await lines.next() else { return leftPending(r) }
-            switch answer.trimmingCharacters(in: .whitespaces).lowercased() {
-            case "s", "save":
-                guard let patch = await askMetadata(lines) else { return leftPending(r) }
+            guard let answer = await key("[s]ave, [p]lay it, or [d]iscard? ") else { return leftPending(r) }
+            switch answer {
+            case "s":
+                guard let patch = await askMetadata(input) else { return leftPending(r) }
                 do {
                     let (saved, _) = try await client.call(.POST, path + "/save", body: patch, as: Recording.self)
-                    say("Recording saved ✓ \(Output.oneLine(saved))")
+                    say(Say.saved(saved))
                     return
                 } catch ClientFailure.refused(_, let body) {
                     say("Not saved: \(body.error.message)")
                 }
-            case "p", "play":
-                let (reply, _) = try await client.call(.POST, path + "/play", body: PlayRequest(), as: PlayResponse.self)
-                say("▶ playing the preview (\(Output.duration(reply.playback.duration)); not counted as a play)")
-            case "d", "discard":
-                prompt("Discard recording? This cannot be undone. [y/N] ")
-                let sure = (await lines.next())?.trimmingCharacters(in: .whitespaces).lowercased()
-                if sure == "y" || sure == "yes" {
-                    _ = try await client.call(.POST, path + "/discard", as: Recording.self)
-                    say("Recording discarded")
+            case "p":
+                try await preview(path, client: client, input: input, keyMode: keyMode)
+                if interrupted.load(ordering: .relaxed) { return leftPending(r) }
+            case "d":
+                guard let sure = await key(Say.confirmDiscard + " [y/N] ") else { return leftPending(r) }
+                if sure == "y" {
+                    let (gone, _) = try await client.call(.POST, path + "/discard", as: Recording.self)
+                    say(Say.discarded(gone))
                     return
                 }
+                say(Say.nothingDiscarded)
             default:
                 continue
             }
         }
     }
 
+    /// Plays the take (a preview: never counted) with its progress; any key (Enter without a
+    /// terminal) stops it, and so does Ctrl-C (which then leaves the take pending).
+    private static func preview(_ path: String, client: RecdClient, input: InputReader, keyMode: Bool) async throws {
+        let (reply, _) = try await client.call(.POST, path + "/play", body: PlayRequest(), as: PlayResponse.self)
+        let session = reply.playback.session
+        let live = isatty(STDOUT_FILENO) != 0
+        say("▶ Playing the take (not counted as a play); \(keyMode ? "press any key" : "Enter") to stop.")
+        if keyMode { KeyMode.enter() }
+        defer { if keyMode { KeyMode.leave() } }
+        var position = 0.0
+        while true {
+            let pressed = await input.nextKey(keyMode: keyMode, wait: false) != nil
+            if interrupted.load(ordering: .relaxed) || pressed {
+                let (s, _) = try await client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
+                if live { FileHandle.standardOutput.write(Data("\n".utf8)) }
+                say("⏹ Stopped at \(Output.duration(s.lastEnded?.position ?? position)).")
+                return
+            }
+            let (s, _) = try await client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
+            guard let p = s.playback, p.session == session else {
+                if live { FileHandle.standardOutput.write(Data("\n".utf8)) }
+                say("⏹ Played to the end.")
+                return
+            }
+            position = p.position
+            if live {
+                FileHandle.standardOutput.write(Data("\r▶ \(Output.duration(p.position)) / \(Output.duration(p.duration))\u{1B}[K".utf8))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
     /// Title, notes and purpose, each optional, each asked again until it fits.
-    private static func askMetadata(_ lines: LineReader) async -> MetadataPatch? {
+    private static func askMetadata(_ input: InputReader) async -> MetadataPatch? {
         func ask(_ question: String, valid: (String) -> String?) async -> String?? {
             while true {
                 prompt(question)
-                guard let line = await lines.next() else { return .none }
+                guard let line = await input.nextLine() else { return .none }
                 let text = line.trimmingCharacters(in: .whitespaces)
                 if let problem = valid(text) { say(problem); continue }
                 return .some(text.isEmpty ? nil : text)
             }
         }
         guard let title = await ask("Title (optional, \(MetadataLimits.titleMaxCharacters) characters max): ", valid: {
-            $0.count > MetadataLimits.titleMaxCharacters ? "That is \($0.count) characters; the limit is \(MetadataLimits.titleMaxCharacters)." : nil
+            $0.count > MetadataLimits.titleMaxCharacters ? "That is \($0.count) characters; the limit is \(MetadataLimits.titleMaxCharacters)."
+                : $0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } ? "A title cannot hold control characters." : nil
         }) else { return nil }
         guard let notes = await ask("Notes (optional, \(MetadataLimits.notesMaxCharacters) characters max): ", valid: {
             $0.count > MetadataLimits.notesMaxCharacters ? "That is \($0.count) characters; the limit is \(MetadataLimits.notesMaxCharacters)." : nil
@@ -192,7 +297,9 @@ extension Record {
     }
 
     private static func leftPending(_ r: Recording) {
-        say("\nLeft pending: save it with `recctl save \(r.id.uuidString.prefix(8))` or discard it with `recctl discard \(r.id.uuidString.prefix(8))`.")
+        KeyMode.leave()
+        say("\n" + Say.leftPending(r))
+        if interrupted.load(ordering: .relaxed) { Foundation.exit(130) }
     }
 }
 

@@ -51,7 +51,7 @@ struct Waveform: AsyncParsableCommand {
             let reply = try await global.client.send(.GET, "\(base)?format=\(format)&bits=\(bits)")
             try RecdClient.check(reply)
             try write(reply.body, to: output)
-            if output != "-" { print("Waveform of '\(r.title)' written to \(output) (\(format), \(bits)-bit)") }
+            if output != "-" { print("Waveform of '\(Output.text(r.title))' written to \(output) (\(format), \(bits)-bit)") }
             return
         }
         let columns = width ?? Self.terminalColumns()
@@ -59,10 +59,10 @@ struct Waveform: AsyncParsableCommand {
                                                     as: WaveformJSON.self)
         if let svg {
             try write(Data(Self.svg(w, title: r.title).utf8), to: svg)
-            print("Waveform of '\(r.title)' written to \(svg)")
+            print("Waveform of '\(Output.text(r.title))' written to \(svg)")
             return
         }
-        global.emit(raw, "\(r.title) (\(Output.duration(r.duration)))\n" + Self.blocks(w.envelope, rows: rows))
+        global.emit(raw, "\(Output.text(r.title)) (\(Output.duration(r.duration)))\n" + Self.blocks(w.envelope, rows: rows))
     }
 
     func write(_ data: Data, to path: String) throws {

@@ -64,7 +64,7 @@ final class CrashTests: DaemonTestCase {
             case .save:
                 args = ["save", pending[0].id.uuidString, "--title", "Saved in iteration \(iteration)"]
             case .discard:
-                args = ["discard", pending[0].id.uuidString]
+                args = ["discard", pending[0].id.uuidString, "--yes"]
             case .delete:
                 let victim = ready.randomElement(using: &rng)!
                 mayVanish.insert(victim.id)

@@ -46,7 +46,7 @@ final class RecordScreenTests: DaemonTestCase {
         let log = daemon.dir.appendingPathComponent("screen.log").path
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
         _ = try tmux.waitFor("Press Enter to stop.")
-        let recording = try tmux.waitFor("⏺ 00:02")
+        let recording = try tmux.waitFor("⏺ 0:02")
         // A level bar with the tone's level (-6 dBFS: most of the bar, and the number).
         XCTAssertTrue(recording.contains("▕") && recording.contains("████████") && recording.contains("-6 dB"), recording)
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .recording)
@@ -54,7 +54,7 @@ final class RecordScreenTests: DaemonTestCase {
         try tmux.keys("Enter")
         _ = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.first?.state, .pending)
-        try tmux.keys("s", "Enter")
+        try tmux.keys("s")   // one key, no Enter
         _ = try tmux.waitFor("Title (optional, 40 characters max):")
         try tmux.keys(String(repeating: "x", count: 41), "Enter")
         _ = try tmux.waitFor("the limit is 40")
@@ -80,7 +80,7 @@ final class RecordScreenTests: DaemonTestCase {
         // Standard input is empty (end of input at once): it records, stops, and keeps the take.
         let r = try daemon.recctl("record")
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("⏺ recording") && r.stdout.contains("Left pending"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("⏺ recording") && r.stdout.contains("Recording left pending"), r.stdout)
         XCTAssertFalse(r.stdout.contains("\u{1B}["), "no terminal control codes when not on a terminal")
         let list = try daemon.recctlJSON(RecordingList.self, "list").recordings
         XCTAssertEqual(list.count, 1)

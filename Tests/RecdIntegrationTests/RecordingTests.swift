@@ -113,7 +113,7 @@ final class RecordingTests: DaemonTestCase {
         // Saving twice is a conflict, and changes nothing.
         let again = try daemon.recctl("save", stopped.id.uuidString, "--title", "Other")
         XCTAssertEqual(again.status, 1)
-        XCTAssertTrue(again.stderr.contains("it is ready"), again.stderr)
+        XCTAssertTrue(again.stderr.contains("it is already saved (only pending recordings can be)"), again.stderr)
         XCTAssertEqual(try daemon.curl("POST", "/v1/recordings/\(stopped.id.uuidString)/save", body: "{}").0, 409)
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", stopped.id.uuidString).title, "Remember Your Goals")
     }
@@ -131,7 +131,7 @@ final class RecordingTests: DaemonTestCase {
         let r = try XCTUnwrap(try record(seconds: 0.5).recording)
         let path = daemon.path(of: r)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
-        let discard = try daemon.recctl("discard", r.id.uuidString)
+        let discard = try daemon.recctl("discard", r.id.uuidString, "--yes")
         XCTAssertEqual(discard.status, 0, discard.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path))
         XCTAssertEqual(try daemon.recctl("show", r.id.uuidString).status, 1)
@@ -148,7 +148,7 @@ final class RecordingTests: DaemonTestCase {
 
     func testSavedRecordingCannotBeDiscarded() throws {
         let r = try XCTUnwrap(try record(seconds: 0.4, stopArgs: ["--save"]).recording)
-        let result = try daemon.recctl("discard", r.id.uuidString)
+        let result = try daemon.recctl("discard", r.id.uuidString, "--yes")
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(FileManager.default.fileExists(atPath: daemon.path(of: r)))
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", r.id.uuidString).state, .ready)
@@ -239,7 +239,7 @@ final class RecordingTests: DaemonTestCase {
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(UUID().uuidString)").0, 404)
         XCTAssertEqual(try daemon.recctl("save", "0123abcd").status, 1)
         XCTAssertEqual(try daemon.recctl("edit", "ffff", "--title", "x").status, 1)
-        XCTAssertEqual(try daemon.recctl("discard", "ffff0000").status, 1)
+        XCTAssertEqual(try daemon.recctl("discard", "ffff0000", "--yes").status, 1)
         let short = try daemon.recctl("show", "abc")
         XCTAssertEqual(short.status, 1)
         XCTAssertTrue(short.stderr.contains("at least 4"), short.stderr)
@@ -258,6 +258,9 @@ final class RecordingTests: DaemonTestCase {
         XCTAssertEqual(ambiguous.status, 1)
         XCTAssertTrue(ambiguous.stderr.contains("ABCD0000-0000-4000-8000-000000000001")
                       && ambiguous.stderr.contains("ABCD0000-0000-4000-8000-000000000002"), ambiguous.stderr)
+        // Each match once, with its title.
+        XCTAssertEqual(ambiguous.stderr.components(separatedBy: "ABCD0000-0000-4000-8000-000000000001").count, 2, ambiguous.stderr)
+        XCTAssertTrue(ambiguous.stderr.contains("'One'") && ambiguous.stderr.contains("'Two'"), ambiguous.stderr)
         let (status, body) = try daemon.curl("GET", "/v1/recordings/abcd")
         XCTAssertEqual(status, 409)
         XCTAssertTrue(body.contains("ambiguous_id") && body.contains("matches"), body)

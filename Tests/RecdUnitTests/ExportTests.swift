@@ -22,6 +22,22 @@ final class MetadataExportTests: XCTestCase {
         XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount\r\n")
     }
 
+    /// OWASP's CSV injection rule: a title a spreadsheet would run as a formula is written as text.
+    func testCSVNeutralizesFormulas() {
+        let titles = ["=1+2", "+1", "-1", "@SUM(A1)", "\tTab", "\rCR", "=HYPERLINK(\"http://x\",\"a,b\")"]
+        let lines = MetadataExport.csv(titles.map { row($0) }).components(separatedBy: "\r\n").dropFirst()
+        XCTAssertTrue(lines.contains { $0.contains(",'=1+2,") })
+        XCTAssertTrue(lines.contains { $0.contains(",'+1,") })
+        XCTAssertTrue(lines.contains { $0.contains(",'-1,") })
+        XCTAssertTrue(lines.contains { $0.contains(",'@SUM(A1),") })
+        XCTAssertTrue(lines.contains { $0.contains(",'\tTab,") })
+        XCTAssertTrue(MetadataExport.csv([row("\rCR")]).contains(",\"'\rCR\","))
+        XCTAssertTrue(MetadataExport.csv([row(titles[6])]).contains(",\"'=HYPERLINK(\"\"http://x\"\",\"\"a,b\"\")\","))
+        // Text that only contains such characters later is left alone.
+        XCTAssertTrue(MetadataExport.csv([row("Walk = calm")]).contains(",Walk = calm,"))
+        XCTAssertTrue(MetadataExport.csv([row("Day 1 - morning")]).contains(",Day 1 - morning,"))
+    }
+
     func testJSONHasTheSeedsFields() throws {
         let data = try MetadataExport.json([row("A")], exportedAt: Date(timeIntervalSince1970: 0))
         let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]

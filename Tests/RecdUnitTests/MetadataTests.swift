@@ -32,6 +32,21 @@ final class MetadataRulesTests: XCTestCase {
         XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value(String(repeating: "e", count: 201)))))
     }
 
+    /// C0/C1 controls and DEL would reach the terminal of whoever lists the library.
+    func testControlCharactersAreRefused() throws {
+        for bad in ["\u{1B}[31mred", "bell\u{07}", "del\u{7F}", "c1\u{9B}31m", "tab\tin title", "nul\u{0}"] {
+            XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value(bad))), bad) { error in
+                XCTAssertTrue("\(error)".contains("control character U+"), "\(error)")
+            }
+            XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value(bad))), bad)
+        }
+        // Notes keep their line breaks; titles stay one line; other Unicode is fine.
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(notes: .value("line 1\nline 2"))).notes, "line 1\nline 2")
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(notes: .value("a\r\nb"))).notes, "a\nb")
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value("a\rb"))))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("Café 🎙️ 日本"))).title, .some("Café 🎙️ 日本"))
+    }
+
     func testBlankAndNullTitlesMeanAuto() throws {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("  \t "))).title, .some(nil))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .null)).title, .some(nil))

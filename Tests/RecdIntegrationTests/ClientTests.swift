@@ -1,0 +1,217 @@
+// recctl as a person meets it: the rough edges found by using it for an hour (issue 18), each
+// reproduced through the real recctl, the real socket and the real recd.
+import Foundation
+import RecdAPI
+import Synchronization
+import XCTest
+
+final class ClientTests: DaemonTestCase {
+    /// A saved recording of a second or so, titled `title` (through the API, as any client would).
+    func saved(_ title: String) throws -> Recording {
+        let stop = try record(seconds: 0.8, startArgs: ["--title", title], stopArgs: ["--save"])
+        return try XCTUnwrap(stop.recording)
+    }
+
+    /// Writes a row straight into the catalog (sqlite3 CLI; WAL lets it in while recd runs), as an
+    /// older recd or another tool may have left it.
+    func insertRow(id: String, title: String, state: String = "ready") throws {
+        let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
+        let quoted = title.replacingOccurrences(of: "'", with: "''")
+        let sql = """
+            INSERT INTO recording (id, type, state, title, notes, createdAt, file, playCount, recovered, droppedFrames)
+            VALUES ('\(id)', 'audio', '\(state)', '\(quoted)', '', '2025-10-24 20:15:00.000', 'Recordings/x-\(id).m4a', 0, 0, 0);
+            """
+        let r = try Tools.run("sqlite3", [db, sql])
+        XCTAssertEqual(r.status, 0, r.stderr)
+    }
+
+    /// The SVG request used to fail now and then ("connection lost: I/O on closed channel", 3 in
+    /// 1,200 under load): the request went out in parts and recd, replying and closing as soon as
+    /// it had the head, closed the channel between them. Four loops at once make the load.
+    func testWaveformNeverLosesItsReplyUnderLoad() throws {
+        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
+        let r = try saved("Wave")
+        let failures = Mutex([String]())
+        let (dir, socket, env, id) = (daemon.dir, daemon.socket, daemon.environment, Output8(r.id))
+        DispatchQueue.concurrentPerform(iterations: 4) { k in
+            for i in 0..<75 {
+                let out = dir.appendingPathComponent("w\(k)-\(i).svg").path
+                guard let run = try? Tools.run(Tools.recctl, ["--socket", socket, "waveform", id, "--svg", out], environment: env)
+                else { continue }
+                if run.status != 0 { failures.withLock { $0.append(run.stderr) } }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [], "300 waveform --svg runs")
+    }
+
+    func testControlCharactersAreRefusedAndNeverPrintedRaw() throws {
+        try pulse.play(try Tones.sine())
+        let r = try saved("Plain")
+        let id = Output8(r.id)
+        let red = try daemon.recctl("edit", id, "--title", "\u{1B}[31mred")
+        XCTAssertEqual(red.status, 1)
+        XCTAssertTrue(red.stderr.contains("control character U+001B"), red.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", id).title, "Plain", "nothing changed")
+        let (status, _) = try daemon.curl("PATCH", "/v1/recordings/\(r.id.uuidString)", body: #"{"notes": "a\u0007b"}"#)
+        XCTAssertEqual(status, 422)
+        // Notes keep their line breaks.
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "edit", id, "--notes", "line one\nline two").notes, "line one\nline two")
+
+        // A title stored before the rule (straight into the catalog) is printed escaped.
+        try insertRow(id: "EEEE0000-0000-4000-8000-000000000001", title: "\u{1B}]0;owned\u{07}\u{1B}[2Jgone")
+        for args in [["list"], ["show", "eeee"]] {
+            let out = try daemon.recctl(args)
+            XCTAssertEqual(out.status, 0, out.stderr)
+            XCTAssertFalse(out.stdout.contains("\u{1B}") || out.stdout.contains("\u{07}"), "raw control characters in \(args)")
+            XCTAssertTrue(out.stdout.contains("\\u{1B}]0;owned\\u{7}"), out.stdout)
+        }
+    }
+
+    func testCSVExportNeutralizesFormulas() throws {
+        try pulse.play(try Tones.sine())
+        _ = try saved("=1+2")
+        _ = try saved("@SUM(A1:A9)")
+        let out = try daemon.recctl("export", "-o", "-")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains(",'=1+2,") && out.stdout.contains(",'@SUM(A1:A9),"), out.stdout)
+        XCTAssertFalse(out.stdout.contains(",=1+2,"), out.stdout)
+    }
+
+    func testListSaysWhatIsThereAndHowToSeeMore() throws {
+        XCTAssertTrue(try daemon.recctl("list").stdout.contains("No recordings yet."), "the seed's empty state")
+        try pulse.play(try Tones.sine())
+        for t in ["A", "B", "C"] { _ = try saved(t) }
+        let pending = try daemon.recctl("list", "--state", "pending")
+        XCTAssertEqual(pending.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "No pending recordings.")
+        let past = try daemon.recctl("list", "--offset", "10")
+        XCTAssertTrue(past.stdout.contains("there are 3 in all"), past.stdout)
+        XCTAssertFalse(past.stdout.contains("No recordings yet"), past.stdout)
+        let page = try daemon.recctl("list", "--limit", "2")
+        XCTAssertTrue(page.stdout.contains("(1–2 of 3; the next page: recctl list --offset 2 --limit 2)"), page.stdout)
+        // The people's word for a saved recording is accepted, and is what the table says.
+        let savedOnes = try daemon.recctl("list", "--state", "saved")
+        XCTAssertEqual(savedOnes.status, 0, savedOnes.stderr)
+        XCTAssertEqual(savedOnes.stdout.split(separator: "\n").filter { $0.hasSuffix("  saved") }.count, 3, savedOnes.stdout)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list", "--state", "ready").total, 3)
+        let first = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+        let again = try daemon.recctl("save", Output8(first.id))
+        XCTAssertTrue(again.stderr.contains("it is already saved"), again.stderr)
+        // Counted nouns.
+        let all = try daemon.recctl("delete", "--all", "--yes")
+        XCTAssertTrue(all.stdout.contains("(3 recordings, 3 files)"), all.stdout)
+    }
+
+    func testTablesAlignByDisplayWidth() throws {
+        try insertRow(id: "AAAA0000-0000-4000-8000-000000000001", title: "plain title")
+        try insertRow(id: "AAAA0000-0000-4000-8000-000000000002", title: "日本語のタイトル")
+        try insertRow(id: "AAAA0000-0000-4000-8000-000000000003", title: "🎉🎉 party 👍🏽")
+        let out = try daemon.recctl("list")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        // Where the CREATED column starts, in terminal columns, is the same on every line.
+        let lines = out.stdout.split(separator: "\n").map(String.init).filter { !$0.isEmpty && !$0.hasPrefix("(") }
+        XCTAssertEqual(lines.count, 4, out.stdout)
+        let starts = try lines.map { line -> Int in
+            let marker = line.hasPrefix("ID") ? "CREATED" : "Oct 24, 2025"
+            let range = try XCTUnwrap(line.range(of: marker), line)
+            return TerminalWidth.of(String(line[..<range.lowerBound]))
+        }
+        XCTAssertEqual(Set(starts).count, 1, "columns: \(starts)\n\(out.stdout)")
+    }
+
+    func testSeekAsTheHelpOffersItAndPastTheEnd() throws {
+        try pulse.play(try Tones.sine())
+        let r = try saved("Seek me")
+        XCTAssertEqual(try daemon.recctl("play", Output8(r.id)).status, 0)
+        let back = try daemon.recctl("playback", "seek", "-15")
+        XCTAssertEqual(back.status, 0, back.stderr)
+        XCTAssertTrue(back.stdout.contains("0:00 /"), back.stdout)
+        let end = try daemon.recctl("playback", "seek", "1:30")
+        XCTAssertEqual(end.status, 0, end.stderr)
+        XCTAssertFalse(end.stdout.contains("▶ playing"), end.stdout)
+        XCTAssertTrue(end.stdout.contains("nothing is playing (last: 'Seek me' completed"), end.stdout)
+    }
+
+    func testErrorsNameWhatWasTypedAndSpeakJSONWithJSON() throws {
+        let spaced = try daemon.recctl("show", "zz zz")
+        XCTAssertTrue(spaced.stderr.contains("'zz zz'") && !spaced.stderr.contains("%20"), spaced.stderr)
+
+        let refused = try daemon.recctl("--json", "show", "abcdef")
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertEqual(try APIJSON.decoder().decode(APIErrorBody.self, from: refused.stdoutData).error.code, .notFound)
+        let usage = try daemon.recctl("--json", "lsit")
+        XCTAssertEqual(usage.status, 2)
+        XCTAssertTrue(usage.stdout.contains(#""code":"usage""#) && usage.stdout.contains("did you mean 'list'?"), usage.stdout)
+        let mistyped = try daemon.recctl("playback", "sek")
+        XCTAssertEqual(mistyped.status, 2)
+        XCTAssertTrue(mistyped.stderr.contains("unknown command 'sek': did you mean 'seek'?"), mistyped.stderr)
+
+        let nowhere = try Tools.run(Tools.recctl, ["--socket", daemon.dir.appendingPathComponent("none.sock").path, "--json", "status"])
+        XCTAssertEqual(nowhere.status, 3)
+        XCTAssertTrue(nowhere.stdout.contains(#""code":"unreachable""#), nowhere.stdout)
+        let plain = try Tools.run(Tools.recctl, ["--socket", daemon.dir.appendingPathComponent("none.sock").path, "status"])
+        // The tests run as root: the hint names the system unit, not `--user`.
+        if getuid() == 0 { XCTAssertTrue(plain.stderr.contains("`systemctl start recd`"), plain.stderr) }
+    }
+
+    func testFilesAreNotReplacedWithoutBeingAskedAndMediaIsNamedAfterItsTitle() throws {
+        try pulse.play(try Tones.sine())
+        let r = try saved("Morning walk")
+        let cwd = daemon.dir.appendingPathComponent("out").path
+        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+        let first = try daemon.recctl(["media", Output8(r.id)], cwd: cwd)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let file = cwd + "/Morning walk.m4a"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: file), first.stdout)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: file))
+        let second = try daemon.recctl(["media", Output8(r.id)], cwd: cwd)
+        XCTAssertEqual(second.status, 1)
+        XCTAssertTrue(second.stderr.contains("exists; add --force"), second.stderr)
+        XCTAssertEqual(try String(contentsOfFile: file, encoding: .utf8), "mine", "left as it was")
+        XCTAssertEqual(try daemon.recctl(["media", Output8(r.id), "--force"], cwd: cwd).status, 0)
+        XCTAssertNotEqual(try String(contentsOfFile: file, encoding: .isoLatin1), "mine")
+
+        let export = try daemon.recctl(["--json", "export", "-o", "e.csv"], cwd: cwd)
+        let written = try JSONSerialization.jsonObject(with: export.stdoutData) as? [String: Any]
+        XCTAssertTrue(written?["bytes"] is NSNumber, export.stdout)
+        XCTAssertEqual(try daemon.recctl(["export", "-o", "e.csv"], cwd: cwd).status, 1, "an existing export is kept")
+    }
+
+    func testDiscardAsksLikeDeleteDoesAndWordsAreTheSameOnEveryPath() throws {
+        try pulse.play(try Tones.sine())
+        let stop = try record(seconds: 0.8, startArgs: ["--title", "Take"])
+        let r = try XCTUnwrap(stop.recording)
+        let refused = try daemon.recctl("discard", Output8(r.id))
+        XCTAssertEqual(refused.status, 2)
+        XCTAssertTrue(refused.stderr.contains("add --yes"), refused.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", Output8(r.id)).state, .pending)
+        let gone = try daemon.recctl("discard", Output8(r.id), "--yes")
+        XCTAssertTrue(gone.stdout.hasPrefix("Recording discarded: 'Take' (\(Output8(r.id)), "), gone.stdout)
+
+        // The same recording reads the same from start, stop and save: short id, quoted title.
+        let start = try daemon.recctl("record", "start", "--title", "Again")
+        let id = try XCTUnwrap(try daemon.recctlJSON(DaemonStatus.self, "status").active?.recording.id)
+        XCTAssertTrue(start.stdout.hasPrefix("⏺ Recording 'Again' (\(Output8(id))) from "), start.stdout)
+        Thread.sleep(forTimeInterval: 0.5)
+        let stopped = try daemon.recctl("record", "stop")
+        XCTAssertTrue(stopped.stdout.hasPrefix("⏹ Recording stopped: 'Again' (\(Output8(id)),"), stopped.stdout)
+        XCTAssertTrue(stopped.stdout.contains("recctl save \(Output8(id))"), stopped.stdout)
+        let save = try daemon.recctl("save", Output8(id))
+        XCTAssertTrue(save.stdout.hasPrefix("Recording saved ✓ 'Again' (\(Output8(id)),"), save.stdout)
+    }
+}
+
+/// The first 8 characters of an id, as recctl prints it.
+func Output8(_ id: UUID) -> String { String(id.uuidString.prefix(8)) }
+
+/// Terminal columns, for checking recctl's alignment independently: CJK wide and emoji pictures
+/// take two, combining marks and modifiers none.
+enum TerminalWidth {
+    static func of(_ s: String) -> Int {
+        s.reduce(0) { sum, c in
+            let first = c.unicodeScalars.first!.value
+            if c.unicodeScalars.first!.properties.isEmojiPresentation || c.unicodeScalars.contains("\u{FE0F}") { return sum + 2 }
+            if (0x3000...0x9FFF).contains(first) || (0xFF00...0xFF60).contains(first) { return sum + 2 }
+            return sum + 1
+        }
+    }
+}
