@@ -76,6 +76,45 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=0")
     }
 
+    /// The preview sheet by single keys: `d` then `n` keeps the take, `p` plays it with its progress
+    /// and a key stops it (never counted), and Ctrl-C at the question leaves the take pending, saying so.
+    func testPreviewByKeysPlaysWithProgressAndCtrlCSaysTheTakeIsKept() throws {
+        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
+        try pulse.play(try levelTone([0.5012]))
+        var env = daemon.environment
+        env["TMUX_TMPDIR"] = daemon.dir.path
+        env["TERM"] = "xterm-256color"
+        let tmux = Tmux(environment: env)
+        defer { tmux.kill() }
+        let log = daemon.dir.appendingPathComponent("screen.log").path
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
+        _ = try tmux.waitFor("⏺ 0:03", timeout: 15)
+        try tmux.keys("Enter")
+        let asked = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
+        // The timer and the summary use one format (m:ss, whole seconds cut as a timer does); the file
+        // may be a little shorter than the wall-clock timer (the device's start latency).
+        XCTAssertTrue(asked.contains("⏹ Recorded 0:03.") || asked.contains("⏹ Recorded 0:02."), asked)
+        try tmux.keys("d")
+        _ = try tmux.waitFor("Discard recording? This cannot be undone. [y/N]")
+        try tmux.keys("n")
+        _ = try tmux.waitFor("Nothing was discarded.")
+        try tmux.keys("p")
+        _ = try tmux.waitFor("▶ Playing the take (not counted as a play); press any key to stop.")
+        let playing = try tmux.waitFor(" / 0:03")
+        XCTAssertTrue(playing.contains("▶ 0:0"), playing)
+        try tmux.keys("x")
+        _ = try tmux.waitFor("⏹ Stopped at")
+        XCTAssertNil(try daemon.recctlJSON(PlaybackStatus.self, "playback").playback, "the key stopped the playback")
+        try tmux.keys("C-c")
+        let left = try tmux.waitFor("Recording left pending.")
+        let id = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+        XCTAssertEqual(id.state, .pending)
+        XCTAssertEqual(id.playCount, 0, "a preview never counts")
+        XCTAssertTrue(left.contains("recctl save \(id.id.uuidString.prefix(8))"), left)
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
+        XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=130")
+    }
+
     func testWithoutATerminalItPrintsLinesAndEndOfInputLeavesTheTakePending() throws {
         // Standard input is empty (end of input at once): it records, stops, and keeps the take.
         let r = try daemon.recctl("record")
