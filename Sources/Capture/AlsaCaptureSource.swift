@@ -7,6 +7,8 @@ import Synchronization
 public struct AlsaCaptureSettings: Sendable, Equatable {
     /// ALSA PCM name (`default`, `hw:1,0`, `pulse:mic.monitor`, ...).
     public var device: String
+    /// The recording's rate and channel count: asked of the device first; when it offers other
+    /// values it is opened as it is and the samples are converted (see `AlsaCaptureSource.deviceFormat`).
     public var sampleRate: Int
     public var channels: Int
     /// Frames per read: 40 ms at 48 kHz. Halving it to 20 ms cost ~10% more CPU (wake-ups) in the
@@ -20,6 +22,38 @@ public struct AlsaCaptureSettings: Sendable, Equatable {
         self.device = device; self.sampleRate = sampleRate; self.channels = channels
         self.periodFrames = periodFrames; self.bufferFrames = bufferFrames
     }
+}
+
+/// Sample formats recd takes from a capture device, in the order it asks for them: the recording's
+/// own S16 first (no conversion), then the formats 24- and 32-bit interfaces offer.
+public enum AlsaSampleFormat: String, Sendable, CaseIterable {
+    case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE", s24Packed = "S24_3LE", s24In32 = "S24_LE"
+
+    var alsa: snd_pcm_format_t {
+        switch self {
+        case .s16: return SND_PCM_FORMAT_S16_LE
+        case .s32: return SND_PCM_FORMAT_S32_LE
+        case .float: return SND_PCM_FORMAT_FLOAT_LE
+        case .s24Packed: return SND_PCM_FORMAT_S24_3LE
+        case .s24In32: return SND_PCM_FORMAT_S24_LE
+        }
+    }
+
+    public var bytesPerSample: Int {
+        switch self {
+        case .s16: return 2
+        case .s24Packed: return 3
+        case .s32, .float, .s24In32: return 4
+        }
+    }
+}
+
+/// What a capture device delivers once opened.
+public struct AlsaStreamFormat: Sendable, Equatable {
+    public var format: AlsaSampleFormat
+    public var rate: Int
+    public var channels: Int
+    public var bytesPerFrame: Int { format.bytesPerSample * channels }
 }
 
 /// Counters of a capture session, safe to read from any thread.
@@ -43,6 +77,8 @@ public struct CaptureCounters: Sendable, Equatable {
 /// 200 ms poll), joins it and closes the device. A source is used once.
 public final class AlsaCaptureSource: @unchecked Sendable {
     public let settings: AlsaCaptureSettings
+    /// What the device delivers: the recording's format where it offers it, else what it has.
+    public let deviceFormat: AlsaStreamFormat
     private let pcm: OpaquePointer
     private let monotonicTimestamps: Bool
     private let stopRequested = Atomic<Bool>(false)
@@ -64,7 +100,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         var rc = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
         guard rc >= 0, let handle else { throw .unavailable(device: device, call: "snd_pcm_open", code: rc) }
         do {
-            monotonicTimestamps = try Self.configure(handle, settings)
+            (monotonicTimestamps, deviceFormat) = try Self.configure(handle, settings)
         } catch {
             snd_pcm_close(handle)
             throw error
@@ -83,8 +119,11 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         if !s.closed { snd_pcm_close(pcm) }   // opened, never started nor stopped
     }
 
-    /// Returns whether the PCM's timestamps are on CLOCK_MONOTONIC.
-    private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) -> Bool {
+    /// Returns whether the PCM's timestamps are on CLOCK_MONOTONIC, and the format it delivers.
+    /// Each hw-params choice asks for the recording's own value first and takes what the device has
+    /// when it does not offer it (a stereo-only laptop codec, a 44.1 kHz USB microphone, an S24/S32-only
+    /// interface): the pipeline converts.
+    private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) -> (Bool, AlsaStreamFormat) {
         var hw: OpaquePointer?
         var rc = snd_pcm_hw_params_malloc(&hw)
         guard rc >= 0, let hw else { throw .unavailable(device: s.device, call: "snd_pcm_hw_params_malloc", code: rc) }
@@ -94,18 +133,22 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         }
         try check(snd_pcm_hw_params_any(pcm, hw), "snd_pcm_hw_params_any")
         try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "snd_pcm_hw_params_set_access")
-        rc = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)
-        if rc < 0 { throw .unsupported(device: s.device, detail: "it does not offer S16_LE samples (\(alsaMessage(rc)))") }
-        rc = snd_pcm_hw_params_set_channels(pcm, hw, UInt32(s.channels))
-        if rc < 0 { throw .unsupported(device: s.device, detail: "it does not offer \(s.channels) channel(s) (\(alsaMessage(rc)))") }
+        guard let format = AlsaSampleFormat.allCases.first(where: { snd_pcm_hw_params_set_format(pcm, hw, $0.alsa) >= 0 }) else {
+            throw .unsupported(device: s.device, detail: "it offers none of the sample formats recd reads ("
+                               + AlsaSampleFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")")
+        }
+        var channels = UInt32(s.channels)
+        if snd_pcm_hw_params_set_channels(pcm, hw, channels) < 0 {
+            rc = snd_pcm_hw_params_set_channels_near(pcm, hw, &channels)
+            if rc < 0 { throw .unsupported(device: s.device, detail: "it offers no usable channel count (\(alsaMessage(rc)))") }
+        }
         var rate = UInt32(s.sampleRate)
         try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil), "snd_pcm_hw_params_set_rate_near")
-        if Int(rate) != s.sampleRate {
-            throw .unsupported(device: s.device, detail: "it offers \(rate) Hz, not \(s.sampleRate) Hz")
-        }
-        var period = snd_pcm_uframes_t(s.periodFrames)
+        guard rate >= 8000 else { throw .unsupported(device: s.device, detail: "it offers only \(rate) Hz") }
+        // The period and buffer keep their length in time at the device's rate.
+        var period = snd_pcm_uframes_t(s.periodFrames * Int(rate) / s.sampleRate)
         try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil), "snd_pcm_hw_params_set_period_size_near")
-        var buffer = snd_pcm_uframes_t(s.bufferFrames)
+        var buffer = snd_pcm_uframes_t(s.bufferFrames * Int(rate) / s.sampleRate)
         try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "snd_pcm_hw_params_set_buffer_size_near")
         try check(snd_pcm_hw_params(pcm, hw), "snd_pcm_hw_params")
 
@@ -122,17 +165,28 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         _ = snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE)
         let monotonic = snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) >= 0
         try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
-        return monotonic
+        return (monotonic, AlsaStreamFormat(format: format, rate: Int(rate), channels: Int(channels)))
     }
 
-    /// Counters so far.
-    public var stats: CaptureCounters { counters.withLock { $0 } }
+    /// Counters so far, in frames at the recording's rate (the device's frames scaled when it runs at
+    /// another rate).
+    public var stats: CaptureCounters {
+        var c = counters.withLock { $0 }
+        c.framesCaptured = recordingFrames(c.framesCaptured)
+        return c
+    }
 
-    /// Starts the capture thread. `deliver` gets each captured block (interleaved S16, `frames` frames)
-    /// on the capture thread and must not block; `onEnd` is called once on that thread when capture
-    /// ends: with nil after `stop()`, or with the error that ended it.
-    /// With a `clock`, the thread anchors it after every read (for muxing with video by capture time).
-    public func start(clock: AudioClock? = nil, deliver: @escaping @Sendable (UnsafeBufferPointer<Int16>, Int) -> Void,
+    /// Device frames as frames at the recording's rate.
+    private func recordingFrames(_ deviceFrames: Int64) -> Int64 {
+        deviceFormat.rate == settings.sampleRate ? deviceFrames : deviceFrames * Int64(settings.sampleRate) / Int64(deviceFormat.rate)
+    }
+
+    /// Starts the capture thread. `deliver` gets each captured block (interleaved, in `deviceFormat`,
+    /// `frames` frames) on the capture thread and must not block; `onEnd` is called once on that thread
+    /// when capture ends: with nil after `stop()`, or with the error that ended it.
+    /// With a `clock`, the thread anchors it after every read (for muxing with video by capture time),
+    /// in frames at the recording's rate.
+    public func start(clock: AudioClock? = nil, deliver: @escaping @Sendable (UnsafeRawBufferPointer, Int) -> Void,
                       onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.clock = clock
         let already = state.withLock { s -> Bool in defer { s.started = true }; return s.started }
@@ -167,11 +221,12 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     /// poll descriptor readable while reporting nothing ready, and `snd_pcm_wait` then spins at 100%
     /// CPU inside alsa-lib (measured: 1.1 s of CPU before the first buffer). Here such a spurious
     /// wake-up sleeps a quarter period before polling again.
-    private func captureLoop(deliver: (UnsafeBufferPointer<Int16>, Int) -> Void) -> CaptureError? {
+    private func captureLoop(deliver: (UnsafeRawBufferPointer, Int) -> Void) -> CaptureError? {
         let device = settings.device
-        let period = settings.periodFrames
-        let quarterPeriodUs = UInt32(max(1000, period * 250_000 / settings.sampleRate))
-        var buffer = [Int16](repeating: 0, count: period * settings.channels)
+        let period = settings.periodFrames * deviceFormat.rate / settings.sampleRate
+        let quarterPeriodUs = UInt32(max(1000, period * 250_000 / deviceFormat.rate))
+        let bytesPerFrame = deviceFormat.bytesPerFrame
+        var buffer = [UInt8](repeating: 0, count: period * bytesPerFrame)
         var lastGoodRead = DispatchTime.now().uptimeNanoseconds
         var consecutiveRecoveries = 0
         var rc = snd_pcm_nonblock(pcm, 1)
@@ -194,7 +249,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
                 lastGoodRead = DispatchTime.now().uptimeNanoseconds
                 let total = counters.withLock { c -> Int64 in c.framesCaptured += Int64(result); return c.framesCaptured }
                 if let clock { anchor(clock, position: total) }
-                buffer.withUnsafeBufferPointer { deliver($0, result) }
+                buffer.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<(result * bytesPerFrame)]), result) }
                 continue
             }
             if result == -Int(EAGAIN) || result == 0 {
@@ -246,8 +301,8 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         } else {
             avail = snd_pcm_uframes_t(max(0, snd_pcm_avail_update(pcm)))
         }
-        let behindNs = UInt64(Double(avail) * 1e9 / Double(settings.sampleRate))
-        clock.set(position: position, monotonicNs: at &- behindNs)
+        let behindNs = UInt64(Double(avail) * 1e9 / Double(deviceFormat.rate))
+        clock.set(position: recordingFrames(position), monotonicNs: at &- behindNs)
     }
 
     /// After a system suspend: `snd_pcm_resume` until the driver is back (it answers EAGAIN

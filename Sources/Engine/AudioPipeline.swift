@@ -90,11 +90,14 @@ final class AudioPipeline: @unchecked Sendable {
     /// Frames to drop before the first one written, decided by the video side (see
     /// `VideoRecordingSession`); nil when the sound starts the file.
     private let leadIn: (@Sendable () -> Int64)?
+    /// The device's samples → the recording's format, on the capture thread; nil when the device
+    /// delivers the recording's format itself.
+    private let converter: CapturedPCMConverter?
 
     /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall without an overrun).
     init(source: AlsaCaptureSource, sink: any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
          clock: AudioClock? = nil, leadIn: (@Sendable () -> Int64)? = nil,
-         onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) {
+         onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) throws {
         let capture = source.settings
         self.device = capture.device
         self.source = source
@@ -107,6 +110,20 @@ final class AudioPipeline: @unchecked Sendable {
                                               intervalMs: meterIntervalMs))
         waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
         ring = PCMRingBuffer(capacityFrames: capture.sampleRate * ringSeconds, channels: capture.channels)
+        let d = source.deviceFormat
+        if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
+            converter = nil
+        } else {
+            converter = try CapturedPCMConverter(from: CapturedSampleFormat(d.format), rate: d.rate, channels: d.channels,
+                                                 toRate: capture.sampleRate, toChannels: capture.channels)
+        }
+    }
+
+    /// What the device delivers and what is recorded, for the start reply and status.
+    var formats: (device: AudioFormatInfo, recorded: AudioFormatInfo) {
+        let d = source.deviceFormat, c = source.settings
+        return (AudioFormatInfo(sampleFormat: d.format.rawValue, sampleRate: d.rate, channels: d.channels),
+                AudioFormatInfo(sampleFormat: AlsaSampleFormat.s16.rawValue, sampleRate: c.sampleRate, channels: c.channels))
     }
 
     /// Starts both threads. `first` tells when the first buffer came (or why none will).
@@ -114,9 +131,23 @@ final class AudioPipeline: @unchecked Sendable {
         let encoderThread = Thread { [self] in self.encodeLoop() }
         encoderThread.name = "recd-encoder"
         encoderThread.start()
-        source.start(clock: clock, deliver: { [self] samples, frames in
-            self.ring.write(samples, frames: frames)
-            self.meter.process(samples, frames: frames, self.onMeter)
+        source.start(clock: clock, deliver: { [self] raw, frames in
+            // Meters, waveform and file all see the recording's format.
+            func take(_ samples: UnsafeBufferPointer<Int16>, _ frames: Int) {
+                guard frames > 0 else { return }
+                self.ring.write(samples, frames: frames)
+                self.meter.process(samples, frames: frames, self.onMeter)
+            }
+            if let converter = self.converter {
+                do {
+                    let converted = try converter.convert(raw.baseAddress!, frames: frames)
+                    take(converted, converted.count / converter.output.channels)
+                } catch {
+                    self.faults.report(EngineError.media(file: self.device, underlying: "converting the captured samples: \(error)"))
+                }
+            } else {
+                take(raw.assumingMemoryBound(to: Int16.self), frames)
+            }
             self.first.arrived()
         }, onEnd: { [self] error in
             self.ring.close()
@@ -181,5 +212,18 @@ final class AudioPipeline: @unchecked Sendable {
         let c = source.stats
         return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
                             droppedFrames: c.overrunFrames + ring.droppedFrames)
+    }
+}
+
+extension CapturedSampleFormat {
+    /// The converter's name for an ALSA sample format.
+    init(_ alsa: AlsaSampleFormat) {
+        switch alsa {
+        case .s16: self = .s16
+        case .s32: self = .s32
+        case .float: self = .float
+        case .s24Packed: self = .s24Packed
+        case .s24In32: self = .s24In32
+        }
     }
 }

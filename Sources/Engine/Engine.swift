@@ -95,7 +95,8 @@ public final class Engine: Sendable {
                                                        counts: [String: Int]) {
         guard let a = await recorder.active() else { return (.idle, nil, try library.counts()) }
         let active = try catalogCall({ try catalog.recording(id: a.id) }).map {
-            DaemonStatus.ActiveRecording(recording: $0, elapsed: a.elapsed, capture: a.stats)
+            DaemonStatus.ActiveRecording(recording: $0, elapsed: a.elapsed, capture: a.stats,
+                                         deviceFormat: a.formats?.device, recordedFormat: a.formats?.recorded)
         }
         return (a.activity, active, try library.counts())
     }

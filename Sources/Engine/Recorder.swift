@@ -165,7 +165,9 @@ public actor Recorder {
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
         gate?.openGate()
         if let fault { beginFinish(active, reason: .fault, error: fault) }
-        return StartRecordingResponse(recording: recording, device: audioDevice, video: video, startLatencyMs: latencyMs)
+        let formats = session.audioFormats
+        return StartRecordingResponse(recording: recording, device: audioDevice, deviceFormat: formats?.device,
+                                      recordedFormat: formats?.recorded, video: video, startLatencyMs: latencyMs)
     }
 
     /// A closure that opens the session `request` asks for (blocking: run it through `runBlocking`).
@@ -435,15 +437,16 @@ public actor Recorder {
     }
 
     /// The recording in progress (starting, recording or stopping), with its elapsed time and counters.
-    public func active() -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?)? {
+    public func active() -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?,
+                             formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?)? {
         switch state {
         case .idle: return nil
-        case .starting(let id, _): return (id, .starting, nil, nil)
-        case .stopping(let id, _): return (id, .stopping, nil, nil)
+        case .starting(let id, _): return (id, .starting, nil, nil, nil)
+        case .stopping(let id, _): return (id, .stopping, nil, nil, nil)
         case .recording(let a):
             let d = ContinuousClock.now - a.startedAt
             let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-            return (a.id, .recording, elapsed, a.session.stats)
+            return (a.id, .recording, elapsed, a.session.stats, a.session.audioFormats)
         }
     }
 }

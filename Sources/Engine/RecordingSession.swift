@@ -22,6 +22,8 @@ protocol RecordingSession: AnyObject, Sendable {
     func waveform() -> WaveformData?
     /// JPEG of the first video frame; nil for audio. After `stop()`.
     var poster: Data? { get }
+    /// What the microphone delivers and what is recorded; nil for a silent video.
+    var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { get }
 }
 
 /// An audio recording: the microphone into a fragmented .m4a.
@@ -46,7 +48,13 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
             throw error
         }
         faults = FaultLatch(onFault)
-        audio = AudioPipeline(source: source, sink: writer, meterIntervalMs: meterIntervalMs, onMeter: onMeter, faults: faults)
+        do {
+            audio = try AudioPipeline(source: source, sink: writer, meterIntervalMs: meterIntervalMs, onMeter: onMeter, faults: faults)
+        } catch {
+            source.stop()
+            try? writer.finish()
+            throw error
+        }
     }
 
     func start() throws -> UInt64 {
@@ -70,4 +78,5 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     var stats: CaptureStats { audio.stats }
     func waveform() -> WaveformData? { audio.waveform() }
     var poster: Data? { nil }
+    var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }
 }

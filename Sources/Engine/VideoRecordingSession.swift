@@ -167,7 +167,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             let origin = self.origin
             // Six seconds of ring: the sound waits there while the camera delivers its first frame
             // (start gives up after five).
-            self.audio = AudioPipeline(source: microphone, sink: sink, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
+            self.audio = try AudioPipeline(source: microphone, sink: sink, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
                                        clock: AudioClock(sampleRate: audio.capture.sampleRate),
                                        leadIn: { origin.wait() ?? 0 }, onMeter: onMeter, faults: faults)
         } else {
@@ -318,4 +318,5 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
 
     func waveform() -> WaveformData? { audio?.waveform() }
     var poster: Data? { posterData.withLock { $0 } }
+    var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio?.formats }
 }

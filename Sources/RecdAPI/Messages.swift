@@ -111,23 +111,43 @@ public struct VideoCaptureInfo: Codable, Sendable, Equatable {
 }
 
 /// Reply to `POST /v1/record/start`.
+/// A stream of samples: what a capture device delivers, or what is recorded.
+public struct AudioFormatInfo: Codable, Sendable, Equatable {
+    /// ALSA's name: `S16_LE`, `S32_LE`, `FLOAT_LE`, `S24_3LE`, `S24_LE`.
+    public var sampleFormat: String
+    public var sampleRate: Int
+    public var channels: Int
+    public init(sampleFormat: String, sampleRate: Int, channels: Int) {
+        self.sampleFormat = sampleFormat; self.sampleRate = sampleRate; self.channels = channels
+    }
+}
+
 public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var recording: Recording
     /// ALSA PCM name the recording captures sound from; null for a silent video.
     public var device: String?
+    /// What the microphone delivers (it is opened as it is when it does not offer the recording's
+    /// format); null for a silent video.
+    public var deviceFormat: AudioFormatInfo?
+    /// What is recorded: the device's samples converted to this (rate, channels, S16 into the encoder).
+    public var recordedFormat: AudioFormatInfo?
     /// The camera, for a video recording; null for audio.
     public var video: VideoCaptureInfo?
     /// Milliseconds from receiving the request to the first captured buffer; for a video, to when
     /// both its first frame (where the file starts) and its first sound had come.
     public var startLatencyMs: Double
-    public init(recording: Recording, device: String?, video: VideoCaptureInfo? = nil, startLatencyMs: Double) {
+    public init(recording: Recording, device: String?, deviceFormat: AudioFormatInfo? = nil, recordedFormat: AudioFormatInfo? = nil,
+                video: VideoCaptureInfo? = nil, startLatencyMs: Double) {
         self.recording = recording; self.device = device; self.video = video; self.startLatencyMs = startLatencyMs
+        self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
     }
-    enum CodingKeys: String, CodingKey { case recording, device, video, startLatencyMs }
+    enum CodingKeys: String, CodingKey { case recording, device, deviceFormat, recordedFormat, video, startLatencyMs }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(recording, forKey: .recording)
         try c.encode(device, forKey: .device)
+        try c.encode(deviceFormat, forKey: .deviceFormat)
+        try c.encode(recordedFormat, forKey: .recordedFormat)
         try c.encode(video, forKey: .video)
         try c.encode(startLatencyMs, forKey: .startLatencyMs)
     }
@@ -230,17 +250,25 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         public var elapsed: Double?
         /// Counters so far; null while starting or stopping.
         public var capture: CaptureStats?
-        public init(recording: Recording, elapsed: Double?, capture: CaptureStats?) {
+        /// What the microphone delivers and what is recorded; null while starting or stopping, and
+        /// for a silent video.
+        public var deviceFormat: AudioFormatInfo?
+        public var recordedFormat: AudioFormatInfo?
+        public init(recording: Recording, elapsed: Double?, capture: CaptureStats?,
+                    deviceFormat: AudioFormatInfo? = nil, recordedFormat: AudioFormatInfo? = nil) {
             self.recording = recording; self.elapsed = elapsed; self.capture = capture
+            self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
         }
 
-        enum CodingKeys: String, CodingKey { case recording, elapsed, capture }
+        enum CodingKeys: String, CodingKey { case recording, elapsed, capture, deviceFormat, recordedFormat }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(recording, forKey: .recording)
             try c.encode(elapsed, forKey: .elapsed)
             try c.encode(capture, forKey: .capture)
+            try c.encode(deviceFormat, forKey: .deviceFormat)
+            try c.encode(recordedFormat, forKey: .recordedFormat)
         }
     }
 

@@ -61,7 +61,8 @@ struct Status: AsyncParsableCommand {
             switch s.activity {
             case .recording:
                 let overruns = a.capture.map { $0.overruns > 0 ? ", \($0.overruns) overruns" : "" } ?? ""
-                lines.append("⏺ recording \(what) for \(Output.duration(a.elapsed))" + overruns)
+                lines.append("⏺ recording \(what) for \(Output.duration(a.elapsed))" + overruns
+                             + Output.conversion(a.deviceFormat, a.recordedFormat))
             case .starting: lines.append("starting to record \(what)")
             case .stopping: lines.append("⏹ stopping \(what): finalizing the file")
             case .idle: lines.append("idle")
@@ -136,7 +137,8 @@ struct Record: AsyncParsableCommand {
                 .compactMap { $0 }.joined(separator: " + ")
             let what = reply.video == nil ? "audio" : reply.device == nil ? "frame" : "sound"
             global.emit(raw, Say.started(reply.recording, from: sources)
-                             + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs))
+                             + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs)
+                             + Output.conversion(reply.deviceFormat, reply.recordedFormat))
         }
     }
 

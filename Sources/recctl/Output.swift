@@ -116,6 +116,18 @@ enum Output {
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
     }
 
+    /// "48000 Hz, 1 ch" and the sample format when it is not the recording's own.
+    static func format(_ f: AudioFormatInfo) -> String {
+        "\(f.sampleRate) Hz, \(count(f.channels, "channel"))" + (f.sampleFormat == "S16_LE" ? "" : ", \(f.sampleFormat)")
+    }
+
+    /// "\n(the device delivers 44100 Hz, 2 channels, S32_LE; recorded as 48000 Hz, 1 channel)" when
+    /// recd converts; nothing when the device gives the recording's format.
+    static func conversion(_ device: AudioFormatInfo?, _ recorded: AudioFormatInfo?) -> String {
+        guard let device, let recorded, device != recorded else { return "" }
+        return "\n(the device delivers \(format(device)); recorded as \(format(recorded)))"
+    }
+
     /// `'Morning walk' (3F2A9C1E, 0:42, saved)`.
     static func oneLine(_ r: Recording) -> String {
         "'\(text(r.title))' (\(shortID(r.id)), \(duration(r.duration)), \(r.state.spoken))"

@@ -11,7 +11,8 @@ enum VMRun {
 
     /// Returns the results folder (removed by the caller) and the run; `tone` is a 1 kHz sine of
     /// `toneSeconds` at half scale, passed to the script after RECD RECCTL OUTDIR.
-    static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600) throws -> (URL, ProcessResult) {
+    static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600,
+                    prepare: (URL) throws -> Void = { _ in }) throws -> (URL, ProcessResult) {
         guard FileManager.default.isExecutableFile(atPath: runInVM) else {
             throw XCTSkip("no \(runInVM): the VM scripts of shared/ are not beside this repository")
         }
@@ -20,6 +21,7 @@ enum VMRun {
         let tone = out.appendingPathComponent("tone.wav").path
         XCTAssertEqual(try Tools.run("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", String(toneSeconds),
                                              "sine", "1000", "vol", "0.5"]).status, 0)
+        try prepare(out)
         var env = ProcessInfo.processInfo.environment
         env["VM_RW"] = out.path
         env["VM_MODULES"] = modules
@@ -43,6 +45,43 @@ enum VMRun {
 }
 
 final class KernelDriverTests: XCTestCase {
+    /// Any microphone: a device held to 44.1 kHz stereo S32_LE, one at 96 kHz and a mono-only one are
+    /// opened as they are and converted to the recording's format; pitch and level are kept.
+    func testRecordingFromDevicesThatDoNotOfferTheRecordingsFormat() throws {
+        let amplitude = 0.5012   // -6 dBFS: a sine's RMS is then -9 dBFS
+        let (out, run) = try VMRun.run("aloop-formats.sh", modules: "snd-aloop", toneSeconds: 1) { out in
+            for (name, rate, channels, bits) in [("s32-44k-stereo", 44100, 2, 32), ("s16-96k-stereo", 96000, 2, 16),
+                                                ("s16-48k-mono", 48000, 1, 16)] {
+                let r = try Tools.run("sox", ["-n", "-r", String(rate), "-c", String(channels), "-e", "signed", "-b", String(bits),
+                                              out.appendingPathComponent("\(name).wav").path, "synth", "20", "sine", "440",
+                                              "vol", String(amplitude)])
+                XCTAssertEqual(r.status, 0, r.stderr)
+            }
+        }
+        defer { try? FileManager.default.removeItem(at: out) }
+        XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log"))")
+        guard run.status == 0 else { return }
+        let minus9 = 0.5012 / 2.0.squareRoot()
+        for (name, device, channels) in [("stereo44k", AudioFormatInfo(sampleFormat: "S32_LE", sampleRate: 44100, channels: 2), 1),
+                                         ("rate96k", AudioFormatInfo(sampleFormat: "S16_LE", sampleRate: 96000, channels: 2), 1),
+                                         ("mono", AudioFormatInfo(sampleFormat: "S16_LE", sampleRate: 48000, channels: 1), 2)] {
+            let start = try APIJSON.decoder().decode(StartRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("\(name).json")))
+            XCTAssertEqual(start.deviceFormat, device, name)
+            XCTAssertEqual(start.recordedFormat, AudioFormatInfo(sampleFormat: "S16_LE", sampleRate: 48000, channels: channels), name)
+            let status = try String(contentsOf: out.appendingPathComponent("\(name).status.txt"), encoding: .utf8)
+            XCTAssertTrue(status.contains("the device delivers \(device.sampleRate) Hz"), "\(name): \(status)")
+            let file = out.appendingPathComponent("\(name).m4a").path
+            let perChannel = try ChannelLevels.of(file, channels: channels)
+            XCTAssertEqual(perChannel.count, channels, name)
+            for (c, level) in perChannel.enumerated() {
+                XCTAssertEqual(level.frequency, 440, accuracy: 5, "\(name) channel \(c)")
+                XCTAssertEqual(level.rms, minus9, accuracy: 0.02, "\(name) channel \(c): \(20 * log10(level.rms)) dBFS")
+            }
+            let stop = try APIJSON.decoder().decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("\(name).stop.json")))
+            XCTAssertEqual(try XCTUnwrap(Probe.audio(file).duration), Double(stop.capture.framesCaptured) / 48000, accuracy: 0.15, name)
+        }
+    }
+
     func testRecordingFromSndAloopAndRecoveringAnOverrun() throws {
         let (out, run) = try VMRun.run("aloop-record.sh", modules: "snd-aloop", toneSeconds: 30)
         defer { try? FileManager.default.removeItem(at: out) }
@@ -71,5 +110,32 @@ final class KernelDriverTests: XCTestCase {
         let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", overrunFile, "-f", "null", "-"])
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertEqual(try AudioAnalysis.of(overrunFile).frequency, 1000, accuracy: 10)
+    }
+}
+
+/// Frequency (upward zero crossings) and RMS of each channel of a file, decoded by ffmpeg at 48 kHz
+/// (the first and last 0.2 s left out: the device's start and the encoder's edges).
+enum ChannelLevels {
+    static func of(_ file: String, channels: Int) throws -> [(frequency: Double, rms: Double)] {
+        let raw = NSTemporaryDirectory() + "recd-channels-\(UUID().uuidString).raw"
+        defer { try? FileManager.default.removeItem(atPath: raw) }
+        let r = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-i", file, "-ar", "48000", "-f", "s16le", "-acodec", "pcm_s16le", raw])
+        guard r.status == 0 else { throw NSError(domain: "recd-tests", code: 20, userInfo: [NSLocalizedDescriptionKey: r.stderr]) }
+        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+        let samples: [Int16] = data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let frames = samples.count / channels, skip = 9600
+        guard frames > 2 * skip + 4800 else { return [] }
+        return (0..<channels).map { c in
+            var sum = 0.0, crossings = 0
+            var previous = samples[skip * channels + c]
+            for f in skip..<(frames - skip) {
+                let v = samples[f * channels + c]
+                sum += Double(v) * Double(v) / (32768 * 32768)
+                if previous < 0 && v >= 0 { crossings += 1 }
+                previous = v
+            }
+            let n = Double(frames - 2 * skip)
+            return (Double(crossings) / (n / 48000), (sum / n).squareRoot())
+        }
     }
 }

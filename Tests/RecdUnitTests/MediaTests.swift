@@ -1,5 +1,5 @@
 import Foundation
-import Media
+@testable import Media
 import XCTest
 
 /// The FFmpeg pipeline on synthesized audio: encode, fragmented write, finalize, probe.
@@ -71,5 +71,61 @@ final class MediaTests: XCTestCase {
         XCTAssertThrowsError(try AudioFileWriter(path: "/nonexistent-dir/x.m4a", encoding: AudioEncoding())) {
             XCTAssertTrue("\($0)".contains("avio_open"), "\($0)")
         }
+    }
+}
+
+/// The capture side's conversion to the recording's format (any microphone, issue 13).
+final class CapturedPCMConverterTests: XCTestCase {
+    func testTwentyFourBitLayoutsWidenWithTheirSign() {
+        // -2 and +0x123456 as S24_3LE and as S24_LE.
+        let packed: [UInt8] = [0xFE, 0xFF, 0xFF, 0x56, 0x34, 0x12]
+        let in32: [UInt8] = [0xFE, 0xFF, 0xFF, 0x00, 0x56, 0x34, 0x12, 0x00]
+        var out = [Int32](repeating: 0, count: 2)
+        for (bytes, format) in [(packed, CapturedSampleFormat.s24Packed), (in32, .s24In32)] {
+            bytes.withUnsafeBytes { raw in
+                out.withUnsafeMutableBufferPointer { CapturedPCMConverter.widen(raw.baseAddress!, format: format, count: 2, into: $0) }
+            }
+            XCTAssertEqual(out, [-2 << 8, 0x123456 << 8], "\(format)")
+        }
+    }
+
+    /// A −6 dBFS sine on both channels of a 44.1 kHz S32 stereo device: recorded as 48 kHz mono at
+    /// −6 dBFS peak, −9 dBFS RMS (averaged, not summed or mixed at −3 dB), and its pitch kept.
+    func testStereoS32At44kBecomesMonoS16At48kWithLevelAndPitchKept() throws {
+        let converter = try CapturedPCMConverter(from: .s32, rate: 44100, channels: 2, toRate: 48000, toChannels: 1)
+        let amplitude = 0.5012, frequency = 440.0
+        var output: [Int16] = []
+        var n = 0
+        for _ in 0..<50 {   // 50 reads of 1764 frames (40 ms): 2 s
+            var block = [Int32](repeating: 0, count: 1764 * 2)
+            for f in 0..<1764 {
+                let v = Int32((amplitude * sin(2 * .pi * frequency * Double(n) / 44100) * 2147483647).rounded())
+                block[2 * f] = v; block[2 * f + 1] = v
+                n += 1
+            }
+            let converted = try block.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: 1764) }
+            output += converted
+        }
+        XCTAssertEqual(Double(output.count), 2 * 48000, accuracy: 100)
+        let body = output[4800..<(output.count - 4800)]
+        let peak = body.map { abs(Double($0)) / 32768 }.max()!
+        let rms = (body.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(body.count)).squareRoot() / 32768
+        XCTAssertEqual(20 * log10(peak), -6, accuracy: 0.1)
+        XCTAssertEqual(20 * log10(rms), -9.01, accuracy: 0.1)
+        var crossings = 0
+        for i in body.indices.dropFirst() where body[i - 1] < 0 && body[i] >= 0 { crossings += 1 }
+        XCTAssertEqual(Double(crossings) / (Double(body.count) / 48000), frequency, accuracy: 2)
+    }
+
+    /// A mono device recorded as stereo: both channels at the device's level.
+    func testMonoBecomesStereoAtFullLevel() throws {
+        let converter = try CapturedPCMConverter(from: .float, rate: 48000, channels: 1, toRate: 48000, toChannels: 2)
+        let block: [Float] = (0..<4800).map { Float(0.5 * sin(2 * Double.pi * 1000 * Double($0) / 48000)) }
+        let converted = Array(try block.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: 4800) })
+        XCTAssertEqual(converted.count, 9600)
+        let left = stride(from: 0, to: converted.count, by: 2).map { converted[$0] }
+        let right = stride(from: 1, to: converted.count, by: 2).map { converted[$0] }
+        XCTAssertEqual(left, right)
+        XCTAssertEqual(Double(left.map { abs(Int($0)) }.max()!) / 32768, 0.5, accuracy: 0.01)
     }
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs INSIDE the test VM (shared/vm/run-in-vm.sh): recd records from hw:Loopback,1,0 while aplay holds
+# the loopback to a format that is not the recording's (snd-aloop: the first side to open fixes it), as
+# a stereo-only codec, a 44.1 kHz USB microphone, a 96 kHz interface or a mono-only device would.
+# Usage: aloop-formats.sh RECD RECCTL OUTDIR — OUTDIR holds the tones made on the host:
+#   s32-44k-stereo.wav, s16-48k-mono.wav, s16-96k-stereo.wav
+# Writes OUTDIR/<case>.json (recctl's start reply), OUTDIR/<case>.m4a (the file) for the host to check.
+set -euo pipefail
+recd=$1 recctl=$2 out=$3
+work=$(mktemp -d /tmp/recd-vm.XXXXXX)
+sock=$work/recd.sock
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+
+start_recd() { # extra recd options...
+  "$recd" --data-dir "$work/data" --socket "$sock" --capture-device hw:Loopback,1,0 --log-level debug "$@" \
+    >> "$out/recd.log" 2>&1 &
+  recd_pid=$!
+  pids+=("$recd_pid")
+  for _ in $(seq 100); do "$recctl" --socket "$sock" status >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "vm: recd did not start" >&2; exit 1
+}
+stop_recd() { kill "$recd_pid"; wait "$recd_pid" || true; }
+
+take() { # case-name tone.wav
+  aplay -q -D hw:Loopback,0,0 "$out/$2" &
+  local player=$!
+  sleep 0.5
+  "$recctl" --socket "$sock" --json record start > "$out/$1.json"
+  "$recctl" --socket "$sock" status > "$out/$1.status.txt"
+  sleep 2.5
+  "$recctl" --socket "$sock" --json record stop > "$out/$1.stop.json"
+  kill "$player" 2>/dev/null || true
+  wait "$player" 2>/dev/null || true
+  local file
+  file=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/$1.stop.json")
+  cp "$work/data/$file" "$out/$1.m4a"
+}
+
+start_recd                   # the defaults: 48 kHz mono
+take stereo44k s32-44k-stereo.wav
+take rate96k s16-96k-stereo.wav
+stop_recd
+start_recd --channels 2      # a stereo recording from a mono-only device
+take mono s16-48k-mono.wav
+stop_recd
+echo "vm: done"
