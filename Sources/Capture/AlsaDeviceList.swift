@@ -4,8 +4,10 @@ import Foundation
 import RecdAPI
 
 public enum AlsaDeviceList {
-    /// The PCMs alsa-lib's name hints offer for capture (IOID absent or "Input"): `default`, plugin
-    /// PCMs such as `pulse`, and one `hw:`/`plughw:`/`dsnoop:` entry per card and device.
+    /// What a person can record from, among the PCMs alsa-lib's name hints offer for capture (IOID
+    /// absent or "Input"): each card's `hw:`, `plughw:` and `sysdefault:` PCMs, and `default`, `pulse`
+    /// and `pipewire` where they are configured. The rate-converter, upmix, speex, dsnoop and surround
+    /// plugin entries the hints also list are left out: they are building blocks, not microphones.
     public static func captureDevices() -> [AudioDeviceInfo] {
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard AlsaLog.quietly({ snd_device_name_hint(-1, "pcm", &hints) }) >= 0, let hints else { return [] }
@@ -19,17 +21,21 @@ public enum AlsaDeviceList {
         var i = 0
         while let h = hints[i] {
             i += 1
-            guard let name = hint(h, "NAME"), name != "null" else { continue }
+            guard let name = hint(h, "NAME"), isMicrophone(name) else { continue }
             let io = hint(h, "IOID")
             guard io == nil || io == "Input" else { continue }
             let desc = (hint(h, "DESC") ?? "").replacingOccurrences(of: "\n", with: ", ")
             var info = AudioDeviceInfo(device: name, description: desc)
-            if name.hasPrefix("hw:") {
-                do { info.capabilities = try capabilities(of: name) } catch { info.error = error.description }
-            }
+            // Probed where free: a device in use (recd's own recording included) says so instead.
+            do { info.capabilities = try capabilities(of: name) } catch { info.error = error.description }
             result.append(info)
         }
         return result
+    }
+
+    static func isMicrophone(_ name: String) -> Bool {
+        ["default", "pulse", "pipewire"].contains(name)
+            || ["hw:", "plughw:", "sysdefault:"].contains { name.hasPrefix($0) }
     }
 
     /// Opens `device` for capture (non-blocking: a busy device fails at once) and reads what its
@@ -45,9 +51,7 @@ public enum AlsaDeviceList {
         defer { snd_pcm_hw_params_free(hw) }
         rc = snd_pcm_hw_params_any(pcm, hw)
         if rc < 0 { throw .unavailable(device: device, call: "snd_pcm_hw_params_any", code: rc) }
-        let formats: [(String, snd_pcm_format_t)] = [("S16_LE", SND_PCM_FORMAT_S16_LE), ("S24_LE", SND_PCM_FORMAT_S24_LE),
-                                                     ("S24_3LE", SND_PCM_FORMAT_S24_3LE), ("S32_LE", SND_PCM_FORMAT_S32_LE),
-                                                     ("FLOAT_LE", SND_PCM_FORMAT_FLOAT_LE)]
+        let formats = AlsaSampleFormat.allCases.map { ($0.rawValue, $0.alsa) }
         var minRate: UInt32 = 0, maxRate: UInt32 = 0, minChannels: UInt32 = 0, maxChannels: UInt32 = 0
         _ = snd_pcm_hw_params_get_rate_min(hw, &minRate, nil)
         _ = snd_pcm_hw_params_get_rate_max(hw, &maxRate, nil)

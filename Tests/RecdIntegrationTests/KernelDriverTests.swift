@@ -61,6 +61,14 @@ final class KernelDriverTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: out) }
         XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log"))")
         guard run.status == 0 else { return }
+        // `recctl devices`: what a person can record from, each probed; no plugin building blocks.
+        let devices = try APIJSON.decoder().decode(DeviceList.self, from: Data(contentsOf: out.appendingPathComponent("devices.json")))
+        let names = devices.audio.map(\.device)
+        XCTAssertTrue(names.contains { $0.hasPrefix("hw:CARD=Loopback") }, "\(names)")
+        XCTAssertTrue(names.contains { $0.hasPrefix("plughw:CARD=Loopback") }, "\(names)")
+        XCTAssertFalse(names.contains { $0.hasPrefix("dsnoop") || $0.contains("speex") || $0.contains("upmix") || $0.contains("lavrate") || $0.contains("samplerate") }, "\(names)")
+        let hw = try XCTUnwrap(devices.audio.first { $0.device.hasPrefix("hw:CARD=Loopback,DEV=1") })
+        XCTAssertTrue(hw.capabilities?.formats.contains("S16_LE") == true, "\(hw)")
         let minus9 = 0.5012 / 2.0.squareRoot()
         for (name, device, channels) in [("stereo44k", AudioFormatInfo(sampleFormat: "S32_LE", sampleRate: 44100, channels: 2), 1),
                                          ("rate96k", AudioFormatInfo(sampleFormat: "S16_LE", sampleRate: 96000, channels: 2), 1),

@@ -38,6 +38,7 @@ take() { # case-name tone.wav
 }
 
 start_recd                   # the defaults: 48 kHz mono
+"$recctl" --socket "$sock" --json devices > "$out/devices.json"
 take stereo44k s32-44k-stereo.wav
 take rate96k s16-96k-stereo.wav
 stop_recd
