@@ -37,9 +37,32 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
         return cred.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
     }
 
-    /// The peer's groups: its gid and the supplementary groups of its process (/proc/PID/status).
-    func groups() -> Set<UInt32> {
+    /// The peer's groups: its gid and the supplementary groups the kernel recorded at connect(2)
+    /// (SO_PEERGROUPS, Linux 4.13). /proc/PID/status is only the fallback for a peer in more than 64
+    /// groups: the system unit's `ProtectProc=invisible` hides other users' processes from recd, so
+    /// reading their status there refused every member of the socket's group.
+    static func groups(of channel: any Channel, gid: UInt32, pid: Int32) async -> Set<UInt32> {
         var groups: Set<UInt32> = [gid]
+        if let provider = channel as? any SocketOptionProvider,
+           let list: SIMD64<UInt32> = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
+                                                                               name: SocketOptionName(soPeerGroups)).get() {
+            // NIO hands over the whole zero-filled buffer, not its length: the list ends at the first 0
+            // (gid 0 among supplementary groups is only ever root's group, which root needs no check for).
+            for i in 0..<list.scalarCount {
+                if list[i] == 0 { break }
+                groups.insert(list[i])
+            }
+            return groups
+        }
+        return groups.union(procGroups(pid: pid))
+    }
+
+    /// SO_PEERGROUPS from <asm-generic/socket.h> (Glibc's module does not export it).
+    static let soPeerGroups: Int32 = 59
+
+    /// The supplementary groups of process `pid` as /proc shows them (none when hidden).
+    static func procGroups(pid: Int32) -> Set<UInt32> {
+        var groups: Set<UInt32> = []
         if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {
             for g in line.dropFirst("Groups:".count).split(separator: " ") { if let v = UInt32(g.trimmingCharacters(in: .whitespaces)) { groups.insert(v) } }
@@ -66,8 +89,8 @@ public struct AccessPolicy: Sendable {
         self.ownerUID = ownerUID; self.allowedGID = allowedGID
     }
 
-    func allows(_ peer: PeerCredentials) -> Bool {
-        peer.uid == 0 || peer.uid == ownerUID || peer.groups().contains(allowedGID)
+    func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
+        peer.uid == 0 || peer.uid == ownerUID || groups.contains(allowedGID)
     }
 
     var who: String {
@@ -88,7 +111,8 @@ struct PeerAccessMiddleware: RouterMiddleware {
         guard let peer = await PeerCredentials.of(context.channel) else {
             throw RequestError(status: .forbidden, code: .forbidden, message: "the peer's credentials cannot be read (SO_PEERCRED)")
         }
-        guard policy.allows(peer) else {
+        let groups = await PeerCredentials.groups(of: context.channel, gid: peer.gid, pid: peer.pid)
+        guard policy.allows(peer, groups: groups) else {
             context.logger.warning("refused \(request.method) \(request.uri.path) from \(peer): not \(policy.who)")
             throw RequestError(status: .forbidden, code: .forbidden,
                                message: "uid \(peer.uid) may not use this recd: only \(policy.who) may")

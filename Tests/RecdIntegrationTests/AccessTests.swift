@@ -53,6 +53,70 @@ final class AccessTests: XCTestCase {
         XCTAssertTrue(daemon.log.contains("POST /v1/record/stop by uid 0 pid"), daemon.log)
     }
 
+    /// The system unit's `ProtectProc=invisible` hides other users' processes from recd: the peer's
+    /// supplementary groups must come from the socket (SO_PEERGROUPS), not /proc/PID/status. Real
+    /// users made here: recd runs as one (as `User=recd` does) in a private mount namespace with
+    /// /proc mounted `hidepid=invisible`; a supplementary member of the socket's group is served, an
+    /// outsider refused.
+    func testGroupMembersAreServedWhenProcHidesTheirProcesses() throws {
+        try XCTSkipIf(Tools.which("unshare") == nil || Tools.which("useradd") == nil, "unshare/useradd missing")
+        let tag = String(UUID().uuidString.prefix(6)).lowercased()
+        let group = "rdg\(tag)", daemonUser = "rdd\(tag)", member = "rdm\(tag)", outsider = "rdo\(tag)"
+        func sh(_ program: String, _ args: [String]) throws {
+            let r = try Tools.run(program, args)
+            XCTAssertEqual(r.status, 0, "\(program) \(args): \(r.stderr)")
+        }
+        try sh("groupadd", [group])
+        try sh("useradd", ["-M", "-N", "-g", "nogroup", daemonUser])
+        try sh("useradd", ["-M", "-N", "-g", "nogroup", "-G", group, member])
+        try sh("useradd", ["-M", "-N", "-g", "nogroup", outsider])
+        defer {
+            for u in [daemonUser, member, outsider] { _ = try? Tools.run("userdel", [u]) }
+            _ = try? Tools.run("groupdel", [group])
+        }
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-peergroups-\(tag)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("run"), withIntermediateDirectories: true)
+        try sh("chown", ["-R", daemonUser, dir.path])
+        try sh("chmod", ["755", dir.path, dir.appendingPathComponent("run").path])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("run/recd.sock").path
+        let script = """
+            mount -t proc -o hidepid=invisible proc /proc || exit 90
+            exec setpriv --reuid=\(daemonUser) --regid=nogroup --init-groups \(Tools.recd) --data-dir \(dir.path)/data \
+              --socket \(socket) --socket-group \(group) --socket-mode 666 --capture-device recd_no_such_pcm --log-level debug
+            """
+        let log = dir.appendingPathComponent("recd.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let recd = Process()
+        recd.executableURL = URL(fileURLWithPath: Tools.which("unshare")!)
+        recd.arguments = ["-m", "--propagation", "private", "sh", "-c", script]
+        recd.standardOutput = try FileHandle(forWritingTo: log)
+        recd.standardError = try FileHandle(forWritingTo: log)
+        try recd.run()
+        defer { recd.terminate(); recd.waitUntilExit() }
+        func asUser(_ user: String) throws -> ProcessResult {
+            try Tools.run("setpriv", ["--reuid=\(user)", "--regid=nogroup", "--init-groups", Tools.recctl, "--socket", socket, "status"])
+        }
+        var up = false
+        for _ in 0..<100 where !up {
+            up = (try? Tools.run(Tools.recctl, ["--socket", socket, "status"]))?.status == 0
+            if !up { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        let daemonLog = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(up, "recd did not start: \(daemonLog())")
+        // recd's /proc really hides the clients' processes.
+        let hidden = try Tools.run("nsenter", ["-t", String(recd.processIdentifier), "-m", "setpriv", "--reuid=\(daemonUser)",
+                                               "--regid=nogroup", "--init-groups", "sh", "-c", "ls /proc | grep -c '^[0-9]'"])
+        XCTAssertLessThan(Int(hidden.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 999, 10,
+                          "hidepid=invisible should leave recd's user seeing only its own processes: \(hidden.stdout) \(hidden.stderr)")
+
+        let served = try asUser(member)
+        XCTAssertEqual(served.status, 0, "a supplementary member of \(group) is served: \(served.stderr)\n\(daemonLog())")
+        let refused = try asUser(outsider)
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("may not use this recd") && refused.stderr.contains("group \(group)"), refused.stderr)
+    }
+
     func testSocketGroupOwnsTheSocketAndTheDirectoryItMade() throws {
         let daemon = try Daemon(environment: pulse.environment, extraArgs: ["--socket-group", "audio"])
         defer { daemon.cleanUp() }
