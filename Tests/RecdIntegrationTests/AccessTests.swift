@@ -67,7 +67,7 @@ final class AccessTests: XCTestCase {
             XCTAssertEqual(r.status, 0, "\(program) \(args): \(r.stderr)")
         }
         try sh("groupadd", [group])
-        try sh("useradd", ["-M", "-N", "-g", "nogroup", daemonUser])
+        try sh("useradd", ["-M", "-N", "-g", "nogroup", "-G", group, daemonUser])
         try sh("useradd", ["-M", "-N", "-g", "nogroup", "-G", group, member])
         try sh("useradd", ["-M", "-N", "-g", "nogroup", outsider])
         defer {
