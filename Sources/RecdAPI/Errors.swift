@@ -6,6 +6,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case malformedRequest = "malformed_request"
     case forbidden = "forbidden"
     case notFound = "not_found"
+    /// The path exists, but not with this method (405; `Allow` lists the methods it takes).
+    case methodNotAllowed = "method_not_allowed"
     case ambiguousID = "ambiguous_id"
     case alreadyRecording = "already_recording"
     case notRecording = "not_recording"

@@ -197,6 +197,14 @@ public struct StopRecordingResponse: Codable, Sendable, Equatable {
     public init(recording: Recording?, discarded: Bool, capture: CaptureStats) {
         self.recording = recording; self.discarded = discarded; self.capture = capture
     }
+    enum CodingKeys: String, CodingKey { case recording, discarded, capture }
+    /// `recording` is always present: null when discarded (the document declares it required).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(recording, forKey: .recording)
+        try c.encode(discarded, forKey: .discarded)
+        try c.encode(capture, forKey: .capture)
+    }
 }
 
 /// Counters of one capture session.

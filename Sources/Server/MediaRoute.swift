@@ -62,7 +62,7 @@ enum MediaRoute {
         }
     }
 
-    static func add(to v1: RouterGroup<RecdRequestContext>, engine: Engine) {
+    static func add(to v1: APIGroup, engine: Engine) {
         let fileIO = FileIO()
         v1.get("recordings/:id/media") { request, context in
             try await respond(request, context, engine: engine, fileIO: fileIO, withBody: true)
@@ -110,7 +110,7 @@ enum MediaRoute {
 
 /// GET /v1/recordings/{id}/waveform: the stored waveform in the BBC audiowaveform v2 formats.
 enum WaveformRoute {
-    static func add(to v1: RouterGroup<RecdRequestContext>, engine: Engine) {
+    static func add(to v1: APIGroup, engine: Engine) {
         v1.get("recordings/:id/waveform") { request, context in
             let q = request.uri.queryParameters
             let stored = try await engine.library.waveform(try context.recordingID())

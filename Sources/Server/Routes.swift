@@ -25,7 +25,9 @@ public enum RecdRoutes {
         router.add(middleware: ServerTimingMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: PeerAccessMiddleware(policy: policy))
-        let v1 = router.group("v1")
+        let methods = RouteMethods()
+        router.add(middleware: MethodNotAllowedMiddleware(index: methods))
+        let v1 = APIGroup(group: router.group("v1"), prefix: "/v1", index: methods)
 
         v1.get("status") { _, _ in
             let (activity, active, counts) = try await engine.status()

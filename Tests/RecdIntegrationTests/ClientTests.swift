@@ -215,3 +215,39 @@ enum TerminalWidth {
         }
     }
 }
+
+/// The API's contract where it meets HTTP (issue 13).
+final class APIContractTests: DaemonTestCase {
+    /// `curl -i` of one request: (status, headers lower-cased, body).
+    func raw(_ method: String, _ path: String) throws -> (Int, String, String) {
+        let r = try Tools.run("curl", ["-s", "-i", "--unix-socket", daemon.socket, "-X", method, "http://recd\(path)"])
+        let parts = r.stdout.components(separatedBy: "\r\n\r\n")
+        let head = parts.first ?? ""
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, head.lowercased(), parts.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    func testAKnownPathWithAnotherMethodIs405WithAllow() throws {
+        for (method, path, allow) in [("DELETE", "/v1/status", "allow: get"), ("PUT", "/v1/recordings/abcd", "allow: get, patch, delete"),
+                                      ("POST", "/v1/recordings/abcd/media", "allow: get, head"), ("GET", "/v1/record/start", "allow: post")] {
+            let (status, head, body) = try raw(method, path)
+            XCTAssertEqual(status, 405, "\(method) \(path): \(head)")
+            XCTAssertTrue(head.contains(allow), "\(method) \(path): \(head)")
+            XCTAssertEqual(try APIJSON.decoder().decode(APIErrorBody.self, from: Data(body.utf8)).error.code, .methodNotAllowed, body)
+        }
+        XCTAssertEqual(try raw("GET", "/v1/no-such-thing").0, 404)
+        XCTAssertEqual(try raw("GET", "/v1/recordings/abcd/nope").0, 404)
+        XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle, "nothing changed")
+    }
+
+    func testTheStopReplyOfADiscardHasEveryDeclaredKey() throws {
+        try pulse.play(try Tones.sine())
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        Thread.sleep(forTimeInterval: 0.5)
+        let (status, body) = try daemon.curl("POST", "/v1/record/stop", body: #"{"then": "discard"}"#)
+        XCTAssertEqual(status, 200, body)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        XCTAssertTrue(object["recording"] is NSNull, body)
+        XCTAssertEqual(object["discarded"] as? Bool, true)
+    }
+}
