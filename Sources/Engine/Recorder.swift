@@ -254,8 +254,28 @@ public actor Recorder {
 
     /// Ends capture, finalizes (unless discarding) and writes the outcome into the catalog.
     /// The caller has set `.stopping` (with a task shutdown can wait for) and sets `.idle` afterwards.
+    /// Every end is told: when a step fails (a discard that cannot remove the take, a catalog write
+    /// that does not go through), `recording.stopped` is still published — with the recording as it
+    /// was kept and what failed — so listeners and systemd's STATUS= do not go on saying "recording".
     private func finish(_ active: Active, then: StopDisposition, change: MetadataChange,
                         reason: RecordingStoppedEvent.Reason, error: String? = nil) async throws(EngineError) -> StopRecordingResponse {
+        do {
+            return try await finishSteps(active, then: then, change: change, reason: reason, error: error)
+        } catch let failure {
+            let kept = try? catalog.recording(id: active.id)
+            let what = [error, "the stop did not complete: \(failure)"].compactMap { $0 }.joined(separator: "; ")
+            events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: kept,
+                                                                   discarded: kept == nil, error: what,
+                                                                   capture: active.session.stats)))
+            if kept != nil {
+                events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: .edited)))
+            }
+            throw failure
+        }
+    }
+
+    private func finishSteps(_ active: Active, then: StopDisposition, change: MetadataChange,
+                             reason: RecordingStoppedEvent.Reason, error: String?) async throws(EngineError) -> StopRecordingResponse {
         let why: String
         switch reason {
         case .stopped: why = "stopped"
