@@ -36,6 +36,8 @@ install: build
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(RELEASE_DIR)/recd $(RELEASE_DIR)/recctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 Sources/Server/openapi.yaml $(DESTDIR)$(PREFIX)/share/recd/
+	install -d $(DESTDIR)$(PREFIX)/share/recd/webapp
+	install -m 0644 Sources/Server/webapp/* $(DESTDIR)$(PREFIX)/share/recd/webapp/
 	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(PREFIX)/share|g' systemd/recd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/recd.service
 	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(PREFIX)/share|g' systemd/system/recd.service \

@@ -71,7 +71,7 @@ let package = Package(
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], resources: [.copy("openapi.yaml")], swiftSettings: strict),
+        ], resources: [.copy("openapi.yaml"), .copy("webapp")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
             "Server", "Engine",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

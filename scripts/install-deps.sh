@@ -8,7 +8,9 @@ build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-d
 run_pkgs=(libasound2-plugins)
 # Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an
 # independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
-test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils)
+# The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font.
+test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
+           chromium chromium-driver python3-selenium fonts-noto-color-emoji)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi

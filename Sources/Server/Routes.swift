@@ -27,6 +27,7 @@ public enum RecdRoutes {
         router.add(middleware: PeerAccessMiddleware(policy: policy))
         let methods = RouteMethods()
         router.add(middleware: MethodNotAllowedMiddleware(index: methods))
+        WebApp.add(to: router)
         let v1 = APIGroup(group: router.group("v1"), prefix: "/v1", index: methods)
 
         v1.get("status") { _, _ in

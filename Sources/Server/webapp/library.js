@@ -1,0 +1,128 @@
+// The library (seed 5.1, 5.4, Home's Quick Play): the empty state, rows newest first (or most
+// played), the top 3, paged 50 at a time so 10,000 recordings paint at once; edit (5.4.3) and
+// delete (5.4.4) sheets. Re-read when `library.changed` says something changed elsewhere.
+
+import { api } from './api.js';
+import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm } from './ui.js';
+import { openPlayer } from './player.js';
+
+const PAGE = 50;
+
+export class Library {
+  constructor(view, { onRecord, isVisible }) {
+    this.view = view; this.onRecord = onRecord; this.isVisible = isVisible;
+    this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
+    this.refreshing = null;
+  }
+
+  async show() { await this.load(); }
+
+  /// Reads the first pages again (as many as were shown), keeping the order chosen.
+  async load() {
+    if (!this.isVisible()) return;   // another screen is up: it is read again when shown
+    const shown = Math.max(PAGE, this.rows.length);
+    const [list, top] = await Promise.all([api.list(this.by, 0, Math.min(1000, shown)), api.top()]);
+    if (!this.isVisible()) return;
+    this.rows = list.recordings; this.total = list.total; this.top = top.recordings;
+    this.render();
+  }
+
+  /// `library.changed` from elsewhere: coalesced, so a burst of changes costs one read.
+  changed() {
+    if (this.refreshing) return;
+    this.refreshing = setTimeout(async () => { this.refreshing = null; try { await this.load(); } catch { /* shown on next action */ } }, 150);
+  }
+
+  async more() {
+    const list = await api.list(this.by, this.rows.length, PAGE);
+    this.rows.push(...list.recordings); this.total = list.total;
+    this.render();
+  }
+
+  render() {
+    if (this.total === 0 && this.by === 'recent') {
+      this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
+        h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
+        h('h2', { id: 'empty-title' }, 'No recordings yet'),
+        h('p', {}, 'Create motivational content to play during cravings'),
+        h('button', { type: 'button', class: 'primary', onclick: () => this.onRecord() }, 'RECORD YOUR FIRST')));
+      return;
+    }
+    const tab = (by, label) => h('button', {
+      type: 'button', role: 'tab', 'aria-selected': String(this.by === by),
+      onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
+    }, label);
+    const quick = this.top.length
+      ? [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
+         h('div', { class: 'quick', role: 'list', 'aria-labelledby': 'quick-title' }, this.top.map((r) =>
+           h('button', { type: 'button', role: 'listitem', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
+             h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+             h('span', {}, h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
+      : [];
+    const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
+    const more = this.rows.length < this.total
+      ? [h('button', { type: 'button', class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`)]
+      : [];
+    this.view.replaceChildren(
+      ...quick,
+      h('h2', { class: 'section' }, `All recordings (${this.total})`),
+      h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Order' }, tab('recent', 'Recent'), tab('plays', 'Most Played')),
+      rows, ...more);
+  }
+
+  row(r) {
+    const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
+    return h('li', { 'data-id': r.id },
+      h('button', { type: 'button', class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
+        h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+        h('span', { class: 'row-text' },
+          h('div', { class: 'row-title' }, r.title, r.state === 'pending' ? h('span', { class: 'pending-tag' }, 'not saved') : null),
+          h('div', { class: 'row-meta' }, meta),
+          h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
+      h('div', { class: 'row-actions' },
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) }, '🔈'),
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
+  }
+
+  async play(r, onSpeaker = false) {
+    try {
+      await openPlayer(r, { onSpeaker, onCounted: () => this.changed() });
+    } catch (e) { toast(e.message); }
+  }
+
+  /// Screen 5.4.3: the edit sheet, pre-filled; a blank title becomes the automatic one.
+  edit(r) {
+    const dialog = document.getElementById('dialog');
+    const form = metadataForm({ title: r.title, notes: r.notes, purpose: r.purpose });
+    const error = h('p', { class: 'banner', hidden: true, role: 'alert' });
+    dialog.replaceChildren(
+      h('div', { class: 'head actions', style: 'justify-content: space-between; margin: 0' },
+        h('h2', { id: 'dialog-title' }, 'Edit Recording'),
+        h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close', onclick: () => dialog.close() }, '✕')),
+      error, form,
+      h('div', { class: 'actions' }, h('button', {
+        type: 'button', class: 'primary', 'data-action': 'save-changes',
+        onclick: async () => {
+          const m = form.read();
+          try {
+            await api.edit(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
+            dialog.close(); toast('Recording updated ✓'); await this.load();
+          } catch (e) { error.textContent = e.message; error.hidden = false; }
+        },
+      }, 'SAVE CHANGES')));
+    dialog.setAttribute('aria-labelledby', 'dialog-title');
+    dialog.showModal();
+    form.querySelector('input').focus();
+  }
+
+  /// Screen 5.4.4: the seed's confirmation, then file and row go together.
+  async remove(r) {
+    if (!await confirmDialog(`Delete '${r.title}'?`, 'This recording will be permanently deleted. This cannot be undone.', 'Delete')) return;
+    try {
+      await api.remove(r.id);
+      toast('Recording deleted');
+      await this.load();
+    } catch (e) { toast(e.message); }
+  }
+}

@@ -1,0 +1,117 @@
+// Playback (seed 5.4.1, 5.4.2): audio in the mini-player with its waveform, drag to scrub, ±15 s and
+// pause; video in a player with its poster. It plays in the browser from /media (Range requests) and
+// counts once by the seed's rule — on dismiss or at the end, never for a pending take — through
+// /played; or, when asked, on recd's own speaker through /play and /playback (recd counts those).
+
+import { api } from './api.js';
+import { h, duration, icon, toast } from './ui.js';
+import { drawWaveform } from './waveform.js';
+
+let current = null;   // { recording, media, counts, counted, wave, close }
+
+export function closePlayer() { current?.close(); }
+
+export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {} } = {}) {
+  closePlayer();
+  const sheet = document.getElementById('player');
+  const isVideo = recording.type === 'video';
+  const counts = recording.state === 'ready';   // a pending take is a preview: never counted
+  const media = h(isVideo ? 'video' : 'audio', {
+    src: api.media(recording.id), preload: 'auto', poster: isVideo ? api.poster(recording.id) : undefined,
+    controls: isVideo ? true : undefined, playsinline: true, 'aria-label': `${recording.title}`,
+  });
+  const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
+  const time = h('div', { class: 'time', 'aria-live': 'off' }, `0:00 / ${duration(recording.duration)}`);
+  const pause = h('button', { type: 'button', 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
+  const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
+  current = state;
+
+  const count = async () => {
+    if (!state.counts || state.counted) return;
+    state.counted = true;
+    try { onCounted(await api.played(recording.id)); } catch (e) { toast(e.message); }
+  };
+  state.close = async () => {
+    if (current !== state) return;
+    current = null;
+    clearInterval(state.timer);
+    const heard = state.speaker ? false : media.currentTime > 0;
+    media.pause(); media.removeAttribute('src'); media.load();
+    if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
+    sheet.hidden = true; sheet.replaceChildren();
+    if (heard) await count();   // dismissed after listening: one play
+  };
+  const position = () => (state.speaker ? state.speakerPosition ?? 0 : media.currentTime);
+  const length = () => recording.duration || media.duration || 0;
+  const render = () => {
+    time.textContent = `${duration(position())} / ${duration(length())}`;
+    if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0);
+    const paused = state.speaker ? state.speakerPaused : media.paused;
+    pause.textContent = paused ? '▶' : '⏸';
+    pause.setAttribute('aria-label', paused ? 'Play' : 'Pause');
+  };
+  const seekTo = async (t) => {
+    t = Math.max(0, Math.min(length(), t));
+    if (state.speaker) { await api.transport('seek', { to: t }); } else { media.currentTime = t; }
+    render();
+  };
+  const skip = (by) => seekTo(position() + by);
+  const toggle = async () => {
+    if (state.speaker) {
+      const s = await api.transport(state.speakerPaused ? 'resume' : 'pause');
+      state.speakerPaused = s.playback?.state === 'paused';
+    } else if (media.paused) { await media.play(); } else { media.pause(); }
+    render();
+  };
+  pause.addEventListener('click', toggle);
+
+  // Drag on the waveform (or its keyboard arrows) to scrub.
+  const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0' }, canvas);
+  const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
+  scrub.addEventListener('pointerdown', (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); });
+  scrub.addEventListener('pointermove', (e) => { if (e.buttons) seekTo(fromPointer(e)); });
+  scrub.addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowLeft') { skip(-5); e.preventDefault(); }
+    if (e.key === 'ArrowRight') { skip(5); e.preventDefault(); }
+  });
+
+  media.addEventListener('timeupdate', render);
+  media.addEventListener('ended', async () => { render(); await count(); });   // to the end: one play
+  sheet.replaceChildren(
+    h('div', { class: 'head' },
+      h('strong', {}, `${icon(recording)} ${recording.title}`),
+      h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
+    isVideo ? media : h('div', {}, scrub, media),
+    time,
+    h('div', { class: 'controls' },
+      h('button', { type: 'button', 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
+      pause,
+      h('button', { type: 'button', 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
+    h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
+  sheet.hidden = false;
+  if (!isVideo) {
+    api.waveform(recording.id, 600).then((w) => { state.wave = w; render(); }).catch(() => render());
+  }
+  if (onSpeaker) {
+    const reply = await api.playOnSpeaker(recording.id, 0);
+    state.speakerPosition = 0;
+    media.removeAttribute('src');
+    state.timer = setInterval(async () => {
+      const s = await api.playback().catch(() => null);
+      const p = s?.playback;
+      if (!p || p.session !== reply.playback.session) {   // ended: recd counted it (if saved)
+        clearInterval(state.timer);
+        state.speaker = false;
+        onCounted(null);
+        state.close();
+        return;
+      }
+      state.speakerPosition = p.position; state.speakerPaused = p.state === 'paused';
+      render();
+    }, 250);
+  } else {
+    try { await media.play(); } catch { /* autoplay refused: the play button is there */ }
+  }
+  render();
+  pause.focus();
+}

@@ -1,0 +1,160 @@
+// Recording (seed 5.3): the mode choice, the recording screen with its timer and a level trace that
+// reacts (from recd's `meter` events), the fallbacks when a camera or microphone is missing (the 503
+// offers, in the seed's words), then the preview sheet (5.3.3): play the take (never counted), title,
+// notes, purpose, save or discard.
+
+import { api, events } from './api.js';
+import { h, toast, confirmDialog, duration, metadataForm } from './ui.js';
+import { LiveTrace } from './waveform.js';
+import { openPlayer, closePlayer } from './player.js';
+
+const clock = (s) => `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
+
+/// Screen 5.3: resolves 'video', 'audio' or null.
+export function chooseMode() {
+  const dialog = document.getElementById('dialog');
+  return new Promise((resolve) => {
+    const pick = (v) => { dialog.close(); resolve(v); };
+    dialog.replaceChildren(
+      h('h2', { id: 'dialog-title' }, 'New recording'),
+      h('div', { style: 'display: grid; gap: .6rem' },
+        h('button', { type: 'button', class: 'primary', 'data-mode': 'video', onclick: () => pick('video') }, '🎥 RECORD VIDEO'),
+        h('button', { type: 'button', class: 'primary', 'data-mode': 'audio', onclick: () => pick('audio') }, '🎙️ RECORD AUDIO'),
+        h('button', { type: 'button', class: 'quiet', onclick: () => pick(null) }, 'Cancel')));
+    dialog.setAttribute('aria-labelledby', 'dialog-title');
+    dialog.onclose = () => resolve(null);
+    dialog.showModal();
+    dialog.querySelector('[data-mode=audio]').focus();
+  });
+}
+
+export class RecordScreen {
+  constructor(view, { onDone }) { this.view = view; this.onDone = onDone; }
+
+  show(mode) {
+    this.mode = mode; this.audio = true;
+    const isVideo = mode === 'video';
+    this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, isVideo ? '🎥' : '🎙️');
+    this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
+    this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
+    this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0' });
+    this.button = h('button', { type: 'button', class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
+    this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
+    this.error = h('div', { class: 'banner', role: 'alert', hidden: true });
+    this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
+      h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.button));
+    this.trace = new LiveTrace(this.canvas);
+    this.trace.push(-160);
+    this.button.focus();
+  }
+
+  async leave() {
+    if (this.recording) return;   // the seed: ✕ is disabled while recording
+    if (await confirmDialog('Discard and return to library?', null, 'Yes')) this.onDone();
+  }
+
+  async toggle() { if (this.recording) await this.stop(); else await this.start(); }
+
+  async start() {
+    this.error.hidden = true;
+    this.button.disabled = true;
+    try {
+      const reply = await api.start(this.mode, this.audio);
+      this.recording = reply.recording;
+      this.listen();
+      this.startedAt = performance.now();
+      this.tick = setInterval(() => { this.timer.textContent = '● ' + clock((performance.now() - this.startedAt) / 1000); }, 250);
+      this.cancel.disabled = true;
+      this.icon.classList.add('live');
+      this.button.textContent = '■ STOP';
+      this.button.setAttribute('data-action', 'stop');
+    } catch (e) {
+      this.refused(e);
+    } finally {
+      this.button.disabled = false;
+      this.button.focus();
+    }
+  }
+
+  /// The seed's fallbacks (Screen 5.2) for the 503 offers, and the other errors a person can act on.
+  refused(e) {
+    const offer = (text, label, then) => {
+      this.error.replaceChildren(h('p', {}, text), h('button', { type: 'button', class: 'primary', onclick: then }, label));
+      this.error.hidden = false;
+    };
+    if (e.code === 'device_unavailable' && e.offer === 'audio_only') {
+      offer('Camera required for video recordings. Record audio-only instead.', '🎙️ RECORD AUDIO', () => { this.show('audio'); this.start(); });
+    } else if (e.code === 'device_unavailable' && e.offer === 'video_only') {
+      offer('Microphone required for recordings. You can still record video-only.', '🎥 RECORD VIDEO-ONLY', () => { this.audio = false; this.start(); });
+    } else if (e.code === 'device_unavailable') {
+      offer(`The microphone is not available: ${e.message}`, 'Try again', () => this.start());
+    } else if (e.code === 'insufficient_storage') {
+      offer(`The disk is full: ${e.message}`, 'Try again', () => this.start());
+    } else {
+      offer(e.message, 'Try again', () => this.start());
+    }
+  }
+
+  listen() {
+    const id = this.recording.id;
+    this.stream = events(['meter', 'recording.stopped'], (e) => {
+      if (e.type === 'meter' && e.data.recordingID === id && e.data.source === 'recording') {
+        const peaks = e.data.channels.map((c) => c.peak);
+        this.trace.push(Math.max(...peaks));
+        this.meter.replaceChildren(...e.data.channels.map((c) => h('div', { class: 'lane' },
+          h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, ((c.peak + 60) / 60) * 100))}%` }))));
+        this.meter.setAttribute('aria-valuenow', Math.round(Math.max(-60, Math.max(...peaks))));
+        this.meter.dataset.peak = String(Math.max(...peaks));
+      } else if (e.type === 'recording.stopped' && e.data.recordingID === id && e.data.reason !== 'stopped') {
+        this.ended(e.data.recording, e.data.error);   // ended by itself (a device or the disk failed)
+      }
+    });
+  }
+
+  async stop() {
+    this.button.disabled = true;
+    try {
+      const reply = await api.stop();
+      this.ended(reply.recording);
+    } catch (e) {
+      toast(e.message);
+      this.button.disabled = false;
+    }
+  }
+
+  ended(recording, why) {
+    clearInterval(this.tick);
+    this.stream?.close();
+    this.recording = null;
+    if (why) toast(`The recording ended by itself: ${why}`);
+    if (recording) this.preview(recording); else this.onDone();
+  }
+
+  /// Screen 5.3.3: preview, then save or discard.
+  preview(r) {
+    const form = metadataForm({ optional: true });
+    const error = h('p', { class: 'banner', role: 'alert', hidden: true });
+    const discard = async () => {
+      if (!await confirmDialog('Discard recording? This cannot be undone.', null, 'Discard')) return;
+      closePlayer();
+      try { await api.discard(r.id); toast('Recording discarded'); this.onDone(); } catch (e) { toast(e.message); }
+    };
+    const save = async () => {
+      const m = form.read();
+      try {
+        await api.save(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
+        closePlayer();
+        toast('Recording saved ✓');
+        this.onDone();
+      } catch (e) { error.textContent = e.message; error.hidden = false; }
+    };
+    this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },
+      h('div', { class: 'actions', style: 'justify-content: space-between; margin-top: 0' },
+        h('button', { type: 'button', class: 'quiet', 'aria-label': 'Discard', 'data-action': 'discard', onclick: discard }, '✕'),
+        h('button', { type: 'button', class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
+      h('div', { class: 'big-icon', 'aria-hidden': 'true' }, r.type === 'video' ? '🎥' : '🎙️'),
+      h('button', { type: 'button', 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
+      error, form));
+    this.view.querySelector('[data-action=preview]').focus();
+  }
+}

@@ -1,0 +1,91 @@
+// Small shared pieces: elements, toasts, confirmations, times, the seed's metadata form.
+
+export const PURPOSES = ['motivational', 'craving', 'reflection', 'milestone'];
+export const TITLE_MAX = 40, NOTES_MAX = 200;
+
+/// h('button', {class: 'primary', onclick}, 'text', child…)
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'style') el.style.cssText = v;   // CSSOM: allowed by the page's CSP, a style attribute is not
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c);
+  return el;
+}
+
+let toastTimer;
+export function toast(text) {
+  const el = document.getElementById('toast');
+  el.textContent = text;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, 2000);
+}
+
+/// The seed's alerts: resolves true when the person confirms.
+export function confirmDialog(title, message, action, danger = true) {
+  const dialog = document.getElementById('dialog');
+  return new Promise((resolve) => {
+    const done = (v) => { dialog.close(); resolve(v); };
+    dialog.replaceChildren(
+      h('h2', { id: 'dialog-title' }, title),
+      ...(message ? [h('p', {}, message)] : []),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', onclick: () => done(false) }, 'Cancel'),
+        h('button', { type: 'button', class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
+    dialog.setAttribute('aria-labelledby', 'dialog-title');
+    dialog.onclose = () => resolve(false);
+    dialog.showModal();
+    dialog.querySelector('[data-confirm]').focus();
+  });
+}
+
+export function duration(seconds) {
+  if (seconds === null || seconds === undefined || !isFinite(seconds)) return '–';
+  const t = Math.floor(seconds), m = Math.floor(t / 60) % 60, hours = Math.floor(t / 3600), s = t % 60;
+  return (hours ? `${hours}:${String(m).padStart(2, '0')}` : `${m}`) + ':' + String(s).padStart(2, '0');
+}
+
+/// "Oct 25, 3:42 PM" as the seed's rows show it (the year when it is not this one).
+export function shortDate(iso) {
+  const d = new Date(iso), thisYear = d.getFullYear() === new Date().getFullYear();
+  return d.toLocaleString('en-US', { month: 'short', day: 'numeric', year: thisYear ? undefined : 'numeric', hour: 'numeric', minute: '2-digit' });
+}
+
+export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
+export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
+
+/// Title (40), notes (200) and the purpose chips, as the preview (5.3.3) and edit (5.4.3) sheets
+/// have them. `read()` gives the body for save/edit: a blank title asks for the automatic one.
+export function metadataForm(initial = {}) {
+  let purpose = initial.purpose ?? null;
+  const count = (input, max, out) => { out.textContent = `${[...input.value].length}/${max}`; };
+  const titleCount = h('span', { class: 'count', 'aria-live': 'polite' });
+  const notesCount = h('span', { class: 'count', 'aria-live': 'polite' });
+  const title = h('input', { name: 'title', maxlength: TITLE_MAX, placeholder: 'Add a title...', autocomplete: 'off' });
+  const notes = h('textarea', { name: 'notes', maxlength: NOTES_MAX, placeholder: 'Add notes...' });
+  title.value = initial.title ?? '';
+  notes.value = initial.notes ?? '';
+  title.addEventListener('input', () => count(title, TITLE_MAX, titleCount));
+  notes.addEventListener('input', () => count(notes, NOTES_MAX, notesCount));
+  count(title, TITLE_MAX, titleCount); count(notes, NOTES_MAX, notesCount);
+  const chips = PURPOSES.map((p) => h('button', {
+    type: 'button', 'aria-pressed': String(p === purpose), 'data-purpose': p,
+    onclick: (e) => {
+      purpose = purpose === p ? null : p;   // tap the selected chip to unselect it
+      for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', String(c.dataset.purpose === purpose));
+      e.currentTarget.focus();
+    },
+  }, p[0].toUpperCase() + p.slice(1)));
+  const chipBox = h('fieldset', { class: 'chips' }, h('legend', {}, `Purpose${initial.optional ? ' (Optional)' : ''}:`), chips);
+  const form = h('form', { class: 'meta', onsubmit: (e) => e.preventDefault() },
+    h('label', {}, h('span', {}, `Title${initial.optional ? ' (Optional)' : ''}: `, titleCount), title, h('small', { class: 'hint' }, '(40 char max)')),
+    h('label', {}, h('span', {}, `Notes${initial.optional ? ' (Optional)' : ''}: `, notesCount), notes, h('small', { class: 'hint' }, '(200 char max)')),
+    chipBox);
+  form.read = () => ({ title: title.value.trim(), notes: notes.value, purpose });
+  return form;
+}

@@ -1,0 +1,48 @@
+// The web app (issue 19) in a real browser: Tests/browser/webapp_test.py drives Debian's chromium with
+// selenium against the real recd and the real `recctl ui` bridge; here it runs as part of the suite.
+import Foundation
+import XCTest
+
+final class WebAppTests: XCTestCase {
+    func testTheScreensInARealBrowserThroughRecctlUI() throws {
+        // Selenium is Debian's (python3-selenium), so Debian's python, not one earlier on PATH.
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/webapp_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 300)
+        // The script's own lines (and its "N passed, M failed") only in a failure's message.
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
+
+    /// recd serves the page itself on its socket, with its assets under the daemon's version.
+    func testRecdServesThePageAndItsAssets() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let page = try Tools.run("curl", ["-s", "-i", "--unix-socket", daemon.socket, "http://recd/"])
+        XCTAssertTrue(page.stdout.hasPrefix("HTTP/1.1 200"), page.stdout)
+        XCTAssertTrue(page.stdout.lowercased().contains("content-security-policy: default-src 'self'"), page.stdout)
+        XCTAssertTrue(page.stdout.lowercased().contains("cache-control: no-cache"), page.stdout)
+        let version = try daemon.recctlJSON(RecdAPIStatus.self, "status").version
+        XCTAssertTrue(page.stdout.contains("/app/\(version)/app.js"), page.stdout)
+        let asset = try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{content_type}", "--unix-socket", daemon.socket,
+                                           "http://recd/app/\(version)/app.js"])
+        XCTAssertEqual(asset.stdout, "200 text/javascript; charset=utf-8")
+        let stale = try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", daemon.socket,
+                                           "http://recd/app/0.0.0-old/app.js"])
+        XCTAssertEqual(stale.stdout, "404")
+        // The page and its code stay small (issue 19's budget: 100 KB uncompressed).
+        let dir = Tools.packageRoot.appendingPathComponent("Sources/Server/webapp")
+        let bytes = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+            .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
+        XCTAssertLessThan(bytes, 100_000)
+    }
+}
+
+/// Only what the test above reads of the status.
+struct RecdAPIStatus: Decodable { var version: String }

@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""recd's web app in a real browser (Debian's chromium + chromedriver, driven by selenium), against the
+real recd on a private PulseAudio server, reached through the real `recctl ui` bridge.
+
+Usage: webapp_test.py RECD RECCTL [SHOTS_DIR]
+Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
+"""
+import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback, urllib.request, urllib.error
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
+
+RECD, RECCTL = sys.argv[1], sys.argv[2]
+SHOTS = sys.argv[3] if len(sys.argv) > 3 else None
+work = tempfile.mkdtemp(prefix="recd-webapp-")
+runtime = os.path.join(work, "rt")
+os.makedirs(runtime, mode=0o700)
+env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
+data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
+procs = []
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok)))
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+
+
+def start(args, **kw):
+    p = subprocess.Popen(args, env=env, **kw)
+    procs.append(p)
+    return p
+
+
+def recctl_json(*args):
+    out = subprocess.run([RECCTL, "--socket", sock, "--json", *args], env=env, capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise RuntimeError(f"recctl {args}: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def wait_until(what, predicate, timeout=15.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as e:  # the page may be between states
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def http(url, headers=None, method="GET"):
+    req = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+try:
+    # The paced microphone: a PulseAudio null sink whose monitor recd records (shared/TESTING-AUDIO.md).
+    with open(os.path.join(runtime, "pa.pa"), "w") as f:
+        f.write("load-module module-null-sink sink_name=mic rate=48000 channels=1\n"
+                "load-module module-null-sink sink_name=speaker rate=48000 channels=2\n"
+                "load-module module-native-protocol-unix\n")
+    subprocess.run(["pulseaudio", "-n", "-F", os.path.join(runtime, "pa.pa"), "--exit-idle-time=-1", "--daemonize=yes",
+                    "--use-pid-file=yes"], env=env, check=True, capture_output=True)
+    tone = os.path.join(work, "tone.wav")
+    subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "120", "sine", "440", "vol", "0.5"], check=True)
+    start(["paplay", "--latency-msec=10", "-d", "mic", tone])
+    start([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "pulse:mic.monitor",
+           "--playback-device", "pulse:speaker"], stdout=open(os.path.join(work, "recd.log"), "w"), stderr=subprocess.STDOUT)
+    wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
+
+    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = ui.stdout.readline().strip()
+    check("recctl ui prints the address first", url.startswith("http://127.0.0.1:") and "/?token=" in url, url)
+    base = url.split("/?")[0]
+    port = base.rsplit(":", 1)[1]
+
+    # The gate, before any browser.
+    check("no token or cookie: 401", http(base + "/")[0] == 401)
+    check("another Host (DNS rebinding): refused", http(url, {"Host": f"evil.example:{port}"})[0] == 403)
+    other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "curl", "-s", "-o", "/dev/null",
+                            "-w", "%{http_code}", base + "/v1/recordings"], capture_output=True, text=True)
+    check("another local user without the token gets nothing", other.stdout == "401", other.stdout + other.stderr)
+
+    downloads = os.path.join(work, "downloads")
+    os.makedirs(downloads)
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
+              "--window-size=390,844", "--disable-dev-shm-usage"]:
+        options.add_argument(a)
+    options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    browser.set_script_timeout(30)
+    wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
+    text = lambda: browser.find_element(By.TAG_NAME, "body").text
+
+    def shot(name):
+        if not SHOTS:
+            return
+        os.makedirs(SHOTS, exist_ok=True)
+        for width, height, tag in [(390, 844, "phone"), (1280, 860, "desktop")]:
+            browser.set_window_size(width, height)
+            time.sleep(0.3)
+            browser.save_screenshot(os.path.join(SHOTS, f"{name}-{tag}.png"))
+        browser.set_window_size(390, 844)
+
+    def click_first(pick):
+        """Clicks what `pick` finds, again if the page re-rendered it in between (the library redraws
+        itself when `library.changed` arrives): a stale element is looked up anew."""
+        def attempt(b):
+            el = pick(b)
+            if el is None:
+                return None
+            el.click()
+            return el
+        return wait("a clickable element", attempt)
+
+    def click(css):
+        return click_first(lambda b: next((e for e in b.find_elements(By.CSS_SELECTOR, css) if e.is_displayed() and e.is_enabled()), None))
+
+    def click_text(tag, label):
+        return click_first(lambda b: next((e for e in b.find_elements(By.TAG_NAME, tag) if label in e.text and e.is_displayed()), None))
+
+    try:
+        browser.get(url)
+        wait("the empty state", lambda b: "No recordings yet" in text())
+        check("the token is exchanged for a cookie and dropped from the address", "token" not in browser.current_url, browser.current_url)
+        check("empty state has the seed's words", "Create motivational content to play during cravings" in text())
+        shot("01-empty")
+
+        # Record 2 s of the tone and see the meter move.
+        click_text("button", "RECORD YOUR FIRST")
+        click("[data-mode=audio]")
+        click("[data-action=record]")
+        peak = wait("the meter to move", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
+        check("the meter shows the tone", bool(peak))
+        time.sleep(2)
+        shot("02-recording")
+        click("[data-action=stop]")
+        wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
+        pending = recctl_json("list", "--state", "pending")["recordings"]
+        check("stop leaves a pending take", len(pending) == 1, pending)
+        take = pending[0]
+        # The preview plays the take and never counts.
+        click("[data-action=preview]")
+        wait("the preview to play", lambda b: b.execute_script("const a = document.querySelector('#player audio'); return a && a.currentTime > 0.3"))
+        click("[data-action=close]")
+        browser.find_element(By.NAME, "title").send_keys("Morning walk")
+        browser.find_element(By.NAME, "notes").send_keys("felt strong")
+        click("[data-purpose=milestone]")
+        shot("03-preview")
+        click("[data-action=save]")
+        wait("the saved toast", lambda b: "Recording saved ✓" in b.find_element(By.ID, "toast").text)
+        wait("the new row", lambda b: "Morning walk" in text())
+        saved = recctl_json("show", take["id"])
+        check("saved with the title, notes and purpose", saved["state"] == "ready" and saved["title"] == "Morning walk"
+              and saved["notes"] == "felt strong" and saved["purpose"] == "milestone", saved)
+        check("a preview does not count", saved["playCount"] == 0, saved["playCount"])
+        shot("04-library")
+
+        # Play it in the page to the end: the count goes up by one, and the row shows it.
+        click(f"li[data-id='{take['id']}'] .row-main")
+        wait("the mini-player", lambda b: b.find_element(By.ID, "player").is_displayed())
+        time.sleep(0.8)
+        shot("05-player")
+        wait("the playback to end and count", lambda b: recctl_json("show", take["id"])["playCount"] == 1, 20)
+        wait("the row to show the play", lambda b: "1 play" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{take['id']}']").text)
+        time.sleep(1)
+        check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
+        click("[data-action=close]")
+
+        # Edit.
+        click(f"li[data-id='{take['id']}'] [data-action=edit]")
+        title = wait("the edit sheet", lambda b: b.find_element(By.CSS_SELECTOR, "dialog[open] input[name=title]"))
+        title.clear()
+        title.send_keys("Evening walk")
+        shot("06-edit")
+        click("[data-action=save-changes]")
+        wait("the updated toast", lambda b: "Recording updated ✓" in b.find_element(By.ID, "toast").text)
+        check("edit changes the title", recctl_json("show", take["id"])["title"] == "Evening walk")
+
+        # A recording made elsewhere shows without a reload.
+        subprocess.run([RECCTL, "--socket", sock, "record", "start", "--title", "From the shell"], env=env, check=True, capture_output=True)
+        time.sleep(1)
+        subprocess.run([RECCTL, "--socket", sock, "record", "stop", "--save"], env=env, check=True, capture_output=True)
+        wait("the other recording to appear", lambda b: "From the shell" in text())
+        check("the library follows changes made elsewhere", True)
+
+        # Delete one: file and row go.
+        path = os.path.join(data, recctl_json("show", take["id"])["file"])
+        click(f"li[data-id='{take['id']}'] [data-action=delete]")
+        wait("the seed's question", lambda b: "Delete 'Evening walk'?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+        shot("07-delete")
+        click("dialog[open] [data-confirm]")
+        wait("the row to go", lambda b: "Evening walk" not in text())
+        check("delete removes file and row", not os.path.exists(path) and
+              all(r["id"] != take["id"] for r in recctl_json("list")["recordings"]))
+
+        # Export a CSV.
+        click("#nav-data")
+        shot("08-data")
+        click("[data-action=export]")
+        csv = wait("the download", lambda b: next((os.path.join(downloads, f) for f in os.listdir(downloads) if f.endswith(".csv")), None))
+        with open(csv) as f:
+            first = f.readline().strip()
+        check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount", first)
+
+        # Delete All Data.
+        click("[data-action=delete-all]")
+        wait("the confirmation", lambda b: "Delete All Data?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+        click("dialog[open] [data-confirm]")
+        wait("all deleted", lambda b: recctl_json("list")["total"] == 0)
+        check("delete all empties the library", True)
+
+        # A change from another origin is refused even with the cookie (CSRF).
+        cookie = browser.get_cookie("recd_ui")["value"]
+        status, _ = http(base + "/v1/record/start", {"Cookie": f"recd_ui={cookie}", "Origin": "http://evil.example",
+                                                     "Content-Type": "application/json"}, "POST")
+        check("a foreign Origin's change is refused", status == 403, status)
+        check("cookie is HttpOnly and SameSite=Strict", browser.get_cookie("recd_ui").get("httpOnly") and
+              browser.get_cookie("recd_ui").get("sameSite") == "Strict", browser.get_cookie("recd_ui"))
+    finally:
+        browser.quit()
+except Exception:
+    traceback.print_exc()
+    results.append(("the run", False))
+finally:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    pid = os.path.join(runtime, "pulse", "pid")
+    if os.path.exists(pid):
+        try:
+            os.kill(int(open(pid).read().strip()), signal.SIGTERM)
+        except (ValueError, ProcessLookupError):
+            pass
+    shutil.rmtree(work, ignore_errors=True)
+
+passed = sum(1 for _, ok in results if ok)
+failed = len(results) - passed
+print(f"{passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 and passed > 0 else 1)
