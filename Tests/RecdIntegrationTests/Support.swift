@@ -234,7 +234,7 @@ final class Daemon {
     /// Runs recctl with --json and decodes its output; fails the test if it exits non-zero.
     func recctlJSON<T: Decodable>(_ type: T.Type, _ args: String..., file: StaticString = #filePath, line: UInt = #line) throws -> T {
         let r = try recctl(["--json"] + args)
-        XCTAssertEqual(r.status, 0, "recctl \(args) failed: \(r.stderr)", file: file, line: line)
+        XCTAssertEqual(r.status, 0, "recctl \(args) failed: \(r.stdout) \(r.stderr)", file: file, line: line)
         return try APIJSON.decoder().decode(T.self, from: r.stdoutData)
     }
 
