@@ -60,6 +60,7 @@ bench: test-deps build
 	bench/playback.py
 	bench/metering.py
 	bench/video.py
+	bench/webapp.py
 
 clean:
 	rm -rf .build
