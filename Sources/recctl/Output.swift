@@ -151,12 +151,12 @@ enum Say {
     static let nothingDiscarded = "Nothing was discarded."
     static func updated(_ r: Recording) -> String { "Recording updated ✓\n" + Output.details(r) }
     static func stopped(_ r: Recording) -> String {
-        r.state == .ready ? saved(r) : "⏹ Recording stopped: \(Output.oneLine(r))\n" + howToFinish(r)
+        r.state == .ready ? saved(r) : "⏹ Recording stopped: \(Output.oneLine(r))\nIt is pending: " + howToFinish(r)
     }
     static func howToFinish(_ r: Recording) -> String {
-        "It is pending: save it with `recctl save \(Output.shortID(r.id))` or discard it with `recctl discard \(Output.shortID(r.id))`."
+        "save it with `recctl save \(Output.shortID(r.id))` or discard it with `recctl discard \(Output.shortID(r.id))`."
     }
-    static func leftPending(_ r: Recording) -> String { "Recording left pending. " + howToFinish(r) }
+    static func leftPending(_ r: Recording) -> String { "Recording left pending: " + howToFinish(r) }
     /// The seed's confirmations (Screens 5.3.3, 5.4.4, 7.3).
     static let confirmDiscard = "Discard recording? This cannot be undone."
     static func confirmDelete(_ r: Recording) -> String {

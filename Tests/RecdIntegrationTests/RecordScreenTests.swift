@@ -106,7 +106,7 @@ final class RecordScreenTests: DaemonTestCase {
         _ = try tmux.waitFor("⏹ Stopped at")
         XCTAssertNil(try daemon.recctlJSON(PlaybackStatus.self, "playback").playback, "the key stopped the playback")
         try tmux.keys("C-c")
-        let left = try tmux.waitFor("Recording left pending.")
+        let left = try tmux.waitFor("Recording left pending:")
         let id = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
         XCTAssertEqual(id.state, .pending)
         XCTAssertEqual(id.playCount, 0, "a preview never counts")

@@ -73,7 +73,7 @@ final class VideoTests: XCTestCase {
         // The recording screen records video too.
         let screen = try String(contentsOf: out.appendingPathComponent("screen.txt"), encoding: .utf8)
         XCTAssertTrue(screen.contains("⏺ recording") && screen.contains("/dev/video0 (320x180) + hw:Loopback,1,0")
-                      && screen.contains("Left pending"), screen)
+                      && screen.contains("Recording left pending"), screen)
 
         // 3. The camera busy, 4. missing: the refusal names the camera, says why and offers audio only.
         let busy = try String(contentsOf: out.appendingPathComponent("busy.txt"), encoding: .utf8)
