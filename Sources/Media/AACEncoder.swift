@@ -5,7 +5,8 @@ import CFFmpegShim
 /// Owns an opened AVCodecContext for AAC and the one AVFrame it is fed through.
 /// Used from a single thread (the recording's encoder thread).
 final class FFmpegAACEncoder {
-    let context: UnsafeMutablePointer<AVCodecContext>
+    private let owner: FFmpegCodecContext
+    var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     /// Reused input frame: FLTP, `frameSize` samples per channel.
     let frame: UnsafeMutablePointer<AVFrame>
     let channels: Int
@@ -14,8 +15,8 @@ final class FFmpegAACEncoder {
 
     init(sampleRate: Int, channels: Int, bitRate: Int, globalHeader: Bool) throws {
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC) else { throw MediaError.encoderNotFound("AAC") }
-        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
+        let owner = try FFmpegCodecContext(codec)
+        let ctx = owner.pointer
         ctx.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP   // the only format the native encoder takes
         ctx.pointee.sample_rate = Int32(sampleRate)
         av_channel_layout_default(&ctx.pointee.ch_layout, Int32(channels))
@@ -23,17 +24,9 @@ final class FFmpegAACEncoder {
         ctx.pointee.profile = FF_PROFILE_AAC_LOW
         ctx.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
         if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        do {
-            try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2(aac)")
-        } catch {
-            avcodec_free_context(&ctxOpt)
-            throw error
-        }
-        guard let frame = av_frame_alloc() else {
-            avcodec_free_context(&ctxOpt)
-            throw MediaError.allocationFailed("av_frame_alloc")
-        }
-        self.context = ctx
+        try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2(aac)")
+        guard let frame = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        self.owner = owner
         self.frame = frame
         self.channels = channels
         self.sampleRate = sampleRate
@@ -49,8 +42,6 @@ final class FFmpegAACEncoder {
     deinit {
         var f: UnsafeMutablePointer<AVFrame>? = frame
         av_frame_free(&f)
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
     }
 
     /// Plane `channel` of the input frame, as floats. Valid until the next `send`.

@@ -19,7 +19,8 @@ public final class AudioFileDecoder {
     private let input: FFmpegInput
     private let streamIndex: Int32
     private let timeBase: AVRational
-    private let codec: UnsafeMutablePointer<AVCodecContext>
+    private let codecOwner: FFmpegCodecContext
+    private var codec: UnsafeMutablePointer<AVCodecContext> { codecOwner.pointer }
     private let packet: FFmpegPacket
     private let frame: UnsafeMutablePointer<AVFrame>
     private var resampler: OpaquePointer?
@@ -44,15 +45,13 @@ public final class AudioFileDecoder {
         guard let decoder = avcodec_find_decoder(par.pointee.codec_id) else {
             throw MediaError.decoderNotFound(String(cString: avcodec_get_name(par.pointee.codec_id)))
         }
-        guard let c = avcodec_alloc_context3(decoder) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        codec = c
-        guard let f = av_frame_alloc() else {
-            var cc: UnsafeMutablePointer<AVCodecContext>? = c
-            avcodec_free_context(&cc)
-            throw MediaError.allocationFailed("av_frame_alloc")
-        }
-        frame = f
+        codecOwner = try FFmpegCodecContext(decoder)
+        let c = codecOwner.pointer
+        // The packet before the frame: a packet that cannot be allocated then leaks no frame (a throw
+        // before every stored property is set runs no deinit).
         packet = try FFmpegPacket()
+        guard let f = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        frame = f
         sourceSampleRate = Int(par.pointee.sample_rate)
         sourceChannels = Int(par.pointee.ch_layout.nb_channels)
         let d = ctx.pointee.duration
@@ -73,8 +72,6 @@ public final class AudioFileDecoder {
         swr_free(&resampler)
         var f: UnsafeMutablePointer<AVFrame>? = frame
         av_frame_free(&f)
-        var c: UnsafeMutablePointer<AVCodecContext>? = codec
-        avcodec_free_context(&c)
     }
 
     /// Sets the format `read` produces: interleaved S16 at `rate` Hz with `channels` channels

@@ -152,28 +152,20 @@ extension FFmpegPicture {
 
 /// Decodes MJPEG camera frames with libavcodec's mjpeg decoder.
 final class MJPEGDecoder {
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let owner: FFmpegCodecContext
+    private var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     private let packet: FFmpegPacket
     private let picture: FFmpegPicture
 
     init() throws {
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw MediaError.decoderNotFound("mjpeg") }
-        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
-        do {
-            try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2(mjpeg)")
-        } catch {
-            avcodec_free_context(&ctxOpt)
-            throw error
-        }
-        context = ctx
+        // Each owner frees its handle however far this gets (the packet's allocation failing after
+        // the context was opened leaked the context before).
+        let owner = try FFmpegCodecContext(codec)
+        try FFmpegError.check(avcodec_open2(owner.pointer, codec, nil), "avcodec_open2(mjpeg)")
+        self.owner = owner
         packet = try FFmpegPacket()
         picture = try FFmpegPicture()
-    }
-
-    deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
     }
 
     /// Decodes one JPEG image; the frame is valid until the next call.

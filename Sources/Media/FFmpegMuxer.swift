@@ -87,6 +87,20 @@ final class FFmpegMuxer {
 }
 
 /// Owns one AVPacket.
+/// Owns one AVCodecContext: allocated in `init`, freed (the codec closed with it) in `deinit`, so a
+/// set-up step that throws after it leaks nothing, whichever type it is part of.
+final class FFmpegCodecContext {
+    let pointer: UnsafeMutablePointer<AVCodecContext>
+    init(_ codec: UnsafePointer<AVCodec>) throws {
+        guard let p = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
+        pointer = p
+    }
+    deinit {
+        var p: UnsafeMutablePointer<AVCodecContext>? = pointer
+        avcodec_free_context(&p)
+    }
+}
+
 final class FFmpegPacket {
     let pointer: UnsafeMutablePointer<AVPacket>
     init() throws {

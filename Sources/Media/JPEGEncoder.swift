@@ -8,9 +8,8 @@ enum JPEGEncoder {
     /// libavcodec's mjpeg encoder, at `quality` (2 best – 31 worst, FFmpeg's qscale).
     static func encode(_ frame: UnsafeMutablePointer<AVFrame>, quality: Int = 3) throws -> Data {
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_MJPEG) else { throw MediaError.encoderNotFound("mjpeg") }
-        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
-        defer { avcodec_free_context(&ctxOpt) }
+        let owner = try FFmpegCodecContext(codec)
+        let ctx = owner.pointer
         ctx.pointee.width = frame.pointee.width
         ctx.pointee.height = frame.pointee.height
         ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P

@@ -15,9 +15,8 @@ public enum PosterExtractor {
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
             throw MediaError.decoderNotFound(String(cString: avcodec_get_name(par.pointee.codec_id)))
         }
-        guard let dec = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        var decOpt: UnsafeMutablePointer<AVCodecContext>? = dec
-        defer { avcodec_free_context(&decOpt) }
+        let owner = try FFmpegCodecContext(codec)
+        let dec = owner.pointer
         try FFmpegError.check(avcodec_parameters_to_context(dec, par), "avcodec_parameters_to_context", file: path)
         try FFmpegError.check(avcodec_open2(dec, codec, nil), "avcodec_open2", file: path)
         let packet = try FFmpegPacket()

@@ -36,12 +36,13 @@ public struct VideoEncoding: Sendable, Equatable {
 /// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
 /// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
 final class FFmpegH264Encoder {
-    let context: UnsafeMutablePointer<AVCodecContext>
+    private let owner: FFmpegCodecContext
+    var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
 
     init(_ e: VideoEncoding, globalHeader: Bool) throws {
         guard let codec = avcodec_find_encoder_by_name("libx264") else { throw MediaError.encoderNotFound("libx264 (H.264)") }
-        guard let ctx = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
-        var ctxOpt: UnsafeMutablePointer<AVCodecContext>? = ctx
+        let owner = try FFmpegCodecContext(codec)
+        let ctx = owner.pointer
         ctx.pointee.width = Int32(e.width)
         ctx.pointee.height = Int32(e.height)
         ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P
@@ -61,18 +62,8 @@ final class FFmpegH264Encoder {
         // (what reaches the disk is what was captured, up to the open fragment), with sliced threads.
         av_dict_set(&options, "tune", "zerolatency", 0)
         if e.bitRate == nil { av_dict_set(&options, "crf", String(e.crf), 0) }
-        do {
-            try FFmpegError.check(avcodec_open2(ctx, codec, &options), "avcodec_open2(libx264 \(e.preset))")
-        } catch {
-            avcodec_free_context(&ctxOpt)
-            throw error
-        }
-        context = ctx
-    }
-
-    deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
+        try FFmpegError.check(avcodec_open2(ctx, codec, &options), "avcodec_open2(libx264 \(e.preset))")
+        self.owner = owner
     }
 
     /// Sends `frame` (nil flushes).
