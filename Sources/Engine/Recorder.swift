@@ -7,57 +7,6 @@ import Media
 import Metering
 import RecdAPI
 
-/// Settings the engine runs with.
-public struct EngineConfiguration: Sendable {
-    public var dataDirectory: DataDirectory
-    public var captureDevice: String
-    public var playbackDevice: String
-    public var sampleRate: Int
-    public var channels: Int
-    public var bitRate: Int
-    public var timeZone: TimeZone
-    /// A start is refused when the filesystem of `Recordings/` has less free space than this.
-    public var minFreeBytes: Int64
-    /// Meter readings (events) every this many milliseconds, 10–1000.
-    public var meterIntervalMs: Int
-    /// Video recordings: the camera and what to ask it for, and the H.264 settings.
-    public var video: VideoSettings
-
-    public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
-                sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,
-                minFreeBytes: Int64 = 200_000_000, meterIntervalMs: Int = 50, video: VideoSettings = VideoSettings()) {
-        self.dataDirectory = DataDirectory(root: dataDirectory)
-        self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
-        self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate; self.timeZone = timeZone
-        self.minFreeBytes = minFreeBytes
-        self.meterIntervalMs = meterIntervalMs
-        self.video = video
-    }
-}
-
-/// How video recordings capture and encode.
-public struct VideoSettings: Sendable {
-    /// V4L2 device node.
-    public var device: String
-    /// Asked of the camera; it gives the nearest size it has and the rate it can.
-    public var width: Int
-    public var height: Int
-    public var fps: Int
-    /// x264 preset, CRF, or an average bit rate instead of CRF.
-    public var preset: String
-    public var crf: Int
-    public var bitRate: Int?
-
-    /// x264's presets, fastest first.
-    public static let presets = VideoEncoding.presets
-
-    public init(device: String = "/dev/video0", width: Int = 1280, height: Int = 720, fps: Int = 30,
-                preset: String = "veryfast", crf: Int = 23, bitRate: Int? = nil) {
-        self.device = device; self.width = width; self.height = height; self.fps = fps
-        self.preset = preset; self.crf = crf; self.bitRate = bitRate
-    }
-}
-
 /// Owns the one active recording of the capture device. All state is in `state`; every method
 /// re-checks it after each `await`, because other requests may run in between.
 public actor Recorder {
