@@ -9,11 +9,23 @@ run_pkgs=(libasound2-plugins)
 # Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an
 # independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
 # The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font.
+# The API fuzz test: schemathesis (PyPI, in a venv of Debian's python3) reaching the socket through socat.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
-           chromium chromium-driver python3-selenium fonts-noto-color-emoji)
+           chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv)
+# Pinned: the fuzz test's expectations (checks, phases, options) are those of this version.
+schemathesis_version=4.32.5
+fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi
+
+install_fuzzer() {
+  [[ "${1:-}" == "--test" ]] || return 0
+  if "$fuzz_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$schemathesis_version"; then return 0; fi
+  echo "install-deps: schemathesis $schemathesis_version into $fuzz_venv"
+  /usr/bin/python3 -m venv "$fuzz_venv"
+  "$fuzz_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+}
 
 missing=()
 for p in "${want[@]}"; do
@@ -21,6 +33,7 @@ for p in "${want[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#want[@]} packages present"
+  install_fuzzer "${1:-}"
   exit 0
 fi
 
@@ -34,3 +47,5 @@ if ! command -v swift >/dev/null; then
   echo "install-deps: no Swift toolchain on PATH: install Swift 6.1 or newer (https://www.swift.org/install/linux/)" >&2
   exit 1
 fi
+
+install_fuzzer "${1:-}"

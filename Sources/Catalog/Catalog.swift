@@ -165,7 +165,9 @@ public final class Catalog: Sendable {
             guard let r = try recording(id: uuid) else { throw CatalogError.notFound(id: idOrPrefix) }
             return r
         }
-        guard key.count >= Self.minimumPrefixLength else {
+        // Counted in code points, as the document's minLength is: "ก ำกำ" is five of them and four
+        // characters, and a valid id (hex digits) is the same length either way.
+        guard idOrPrefix.unicodeScalars.count >= Self.minimumPrefixLength else {
             throw CatalogError.prefixTooShort(prefix: idOrPrefix, minimum: Self.minimumPrefixLength)
         }
         guard key.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { throw CatalogError.notFound(id: idOrPrefix) }

@@ -23,19 +23,21 @@ public enum MetadataRules {
         case .absent: break
         case .null: change.title = .some(nil)
         case .value(let raw):
-            let title = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            // Line breaks and controls are refused wherever they are, before trimming: what the
+            // document's pattern declares is what is accepted ("Title\n" is not a one-line title).
+            guard !raw.contains(where: { $0.isNewline }) else {
+                throw .invalidValue(field: "title", detail: "a title is one line")
+            }
+            if let c = firstControl(in: raw, allowingNewlines: false) {
+                throw .invalidValue(field: "title", detail: "control character \(Self.name(c)) is not allowed")
+            }
+            let title = raw.trimmingCharacters(in: .whitespaces)
             if title.isEmpty {
                 change.title = .some(nil)
             } else {
                 // `count` counts grapheme clusters: what a person sees as characters.
                 guard title.count <= MetadataLimits.titleMaxCharacters else {
                     throw .fieldTooLong(field: "title", limit: MetadataLimits.titleMaxCharacters, count: title.count)
-                }
-                guard !title.contains(where: { $0.isNewline }) else {
-                    throw .invalidValue(field: "title", detail: "a title is one line")
-                }
-                if let c = firstControl(in: title, allowingNewlines: false) {
-                    throw .invalidValue(field: "title", detail: "control character \(Self.name(c)) is not allowed")
                 }
                 change.title = .some(title)
             }
@@ -60,11 +62,13 @@ public enum MetadataRules {
         case .value(let raw):
             if raw.isEmpty || raw == "none" {
                 change.purpose = .some(nil)
-            } else if let p = Purpose(rawValue: raw.lowercased()) {
+            } else if let p = Purpose(rawValue: raw) {
+                // Exactly as the document's enum spells them: what the API accepts is what it declares
+                // (recctl lower-cases what people type).
                 change.purpose = .some(p)
             } else {
                 let allowed = Purpose.allCases.map(\.rawValue).joined(separator: ", ")
-                throw .invalidValue(field: "purpose", detail: "'\(raw)' is not one of \(allowed), or none")
+                throw .invalidValue(field: "purpose", detail: "'\(raw)' is not one of \(allowed), or none (in lower case)")
             }
         }
         return change

@@ -25,7 +25,7 @@ public struct CameraInfo: Codable, Sendable, Equatable {
     public var name: String
     public var driver: String
     /// Why the node could not be queried (permission, busy); null when it could.
-    public var error: String?
+    @Nullable public var error: String?
     public var formats: [Format]
     public init(device: String, name: String, driver: String, error: String?, formats: [Format]) {
         self.device = device; self.name = name; self.driver = driver; self.error = error; self.formats = formats
@@ -53,9 +53,9 @@ public struct AudioDeviceInfo: Codable, Sendable, Equatable {
     public var description: String
     /// For `hw:` PCMs that could be opened; plugin PCMs (`default`, `pulse`, `plughw:`…) convert
     /// whatever is asked and are not probed.
-    public var capabilities: Capabilities?
+    @Nullable public var capabilities: Capabilities?
     /// Why a `hw:` PCM could not be probed (busy: another program records from it).
-    public var error: String?
+    @Nullable public var error: String?
     public init(device: String, description: String, capabilities: Capabilities? = nil, error: String? = nil) {
         self.device = device; self.description = description; self.capabilities = capabilities; self.error = error
     }

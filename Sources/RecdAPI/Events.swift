@@ -37,11 +37,11 @@ public struct RecordingStoppedEvent: Codable, Sendable, Equatable {
     public var recordingID: UUID
     public var reason: Reason
     /// The recording as it was kept (pending or ready); null when it was discarded.
-    public var recording: Recording?
+    @Nullable public var recording: Recording?
     public var discarded: Bool
     /// For a fault: what failed.
-    public var error: String?
-    public var capture: CaptureStats?
+    @Nullable public var error: String?
+    @Nullable public var capture: CaptureStats?
     public init(recordingID: UUID, reason: Reason, recording: Recording?, discarded: Bool, error: String?, capture: CaptureStats?) {
         self.recordingID = recordingID; self.reason = reason; self.recording = recording; self.discarded = discarded
         self.error = error; self.capture = capture
@@ -49,12 +49,6 @@ public struct RecordingStoppedEvent: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case recordingID, reason, recording, discarded, error, capture }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(recordingID, forKey: .recordingID); try c.encode(reason, forKey: .reason)
-        try c.encode(recording, forKey: .recording); try c.encode(discarded, forKey: .discarded)
-        try c.encode(error, forKey: .error); try c.encode(capture, forKey: .capture)
-    }
 }
 
 /// Where a playback is (about four times a second while it plays).
@@ -63,7 +57,7 @@ public struct PlaybackProgressEvent: Codable, Sendable, Equatable {
     public var recordingID: UUID
     public var state: PlaybackInfo.State
     public var position: Double
-    public var duration: Double?
+    @Nullable public var duration: Double?
     public init(session: UUID, recordingID: UUID, state: PlaybackInfo.State, position: Double, duration: Double?) {
         self.session = session; self.recordingID = recordingID; self.state = state; self.position = position
         self.duration = duration
@@ -71,12 +65,6 @@ public struct PlaybackProgressEvent: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case session, recordingID, state, position, duration }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(session, forKey: .session); try c.encode(recordingID, forKey: .recordingID)
-        try c.encode(state, forKey: .state); try c.encode(position, forKey: .position)
-        try c.encode(duration, forKey: .duration)
-    }
 }
 
 /// Something in the library changed.
@@ -85,16 +73,12 @@ public struct LibraryChangedEvent: Codable, Sendable, Equatable {
         case created, edited, saved, discarded, deleted, played, recovered, deletedAll = "deleted_all"
     }
     /// The recording; null for `deleted_all` and `recovered` (a recovery may touch many).
-    public var recordingID: UUID?
+    @Nullable public var recordingID: UUID?
     public var change: Change
     public init(recordingID: UUID?, change: Change) { self.recordingID = recordingID; self.change = change }
 
     enum CodingKeys: String, CodingKey { case recordingID, change }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(recordingID, forKey: .recordingID); try c.encode(change, forKey: .change)
-    }
 }
 
 /// The kinds of event, as `type` names them (and `?type=` filters them).

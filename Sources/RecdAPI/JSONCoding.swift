@@ -36,3 +36,32 @@ public enum APIJSON {
         return try? Date.ISO8601FormatStyle().parse(s)
     }
 }
+
+/// An optional that the API always writes, as `null` when it has no value.
+///
+/// Swift's synthesized `Encodable` leaves a nil optional out (`encodeIfPresent`), but the API
+/// promises that every declared key is present, so that clients (and the OpenAPI document's
+/// `required` lists) can rely on it. Marking the property `@Nullable` keeps the synthesized coding
+/// and changes only that: the one mechanism instead of an `encode(to:)` written out per type.
+@propertyWrapper
+public struct Nullable<Value: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+    public var wrappedValue: Value?
+    public init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        wrappedValue = c.decodeNil() ? nil : try c.decode(Value.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        if let v = wrappedValue { try c.encode(v) } else { try c.encodeNil() }
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A `@Nullable` key may also be absent (replies of older daemons, hand-written JSON).
+    public func decode<V>(_ type: Nullable<V>.Type, forKey key: Key) throws -> Nullable<V> {
+        try decodeIfPresent(type, forKey: key) ?? Nullable(wrappedValue: nil)
+    }
+}

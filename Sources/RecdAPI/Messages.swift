@@ -30,9 +30,17 @@ extension KeyedEncodingContainer {
     }
 }
 
+/// A request body whose keys the server checks: a key the body does not take is refused (400)
+/// rather than ignored, so a misspelt `titel` is an error, not a request that silently changes nothing.
+public protocol APIRequestBody: Decodable {
+    /// Every key the body takes.
+    static var fields: [String] { get }
+}
+
 /// Title, notes and purpose as a request changes them. Title absent/null/"" means "auto title" when
 /// a recording is created or its title is edited to blank; absent leaves an existing title alone.
-public struct MetadataPatch: Codable, Sendable, Equatable {
+public struct MetadataPatch: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = CodingKeys.allCases.map(\.rawValue)
     public var title: PatchField<String>
     public var notes: PatchField<String>
     /// Kept as text so that an unknown purpose is a 422 naming the allowed values, not a 400.
@@ -45,7 +53,7 @@ public struct MetadataPatch: Codable, Sendable, Equatable {
 
     public var isEmpty: Bool { !title.isPresent && !notes.isPresent && !purpose.isPresent }
 
-    enum CodingKeys: String, CodingKey { case title, notes, purpose }
+    enum CodingKeys: String, CodingKey, CaseIterable { case title, notes, purpose }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -63,7 +71,8 @@ public struct MetadataPatch: Codable, Sendable, Equatable {
 }
 
 /// `POST /v1/record/start`: the metadata fields, and what to record.
-public struct StartRecordingRequest: Codable, Sendable, Equatable {
+public struct StartRecordingRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = MetadataPatch.fields + CodingKeys.allCases.map(\.rawValue)
     public var metadata: MetadataPatch
     /// `audio` (the default): the microphone into an .m4a; `video`: the camera (with the microphone
     /// unless `audio` is false) into a .mov.
@@ -75,7 +84,7 @@ public struct StartRecordingRequest: Codable, Sendable, Equatable {
         self.metadata = metadata; self.type = type; self.audio = audio
     }
 
-    enum CodingKeys: String, CodingKey { case type, audio }
+    enum CodingKeys: String, CodingKey, CaseIterable { case type, audio }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -125,14 +134,14 @@ public struct AudioFormatInfo: Codable, Sendable, Equatable {
 public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var recording: Recording
     /// ALSA PCM name the recording captures sound from; null for a silent video.
-    public var device: String?
+    @Nullable public var device: String?
     /// What the microphone delivers (it is opened as it is when it does not offer the recording's
     /// format); null for a silent video.
-    public var deviceFormat: AudioFormatInfo?
+    @Nullable public var deviceFormat: AudioFormatInfo?
     /// What is recorded: the device's samples converted to this (rate, channels, S16 into the encoder).
-    public var recordedFormat: AudioFormatInfo?
+    @Nullable public var recordedFormat: AudioFormatInfo?
     /// The camera, for a video recording; null for audio.
-    public var video: VideoCaptureInfo?
+    @Nullable public var video: VideoCaptureInfo?
     /// Milliseconds from receiving the request to the first captured buffer; for a video, to when
     /// both its first frame (where the file starts) and its first sound had come.
     public var startLatencyMs: Double
@@ -142,15 +151,6 @@ public struct StartRecordingResponse: Codable, Sendable, Equatable {
         self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
     }
     enum CodingKeys: String, CodingKey { case recording, device, deviceFormat, recordedFormat, video, startLatencyMs }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(recording, forKey: .recording)
-        try c.encode(device, forKey: .device)
-        try c.encode(deviceFormat, forKey: .deviceFormat)
-        try c.encode(recordedFormat, forKey: .recordedFormat)
-        try c.encode(video, forKey: .video)
-        try c.encode(startLatencyMs, forKey: .startLatencyMs)
-    }
 }
 
 /// What to do with the recording once it is stopped.
@@ -164,7 +164,8 @@ public enum StopDisposition: String, Codable, Sendable, CaseIterable {
 }
 
 /// `POST /v1/record/stop`.
-public struct StopRecordingRequest: Codable, Sendable, Equatable {
+public struct StopRecordingRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = MetadataPatch.fields + CodingKeys.allCases.map(\.rawValue)
     public var then: StopDisposition
     public var metadata: MetadataPatch
 
@@ -172,7 +173,7 @@ public struct StopRecordingRequest: Codable, Sendable, Equatable {
         self.then = then; self.metadata = metadata
     }
 
-    enum CodingKeys: String, CodingKey { case then }
+    enum CodingKeys: String, CodingKey, CaseIterable { case then }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -190,7 +191,7 @@ public struct StopRecordingRequest: Codable, Sendable, Equatable {
 /// Reply to `POST /v1/record/stop`.
 public struct StopRecordingResponse: Codable, Sendable, Equatable {
     /// The stopped recording; null when it was discarded.
-    public var recording: Recording?
+    @Nullable public var recording: Recording?
     public var discarded: Bool
     /// Capture statistics of the session.
     public var capture: CaptureStats
@@ -198,13 +199,6 @@ public struct StopRecordingResponse: Codable, Sendable, Equatable {
         self.recording = recording; self.discarded = discarded; self.capture = capture
     }
     enum CodingKeys: String, CodingKey { case recording, discarded, capture }
-    /// `recording` is always present: null when discarded (the document declares it required).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(recording, forKey: .recording)
-        try c.encode(discarded, forKey: .discarded)
-        try c.encode(capture, forKey: .capture)
-    }
 }
 
 /// Counters of one capture session.
@@ -215,24 +209,16 @@ public struct CaptureStats: Codable, Sendable, Equatable {
     /// Audio frames lost (overruns, a stalled encoder).
     public var droppedFrames: Int64
     /// Video frames captured; null for an audio recording.
-    public var videoFrames: Int64?
+    @Nullable public var videoFrames: Int64?
     /// Video frames the camera dropped (gaps in its sequence numbers) or recd could not encode in
     /// time; null for an audio recording.
-    public var videoDroppedFrames: Int64?
+    @Nullable public var videoDroppedFrames: Int64?
     public init(framesCaptured: Int64 = 0, overruns: Int = 0, droppedFrames: Int64 = 0,
                 videoFrames: Int64? = nil, videoDroppedFrames: Int64? = nil) {
         self.framesCaptured = framesCaptured; self.overruns = overruns; self.droppedFrames = droppedFrames
         self.videoFrames = videoFrames; self.videoDroppedFrames = videoDroppedFrames
     }
     enum CodingKeys: String, CodingKey { case framesCaptured, overruns, droppedFrames, videoFrames, videoDroppedFrames }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(framesCaptured, forKey: .framesCaptured)
-        try c.encode(overruns, forKey: .overruns)
-        try c.encode(droppedFrames, forKey: .droppedFrames)
-        try c.encode(videoFrames, forKey: .videoFrames)
-        try c.encode(videoDroppedFrames, forKey: .videoDroppedFrames)
-    }
 }
 
 /// `GET /v1/recordings`.
@@ -255,13 +241,13 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public struct ActiveRecording: Codable, Sendable, Equatable {
         public var recording: Recording
         /// Seconds since capture started; null while starting or stopping.
-        public var elapsed: Double?
+        @Nullable public var elapsed: Double?
         /// Counters so far; null while starting or stopping.
-        public var capture: CaptureStats?
+        @Nullable public var capture: CaptureStats?
         /// What the microphone delivers and what is recorded; null while starting or stopping, and
         /// for a silent video.
-        public var deviceFormat: AudioFormatInfo?
-        public var recordedFormat: AudioFormatInfo?
+        @Nullable public var deviceFormat: AudioFormatInfo?
+        @Nullable public var recordedFormat: AudioFormatInfo?
         public init(recording: Recording, elapsed: Double?, capture: CaptureStats?,
                     deviceFormat: AudioFormatInfo? = nil, recordedFormat: AudioFormatInfo? = nil) {
             self.recording = recording; self.elapsed = elapsed; self.capture = capture
@@ -270,21 +256,13 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
         enum CodingKeys: String, CodingKey { case recording, elapsed, capture, deviceFormat, recordedFormat }
 
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(recording, forKey: .recording)
-            try c.encode(elapsed, forKey: .elapsed)
-            try c.encode(capture, forKey: .capture)
-            try c.encode(deviceFormat, forKey: .deviceFormat)
-            try c.encode(recordedFormat, forKey: .recordedFormat)
-        }
     }
 
     public var version: String
     public var pid: Int32
     public var uptime: Double
     public var activity: Activity
-    public var active: ActiveRecording?
+    @Nullable public var active: ActiveRecording?
     public var captureDevice: String
     public var playbackDevice: String
     public var sampleRate: Int
@@ -293,11 +271,11 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var socket: String
     public var counts: [String: Int]
     /// The last recording that ended by itself (device or disk fault) since the daemon started.
-    public var lastFault: FaultReport?
+    @Nullable public var lastFault: FaultReport?
     /// What the last recovery (start-up, or `check --repair`) found and did.
-    public var recovery: RecoveryReport?
+    @Nullable public var recovery: RecoveryReport?
     /// What is playing (or paused), if anything.
-    public var playback: PlaybackInfo?
+    @Nullable public var playback: PlaybackInfo?
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
@@ -315,17 +293,6 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
              dataDirectory, socket, counts, lastFault, recovery, playback
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(version, forKey: .version); try c.encode(pid, forKey: .pid)
-        try c.encode(uptime, forKey: .uptime); try c.encode(activity, forKey: .activity)
-        try c.encode(active, forKey: .active); try c.encode(captureDevice, forKey: .captureDevice)
-        try c.encode(playbackDevice, forKey: .playbackDevice); try c.encode(sampleRate, forKey: .sampleRate)
-        try c.encode(channels, forKey: .channels); try c.encode(dataDirectory, forKey: .dataDirectory)
-        try c.encode(socket, forKey: .socket); try c.encode(counts, forKey: .counts)
-        try c.encode(lastFault, forKey: .lastFault); try c.encode(recovery, forKey: .recovery)
-        try c.encode(playback, forKey: .playback)
-    }
 }
 
 /// One row of the metadata export (seed Screen 7.2): files are not exported.
@@ -333,9 +300,9 @@ public struct ExportRow: Codable, Sendable, Equatable {
     public var id: UUID
     public var title: String
     public var timestamp: Date
-    public var duration: Double?
+    @Nullable public var duration: Double?
     public var type: RecordingType
-    public var purpose: Purpose?
+    @Nullable public var purpose: Purpose?
     public var playCount: Int
     public init(id: UUID, title: String, timestamp: Date, duration: Double?, type: RecordingType,
                 purpose: Purpose?, playCount: Int) {
@@ -345,13 +312,6 @@ public struct ExportRow: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(title, forKey: .title)
-        try c.encode(timestamp, forKey: .timestamp); try c.encode(duration, forKey: .duration)
-        try c.encode(type, forKey: .type); try c.encode(purpose, forKey: .purpose)
-        try c.encode(playCount, forKey: .playCount)
-    }
 }
 
 /// Body of the JSON export.
@@ -425,9 +385,9 @@ public struct ConsistencyReport: Codable, Sendable, Equatable {
     /// Leftovers of interrupted operations (aside files, trash folders, temporary files).
     public var unsettled: [String]
     /// What the last recovery (start-up or repair) did.
-    public var lastRecovery: RecoveryReport?
+    @Nullable public var lastRecovery: RecoveryReport?
     /// After `POST /v1/check/repair`: what this repair did.
-    public var repaired: RecoveryReport?
+    @Nullable public var repaired: RecoveryReport?
 
     public var isConsistent: Bool {
         rowsWithoutFile.isEmpty && filesWithoutRow.isEmpty && interruptedRecordings.isEmpty && unsettled.isEmpty

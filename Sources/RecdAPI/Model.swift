@@ -51,16 +51,16 @@ public struct Recording: Codable, Sendable, Equatable {
     public var state: RecordingState
     public var title: String
     public var notes: String
-    public var purpose: Purpose?
+    @Nullable public var purpose: Purpose?
     public var createdAt: Date
     /// Seconds, measured from the finished file; null while recording.
-    public var duration: Double?
+    @Nullable public var duration: Double?
     /// Bytes on disk; null while recording.
-    public var sizeBytes: Int64?
+    @Nullable public var sizeBytes: Int64?
     /// Path relative to the data directory, e.g. `Recordings/audio_<UUID>.m4a`.
     public var file: String
     public var playCount: Int
-    public var lastPlayedAt: Date?
+    @Nullable public var lastPlayedAt: Date?
     /// True when the recording was salvaged after a crash rather than stopped normally.
     public var recovered: Bool
     /// Capture frames lost to overruns while recording.
@@ -80,24 +80,6 @@ public struct Recording: Codable, Sendable, Equatable {
              lastPlayedAt, recovered, droppedFrames
     }
 
-    // Written by hand so that absent values appear as explicit `null`s: clients see every field.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(type, forKey: .type)
-        try c.encode(state, forKey: .state)
-        try c.encode(title, forKey: .title)
-        try c.encode(notes, forKey: .notes)
-        try c.encode(purpose, forKey: .purpose)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(duration, forKey: .duration)
-        try c.encode(sizeBytes, forKey: .sizeBytes)
-        try c.encode(file, forKey: .file)
-        try c.encode(playCount, forKey: .playCount)
-        try c.encode(lastPlayedAt, forKey: .lastPlayedAt)
-        try c.encode(recovered, forKey: .recovered)
-        try c.encode(droppedFrames, forKey: .droppedFrames)
-    }
 }
 
 /// Sort orders of the library list.

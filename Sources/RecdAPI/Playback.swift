@@ -2,14 +2,16 @@
 import Foundation
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
-public struct PlayRequest: Codable, Sendable, Equatable {
+public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = ["position"]
     /// Start here (seconds, clamped to the recording).
     public var position: Double?
     public init(position: Double? = nil) { self.position = position }
 }
 
 /// `POST /v1/playback/seek`: exactly one of `by` (relative, ± seconds) and `to` (absolute seconds).
-public struct SeekRequest: Codable, Sendable, Equatable {
+public struct SeekRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = ["by", "to"]
     public var by: Double?
     public var to: Double?
     public init(by: Double? = nil, to: Double? = nil) { self.by = by; self.to = to }
@@ -28,7 +30,7 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
     /// Seconds from the start of the recording of what is heard now.
     public var position: Double
     /// Seconds; null when the file does not say.
-    public var duration: Double?
+    @Nullable public var duration: Double?
     /// False for a preview of a pending recording: it will not count as a play.
     public var counts: Bool
     public var device: String
@@ -45,14 +47,6 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case session, recording, state, position, duration, counts, device, underruns, startedAt }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(session, forKey: .session); try c.encode(recording, forKey: .recording)
-        try c.encode(state, forKey: .state); try c.encode(position, forKey: .position)
-        try c.encode(duration, forKey: .duration); try c.encode(counts, forKey: .counts)
-        try c.encode(device, forKey: .device); try c.encode(underruns, forKey: .underruns)
-        try c.encode(startedAt, forKey: .startedAt)
-    }
 }
 
 /// How a playback session ended.
@@ -80,7 +74,7 @@ public struct PlaybackEnded: Codable, Sendable, Equatable {
     /// Whether it added one to the recording's play count.
     public var counted: Bool
     public var at: Date
-    public var error: String?
+    @Nullable public var error: String?
 
     public init(session: UUID, recordingID: UUID, title: String, reason: Reason, position: Double, counted: Bool,
                 at: Date, error: String? = nil) {
@@ -90,29 +84,18 @@ public struct PlaybackEnded: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case session, recordingID, title, reason, position, counted, at, error }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(session, forKey: .session); try c.encode(recordingID, forKey: .recordingID)
-        try c.encode(title, forKey: .title); try c.encode(reason, forKey: .reason)
-        try c.encode(position, forKey: .position); try c.encode(counted, forKey: .counted)
-        try c.encode(at, forKey: .at); try c.encode(error, forKey: .error)
-    }
 }
 
 /// `GET /v1/playback` and the replies of the transport controls.
 public struct PlaybackStatus: Codable, Sendable, Equatable {
     /// What is playing (or paused); null when nothing is.
-    public var playback: PlaybackInfo?
+    @Nullable public var playback: PlaybackInfo?
     /// The last playback that ended since the daemon started.
-    public var lastEnded: PlaybackEnded?
+    @Nullable public var lastEnded: PlaybackEnded?
     public init(playback: PlaybackInfo?, lastEnded: PlaybackEnded?) { self.playback = playback; self.lastEnded = lastEnded }
 
     enum CodingKeys: String, CodingKey { case playback, lastEnded }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(playback, forKey: .playback); try c.encode(lastEnded, forKey: .lastEnded)
-    }
 }
 
 /// `POST /v1/recordings/{id}/play` reply (201).
@@ -121,18 +104,13 @@ public struct PlayResponse: Codable, Sendable, Equatable {
     /// Milliseconds from the request's arrival to the first audio written to the device.
     public var startLatencyMs: Double
     /// The playback this one replaced, if one was in progress.
-    public var replaced: PlaybackEnded?
+    @Nullable public var replaced: PlaybackEnded?
     public init(playback: PlaybackInfo, startLatencyMs: Double, replaced: PlaybackEnded?) {
         self.playback = playback; self.startLatencyMs = startLatencyMs; self.replaced = replaced
     }
 
     enum CodingKeys: String, CodingKey { case playback, startLatencyMs, replaced }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(playback, forKey: .playback); try c.encode(startLatencyMs, forKey: .startLatencyMs)
-        try c.encode(replaced, forKey: .replaced)
-    }
 }
 
 /// A position or offset as people write it: "90", "1:30", "1:02:03", with an optional sign for a

@@ -110,19 +110,24 @@ enum MediaRoute {
 
 /// GET /v1/recordings/{id}/waveform: the stored waveform in the BBC audiowaveform v2 formats.
 enum WaveformRoute {
+    /// Bounds the document declares: beyond them the zoom's arithmetic would overflow (a trap, not
+    /// an error), and no screen is a million pixels wide.
+    static let maxPixels = 1_000_000
+    static let maxSamplesPerPixel = Int(Int32.max)
+
     static func add(to v1: APIGroup, engine: Engine) {
         v1.get("recordings/:id/waveform") { request, context in
             let q = request.uri.queryParameters
             let stored = try await engine.library.waveform(try context.recordingID())
             var zoom = stored.samplesPerPixel
             if let spp = q["samples_per_pixel"] {
-                zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel")
+                zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel", range: Int.min...WaveformRoute.maxSamplesPerPixel)
                 guard zoom >= stored.samplesPerPixel else {
                     throw EngineError.invalidValue(field: "samples_per_pixel",
                                                    detail: "\(zoom) is finer than the stored \(stored.samplesPerPixel) samples per pixel")
                 }
             } else if let px = q["pixels"] {
-                let pixels = try RecdRoutes.intValue(String(px), field: "pixels")
+                let pixels = try RecdRoutes.intValue(String(px), field: "pixels", range: Int.min...WaveformRoute.maxPixels)
                 guard pixels > 0 else { throw EngineError.invalidValue(field: "pixels", detail: "must be at least 1") }
                 let samples = stored.length * stored.samplesPerPixel
                 zoom = max(stored.samplesPerPixel, (samples + pixels - 1) / pixels)

@@ -216,11 +216,17 @@ public enum RecdRoutes {
         return router
     }
 
-    /// Reads and decodes a JSON body; an empty body is `{}`.
-    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+    /// Reads and decodes a JSON body; an empty body is `{}`. A key the body does not take is 400.
+    static func decode<T: APIRequestBody>(_ type: T.Type, _ request: Request) async throws -> T {
         var request = request
         let buffer = try await request.collectBody(upTo: maxBodyBytes)
         let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+           let unknown = object.keys.filter({ !T.fields.contains($0) }).sorted().first {
+            let shown = unknown.unicodeScalars.count > 40 ? String(unknown.prefix(40)) + "…" : unknown
+            throw RequestError(status: .badRequest, code: .malformedRequest,
+                               message: "unknown field '\(shown)': this body takes \(T.fields.joined(separator: ", "))")
+        }
         return try APIJSON.decoder().decode(T.self, from: data)
     }
 
@@ -233,10 +239,14 @@ public enum RecdRoutes {
         return v
     }
 
-    static func intValue(_ raw: String, field: String) throws -> Int {
+    /// A whole-number query parameter: not one is 400; outside `range` (what the document declares as
+    /// its minimum and maximum) is 422, so that arithmetic on it cannot overflow.
+    static func intValue(_ raw: String, field: String, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
         guard let v = Int(raw) else {
             throw RequestError(status: .badRequest, code: .malformedRequest, message: "\(field)=\(raw) is not a whole number")
         }
+        guard v <= range.upperBound else { throw EngineError.invalidValue(field: field, detail: "\(v) is more than \(range.upperBound)") }
+        guard v >= range.lowerBound else { throw EngineError.invalidValue(field: field, detail: "\(v) is less than \(range.lowerBound)") }
         return v
     }
 }

@@ -40,7 +40,7 @@ struct MetadataOptions: ParsableArguments {
     var patch: MetadataPatch {
         MetadataPatch(title: title.map { .value($0) } ?? .absent,
                       notes: notes.map { .value($0) } ?? .absent,
-                      purpose: purpose.map { $0 == "none" ? .null : .value($0) } ?? .absent)
+                      purpose: purpose.map { $0.lowercased() == "none" ? .null : .value($0.lowercased()) } ?? .absent)
     }
 }
 

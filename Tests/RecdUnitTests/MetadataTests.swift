@@ -48,16 +48,22 @@ final class MetadataRulesTests: XCTestCase {
     }
 
     func testBlankAndNullTitlesMeanAuto() throws {
-        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("  \t "))).title, .some(nil))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("    "))).title, .some(nil))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .null)).title, .some(nil))
         XCTAssertTrue(try MetadataRules.validate(MetadataPatch()).title == nil)
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("  Trim me "))).title, .some("Trim me"))
         XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value("two\nlines"))))
+        // Refused wherever they are, as the document's pattern says: not trimmed away at the ends.
+        for bad in ["Title\n", "\nTitle", "\t", "Title\u{2028}", "\r\n"] {
+            XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value(bad))), bad.debugDescription)
+        }
     }
 
     func testPurposeIsOneOfTheChipsOrNone() throws {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("milestone"))).purpose, .some(.milestone))
-        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("Craving"))).purpose, .some(.craving))
+        // As the document's enum spells them (recctl lower-cases what people type).
+        XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(purpose: .value("Craving"))))
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value(""))).purpose, .some(nil))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .value("none"))).purpose, .some(nil))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(purpose: .null)).purpose, .some(nil))
         XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(purpose: .value("bored")))) {
@@ -93,5 +99,17 @@ final class MetadataPatchCodingTests: XCTestCase {
         XCTAssertEqual(stop, StopRecordingRequest(then: .save, metadata: MetadataPatch(title: .value("t"))))
         let roundTrip = try APIJSON.decoder().decode(StopRecordingRequest.self, from: APIJSON.encoder().encode(stop))
         XCTAssertEqual(roundTrip, stop)
+    }
+
+    /// `@Nullable` writes a key whose value is absent as null (the document's `required` lists rely
+    /// on it) and still reads JSON that leaves it out.
+    func testNullableKeysAreAlwaysWrittenAndMayBeAbsentWhenRead() throws {
+        let stats = CaptureStats(framesCaptured: 1)
+        let json = String(decoding: try APIJSON.encoder().encode(stats), as: UTF8.self)
+        XCTAssertEqual(json, #"{"droppedFrames":0,"framesCaptured":1,"overruns":0,"videoDroppedFrames":null,"videoFrames":null}"#)
+        let read = try APIJSON.decoder().decode(CaptureStats.self, from: Data(#"{"droppedFrames":0,"framesCaptured":1,"overruns":0,"videoFrames":7}"#.utf8))
+        XCTAssertEqual(read.videoFrames, 7)
+        XCTAssertNil(read.videoDroppedFrames)
+        XCTAssertEqual(try APIJSON.decoder().decode(CaptureStats.self, from: Data(json.utf8)), stats)
     }
 }

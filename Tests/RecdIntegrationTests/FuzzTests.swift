@@ -1,0 +1,69 @@
+// The API and its OpenAPI document agree (issue 13): schemathesis fuzzes the live daemon with every
+// check and every phase, stateful included — a fixed seed and a random one, which the output prints so
+// that a failure can be replayed (scripts/fuzz.sh --seed N). scripts/fuzz.sh runs longer passes.
+import Foundation
+import RecdAPI
+import XCTest
+
+final class FuzzTests: XCTestCase {
+    func testTheLiveDaemonAgreesWithItsOpenAPIDocument() throws {
+        let schemathesis = Tools.packageRoot.appendingPathComponent(".build/fuzz-venv/bin/schemathesis").path
+        for needed in [schemathesis, Tools.which("socat") ?? "/usr/bin/socat"]
+        where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs socat and schemathesis")
+        }
+        let script = Tools.packageRoot.appendingPathComponent("scripts/fuzz.sh").path
+        let r = try Tools.run("/bin/bash", [script, "--recd", Tools.recd, "--examples", "20", "--seed", "1", "--seed", "random"],
+                              timeout: 600)
+        // The seeds and each pass's summary, in the log even when it passes.
+        print(r.stdout.split(separator: "\n").filter { $0.hasPrefix("fuzz:") || $0.contains("generated") }.joined(separator: "\n"))
+        XCTAssertEqual(r.status, 0, "schemathesis found disagreements:\n\(r.stdout)\n\(r.stderr)")
+    }
+}
+
+/// What the fuzzer found, each pinned by a request of its own.
+final class DeclaredContractTests: DaemonTestCase {
+    func testWhatTheDocumentDeclaresIsWhatTheServerDoes() throws {
+        try pulse.play(try Tones.sine(seconds: 30))
+        let stopped = try record(seconds: 1.0, stopArgs: ["--save"])
+        let id = try XCTUnwrap(stopped.recording).id.uuidString
+
+        // A key a body does not take is refused by name, and nothing changes.
+        var (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(id)", body: #"{"titel": "typo"}"#)
+        XCTAssertEqual(status, 400, body)
+        XCTAssertTrue(body.contains("unknown field 'titel'") && body.contains("title, notes, purpose"), body)
+        (status, body) = try daemon.curl("POST", "/v1/playback/seek", body: #"{"by": 5, "from": 1}"#)
+        XCTAssertEqual(status, 400, body)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", id), stopped.recording)
+
+        // Purposes as the enum spells them; recctl lower-cases what a person types.
+        (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(id)", body: #"{"purpose": "Craving"}"#)
+        XCTAssertEqual(status, 422, body)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "edit", id, "--purpose", "Craving").purpose, .craving)
+
+        // A title with a line break at its end is not one line (it was trimmed into one before).
+        (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(id)", body: #"{"title": "Title\n"}"#)
+        XCTAssertEqual(status, 422, body)
+
+        // Zoom bounds: beyond them the arithmetic overflowed and took the daemon down.
+        (status, body) = try daemon.curl("GET", "/v1/recordings/\(id)/waveform?samples_per_pixel=9223372036854775807")
+        XCTAssertEqual(status, 422, body)
+        XCTAssertTrue(body.contains("more than 2147483647"), body)
+        (status, body) = try daemon.curl("GET", "/v1/recordings/\(id)/waveform?pixels=9223372036854775807")
+        XCTAssertEqual(status, 422, body)
+        (status, _) = try daemon.curl("GET", "/v1/recordings/\(id)/waveform?pixels=1000000")
+        XCTAssertEqual(status, 200)
+
+        // An id prefix is counted in code points, as minLength is: five of them are not "too short".
+        (status, body) = try daemon.curl("GET", "/v1/recordings/%E0%B8%81%20%E0%B8%B3%E0%B8%81%E0%B8%B3")
+        XCTAssertEqual(status, 404, body)
+
+        // Every declared key is present, null when it has no value.
+        (status, body) = try daemon.curl("GET", "/v1/check")
+        XCTAssertEqual(status, 200, body)
+        XCTAssertTrue(body.contains(#""repaired":null"#), body)
+        (status, body) = try daemon.curl("GET", "/v1/status")
+        XCTAssertTrue(body.contains(#""active":null"#) && body.contains(#""playback":null"#), body)
+        XCTAssertNotNil(daemon.process, "recd is still running")
+    }
+}
