@@ -59,6 +59,7 @@ let package = Package(
             "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
         .target(name: "Server", dependencies: [
             "RecdAPI", "Engine", "Catalog", "Metering",

@@ -84,10 +84,11 @@ for seed in "${seeds[@]}"; do
   curl -s -X POST "http://127.0.0.1:$port/v1/playback/stop" >/dev/null || true
   out="$work/schemathesis-$seed.txt"
   set +e
-  PYTHONPATH="$root/Tests/fuzz" SCHEMATHESIS_HOOKS=recd_formats \
+  # From the work directory: schemathesis keeps its cache (.schemathesis/) in the current one.
+  (cd "$work" && PYTHONPATH="$root/Tests/fuzz" SCHEMATHESIS_HOOKS=recd_formats \
     "$st" --config-file "$work/schemathesis.toml" run "$root/Sources/Server/openapi.yaml" \
     --url "http://127.0.0.1:$port" --checks all --seed "$seed" --max-examples "$examples" \
-    --max-failures 50 --no-color > "$out" 2>&1
+    --max-failures 50 --no-color > "$out" 2>&1)
   rc=$?
   set -e
   if ((rc == 0)); then

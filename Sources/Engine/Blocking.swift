@@ -1,11 +1,30 @@
-import Dispatch
+import Catalog
+import NIOPosix
 
-/// Runs blocking work (device open/close, file finalization) on a Dispatch thread, off Swift's
-/// cooperative pool, and awaits its result.
+/// Threads meant for blocking work: device opens and closes, fsyncs, SQLite writes (each commit an
+/// fsync under `synchronous=FULL`), remuxes, recoveries and delete-all. Swift's cooperative pool has
+/// as many threads as cores (two here), and Dispatch's global queues on Linux no more: one long
+/// repair there, or on an actor's executor, held up every request and the watchdog with it. Eight
+/// threads, so that a long repair or delete-all leaves room for the short writes that follow it.
+enum BlockingPool {
+    static let shared: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 8)
+        pool.start()
+        return pool
+    }()
+}
+
+/// Runs blocking work on `BlockingPool` and awaits its result; the caller (an actor, a request's
+/// task) is suspended meanwhile, not blocked, so its executor serves others.
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { cont in
-        DispatchQueue.global(qos: .userInitiated).async {
-            cont.resume(with: Result { try body() })
-        }
-    }
+    try await BlockingPool.shared.runIfActive(body)
+}
+
+/// A catalog write (or a change of `Recordings/` with its rows, or a long read) on `BlockingPool`,
+/// its errors as the engine's (`catalogCall` for the short reads done in place).
+func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
+    do { return try await runBlocking(body) }
+    catch let e as CatalogError { throw EngineError.from(e) }
+    catch let e as EngineError { throw e }
+    catch { throw EngineError.catalog("\(error)") }
 }

@@ -65,17 +65,18 @@ public final class Engine: Sendable {
     /// `check`: the catalog against `Recordings/` now, and what the last recovery did.
     public func check() async throws(EngineError) -> ConsistencyReport {
         let activeID = await recorder.active()?.id
-        var report = try Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
-            .inspect(activeID: activeID)
+        let recovery = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
+        // A listing of Recordings/ and a read of every row: blocking, and long with a large library.
+        var report = try await blockingCatalogCall { try recovery.inspect(activeID: activeID) }
         report.lastRecovery = lastRecovery.withLock { $0 }
         return report
     }
 
-    /// `check --repair`: the start-up recovery, now, leaving the recording in progress alone.
-    /// Runs inside the recorder, so no recording can start or stop meanwhile.
+    /// `check --repair`: the start-up recovery, now, leaving the recording in progress alone. The
+    /// recorder is held meanwhile (no recording starts or stops) and recovery runs on `BlockingPool`.
     public func repair() async throws(EngineError) -> ConsistencyReport {
         let recovery = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
-        let repaired = await recorder.whileHeld { activeID in recovery.run(activeID: activeID) }
+        let repaired = await recorder.repair { activeID in recovery.run(activeID: activeID) }
         lastRecovery.withLock { $0 = repaired }
         if !repaired.isClean { events.publish(.libraryChanged(LibraryChangedEvent(recordingID: nil, change: .recovered))) }
         var report = try await check()

@@ -31,22 +31,24 @@ public struct Library: Sendable {
     }
 
     /// Changes title, notes and purpose. A blank title becomes the auto title again.
-    public func edit(_ idOrPrefix: String, _ patch: MetadataPatch) throws(EngineError) -> Recording {
+    public func edit(_ idOrPrefix: String, _ patch: MetadataPatch) async throws(EngineError) -> Recording {
         let change = try MetadataRules.validate(patch)
         let id = try resolve(idOrPrefix).id
         let tz = config.timeZone
-        let r = try catalogCall { try catalog.modify(id: id) { MetadataRules.apply(change, to: &$0, timeZone: tz) } }
+        let r = try await blockingCatalogCall { [catalog] in
+            try catalog.modify(id: id) { MetadataRules.apply(change, to: &$0, timeZone: tz) }
+        }
         logger.info("recording \(id) edited")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .edited)))
         return r
     }
 
     /// pending → ready, optionally changing metadata on the way (the seed's [SAVE]).
-    public func save(_ idOrPrefix: String, _ patch: MetadataPatch) throws(EngineError) -> Recording {
+    public func save(_ idOrPrefix: String, _ patch: MetadataPatch) async throws(EngineError) -> Recording {
         let change = try MetadataRules.validate(patch)
         let id = try resolve(idOrPrefix).id
         let tz = config.timeZone
-        let r = try catalogCall {
+        let r = try await blockingCatalogCall { [catalog] in
             try catalog.modify(id: id) { r in
                 guard r.state == .pending else {
                     throw EngineError.invalidState(id: id, state: r.state, action: "save", allowed: [.pending])
@@ -68,7 +70,9 @@ public struct Library: Sendable {
             throw .invalidState(id: r.id, state: r.state, action: "discard", allowed: [.pending])
         }
         await player.stopIfPlaying(r.id)   // a preview of it ends (previews never count)
-        try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
+        try await blockingCatalogCall { [catalog, config] in
+            try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
+        }
         logger.info("recording \(r.id) discarded")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .discarded)))
         return r
@@ -85,8 +89,10 @@ public struct Library: Sendable {
             return r
         }
         // The state is checked again, in the same transaction as the delete.
-        try TakeRemoval.remove(r, expecting: [.pending, .ready, .missing], action: "delete",
-                               catalog: catalog, data: config.dataDirectory)
+        try await blockingCatalogCall { [catalog, config] in
+            try TakeRemoval.remove(r, expecting: [.pending, .ready, .missing], action: "delete",
+                                   catalog: catalog, data: config.dataDirectory)
+        }
         logger.info("recording \(r.id) deleted")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .deleted)))
         return r
@@ -94,10 +100,10 @@ public struct Library: Sendable {
 
     /// A playback that happened elsewhere (a GUI's own player): counts exactly as one here does.
     /// Saved recordings only: a preview of a pending one never counts.
-    public func played(_ idOrPrefix: String) throws(EngineError) -> Recording {
+    public func played(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let id = try resolve(idOrPrefix).id
         do {
-            let r = try catalog.countPlay(id: id, at: Date())
+            let r = try await runBlocking { [catalog] in try catalog.countPlay(id: id, at: Date()) }
             events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .played)))
             return r
         } catch CatalogError.unexpectedState(_, let state) {

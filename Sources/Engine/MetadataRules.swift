@@ -47,7 +47,7 @@ public enum MetadataRules {
         case .null: change.notes = ""
         case .value(let raw):
             // A browser or a Windows client may send CRLF line ends: kept as line feeds.
-            let notes = raw.replacingOccurrences(of: "\r\n", with: "\n")
+            let notes = crlfToLF(raw)
             guard notes.count <= MetadataLimits.notesMaxCharacters else {
                 throw .fieldTooLong(field: "notes", limit: MetadataLimits.notesMaxCharacters, count: notes.count)
             }
@@ -82,6 +82,17 @@ public enum MetadataRules {
             if allowingNewlines && c == "\n" { return false }
             return c.value < 0x20 || (0x7F...0x9F).contains(c.value)
         }
+    }
+
+    /// CR LF → LF, scalar by scalar: Foundation's `replacingOccurrences` left the CR of "P\r\n\u{C4D}"
+    /// (a combining mark after the line break; found by the fuzzer), which was then refused as a control.
+    static func crlfToLF(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        let scalars = Array(text.unicodeScalars)
+        for (i, c) in scalars.enumerated() where !(c == "\r" && i + 1 < scalars.count && scalars[i + 1] == "\n") {
+            out.append(c)
+        }
+        return String(out)
     }
 
     /// `U+001B` for the error message.

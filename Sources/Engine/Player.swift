@@ -211,7 +211,8 @@ public actor Player {
         var counted = false
         if active.counts && reason != .deleted {
             do {
-                try catalog.countPlay(id: active.recording.id, at: Date())
+                let id = active.recording.id
+                _ = try await runBlocking { [catalog] in try catalog.countPlay(id: id, at: Date()) }
                 counted = true
             } catch {
                 // Deleted or discarded meanwhile, or the catalog failed: the play is lost, the recording is not.

@@ -1,4 +1,5 @@
-// The recording state machine: idle → starting → recording → stopping → idle.
+// The recording state machine: idle → starting → recording → stopping → idle, and held (a delete-all
+// or a repair running on BlockingPool) from idle or recording back to where it was.
 import Capture
 import Catalog
 import Foundation
@@ -24,6 +25,20 @@ public actor Recorder {
         case recording(Active)
         /// Capture is ending and the file is being finalized; `done` completes when it is.
         case stopping(UUID, done: Task<Void, Never>?)
+        /// A delete-all or a repair runs on `BlockingPool`: no recording starts or stops until it has
+        /// ended (they wait for `done`), while status and every other request are answered.
+        case held(Hold)
+    }
+
+    struct Hold: Sendable {
+        /// "delete all", "repair": for the log.
+        var operation: String
+        /// The recording in progress while a repair runs (a repair leaves it alone; delete-all holds
+        /// only an idle recorder).
+        var recording: Active?
+        /// A device or disk fault of that recording reported meanwhile, acted on when the hold ends.
+        var fault: String?
+        var done: Task<Void, Never>
     }
 
     private var state: State = .idle
@@ -46,6 +61,9 @@ public actor Recorder {
         case .idle: return
         case .starting(let id, _), .stopping(let id, _): busy = id
         case .recording(let a): busy = a.id
+        case .held(let h):
+            guard let a = h.recording else { return }
+            busy = a.id
         }
         let title = (try? catalog.recording(id: busy))??.title ?? "(starting)"
         throw .alreadyRecording(active: busy, title: title)
@@ -54,6 +72,7 @@ public actor Recorder {
     /// Starts a recording. `receivedAt` is when the request arrived: the reply's latency is measured
     /// from it to the first buffer the device delivered.
     public func start(_ request: StartRecordingRequest, receivedAt: UInt64) async throws(EngineError) -> StartRecordingResponse {
+        await waitWhileHeld()
         try refuseIfBusy()
         let change = try MetadataRules.validate(request.metadata)
         if request.type == .audio && !request.audio {
@@ -76,7 +95,8 @@ public actor Recorder {
         // The row goes in first: if the daemon dies mid-recording, start-up recovery finds the row and
         // salvages its file (or removes the row if no audio reached the file).
         do {
-            try catalogCall { try catalog.insert(recording) }
+            let row = recording
+            try await blockingCatalogCall { [catalog] in try catalog.insert(row) }
         } catch {
             state = .idle
             throw error
@@ -94,8 +114,11 @@ public actor Recorder {
         } catch {
             // File first, then row: a crash in between leaves a `recording` row without a file,
             // which recovery removes cleanly (a header-only file without a row would be adopted).
-            try? FileOps.remove(path)
-            do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
+            let (catalog, logger) = (self.catalog, self.logger)
+            _ = try? await runBlocking {
+                try? FileOps.remove(path)
+                do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
+            }
             state = .idle
             throw map(error, file: path, request: request)
         }
@@ -188,6 +211,7 @@ public actor Recorder {
     }
 
     private func stop(_ request: StopRecordingRequest, reason: RecordingStoppedEvent.Reason) async throws(EngineError) -> StopRecordingResponse {
+        await waitWhileHeld()
         guard case .recording(let active) = state else { throw .notRecording }
         // Validate before anything changes: a bad title leaves the recording running.
         let change = try MetadataRules.validate(request.metadata)
@@ -251,7 +275,9 @@ public actor Recorder {
         guard let finished else {
             do {
                 if let r = try catalogCall({ try catalog.recording(id: active.id) }) {
-                    try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+                    try await blockingCatalogCall { [catalog] in
+                        try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+                    }
                 }
             } catch {
                 // Capture has ended; the take cannot be thrown away. Keep it (pending) rather than
@@ -281,13 +307,18 @@ public actor Recorder {
         // The waveform of what was written. Losing it is not losing the recording: one is computed
         // from the file when first asked for.
         do {
-            if let waveform = session.waveform() { try catalog.storeWaveform(id: active.id, data: waveform.dat()) }
+            if let waveform = session.waveform() {
+                let dat = waveform.dat()
+                try await blockingCatalogCall { [catalog] in try catalog.storeWaveform(id: active.id, data: dat) }
+            }
         } catch {
             logger.warning("recording \(active.id): its waveform was not stored (\(error)); it will be computed from the file")
         }
         // Likewise the poster of a video.
         do {
-            if let poster = session.poster { try catalog.storePoster(id: active.id, data: poster) }
+            if let poster = session.poster {
+                try await blockingCatalogCall { [catalog] in try catalog.storePoster(id: active.id, data: poster) }
+            }
         } catch {
             logger.warning("recording \(active.id): its poster was not stored (\(error)); it will be made from the file")
         }
@@ -300,11 +331,11 @@ public actor Recorder {
 
     /// The last catalog write of a recording, retried a few times: if it still fails, the row stays
     /// `recording` and the next start-up salvages it, so the file is never lost.
-    private func writeOutcome(id: UUID, _ change: @Sendable (inout Recording) -> Void) async throws(EngineError) -> Recording {
+    private func writeOutcome(id: UUID, _ change: @escaping @Sendable (inout Recording) -> Void) async throws(EngineError) -> Recording {
         var attempt = 0
         while true {
             do {
-                return try catalog.modify(id: id, change)
+                return try await runBlocking { [catalog] in try catalog.modify(id: id, change) }
             } catch {
                 attempt += 1
                 if attempt >= 3 {
@@ -322,6 +353,9 @@ public actor Recorder {
         switch state {
         case .starting(id, nil): state = .starting(id, fault: "\(error)")
         case .recording(let active) where active.id == id: beginFinish(active, reason: .fault, error: "\(error)")
+        case .held(var h) where h.recording?.id == id && h.fault == nil:
+            h.fault = "\(error)"
+            state = .held(h)
         default: return   // already stopping, or another recording by now
         }
         lastFault = FaultReport(recordingID: id, reason: "\(error)", at: Date())
@@ -339,39 +373,86 @@ public actor Recorder {
                 await done.value
             case .starting(id, _), .stopping(id, nil):
                 try? await Task.sleep(for: .milliseconds(50))
+            case .held(let h) where h.recording?.id == id:
+                await h.done.value
             default:
                 return false
             }
         }
     }
 
-    /// Runs `body` with the id of the recording in progress, if any, while no recording can start
-    /// or stop (no `await` inside: nothing else runs on this actor meanwhile). For `check --repair`,
-    /// which may block this actor's thread for as long as recovery takes.
-    public func whileHeld<T: Sendable>(_ body: @Sendable (UUID?) -> T) -> T { body(active()?.id) }
+    /// `check --repair`: runs `body` (recovery) on `BlockingPool` with the id of the recording in
+    /// progress, if any, while no recording starts or stops; status and other requests go on.
+    public func repair<T: Sendable>(_ body: @escaping @Sendable (UUID?) -> T) async -> T {
+        await settle()
+        return await hold("repair") { id in body(id) }
+    }
 
     /// "Delete All Data": the recording in progress is stopped and discarded, then every recording
-    /// goes, files and rows, all or nothing (`DeleteAll`). Runs on this actor, so no recording can
-    /// start meanwhile.
+    /// goes, files and rows, all or nothing (`DeleteAll`, on `BlockingPool`), held so that no
+    /// recording can start meanwhile.
     public func deleteAll() async throws(EngineError) -> DeleteAllResponse {
         var discarded = 0
         for _ in 0..<200 {
+            await settle()
             switch state {
             case .idle:
-                var reply = try DeleteAll.run(catalog: catalog, data: config.dataDirectory, logger: logger)
+                let (catalog, data, logger) = (self.catalog, config.dataDirectory, self.logger)
+                let result = await hold("delete all") { _ in
+                    Result { () throws(EngineError) in try DeleteAll.run(catalog: catalog, data: data, logger: logger) }
+                }
+                var reply = try result.get()
                 reply.deletedRecordings += discarded
                 events.publish(.libraryChanged(LibraryChangedEvent(recordingID: nil, change: .deletedAll)))
                 return reply
             case .recording:
                 let stopped = try await stop(StopRecordingRequest(then: .discard), reason: .deleted)
                 if stopped.discarded { discarded += 1 }
-            case .stopping(_, let done?):
-                await done.value
-            case .stopping(_, nil), .starting:
-                try? await Task.sleep(for: .milliseconds(50))
+            default:
+                continue
             }
         }
         throw .alreadyRecording(active: active()?.id ?? UUID(), title: "(a recording that would not stop)")
+    }
+
+    /// Waits until the recorder is idle or recording: a start, a stop or a hold under way ends first.
+    private func settle() async {
+        while true {
+            switch state {
+            case .idle, .recording: return
+            case .held(let h): await h.done.value
+            case .stopping(_, let done?): await done.value
+            case .stopping(_, nil), .starting: try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    private func waitWhileHeld() async {
+        while case .held(let h) = state { await h.done.value }
+    }
+
+    /// Holds the recorder (idle or recording, as `settle` left it; no `await` before the state is
+    /// set) while `body` runs on `BlockingPool`, then puts back what was there: the recording goes on,
+    /// or ends now if its device failed meanwhile.
+    private func hold<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (UUID?) -> T) async -> T {
+        let recording: Active? = if case .recording(let a) = state { a } else { nil }
+        let work = Task { await Self.onBlockingPool { body(recording?.id) } }
+        state = .held(Hold(operation: operation, recording: recording, fault: nil, done: Task { _ = await work.value }))
+        logger.debug("\(operation) holds the recorder")
+        let result = await work.value
+        guard case .held(let h) = state else { preconditionFailure("Recorder state changed during \(operation): \(state)") }
+        if let active = h.recording {
+            state = .recording(active)
+            if let fault = h.fault { beginFinish(active, reason: .fault, error: fault) }
+        } else {
+            state = .idle
+        }
+        return result
+    }
+
+    /// `runBlocking` for work that does not throw (its pool is never shut down while recd runs).
+    private static func onBlockingPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        do { return try await runBlocking(body) } catch { return body() }
     }
 
     /// Ends `active` in the background, keeping what was captured as pending. Shutdown waits for it.
@@ -396,6 +477,9 @@ public actor Recorder {
             if case .stopping(_, let done?) = state { await done.value }
         case .stopping(_, let done?):
             await done.value
+        case .held(let h):
+            await h.done.value
+            await shutdown()
         case .starting:
             // The device is being opened: let the start finish, then stop what it started.
             try? await Task.sleep(for: .milliseconds(100))
@@ -412,10 +496,18 @@ public actor Recorder {
         case .idle: return nil
         case .starting(let id, _): return (id, .starting, nil, nil, nil)
         case .stopping(let id, _): return (id, .stopping, nil, nil, nil)
+        case .held(let h):
+            guard let a = h.recording else { return nil }
+            return Self.report(a)
         case .recording(let a):
-            let d = ContinuousClock.now - a.startedAt
-            let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-            return (a.id, .recording, elapsed, a.session.stats, a.session.audioFormats)
+            return Self.report(a)
         }
+    }
+
+    private static func report(_ a: Active) -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?,
+                                                 formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?) {
+        let d = ContinuousClock.now - a.startedAt
+        let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return (a.id, .recording, elapsed, a.session.stats, a.session.audioFormats)
     }
 }

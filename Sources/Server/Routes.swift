@@ -74,13 +74,13 @@ public enum RecdRoutes {
         v1.patch("recordings/:id") { request, context in
             let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
-            return JSONResponse.make(try engine.library.edit(id, patch))
+            return JSONResponse.make(try await engine.library.edit(id, patch))
         }
 
         v1.post("recordings/:id/save") { request, context in
             let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
-            return JSONResponse.make(try engine.library.save(id, patch))
+            return JSONResponse.make(try await engine.library.save(id, patch))
         }
 
         v1.post("recordings/:id/discard") { _, context in
@@ -111,7 +111,7 @@ public enum RecdRoutes {
         }
 
         v1.post("recordings/:id/played") { _, context in
-            JSONResponse.make(try engine.library.played(try context.recordingID()))
+            JSONResponse.make(try await engine.library.played(try context.recordingID()))
         }
 
         MediaRoute.add(to: v1, engine: engine)

@@ -43,6 +43,7 @@ final class MetadataRulesTests: XCTestCase {
         // Notes keep their line breaks; titles stay one line; other Unicode is fine.
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(notes: .value("line 1\nline 2"))).notes, "line 1\nline 2")
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(notes: .value("a\r\nb"))).notes, "a\nb")
+        XCTAssertEqual(try MetadataRules.validate(MetadataPatch(notes: .value("P\r\n\u{C4D}\n"))).notes, "P\n\u{C4D}\n")
         XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value("a\rb"))))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("Café 🎙️ 日本"))).title, .some("Café 🎙️ 日本"))
     }
