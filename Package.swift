@@ -37,8 +37,13 @@ let package = Package(
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
+        // The one owner of snd_pcm_t and the hw/sw-params negotiation capture and playback share.
+        .target(name: "Alsa", dependencies: [
+            "CAlsa",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
         .target(name: "Capture", dependencies: [
-            "CAlsa", "CAlsaShim", "CV4L2", "RecdAPI",
+            "Alsa", "CAlsa", "CAlsaShim", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Media", dependencies: [
@@ -46,9 +51,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // Pure code over sample buffers: no C, no I/O.
-        .target(name: "Metering", swiftSettings: strict),
+        .target(name: "Metering", dependencies: ["RecdAPI"], swiftSettings: strict),
         .target(name: "Playback", dependencies: [
-            "CAlsa", "Media", "Metering",
+            "Alsa", "CAlsa", "Media", "Metering",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Catalog", dependencies: [
@@ -56,7 +61,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog",
+            "Alsa", "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOPosix", package: "swift-nio"),

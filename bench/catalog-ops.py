@@ -5,6 +5,9 @@
                   median of 20; peer: the sqlite3 CLI deleting the row + unlinking the file.
   delete all      recd: DELETE /v1/recordings?confirm=all on 10,000 recordings (journal, moves, one
                   commit, unlinks); peer: sqlite3 CLI `DELETE FROM recording` + unlinking the files.
+  status          the slowest `GET /v1/status` while a repair and a delete-all of 50,000 recordings run
+                  (issue 13: blocking work off the actors; goal ≤ 100 ms); peer: the median status of
+                  the same daemon idle.
   recovery        recd start-up (spawn → socket answers) with 100,000 rows and files, nothing to repair,
                   and again with 1,000 orphan media files to probe and adopt; peers: the sqlite3 CLI
                   listing every row's file + a directory listing and a stat per file (the floor of
@@ -140,7 +143,36 @@ try:
     log(f"delete all: recd {t_all:.2f} s, peer {t_peer_all:.2f} s")
     shutil.rmtree(data); shutil.rmtree(peer)
 
-    # 3. start-up recovery with 100,000 rows and files.
+    # 3. status while a repair and a delete-all of 50,000 run on recd's blocking pool.
+    log("building a 50,000-recording library")
+    data, sock, ids = library("lib50k", 50_000)
+    p, _ = start_recd(data, sock)
+    idle = [curl_time(sock, "GET", "/v1/status") for _ in range(50)]
+    for rid in ids[::2]:
+        os.unlink(os.path.join(data, f"Recordings/audio_{rid}.m4a"))
+
+    def status_during(method, path):
+        """Status asked again and again (one at a time) while the long request runs; its latencies."""
+        long = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
+                                 "-X", method, "http://recd" + path], stdout=subprocess.PIPE, text=True)
+        seen = []
+        while long.poll() is None:
+            t = curl_time(sock, "GET", "/v1/status")
+            if long.poll() is None:
+                seen.append(t)
+        assert long.stdout.read() == "200"
+        return seen
+    for label, method, path in (("a repair of 50,000 (25,000 files gone)", "POST", "/v1/check/repair"),
+                                ("a delete-all of 50,000", "DELETE", "/v1/recordings?confirm=all")):
+        lat = status_during(method, path)
+        assert lat, f"status was not asked during {label}"
+        results.append((f"slowest `GET /v1/status` of {len(lat)} during {label} (goal ≤ 100 ms)", max(lat),
+                        statistics.median(idle), "median `GET /v1/status` of the same daemon, idle"))
+        log(f"status during {label}: worst {max(lat) * 1000:.1f} ms of {len(lat)}, idle median {statistics.median(idle) * 1000:.1f} ms")
+    stop_recd(p)
+    shutil.rmtree(data)
+
+    # 4. start-up recovery with 100,000 rows and files.
     log("building a 100,000-recording library")
     data, sock, ids = library("lib100k", 100_000)
     p, t_clean = start_recd(data, sock)

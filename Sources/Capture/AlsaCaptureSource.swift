@@ -1,4 +1,5 @@
 // Audio capture from an ALSA PCM on a thread of its own.
+import Alsa
 import CAlsa
 import Foundation
 import Synchronization
@@ -21,30 +22,6 @@ public struct AlsaCaptureSettings: Sendable, Equatable {
                 periodFrames: Int = 1920, bufferFrames: Int = 24_000) {
         self.device = device; self.sampleRate = sampleRate; self.channels = channels
         self.periodFrames = periodFrames; self.bufferFrames = bufferFrames
-    }
-}
-
-/// Sample formats recd takes from a capture device, in the order it asks for them: the recording's
-/// own S16 first (no conversion), then the formats 24- and 32-bit interfaces offer.
-public enum AlsaSampleFormat: String, Sendable, CaseIterable {
-    case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE", s24Packed = "S24_3LE", s24In32 = "S24_LE"
-
-    var alsa: snd_pcm_format_t {
-        switch self {
-        case .s16: return SND_PCM_FORMAT_S16_LE
-        case .s32: return SND_PCM_FORMAT_S32_LE
-        case .float: return SND_PCM_FORMAT_FLOAT_LE
-        case .s24Packed: return SND_PCM_FORMAT_S24_3LE
-        case .s24In32: return SND_PCM_FORMAT_S24_LE
-        }
-    }
-
-    public var bytesPerSample: Int {
-        switch self {
-        case .s16: return 2
-        case .s24Packed: return 3
-        case .s32, .float, .s24In32: return 4
-        }
     }
 }
 
@@ -79,7 +56,10 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     public let settings: AlsaCaptureSettings
     /// What the device delivers: the recording's format where it offers it, else what it has.
     public let deviceFormat: AlsaStreamFormat
-    private let pcm: OpaquePointer
+    /// The device; its handle is used by the capture thread only, and closed by `stop` (or with this
+    /// source).
+    private let device: AlsaPCM
+    private var pcm: OpaquePointer { device.handle }
     private let monotonicTimestamps: Bool
     private let stopRequested = Atomic<Bool>(false)
     private let counters = Mutex(CaptureCounters())
@@ -93,80 +73,26 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     /// No data for this long during capture means the device is gone.
     static let stallLimitMs = 10_000
 
+    /// Opens and configures the device: each choice asks for the recording's own value first and
+    /// takes what the device has when it does not offer it (a stereo-only laptop codec, a 44.1 kHz USB
+    /// microphone, an S24/S32-only interface): the pipeline converts. A device that fails here is
+    /// closed again by `AlsaPCM`.
     public init(settings: AlsaCaptureSettings) throws(CaptureError) {
         self.settings = settings
-        let device = settings.device
-        var handle: OpaquePointer?
-        var rc = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
-        guard rc >= 0, let handle else { throw .unavailable(device: device, call: "snd_pcm_open", code: rc) }
         do {
-            (monotonicTimestamps, deviceFormat) = try Self.configure(handle, settings)
+            device = try AlsaPCM(device: settings.device, direction: .capture, nonBlocking: false)
+            let stream = try device.configure(AlsaStreamRequest(
+                formats: AlsaSampleFormat.allCases, channels: settings.channels, rate: settings.sampleRate,
+                periodFrames: settings.periodFrames, bufferFrames: settings.bufferFrames, durationRate: settings.sampleRate,
+                startThreshold: .oneFrame, timestamps: true))
+            monotonicTimestamps = stream.monotonicTimestamps
+            deviceFormat = AlsaStreamFormat(format: stream.format, rate: stream.rate, channels: stream.channels)
         } catch {
-            snd_pcm_close(handle)
-            throw error
+            throw CaptureError(error)
         }
-        rc = snd_pcm_prepare(handle)
-        if rc < 0 {
-            snd_pcm_close(handle)
-            throw .unavailable(device: device, call: "snd_pcm_prepare", code: rc)
-        }
-        pcm = handle
     }
-
-    deinit {
-        let s = state.withLock { $0 }
-        precondition(!s.started || s.closed, "AlsaCaptureSource released while capturing; call stop() first")
-        if !s.closed { snd_pcm_close(pcm) }   // opened, never started nor stopped
-    }
-
-    /// Returns whether the PCM's timestamps are on CLOCK_MONOTONIC, and the format it delivers.
-    /// Each hw-params choice asks for the recording's own value first and takes what the device has
-    /// when it does not offer it (a stereo-only laptop codec, a 44.1 kHz USB microphone, an S24/S32-only
-    /// interface): the pipeline converts.
-    private static func configure(_ pcm: OpaquePointer, _ s: AlsaCaptureSettings) throws(CaptureError) -> (Bool, AlsaStreamFormat) {
-        var hw: OpaquePointer?
-        var rc = snd_pcm_hw_params_malloc(&hw)
-        guard rc >= 0, let hw else { throw .unavailable(device: s.device, call: "snd_pcm_hw_params_malloc", code: rc) }
-        defer { snd_pcm_hw_params_free(hw) }
-        func check(_ rc: Int32, _ call: String) throws(CaptureError) {
-            if rc < 0 { throw .unavailable(device: s.device, call: call, code: rc) }
-        }
-        try check(snd_pcm_hw_params_any(pcm, hw), "snd_pcm_hw_params_any")
-        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "snd_pcm_hw_params_set_access")
-        guard let format = AlsaSampleFormat.allCases.first(where: { snd_pcm_hw_params_set_format(pcm, hw, $0.alsa) >= 0 }) else {
-            throw .unsupported(device: s.device, detail: "it offers none of the sample formats recd reads ("
-                               + AlsaSampleFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")")
-        }
-        var channels = UInt32(s.channels)
-        if snd_pcm_hw_params_set_channels(pcm, hw, channels) < 0 {
-            rc = snd_pcm_hw_params_set_channels_near(pcm, hw, &channels)
-            if rc < 0 { throw .unsupported(device: s.device, detail: "it offers no usable channel count (\(alsaMessage(rc)))") }
-        }
-        var rate = UInt32(s.sampleRate)
-        try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil), "snd_pcm_hw_params_set_rate_near")
-        guard rate >= 8000 else { throw .unsupported(device: s.device, detail: "it offers only \(rate) Hz") }
-        // The period and buffer keep their length in time at the device's rate.
-        var period = snd_pcm_uframes_t(s.periodFrames * Int(rate) / s.sampleRate)
-        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil), "snd_pcm_hw_params_set_period_size_near")
-        var buffer = snd_pcm_uframes_t(s.bufferFrames * Int(rate) / s.sampleRate)
-        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "snd_pcm_hw_params_set_buffer_size_near")
-        try check(snd_pcm_hw_params(pcm, hw), "snd_pcm_hw_params")
-
-        // Software parameters as arecord sets them: wake up once a whole period is there.
-        var sw: OpaquePointer?
-        rc = snd_pcm_sw_params_malloc(&sw)
-        guard rc >= 0, let sw else { throw .unavailable(device: s.device, call: "snd_pcm_sw_params_malloc", code: rc) }
-        defer { snd_pcm_sw_params_free(sw) }
-        try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
-        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "snd_pcm_sw_params_set_avail_min")
-        try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, 1), "snd_pcm_sw_params_set_start_threshold")
-        // Timestamps (the xrun's trigger time, the hardware pointer's time for `AudioClock`) on the
-        // monotonic clock; plugins may refuse.
-        _ = snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE)
-        let monotonic = snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) >= 0
-        try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
-        return (monotonic, AlsaStreamFormat(format: format, rate: Int(rate), channels: Int(channels)))
-    }
+    // No deinit: the capture thread holds this source until it ends, so by then nothing reads the
+    // handle, and `AlsaPCM` closes it if `stop` did not.
 
     /// Counters so far, in frames at the recording's rate (the device's frames scaled when it runs at
     /// another rate).
@@ -212,8 +138,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         }
         guard !alreadyClosed else { return }
         if started { finished.wait(); finished.signal() }
-        snd_pcm_drop(pcm)
-        snd_pcm_close(pcm)
+        device.close()
     }
 
     /// The capture loop. The PCM is in non-blocking mode and waited on with our own poll(2), not

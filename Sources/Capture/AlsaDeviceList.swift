@@ -1,14 +1,24 @@
 // ALSA capture PCMs for `recctl devices`.
+import Alsa
 import CAlsa
 import Foundation
-import RecdAPI
+
+/// A PCM a person can record from, as alsa-lib lists it, probed where it was free.
+public struct AlsaCaptureDevice: Sendable {
+    public var name: String
+    /// ALSA's description, its lines joined with ", ".
+    public var description: String
+    /// What its hardware parameters allow; nil when it could not be opened (see `error`).
+    public var capabilities: (formats: [AlsaSampleFormat], rates: ClosedRange<Int>, channels: ClosedRange<Int>)?
+    public var error: CaptureError?
+}
 
 public enum AlsaDeviceList {
     /// What a person can record from, among the PCMs alsa-lib's name hints offer for capture (IOID
     /// absent or "Input"): each card's `hw:`, `plughw:` and `sysdefault:` PCMs, and `default`, `pulse`
     /// and `pipewire` where they are configured. The rate-converter, upmix, speex, dsnoop and surround
     /// plugin entries the hints also list are left out: they are building blocks, not microphones.
-    public static func captureDevices() -> [AudioDeviceInfo] {
+    public static func captureDevices() -> [AlsaCaptureDevice] {
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard AlsaLog.quietly({ snd_device_name_hint(-1, "pcm", &hints) }) >= 0, let hints else { return [] }
         defer { snd_device_name_free_hint(hints) }
@@ -17,7 +27,7 @@ public enum AlsaDeviceList {
             defer { free(p) }
             return String(cString: p)
         }
-        var result: [AudioDeviceInfo] = []
+        var result: [AlsaCaptureDevice] = []
         var i = 0
         while let h = hints[i] {
             i += 1
@@ -25,9 +35,9 @@ public enum AlsaDeviceList {
             let io = hint(h, "IOID")
             guard io == nil || io == "Input" else { continue }
             let desc = (hint(h, "DESC") ?? "").replacingOccurrences(of: "\n", with: ", ")
-            var info = AudioDeviceInfo(device: name, description: desc)
+            var info = AlsaCaptureDevice(name: name, description: desc)
             // Probed where free: a device in use (recd's own recording included) says so instead.
-            do { info.capabilities = try capabilities(of: name) } catch { info.error = error.description }
+            do { info.capabilities = try capabilities(of: name) } catch { info.error = error }
             result.append(info)
         }
         return result
@@ -40,25 +50,13 @@ public enum AlsaDeviceList {
 
     /// Opens `device` for capture (non-blocking: a busy device fails at once) and reads what its
     /// hardware parameters allow; closes it again.
-    static func capabilities(of device: String) throws(CaptureError) -> AudioDeviceInfo.Capabilities {
-        var pcm: OpaquePointer?
-        var rc = snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK)
-        guard rc >= 0, let pcm else { throw .unavailable(device: device, call: "snd_pcm_open", code: rc) }
-        defer { snd_pcm_close(pcm) }
-        var hw: OpaquePointer?
-        rc = snd_pcm_hw_params_malloc(&hw)
-        guard rc >= 0, let hw else { throw .unavailable(device: device, call: "snd_pcm_hw_params_malloc", code: rc) }
-        defer { snd_pcm_hw_params_free(hw) }
-        rc = snd_pcm_hw_params_any(pcm, hw)
-        if rc < 0 { throw .unavailable(device: device, call: "snd_pcm_hw_params_any", code: rc) }
-        let formats = AlsaSampleFormat.allCases.map { ($0.rawValue, $0.alsa) }
-        var minRate: UInt32 = 0, maxRate: UInt32 = 0, minChannels: UInt32 = 0, maxChannels: UInt32 = 0
-        _ = snd_pcm_hw_params_get_rate_min(hw, &minRate, nil)
-        _ = snd_pcm_hw_params_get_rate_max(hw, &maxRate, nil)
-        _ = snd_pcm_hw_params_get_channels_min(hw, &minChannels)
-        _ = snd_pcm_hw_params_get_channels_max(hw, &maxChannels)
-        return AudioDeviceInfo.Capabilities(
-            formats: formats.filter { snd_pcm_hw_params_test_format(pcm, hw, $0.1) == 0 }.map(\.0),
-            minRate: Int(minRate), maxRate: Int(maxRate), minChannels: Int(minChannels), maxChannels: Int(maxChannels))
+    static func capabilities(of device: String) throws(CaptureError)
+        -> (formats: [AlsaSampleFormat], rates: ClosedRange<Int>, channels: ClosedRange<Int>) {
+        do {
+            let pcm = try AlsaPCM(device: device, direction: .capture, nonBlocking: true)
+            return try pcm.capabilities(formats: AlsaSampleFormat.allCases)
+        } catch {
+            throw CaptureError(error)
+        }
     }
 }

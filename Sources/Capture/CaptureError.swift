@@ -1,3 +1,4 @@
+import Alsa
 import CAlsa
 import Foundation
 
@@ -55,4 +56,12 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
 }
 
 /// `snd_strerror` text for an ALSA return code.
-func alsaMessage(_ code: Int32) -> String { String(cString: snd_strerror(code)) }
+extension CaptureError {
+    /// A capture PCM that could not be opened or set up.
+    init(_ e: AlsaSetupError) {
+        switch e {
+        case .call(let device, let call, let code): self = .unavailable(device: device, call: call, code: code)
+        case .unsupported(let device, let detail): self = .unsupported(device: device, detail: detail)
+        }
+    }
+}

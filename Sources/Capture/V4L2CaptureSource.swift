@@ -1,6 +1,7 @@
 // Video capture from a V4L2 camera: mmap streaming I/O on a thread of its own.
 import CV4L2
 import Foundation
+import Logging
 import Synchronization
 
 /// What to ask the camera for. The camera answers with what it can do (`V4L2CaptureSource.format`).
@@ -111,10 +112,10 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         }
     }
 
+    // The capture thread holds this source until it ends, so a source released without `close()`
+    // is not streaming any more: it is released here, never a crash in a deinit.
     deinit {
-        let s = state.withLock { $0 }
-        precondition(!s.started || s.closed, "V4L2CaptureSource released while capturing; call close() first")
-        if !s.closed { release() }
+        if !state.withLock({ $0.closed }) { release() }
     }
 
     /// Chooses the pixel format (first of `rawFormats` the camera has; MJPEG only when it has none),
@@ -206,7 +207,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                 }
                 mapped.append(UnsafeMutableRawBufferPointer(start: p, count: Int(buf.length)))
             } catch {
-                for m in mapped { _ = CV4L2_munmap(m.baseAddress, m.count) }
+                for m in mapped { unmap(m, device: device.path) }
                 throw error
             }
         }
@@ -229,7 +230,10 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         // Under the state lock so that a requeue cannot race the unmapping in stop().
         state.withLock { s in
             guard !s.closed else { return }
-            try? queue(index)
+            do { try queue(index) } catch {
+                // The camera goes on with one buffer fewer (frames it cannot fill are dropped and counted).
+                Self.logger.warning("\(error): buffer \(index) is lost to this recording")
+            }
         }
     }
 
@@ -279,12 +283,25 @@ public final class V4L2CaptureSource: @unchecked Sendable {
     }
 
     /// STREAMOFF (which also takes every buffer back from the driver), munmap, close.
+    /// Failures are logged with the device and the call (an unplugged camera answers STREAMOFF with
+    /// ENODEV: the kernel has already stopped it), and the rest is released anyway.
     private func release() {
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-        _ = device.ioctl(CV4L2_VIDIOC_STREAMOFF, &type)
-        for m in buffers { _ = CV4L2_munmap(m.baseAddress, m.count) }
+        if let e = device.ioctl(CV4L2_VIDIOC_STREAMOFF, &type) {
+            Self.logger.warning("camera '\(settings.device)': VIDIOC_STREAMOFF failed: \(String(cString: strerror(e))) (errno \(e))")
+        }
+        for m in buffers { Self.unmap(m, device: settings.device) }
         device.close()
     }
+
+    private static func unmap(_ m: UnsafeMutableRawBufferPointer, device: String) {
+        if CV4L2_munmap(m.baseAddress, m.count) != 0 {
+            let e = errno
+            logger.warning("camera '\(device)': munmap of a \(m.count)-byte buffer failed: \(String(cString: strerror(e))) (errno \(e))")
+        }
+    }
+
+    static let logger = Logger(label: "recd.v4l2")
 
     private func captureLoop(deliver: (V4L2Frame) -> Void) -> CaptureError? {
         let path = settings.device

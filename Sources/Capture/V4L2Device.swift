@@ -1,7 +1,6 @@
 // A V4L2 device node: the file descriptor, its capabilities and what it can capture.
 import CV4L2
 import Foundation
-import RecdAPI
 
 /// A V4L2 pixel format's four-character code (`YUYV`, `NV12`, `MJPG`, ...).
 public struct FourCC: Hashable, Sendable, CustomStringConvertible {
@@ -162,32 +161,47 @@ final class V4L2Device {
     }
 }
 
+/// A camera node as `recctl devices` shows it: what the driver says, or why it could not be opened.
+public struct V4L2Camera: Sendable {
+    public struct Format: Sendable {
+        public var fourcc: String
+        public var description: String
+        public var compressed: Bool
+        /// Each size with the frame rates offered at it, fastest first.
+        public var sizes: [(width: Int, height: Int, fps: [Double])]
+    }
+    public var path: String
+    public var card: String
+    public var driver: String
+    public var error: CaptureError?
+    public var formats: [Format]
+}
+
 /// Cameras for `recctl devices`.
 public enum V4L2DeviceList {
     /// Every `/dev/video*` node that captures video, with its formats, sizes and rates. Nodes that
     /// cannot be opened are listed with the reason (busy nodes can still be queried in V4L2).
-    public static func cameras(directory: String = "/dev") -> [CameraInfo] {
+    public static func cameras(directory: String = "/dev") -> [V4L2Camera] {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasPrefix("video") && Int($0.dropFirst(5)) != nil }
             .sorted { Int($0.dropFirst(5))! < Int($1.dropFirst(5))! }
-        var result: [CameraInfo] = []
+        var result: [V4L2Camera] = []
         for name in names {
             let path = directory + "/" + name
             let device: V4L2Device
             do { device = try V4L2Device(path: path) } catch {
-                result.append(CameraInfo(device: path, name: "", driver: "", error: error.description, formats: []))
+                result.append(V4L2Camera(path: path, card: "", driver: "", error: error, formats: []))
                 continue
             }
             defer { device.close() }
             guard let caps = try? device.capabilities(), caps.canCapture else { continue }
             let formats = device.formats().map { f in
-                CameraInfo.Format(pixelFormat: f.fourcc.description, description: f.description, compressed: f.compressed,
+                V4L2Camera.Format(fourcc: f.fourcc.description, description: f.description, compressed: f.compressed,
                                   sizes: device.sizes(f.fourcc).map { s in
-                    CameraInfo.Size(width: s.width, height: s.height,
-                                    fps: device.rates(f.fourcc, width: s.width, height: s.height).map(\.fps))
+                    (s.width, s.height, device.rates(f.fourcc, width: s.width, height: s.height).map(\.fps))
                 })
             }
-            result.append(CameraInfo(device: path, name: caps.card, driver: caps.driver, error: nil, formats: formats))
+            result.append(V4L2Camera(path: path, card: caps.card, driver: caps.driver, error: nil, formats: formats))
         }
         return result
     }

@@ -1,4 +1,5 @@
 // The sound side of a recording: ALSA capture thread → ring → encoder thread → a file's audio track.
+import Alsa
 import Capture
 import Foundation
 import Media

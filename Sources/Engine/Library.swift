@@ -184,7 +184,24 @@ public struct Library: Sendable {
     public func devices() async -> DeviceList {
         // runBlocking's body cannot throw here; `try?` only satisfies its signature.
         let (audio, cameras) = (try? await runBlocking { (AlsaDeviceList.captureDevices(), V4L2DeviceList.cameras()) }) ?? ([], [])
-        return DeviceList(audio: audio, cameras: cameras, configuredAudio: config.captureDevice, configuredCamera: config.video.device)
+        return DeviceList(audio: audio.map(Self.wire), cameras: cameras.map(Self.wire),
+                          configuredAudio: config.captureDevice, configuredCamera: config.video.device)
+    }
+
+    /// Capture's view of a microphone as the API shows it.
+    static func wire(_ d: AlsaCaptureDevice) -> AudioDeviceInfo {
+        AudioDeviceInfo(device: d.name, description: d.description, capabilities: d.capabilities.map { c in
+            AudioDeviceInfo.Capabilities(formats: c.formats.map(\.rawValue), minRate: c.rates.lowerBound, maxRate: c.rates.upperBound,
+                                         minChannels: c.channels.lowerBound, maxChannels: c.channels.upperBound)
+        }, error: d.error?.description)
+    }
+
+    /// Capture's view of a camera as the API shows it.
+    static func wire(_ c: V4L2Camera) -> CameraInfo {
+        CameraInfo(device: c.path, name: c.card, driver: c.driver, error: c.error?.description, formats: c.formats.map { f in
+            CameraInfo.Format(pixelFormat: f.fourcc, description: f.description, compressed: f.compressed,
+                              sizes: f.sizes.map { CameraInfo.Size(width: $0.width, height: $0.height, fps: $0.fps) })
+        })
     }
 
     /// Decodes the whole file once, at its own rate and channel count.

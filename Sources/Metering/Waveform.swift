@@ -1,22 +1,9 @@
-// Waveforms in the BBC audiowaveform data format (version 2): min/max pairs per pixel per channel.
+// Waveforms: built from a recording's samples as they pass, zoomed and reduced for the API.
 import Foundation
+import RecdAPI
 
-/// Waveform data as audiowaveform writes it, so peaks.js and the waveform-data libraries load it
-/// unchanged. `data` holds, for each pixel, for each channel, min then max.
-public struct WaveformData: Sendable, Equatable {
-    public var sampleRate: Int
-    public var samplesPerPixel: Int
-    public var channels: Int
-    /// 8 or 16.
-    public var bits: Int
-    public var data: [Int16]
-
-    public var length: Int { data.count / max(1, 2 * channels) }
-
-    public init(sampleRate: Int, samplesPerPixel: Int, channels: Int, bits: Int, data: [Int16]) {
-        self.sampleRate = sampleRate; self.samplesPerPixel = samplesPerPixel; self.channels = channels
-        self.bits = bits; self.data = data
-    }
+/// Zoom and depth changes of a waveform (its format is RecdAPI's `WaveformData`, shared with recctl).
+extension WaveformData {
 
     /// The same waveform at a coarser zoom: each new pixel covers `samplesPerPixel` samples (at least
     /// the stored resolution), the min of the mins and max of the maxes of the stored pixels under it.
@@ -47,63 +34,6 @@ public struct WaveformData: Sendable, Equatable {
         guard bits == 16 else { return self }
         return WaveformData(sampleRate: sampleRate, samplesPerPixel: samplesPerPixel, channels: channels, bits: 8,
                             data: data.map { $0 / 256 })
-    }
-
-    /// audiowaveform's JSON form.
-    public func json() -> Data {
-        var s = "{\"version\":2,\"channels\":\(channels),\"sample_rate\":\(sampleRate),\"samples_per_pixel\":\(samplesPerPixel),"
-        s += "\"bits\":\(bits),\"length\":\(length),\"data\":["
-        s += data.map(String.init).joined(separator: ",")
-        s += "]}"
-        return Data(s.utf8)
-    }
-
-    /// audiowaveform's binary `.dat` form (little-endian header, then int8 or int16 values).
-    public func dat() -> Data {
-        var out = Data(capacity: 24 + data.count * (bits == 8 ? 1 : 2))
-        func i32(_ v: Int) { withUnsafeBytes(of: Int32(truncatingIfNeeded: v).littleEndian) { out.append(contentsOf: $0) } }
-        i32(2)                       // version
-        i32(bits == 8 ? 1 : 0)       // flags: bit 0 set = 8-bit data
-        i32(sampleRate)
-        i32(samplesPerPixel)
-        i32(length)
-        i32(channels)
-        if bits == 8 {
-            out.append(contentsOf: data.map { UInt8(bitPattern: Int8(clamping: $0)) })
-        } else {
-            // One copy of the whole array (an hour of stereo is ~2.7 million values), byte-swapped
-            // only on a big-endian host.
-            let le = data.withUnsafeBufferPointer { b in
-                1.littleEndian == 1 ? Array(b) : b.map(\.littleEndian)
-            }
-            le.withUnsafeBytes { out.append(contentsOf: $0) }
-        }
-        return out
-    }
-
-    public enum ParseError: Error, Equatable { case truncated, unsupportedVersion(Int) }
-
-    /// Reads the binary form (as stored in the catalog).
-    public init(dat: Data) throws(ParseError) {
-        guard dat.count >= 24 else { throw .truncated }
-        let bytes = [UInt8](dat)
-        func i32(_ at: Int) -> Int {
-            Int(Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24))
-        }
-        let version = i32(0)
-        guard version == 2 else { throw .unsupportedVersion(version) }
-        let eight = i32(4) & 1 == 1
-        sampleRate = i32(8); samplesPerPixel = i32(12)
-        let length = i32(16)
-        channels = max(1, i32(20))
-        bits = eight ? 8 : 16
-        let count = length * 2 * channels
-        guard bytes.count >= 24 + count * (eight ? 1 : 2) else { throw .truncated }
-        if eight {
-            data = (0..<count).map { Int16(Int8(bitPattern: bytes[24 + $0])) }
-        } else {
-            data = (0..<count).map { Int16(bitPattern: UInt16(bytes[24 + 2 * $0]) | UInt16(bytes[25 + 2 * $0]) << 8) }
-        }
     }
 }
 

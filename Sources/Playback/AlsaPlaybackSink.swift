@@ -1,4 +1,5 @@
 // Audio output to an ALSA PCM: non-blocking writes driven by poll(2) on the playback thread.
+import Alsa
 import CAlsa
 import Foundation
 
@@ -19,10 +20,12 @@ public struct AlsaPlaybackSettings: Sendable, Equatable {
     }
 }
 
-/// Owns one ALSA playback PCM handle (opened non-blocking; closed in deinit). Used from one thread.
+/// The playback device (an `AlsaPCM`, opened non-blocking) and the stream calls of the playback thread.
+/// Used from one thread.
 final class AlsaPlaybackSink {
     let device: String
-    private let pcm: OpaquePointer
+    private let owner: AlsaPCM
+    private var pcm: OpaquePointer { owner.handle }
     /// What the device accepted: interleaved S16 at this rate and channel count.
     let rate: Int
     let channels: Int
@@ -34,63 +37,22 @@ final class AlsaPlaybackSink {
 
     init(_ s: AlsaPlaybackSettings) throws(PlaybackError) {
         device = s.device
-        var handle: OpaquePointer?
-        let rc = snd_pcm_open(&handle, s.device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
-        guard rc >= 0, let handle else { throw .unavailable(device: s.device, call: "snd_pcm_open", code: rc) }
-        do throws(PlaybackError) {
-            (rate, channels, periodFrames, bufferFrames, canPause) = try Self.configure(handle, s)
-            let count = Int(snd_pcm_poll_descriptors_count(handle))
-            guard count > 0 else { throw .unavailable(device: s.device, call: "snd_pcm_poll_descriptors_count", code: Int32(count)) }
-            fds = [pollfd](repeating: pollfd(), count: count)
-            let got = snd_pcm_poll_descriptors(handle, &fds, UInt32(count))
-            if got < 0 { throw .unavailable(device: s.device, call: "snd_pcm_poll_descriptors", code: got) }
+        do {
+            owner = try AlsaPCM(device: s.device, direction: .playback, nonBlocking: true)
+            // Start as soon as one period is queued: the first sound does not wait for a full buffer.
+            let stream = try owner.configure(AlsaStreamRequest(
+                formats: [.s16], channels: s.channels, rate: s.sampleRate, periodFrames: s.periodMs, bufferFrames: s.bufferMs,
+                durationRate: 1000, startThreshold: .onePeriod, timestamps: false))
+            (rate, channels, periodFrames, bufferFrames, canPause) =
+                (stream.rate, stream.channels, stream.periodFrames, stream.bufferFrames, stream.canPause)
         } catch {
-            snd_pcm_close(handle)
-            throw error
+            throw PlaybackError(error)
         }
-        pcm = handle
-    }
-
-    deinit {
-        snd_pcm_drop(pcm)
-        snd_pcm_close(pcm)
-    }
-
-    private static func configure(_ pcm: OpaquePointer, _ s: AlsaPlaybackSettings) throws(PlaybackError)
-        -> (rate: Int, channels: Int, period: Int, buffer: Int, canPause: Bool) {
-        var hw: OpaquePointer?
-        var rc = snd_pcm_hw_params_malloc(&hw)
-        guard rc >= 0, let hw else { throw .unavailable(device: s.device, call: "snd_pcm_hw_params_malloc", code: rc) }
-        defer { snd_pcm_hw_params_free(hw) }
-        func check(_ rc: Int32, _ call: String) throws(PlaybackError) {
-            if rc < 0 { throw .unavailable(device: s.device, call: call, code: rc) }
-        }
-        try check(snd_pcm_hw_params_any(pcm, hw), "snd_pcm_hw_params_any")
-        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "snd_pcm_hw_params_set_access")
-        rc = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)
-        if rc < 0 { throw .unsupported(device: s.device, detail: "it does not take S16_LE samples (\(alsaMessage(rc)))") }
-        var channels = UInt32(s.channels)
-        try check(snd_pcm_hw_params_set_channels_near(pcm, hw, &channels), "snd_pcm_hw_params_set_channels_near")
-        var rate = UInt32(s.sampleRate)
-        try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil), "snd_pcm_hw_params_set_rate_near")
-        var period = snd_pcm_uframes_t(Int(rate) * s.periodMs / 1000)
-        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil), "snd_pcm_hw_params_set_period_size_near")
-        var buffer = snd_pcm_uframes_t(Int(rate) * s.bufferMs / 1000)
-        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "snd_pcm_hw_params_set_buffer_size_near")
-        try check(snd_pcm_hw_params(pcm, hw), "snd_pcm_hw_params")
-        let canPause = snd_pcm_hw_params_can_pause(hw) != 0
-
-        var sw: OpaquePointer?
-        rc = snd_pcm_sw_params_malloc(&sw)
-        guard rc >= 0, let sw else { throw .unavailable(device: s.device, call: "snd_pcm_sw_params_malloc", code: rc) }
-        defer { snd_pcm_sw_params_free(sw) }
-        try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
-        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "snd_pcm_sw_params_set_avail_min")
-        // Start as soon as one period is queued: the first sound does not wait for a full buffer.
-        try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, period), "snd_pcm_sw_params_set_start_threshold")
-        try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
-        try check(snd_pcm_prepare(pcm), "snd_pcm_prepare")
-        return (Int(rate), Int(channels), Int(period), Int(buffer), canPause)
+        let count = Int(snd_pcm_poll_descriptors_count(owner.handle))
+        guard count > 0 else { throw .unavailable(device: s.device, call: "snd_pcm_poll_descriptors_count", code: Int32(count)) }
+        fds = [pollfd](repeating: pollfd(), count: count)
+        let got = snd_pcm_poll_descriptors(owner.handle, &fds, UInt32(count))
+        if got < 0 { throw .unavailable(device: s.device, call: "snd_pcm_poll_descriptors", code: got) }
     }
 
     enum WriteResult {

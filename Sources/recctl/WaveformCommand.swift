@@ -3,26 +3,6 @@ import ArgumentParser
 import Foundation
 import RecdAPI
 
-/// The audiowaveform JSON as served (only what drawing needs).
-struct WaveformJSON: Decodable {
-    var channels: Int
-    var sample_rate: Int
-    var samples_per_pixel: Int
-    var bits: Int
-    var length: Int
-    var data: [Int]
-
-    /// Per pixel: the largest |min|, |max| over the channels, 0...1.
-    var envelope: [Double] {
-        let full = bits == 8 ? 128.0 : 32768.0
-        return (0..<length).map { p in
-            var peak = 0
-            for c in 0..<channels { peak = max(peak, abs(data[(p * channels + c) * 2]), abs(data[(p * channels + c) * 2 + 1])) }
-            return min(1, Double(peak) / full)
-        }
-    }
-}
-
 struct Waveform: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Draw a recording's waveform in the terminal, or write it as SVG or audiowaveform data (json, dat).")
@@ -56,7 +36,7 @@ struct Waveform: AsyncParsableCommand {
         }
         let columns = width ?? Self.terminalColumns()
         let (w, raw) = try await global.client.call(.GET, "\(base)?pixels=\(svg == nil ? columns : 1000)&bits=16",
-                                                    as: WaveformJSON.self)
+                                                    as: WaveformData.self)
         if let svg {
             try write(Data(Self.svg(w, title: r.title).utf8), to: svg)
             print("Waveform of '\(Output.text(r.title))' written to \(svg)")
@@ -100,7 +80,7 @@ struct Waveform: AsyncParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    static func svg(_ w: WaveformJSON, title: String) -> String {
+    static func svg(_ w: WaveformData, title: String) -> String {
         let height = 200.0, middle = height / 2
         let full = w.bits == 8 ? 128.0 : 32768.0
         var paths: [String] = []

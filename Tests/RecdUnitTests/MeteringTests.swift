@@ -1,4 +1,5 @@
 import Foundation
+import RecdAPI
 import Metering
 import XCTest
 
@@ -91,5 +92,16 @@ final class MeteringTests: XCTestCase {
         XCTAssertEqual(try WaveformData(dat: w.eightBit().dat()), w.eightBit())
         XCTAssertEqual(w.dat().count, 24 + 12 * 2)
         XCTAssertThrowsError(try WaveformData(dat: Data(w.dat().prefix(30))))
+    }
+
+    /// The JSON recd writes is what recctl reads: one definition of the format (RecdAPI.WaveformData).
+    func testWaveformJSONReadsBackAsWritten() throws {
+        let w = WaveformData(sampleRate: 48_000, samplesPerPixel: 256, channels: 2, bits: 16,
+                             data: [-32768, 32767, -5, 7, 0, 0, -100, 100])
+        let read = try JSONDecoder().decode(WaveformData.self, from: w.json())
+        XCTAssertEqual(read, w)
+        XCTAssertEqual(read.envelope, [1, 100.0 / 32768])
+        XCTAssertEqual(try WaveformData(dat: w.dat()), w)
+        XCTAssertThrowsError(try JSONDecoder().decode(WaveformData.self, from: Data(#"{"version":1,"channels":1,"sample_rate":1,"samples_per_pixel":1,"bits":8,"data":[]}"#.utf8)))
     }
 }
