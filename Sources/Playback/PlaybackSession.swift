@@ -48,14 +48,15 @@ public final class PlaybackSession: @unchecked Sendable {
     /// Seconds; nil when the file does not say (playback still works; seeks are not clamped at the end).
     public let duration: Double?
 
-    private enum Command { case pause, resume, seek(Double), stop }
-    private struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
+    // fileprivate: the playback thread's steps (PlaybackLoop, below) use them.
+    fileprivate enum Command { case pause, resume, seek(Double), stop }
+    fileprivate struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
 
-    private let decoder: AudioFileDecoder
-    private let sink: AlsaPlaybackSink
-    private let mailbox = Mutex(Mailbox())
-    private let progressState: Mutex<PlaybackProgress>
-    private let wakePipe: (read: Int32, write: Int32)
+    fileprivate let decoder: AudioFileDecoder
+    fileprivate let sink: AlsaPlaybackSink
+    fileprivate let mailbox = Mutex(Mailbox())
+    fileprivate let progressState: Mutex<PlaybackProgress>
+    fileprivate let wakePipe: (read: Int32, write: Int32)
     private let ended = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
@@ -165,179 +166,231 @@ public final class PlaybackSession: @unchecked Sendable {
 
     // MARK: the playback thread
 
-    private func run(from start: Double, meterIntervalMs: Int, observer: (PlaybackObservation) -> Void,
-                     firstWrite: (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
-        var reportedStart = false
-        func fail(_ e: PlaybackError) -> PlaybackEnd {
-            if !reportedStart { firstWrite(.failure(e)) }
-            return .failed(e)
-        }
-        let rate = Double(sink.rate), channels = sink.channels
-        var buffer: [Int16] = []
-        var pending = 0, offset = 0          // decoded frames not yet written, and where they start in `buffer`
-        var base = 0.0                       // position of the first frame written since the last reset
-        var written = 0                      // frames written since the last reset
-        var paused = false, pausedAt = 0.0
-        var held = false                     // paused with the device's queue held (snd_pcm_pause)
-        var draining = false, drainDeadline: UInt64 = 0
-        var lastProgress = DispatchTime.now().uptimeNanoseconds
-        // Meters are measured on the samples written and reported when they are heard (the device
-        // holds up to its buffer's length): readings wait here with the position they end at.
-        let meter = LevelMeter(LevelMeterSettings(sampleRate: sink.rate, channels: channels, intervalMs: meterIntervalMs))
-        var meterQueue: [(time: Double, reading: LevelReading)] = []
-        var lastProgressReport: UInt64 = 0
-        let stallLimitNs = UInt64(Self.stallLimitMs) * 1_000_000
+    private func run(from start: Double, meterIntervalMs: Int, observer: @escaping (PlaybackObservation) -> Void,
+                     firstWrite: @escaping (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
+        var loop = PlaybackLoop(session: self, meterIntervalMs: meterIntervalMs, observer: observer, firstWrite: firstWrite)
+        return loop.run(from: start)
+    }
+}
 
-        func heard() -> Double {
-            let queued = min(written, sink.delayFrames)
-            return base + Double(written - queued) / rate
-        }
-        func clamp(_ t: Double) -> Double {
-            let upper = duration ?? .greatestFiniteMagnitude
-            return min(max(0, t), upper)
-        }
-        /// Continues from `t`: the decoder moves there and the device's queue is emptied.
-        func restart(at t: Double) throws(PlaybackError) {
-            try sink.discardQueued()
-            do { try decoder.seek(to: t) } catch { throw .media(file: path, detail: "\(error)") }
-            base = t; written = 0; pending = 0; offset = 0; draining = false
-            meterQueue.removeAll(keepingCapacity: true)   // those will never be heard
-            lastProgress = DispatchTime.now().uptimeNanoseconds
-        }
-        /// Playing out the queue at the end may take its length, and a little more.
-        func armDrainDeadline() {
-            drainDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(Double(sink.bufferFrames) / rate * 1e9) + 2_000_000_000
-        }
-        func publish(force: Bool = false) {
-            let position = min(paused ? pausedAt : heard(), duration ?? .greatestFiniteMagnitude)
-            let progress = progressState.withLock { p -> PlaybackProgress in
-                p.position = position; p.paused = paused
-                return p
-            }
-            // Meters whose audio has been heard by now.
-            if !paused, !meterQueue.isEmpty {
-                var due = 0
-                while due < meterQueue.count && meterQueue[due].time <= position + 0.001 { due += 1 }
-                for entry in meterQueue[..<due] { observer(.meter(time: entry.time, entry.reading)) }
-                meterQueue.removeFirst(due)
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if force || now &- lastProgressReport >= 250_000_000 {
-                lastProgressReport = now
-                observer(.progress(progress))
-            }
-        }
+/// The playback thread's state and its steps: commands, a pause, the drain at the end of the file,
+/// decoding, writing. `run` is the loop that calls them. Used on the playback thread only.
+private struct PlaybackLoop {
+    let session: PlaybackSession
+    let observer: (PlaybackObservation) -> Void
+    let firstWrite: (Result<UInt64, PlaybackError>) -> Void
+    let rate: Double
+    let channels: Int
+    var sink: AlsaPlaybackSink { session.sink }
 
+    var reportedStart = false
+    var buffer: [Int16] = []
+    /// Decoded frames not yet written, and where they start in `buffer`.
+    var pending = 0, offset = 0
+    /// Position of the first frame written since the last reset, and frames written since.
+    var base = 0.0, written = 0
+    var paused = false, pausedAt = 0.0
+    /// Paused with the device's queue held (snd_pcm_pause).
+    var held = false
+    var draining = false, drainDeadline: UInt64 = 0
+    var lastProgress = DispatchTime.now().uptimeNanoseconds
+    /// Meters are measured on the samples written and reported when they are heard (the device holds
+    /// up to its buffer's length): readings wait here with the position they end at.
+    let meter: LevelMeter
+    var meterQueue: [(time: Double, reading: LevelReading)] = []
+    var lastProgressReport: UInt64 = 0
+    let stallLimitNs = UInt64(PlaybackSession.stallLimitMs) * 1_000_000
+
+    init(session: PlaybackSession, meterIntervalMs: Int, observer: @escaping (PlaybackObservation) -> Void,
+         firstWrite: @escaping (Result<UInt64, PlaybackError>) -> Void) {
+        self.session = session; self.observer = observer; self.firstWrite = firstWrite
+        rate = Double(session.sink.rate); channels = session.sink.channels
+        meter = LevelMeter(LevelMeterSettings(sampleRate: session.sink.rate, channels: channels, intervalMs: meterIntervalMs))
+    }
+
+    mutating func run(from start: Double) -> PlaybackEnd {
         do throws(PlaybackError) {
             let from = clamp(start)
             if from > 0 { try restart(at: from) }
             while true {
-                // Commands first: each is applied, then acknowledged.
-                var drainPipe = [UInt8](repeating: 0, count: 64)
-                while Glibc.read(wakePipe.read, &drainPipe, drainPipe.count) > 0 {}
-                let commands = mailbox.withLock { m in defer { m.commands.removeAll() }; return m.commands }
-                for (command, done) in commands {
-                    defer { done.signal() }
-                    switch command {
-                    case .stop:
-                        try? sink.discardQueued()
-                        for (_, other) in commands { other.signal() }
-                        return .stopped
-                    case .pause where !paused:
-                        pausedAt = heard()
-                        paused = true
-                        // Hold the queue where the device allows it (resuming is then instant, even
-                        // through a sound server); otherwise drop it and decode again from pausedAt.
-                        if sink.isRunning && sink.hold(true) {
-                            held = true
-                        } else {
-                            try sink.discardQueued()
-                            pending = 0; draining = false
-                        }
-                    case .resume where paused:
-                        paused = false
-                        if held {
-                            held = false
-                            if !sink.hold(false) { try restart(at: pausedAt) } else if draining { armDrainDeadline() }
-                        } else {
-                            try restart(at: pausedAt)
-                        }
-                    case .seek(let t):
-                        if paused {
-                            // The held queue is stale now: resuming decodes from the new place.
-                            if held { held = false; try sink.discardQueued(); pending = 0; draining = false }
-                            pausedAt = clamp(t)
-                        } else {
-                            try restart(at: clamp(t))
-                        }
-                    default:
-                        break   // pause while paused, resume while playing: nothing to do
-                    }
-                    publish(force: true)
-                }
+                if let end = try applyCommands() { return end }
                 if paused {
-                    _ = try sink.wait(wake: wakePipe.read, timeoutMs: 1000)
-                    continue
-                }
-                if draining {
-                    // The file has ended: let the device play what it holds, then end.
-                    publish()
-                    if !sink.isRunning || sink.delayFrames == 0 || DispatchTime.now().uptimeNanoseconds > drainDeadline {
-                        // The end is the end of the file, whatever the encoder padded it with.
-                        progressState.withLock { $0.position = min(base + Double(written) / rate, duration ?? .greatestFiniteMagnitude) }
-                        return .completed
-                    }
-                    var dummy = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
-                    _ = poll(&dummy, 1, 20)
-                    continue
-                }
-                if pending == 0 {
-                    let block: (start: Double, frames: Int)?
-                    do { block = try decoder.read(into: &buffer) } catch { return fail(.media(file: path, detail: "\(error)")) }
-                    guard let block else {
-                        sink.startIfPrepared()
-                        draining = true
-                        armDrainDeadline()
-                        if !reportedStart {
-                            // An empty file: nothing was ever written.
-                            reportedStart = true
-                            firstWrite(.success(DispatchTime.now().uptimeNanoseconds))
-                        }
-                        continue
-                    }
-                    pending = block.frames; offset = 0
-                }
-                let result = try buffer.withUnsafeBufferPointer { b throws(PlaybackError) in
-                    try sink.write(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: pending)
-                }
-                switch result {
-                case .wrote(let n):
-                    let startTime = base + Double(written) / rate
-                    let startFrame = meter.framesProcessed
-                    buffer.withUnsafeBufferPointer { b in
-                        meter.process(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: n) { reading in
-                            meterQueue.append((startTime + Double(reading.endFrame - startFrame) / rate, reading))
-                        }
-                    }
-                    pending -= n; offset += n; written += n
-                    lastProgress = DispatchTime.now().uptimeNanoseconds
-                    if !reportedStart {
-                        reportedStart = true
-                        firstWrite(.success(lastProgress))
-                    }
-                    publish()
-                case .underrun:
-                    // What was queued has been heard; the position stays right (delay is 0 now).
-                    progressState.withLock { $0.underruns += 1 }
-                case .full:
-                    if DispatchTime.now().uptimeNanoseconds &- lastProgress > stallLimitNs {
-                        return fail(.stalled(device: device, waitedMs: Self.stallLimitMs))
-                    }
-                    _ = try sink.wait(wake: wakePipe.read, timeoutMs: 200)
+                    _ = try sink.wait(wake: session.wakePipe.read, timeoutMs: 1000)
+                } else if draining {
+                    if let end = drain() { return end }
+                } else {
+                    if pending == 0, !(try decodeNext()) { continue }
+                    if let end = try writePending() { return end }
                 }
             }
         } catch {
             return fail(error)
         }
+    }
+
+    mutating func fail(_ e: PlaybackError) -> PlaybackEnd {
+        if !reportedStart { reportedStart = true; firstWrite(.failure(e)) }
+        return .failed(e)
+    }
+
+    mutating func reportStart(at uptime: UInt64) {
+        guard !reportedStart else { return }
+        reportedStart = true
+        firstWrite(.success(uptime))
+    }
+
+    /// The position heard now: what was written less what the device still holds.
+    func heard() -> Double {
+        let queued = min(written, sink.delayFrames)
+        return base + Double(written - queued) / rate
+    }
+
+    func clamp(_ t: Double) -> Double { min(max(0, t), session.duration ?? .greatestFiniteMagnitude) }
+
+    /// Continues from `t`: the decoder moves there and the device's queue is emptied.
+    mutating func restart(at t: Double) throws(PlaybackError) {
+        try sink.discardQueued()
+        do { try session.decoder.seek(to: t) } catch { throw .media(file: session.path, detail: "\(error)") }
+        base = t; written = 0; pending = 0; offset = 0; draining = false
+        meterQueue.removeAll(keepingCapacity: true)   // those will never be heard
+        lastProgress = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Playing out the queue at the end may take its length, and a little more.
+    mutating func armDrainDeadline() {
+        drainDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(Double(sink.bufferFrames) / rate * 1e9) + 2_000_000_000
+    }
+
+    /// Position and pause state for readers; the meters whose audio has been heard by now; progress
+    /// to the observer every 250 ms (or now, with `force`).
+    mutating func publish(force: Bool = false) {
+        let position = min(paused ? pausedAt : heard(), session.duration ?? .greatestFiniteMagnitude)
+        let paused = self.paused
+        let progress = session.progressState.withLock { p -> PlaybackProgress in
+            p.position = position; p.paused = paused
+            return p
+        }
+        if !paused, !meterQueue.isEmpty {
+            var due = 0
+            while due < meterQueue.count && meterQueue[due].time <= position + 0.001 { due += 1 }
+            for entry in meterQueue[..<due] { observer(.meter(time: entry.time, entry.reading)) }
+            meterQueue.removeFirst(due)
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if force || now &- lastProgressReport >= 250_000_000 {
+            lastProgressReport = now
+            observer(.progress(progress))
+        }
+    }
+
+    /// Applies the commands that have arrived, each acknowledged once applied. `.stopped` ends the loop.
+    mutating func applyCommands() throws(PlaybackError) -> PlaybackEnd? {
+        var drainPipe = [UInt8](repeating: 0, count: 64)
+        while Glibc.read(session.wakePipe.read, &drainPipe, drainPipe.count) > 0 {}
+        let commands = session.mailbox.withLock { m in defer { m.commands.removeAll() }; return m.commands }
+        for (command, done) in commands {
+            defer { done.signal() }
+            switch command {
+            case .stop:
+                try? sink.discardQueued()
+                for (_, other) in commands { other.signal() }
+                return .stopped
+            case .pause where !paused:
+                pausedAt = heard()
+                paused = true
+                // Hold the queue where the device allows it (resuming is then instant, even through a
+                // sound server); otherwise drop it and decode again from pausedAt.
+                if sink.isRunning && sink.hold(true) {
+                    held = true
+                } else {
+                    try sink.discardQueued()
+                    pending = 0; draining = false
+                }
+            case .resume where paused:
+                paused = false
+                if held {
+                    held = false
+                    if !sink.hold(false) { try restart(at: pausedAt) } else if draining { armDrainDeadline() }
+                } else {
+                    try restart(at: pausedAt)
+                }
+            case .seek(let t):
+                if paused {
+                    // The held queue is stale now: resuming decodes from the new place.
+                    if held { held = false; try sink.discardQueued(); pending = 0; draining = false }
+                    pausedAt = clamp(t)
+                } else {
+                    try restart(at: clamp(t))
+                }
+            default:
+                break   // pause while paused, resume while playing: nothing to do
+            }
+            publish(force: true)
+        }
+        return nil
+    }
+
+    /// The file has ended: lets the device play what it holds, then ends (`.completed`).
+    mutating func drain() -> PlaybackEnd? {
+        publish()
+        if !sink.isRunning || sink.delayFrames == 0 || DispatchTime.now().uptimeNanoseconds > drainDeadline {
+            // The end is the end of the file, whatever the encoder padded it with.
+            let end = min(base + Double(written) / rate, session.duration ?? .greatestFiniteMagnitude)
+            session.progressState.withLock { $0.position = end }
+            return .completed
+        }
+        var wake = pollfd(fd: session.wakePipe.read, events: Int16(POLLIN), revents: 0)
+        _ = poll(&wake, 1, 20)
+        return nil
+    }
+
+    /// Decodes the next block into `buffer`; at the end of the file starts draining and returns false.
+    mutating func decodeNext() throws(PlaybackError) -> Bool {
+        let block: (start: Double, frames: Int)?
+        do { block = try session.decoder.read(into: &buffer) } catch { throw .media(file: session.path, detail: "\(error)") }
+        guard let block else {
+            sink.startIfPrepared()
+            draining = true
+            armDrainDeadline()
+            reportStart(at: DispatchTime.now().uptimeNanoseconds)   // an empty file: nothing was ever written
+            return false
+        }
+        pending = block.frames; offset = 0
+        return true
+    }
+
+    /// Offers the pending frames to the device; meters what it took. Fails the playback when the device
+    /// has taken nothing for `stallLimitMs`.
+    mutating func writePending() throws(PlaybackError) -> PlaybackEnd? {
+        let (offset, pending, channels) = (self.offset, self.pending, self.channels)
+        let result = try buffer.withUnsafeBufferPointer { b throws(PlaybackError) in
+            try sink.write(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: pending)
+        }
+        switch result {
+        case .wrote(let n):
+            let startTime = base + Double(written) / rate
+            let startFrame = meter.framesProcessed
+            var readings: [(time: Double, reading: LevelReading)] = []
+            let rate = self.rate
+            buffer.withUnsafeBufferPointer { b in
+                meter.process(UnsafeBufferPointer(rebasing: b[(offset * channels)...]), frames: n) { reading in
+                    readings.append((startTime + Double(reading.endFrame - startFrame) / rate, reading))
+                }
+            }
+            meterQueue += readings
+            self.pending -= n; self.offset += n; written += n
+            lastProgress = DispatchTime.now().uptimeNanoseconds
+            reportStart(at: lastProgress)
+            publish()
+        case .underrun:
+            // What was queued has been heard; the position stays right (delay is 0 now).
+            session.progressState.withLock { $0.underruns += 1 }
+        case .full:
+            if DispatchTime.now().uptimeNanoseconds &- lastProgress > stallLimitNs {
+                return fail(.stalled(device: session.device, waitedMs: PlaybackSession.stallLimitMs))
+            }
+            _ = try sink.wait(wake: session.wakePipe.read, timeoutMs: 200)
+        }
+        return nil
     }
 }

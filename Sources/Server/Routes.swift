@@ -30,6 +30,16 @@ public enum RecdRoutes {
         WebApp.add(to: router)
         let v1 = APIGroup(group: router.group("v1"), prefix: "/v1", index: methods)
 
+        addDaemonRoutes(to: v1, engine: engine, identity: identity)
+        addRecordingRoutes(to: v1, engine: engine)
+        addLibraryRoutes(to: v1, engine: engine)
+        addPlaybackRoutes(to: v1, engine: engine)
+        addEventRoutes(to: v1, engine: engine)
+        return router
+    }
+
+    /// The daemon: status, capture devices, consistency check and repair, this API's document.
+    static func addDaemonRoutes(to v1: APIGroup, engine: Engine, identity: DaemonIdentity) {
         v1.get("status") { _, _ in
             let (activity, active, counts) = try await engine.status()
             let lastFault = await engine.recorder.lastFault
@@ -44,6 +54,28 @@ public enum RecdRoutes {
                 lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback))
         }
 
+        v1.get("devices") { _, _ in
+            JSONResponse.make(await engine.library.devices())
+        }
+
+        v1.get("check") { _, _ in
+            JSONResponse.make(try await engine.check())
+        }
+
+        v1.post("check/repair") { _, _ in
+            JSONResponse.make(try await engine.repair())
+        }
+
+        v1.get("openapi.yaml") { _, _ in
+            guard let yaml = OpenAPIDocument.yaml else {
+                throw HTTPError(.notFound, message: "openapi.yaml is not installed beside recd")
+            }
+            return JSONResponse.raw(yaml, contentType: "application/yaml")
+        }
+    }
+
+    /// Recording: start and stop.
+    static func addRecordingRoutes(to v1: APIGroup, engine: Engine) {
         v1.post("record/start") { request, _ in
             let receivedAt = DispatchTime.now().uptimeNanoseconds
             let body = try await decode(StartRecordingRequest.self, request)
@@ -55,7 +87,10 @@ public enum RecdRoutes {
             let body = try await decode(StopRecordingRequest.self, request)
             return JSONResponse.make(try await engine.recorder.stop(body))
         }
+    }
 
+    /// The library: list, one recording, edit, save, discard, delete, delete all, Quick Play, export, and a recording's media, waveform and poster.
+    static func addLibraryRoutes(to v1: APIGroup, engine: Engine) {
         v1.get("recordings") { request, _ in
             let q = request.uri.queryParameters
             var query = ListQuery()
@@ -102,6 +137,41 @@ public enum RecdRoutes {
             return JSONResponse.make(try await engine.deleteAll())
         }
 
+        MediaRoute.add(to: v1, engine: engine)
+        WaveformRoute.add(to: v1, engine: engine)
+
+        v1.get("recordings/:id/poster") { _, context in
+            let jpeg = try await engine.library.poster(try context.recordingID())
+            return JSONResponse.raw(jpeg, contentType: "image/jpeg")
+        }
+
+        v1.get("top") { request, _ in
+            let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
+            let top = try engine.library.top(limit: limit)
+            return JSONResponse.make(RecordingList(recordings: top, total: top.count, limit: limit, offset: 0))
+        }
+
+        v1.get("export") { request, _ in
+            let format = try request.uri.queryParameters["format"].map {
+                try enumValue(ExportFormat.self, String($0), field: "format")
+            } ?? .csv
+            let rows = try engine.library.export()
+            let now = Date()
+            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone)
+            let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
+            switch format {
+            case .csv:
+                return JSONResponse.raw(Data(MetadataExport.csv(rows).utf8), contentType: "text/csv; charset=utf-8",
+                                        extraHeaders: disposition)
+            case .json:
+                return JSONResponse.raw(try MetadataExport.json(rows, exportedAt: now) + Data("\n".utf8),
+                                        contentType: "application/json", extraHeaders: disposition)
+            }
+        }
+    }
+
+    /// Playback on recd's device, and plays counted from elsewhere.
+    static func addPlaybackRoutes(to v1: APIGroup, engine: Engine) {
         v1.post("recordings/:id/play") { request, context in
             let receivedAt = DispatchTime.now().uptimeNanoseconds
             let recording = try engine.library.resolve(try context.recordingID())
@@ -114,41 +184,30 @@ public enum RecdRoutes {
             JSONResponse.make(try await engine.library.played(try context.recordingID()))
         }
 
-        MediaRoute.add(to: v1, engine: engine)
-        WaveformRoute.add(to: v1, engine: engine)
-
-        v1.get("recordings/:id/poster") { _, context in
-            let jpeg = try await engine.library.poster(try context.recordingID())
-            return JSONResponse.raw(jpeg, contentType: "image/jpeg")
-        }
-
-        v1.get("devices") { _, _ in
-            JSONResponse.make(await engine.library.devices())
-        }
-
-        v1.get("top") { request, _ in
-            let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
-            let top = try engine.library.top(limit: limit)
-            return JSONResponse.make(RecordingList(recordings: top, total: top.count, limit: limit, offset: 0))
-        }
-
         v1.get("playback") { _, _ in
             JSONResponse.make(await engine.player.status())
         }
+
         v1.post("playback/pause") { _, _ in
             JSONResponse.make(try await engine.player.pause())
         }
+
         v1.post("playback/resume") { _, _ in
             JSONResponse.make(try await engine.player.resume())
         }
+
         v1.post("playback/seek") { request, _ in
             let body = try await decode(SeekRequest.self, request)
             return JSONResponse.make(try await engine.player.seek(body))
         }
+
         v1.post("playback/stop") { _, _ in
             JSONResponse.make(try await engine.player.stop())
         }
+    }
 
+    /// The event stream (Server-Sent Events).
+    static func addEventRoutes(to v1: APIGroup, engine: Engine) {
         v1.get("events") { request, _ in
             var types: Set<EventType>?
             if let raw = request.uri.queryParameters["type"] {
@@ -180,40 +239,6 @@ public enum RecdRoutes {
                 try await writer.finish(nil)
             })
         }
-
-        v1.get("check") { _, _ in
-            JSONResponse.make(try await engine.check())
-        }
-
-        v1.post("check/repair") { _, _ in
-            JSONResponse.make(try await engine.repair())
-        }
-
-        v1.get("export") { request, _ in
-            let format = try request.uri.queryParameters["format"].map {
-                try enumValue(ExportFormat.self, String($0), field: "format")
-            } ?? .csv
-            let rows = try engine.library.export()
-            let now = Date()
-            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone)
-            let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
-            switch format {
-            case .csv:
-                return JSONResponse.raw(Data(MetadataExport.csv(rows).utf8), contentType: "text/csv; charset=utf-8",
-                                        extraHeaders: disposition)
-            case .json:
-                return JSONResponse.raw(try MetadataExport.json(rows, exportedAt: now) + Data("\n".utf8),
-                                        contentType: "application/json", extraHeaders: disposition)
-            }
-        }
-
-        v1.get("openapi.yaml") { _, _ in
-            guard let yaml = OpenAPIDocument.yaml else {
-                throw HTTPError(.notFound, message: "openapi.yaml is not installed beside recd")
-            }
-            return JSONResponse.raw(yaml, contentType: "application/yaml")
-        }
-        return router
     }
 
     /// Reads and decodes a JSON body; an empty body is `{}`. A key the body does not take is 400.
