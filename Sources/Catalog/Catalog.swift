@@ -121,6 +121,37 @@ public final class Catalog: Sendable {
                     data BLOB NOT NULL)
                 """)
         }
+        m.registerMigration("v6: state and droppedFrames checks") { db in
+            // The states and counters the code writes, enforced by the schema as the other columns'
+            // are: SQLite adds CHECKs only by rebuilding the table (its documented 12 steps; GRDB runs
+            // the migration with foreign keys off and checks them before the commit, so the waveform
+            // and poster rows that refer to a recording stay).
+            try db.create(table: "recording_v6") { t in
+                t.primaryKey("id", .text)
+                t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")
+                t.column("state", .text).notNull().check(sql: "state IN ('recording', 'pending', 'ready', 'missing')")
+                t.column("title", .text).notNull().check(sql: "length(title) > 0")
+                t.column("notes", .text).notNull().defaults(to: "")
+                t.column("purpose", .text)
+                    .check(sql: "purpose IS NULL OR purpose IN ('motivational', 'craving', 'reflection', 'milestone')")
+                t.column("createdAt", .datetime).notNull()
+                t.column("duration", .double)
+                t.column("sizeBytes", .integer)
+                t.column("file", .text).notNull().unique()
+                t.column("playCount", .integer).notNull().defaults(to: 0).check(sql: "playCount >= 0")
+                t.column("lastPlayedAt", .datetime)
+                t.column("recovered", .boolean).notNull().defaults(to: false)
+                t.column("droppedFrames", .integer).notNull().defaults(to: 0).check(sql: "droppedFrames >= 0")
+            }
+            let columns = "id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount, lastPlayedAt, recovered, droppedFrames"
+            try db.execute(sql: "INSERT INTO recording_v6 (\(columns)) SELECT \(columns) FROM recording")
+            try db.drop(table: "recording")
+            try db.rename(table: "recording_v6", to: "recording")
+            try db.create(index: "recording_by_created", on: "recording", columns: ["createdAt"])
+            try db.create(index: "recording_by_state", on: "recording", columns: ["state", "createdAt"])
+            try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC, id)")
+            try db.execute(sql: "CREATE INDEX recording_by_state_plays ON recording(state, playCount DESC, createdAt DESC, id)")
+        }
         return m
     }
 

@@ -144,7 +144,7 @@ final class AudioPipeline: @unchecked Sendable {
                     let converted = try converter.convert(raw.baseAddress!, frames: frames)
                     take(converted, converted.count / converter.output.channels)
                 } catch {
-                    self.faults.report(EngineError.media(file: self.device, underlying: "converting the captured samples: \(error)"))
+                    self.faults.report(EngineError.conversion(device: self.device, underlying: error))
                 }
             } else {
                 take(raw.assumingMemoryBound(to: Int16.self), frames)

@@ -26,5 +26,5 @@ func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T
     do { return try await runBlocking(body) }
     catch let e as CatalogError { throw EngineError.from(e) }
     catch let e as EngineError { throw e }
-    catch { throw EngineError.catalog("\(error)") }
+    catch { throw EngineError.unexpected("\(error)") }
 }

@@ -63,7 +63,7 @@ enum DeleteAll {
             } else {
                 logger.error("delete all failed; \(stuck) file(s) wait in \(trash) for the next recovery to put back: \(error)")
             }
-            throw error as? EngineError ?? .catalog("\(error)")
+            throw error as? EngineError ?? .unexpected("\(error)")
         }
     }
 

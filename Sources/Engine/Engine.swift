@@ -41,8 +41,10 @@ public final class Engine: Sendable {
         }
         do {
             catalog = try Catalog(path: config.dataDirectory.catalogPath)
+        } catch let e as CatalogError {
+            throw .catalog(e)
         } catch {
-            throw .catalog("\(error)")
+            throw .unexpected("\(error)")
         }
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)

@@ -20,9 +20,16 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case device(CaptureError, hint: String?)
     /// The recording has no stream of that kind (a poster of an audio recording, the waveform of a silent video).
     case noMedia(id: UUID, detail: String)
-    case media(file: String, underlying: String)
+    /// FFmpeg (or recd's media code) failed on `file`: the error as Media threw it (an `FFmpegError`
+    /// keeps the call and its code), not a string of it.
+    case media(file: String, underlying: any Error)
+    /// Converting what the microphone delivers into the recording's format failed.
+    case conversion(device: String, underlying: any Error)
     case storage(file: String, operation: String, underlying: String)
-    case catalog(String)
+    /// The catalog failed (SQLite, a corrupt row): only catalog errors.
+    case catalog(CatalogError)
+    /// A failure of no known kind (a bug): kept with its text, answered 500 `internal_error`.
+    case unexpected(String)
     case dataDirectoryInUse(path: String, holderPID: String?)
     case insufficientStorage(path: String, freeBytes: Int64, requiredBytes: Int64)
     case notPlaying
@@ -55,9 +62,13 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "recording \(id.uuidString) \(detail)"
         case .media(let file, let e):
             return "media error on \(file): \(e)"
+        case .conversion(let device, let e):
+            return "converting the samples of capture device '\(device)' failed: \(e)"
         case .storage(let file, let op, let e):
             return "cannot \(op) \(file): \(e)"
         case .catalog(let e):
+            return e.description
+        case .unexpected(let e):
             return e
         case .insufficientStorage(let path, let free, let required):
             return "not enough free space to record in \(path): \(free / 1_000_000) MB free, at least"
@@ -79,7 +90,7 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .notFound(let id): return .notFound(id: id)
         case .ambiguous(let p, let m): return .ambiguousID(prefix: p, matches: m)
         case .prefixTooShort(let p, let n): return .invalidID(id: p, detail: "give at least \(n) characters of the id")
-        default: return .catalog(error.description)
+        default: return .catalog(error)
         }
     }
 }
@@ -90,5 +101,5 @@ func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
     do { return try body() }
     catch let e as CatalogError { throw EngineError.from(e) }
     catch let e as EngineError { throw e }
-    catch { throw EngineError.catalog("\(error)") }
+    catch { throw EngineError.unexpected("\(error)") }
 }

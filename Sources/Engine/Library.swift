@@ -112,7 +112,7 @@ public struct Library: Sendable {
         } catch let e as CatalogError {
             throw .from(e)
         } catch {
-            throw .catalog("\(error)")
+            throw .unexpected("\(error)")
         }
     }
 
@@ -169,7 +169,7 @@ public struct Library: Sendable {
         } catch MediaError.noStream {
             throw .noMedia(id: r.id, detail: without)
         } catch {
-            throw .media(file: path, underlying: "\(error)")
+            throw .media(file: path, underlying: error)
         }
         do {
             try store(made)

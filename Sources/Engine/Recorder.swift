@@ -200,8 +200,8 @@ public actor Recorder {
         case let e as EngineError: return e
         case let e as CaptureError: return .device(e, hint: nil)
         case let e as FFmpegError: return e.isDiskFull ? .storage(file: file, operation: "write", underlying: e.description)
-                                                       : .media(file: file, underlying: e.description)
-        default: return .media(file: file, underlying: "\(error)")
+                                                       : .media(file: file, underlying: e)
+        default: return .media(file: file, underlying: error)
         }
     }
 
@@ -217,7 +217,7 @@ public actor Recorder {
         let change = try MetadataRules.validate(request.metadata)
         let work = Task { () -> Result<StopRecordingResponse, EngineError> in
             do { return .success(try await self.finish(active, then: request.then, change: change, reason: reason)) }
-            catch { return .failure(error as? EngineError ?? .catalog("\(error)")) }
+            catch { return .failure(error as? EngineError ?? .unexpected("\(error)")) }
         }
         state = .stopping(active.id, done: Task { _ = await work.value })
         let result = await work.value
@@ -341,7 +341,7 @@ public actor Recorder {
                 if attempt >= 3 {
                     logger.error("recording \(id): cannot record its outcome in the catalog (\(error)); it will be salvaged at the next start")
                     if let e = error as? CatalogError { throw EngineError.from(e) }
-                    throw .catalog("\(error)")
+                    throw .unexpected("\(error)")
                 }
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }

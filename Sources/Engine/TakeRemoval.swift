@@ -44,7 +44,7 @@ enum TakeRemoval {
                                     allowed: RecordingState.allCases.filter { states.contains($0) })
             }
             if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .catalog("\(error)")
+            throw .unexpected("\(error)")
         }
         if hadFile { try? FileOps.remove(aside) }
     }

@@ -60,7 +60,7 @@ enum ErrorMapping {
             let offer: APIErrorBody.Offer? = hint == nil ? nil : capture.isVideo ? .audioOnly : .videoOnly
             return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message, offer: offer))
         case .noMedia: return (.conflict, .init(code: .noMedia, message: message))
-        case .media: return (.internalServerError, .init(code: .internalError, message: message))
+        case .media, .conversion: return (.internalServerError, .init(code: .internalError, message: message))
         case .storage: return (.internalServerError, .init(code: .storageFailure, message: message))
         case .insufficientStorage: return (HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), .init(code: .insufficientStorage, message: message))
         case .notPlaying: return (.conflict, .init(code: .notPlaying, message: message))
@@ -73,7 +73,7 @@ enum ErrorMapping {
             case .unavailable, .unsupported, .failed, .stalled:
                 return (.serviceUnavailable, .init(code: .deviceUnavailable, message: message))
             }
-        case .catalog, .dataDirectoryInUse: return (.internalServerError, .init(code: .internalError, message: message))
+        case .catalog, .unexpected, .dataDirectoryInUse: return (.internalServerError, .init(code: .internalError, message: message))
         }
     }
 

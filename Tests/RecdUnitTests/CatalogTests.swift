@@ -123,6 +123,23 @@ final class CatalogTests: XCTestCase {
         XCTAssertThrowsError(try catalog.insert(r), "two rows may not share a file")
         XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET playCount = -1;"))
         XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET purpose = 'bored';"))
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET state = 'saved';"))
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET droppedFrames = -1;"))
+    }
+
+    /// v6 rebuilds the recording table to add its CHECKs: rows, and the waveforms that refer to them,
+    /// come through (the migration runs again here on a catalog that has both).
+    func testTheChecksMigrationKeepsRowsAndTheirWaveforms() throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        let r = make(created: 1, plays: 3)
+        try catalog.insert(r)
+        try catalog.storeWaveform(id: r.id, data: Data([1, 2, 3]))
+        catalog = nil
+        try Tools.sqlite(path, "DELETE FROM grdb_migrations WHERE identifier LIKE 'v6%';")
+        catalog = try Catalog(path: path)
+        XCTAssertEqual(try catalog.recording(id: r.id), r)
+        XCTAssertEqual(try catalog.waveform(id: r.id), Data([1, 2, 3]))
+        XCTAssertEqual(try Tools.sqlite(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'recording' AND name LIKE 'recording_by_%';"), "4")
     }
 }
 
