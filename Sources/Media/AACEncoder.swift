@@ -8,7 +8,8 @@ final class FFmpegAACEncoder {
     private let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     /// Reused input frame: FLTP, `frameSize` samples per channel.
-    let frame: UnsafeMutablePointer<AVFrame>
+    private let frameOwner: FFmpegFrame
+    var frame: UnsafeMutablePointer<AVFrame> { frameOwner.frame }
     let channels: Int
     let frameSize: Int
     let sampleRate: Int
@@ -25,23 +26,11 @@ final class FFmpegAACEncoder {
         ctx.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
         if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2(aac)")
-        guard let frame = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        self.frameSize = Int(ctx.pointee.frame_size)   // 1024 for AAC-LC
+        frameOwner = try FFmpegFrame(samples: frameSize, format: AV_SAMPLE_FMT_FLTP, rate: sampleRate, layout: &ctx.pointee.ch_layout)
         self.owner = owner
-        self.frame = frame
         self.channels = channels
         self.sampleRate = sampleRate
-        self.frameSize = Int(ctx.pointee.frame_size)   // 1024 for AAC-LC
-        frame.pointee.nb_samples = Int32(frameSize)
-        frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-        frame.pointee.sample_rate = Int32(sampleRate)
-        av_channel_layout_copy(&frame.pointee.ch_layout, &ctx.pointee.ch_layout)
-        // `self` is fully initialized: if this throws, deinit frees frame and context.
-        try FFmpegError.check(av_frame_get_buffer(frame, 0), "av_frame_get_buffer")
-    }
-
-    deinit {
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
     }
 
     /// Plane `channel` of the input frame, as floats. Valid until the next `send`.

@@ -22,8 +22,11 @@ public final class AudioFileDecoder {
     private let codecOwner: FFmpegCodecContext
     private var codec: UnsafeMutablePointer<AVCodecContext> { codecOwner.pointer }
     private let packet: FFmpegPacket
-    private let frame: UnsafeMutablePointer<AVFrame>
-    private var resampler: OpaquePointer?
+    private let frameOwner: FFmpegFrame
+    private var frame: UnsafeMutablePointer<AVFrame> { frameOwner.frame }
+    /// Set by `setOutput`.
+    private var resamplerOwner: FFmpegResampler?
+    private var resampler: OpaquePointer? { resamplerOwner?.pointer }
     private var output: (rate: Int, channels: Int)?
     /// Output frames still to drop after a seek (the decoder restarts at a packet before the target).
     private var dropUntil: Double?
@@ -47,11 +50,9 @@ public final class AudioFileDecoder {
         }
         codecOwner = try FFmpegCodecContext(decoder)
         let c = codecOwner.pointer
-        // The packet before the frame: a packet that cannot be allocated then leaks no frame (a throw
-        // before every stored property is set runs no deinit).
+        // Each handle has its owner: whatever was allocated before a throw is freed with it.
         packet = try FFmpegPacket()
-        guard let f = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
-        frame = f
+        frameOwner = try FFmpegFrame()
         sourceSampleRate = Int(par.pointee.sample_rate)
         sourceChannels = Int(par.pointee.ch_layout.nb_channels)
         let d = ctx.pointee.duration
@@ -62,16 +63,9 @@ public final class AudioFileDecoder {
         } else {
             duration = nil
         }
-        // From here `self` is whole: deinit frees what a failing call leaves behind.
         try FFmpegError.check(avcodec_parameters_to_context(c, par), "avcodec_parameters_to_context", file: path)
         c.pointee.pkt_timebase = timeBase
         try FFmpegError.check(avcodec_open2(c, decoder, nil), "avcodec_open2", file: path)
-    }
-
-    deinit {
-        swr_free(&resampler)
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
     }
 
     /// Sets the format `read` produces: interleaved S16 at `rate` Hz with `channels` channels
@@ -88,12 +82,9 @@ public final class AudioFileDecoder {
             try FFmpegError.check(av_channel_layout_copy(&inLayout, &codec.pointee.ch_layout), "av_channel_layout_copy", file: path)
         }
         defer { av_channel_layout_uninit(&inLayout) }
-        swr_free(&resampler)
-        try FFmpegError.check(
-            swr_alloc_set_opts2(&resampler, &outLayout, AV_SAMPLE_FMT_S16, Int32(rate),
-                                &inLayout, codec.pointee.sample_fmt, codec.pointee.sample_rate, 0, nil),
-            "swr_alloc_set_opts2", file: path)
-        try FFmpegError.check(swr_init(resampler), "swr_init", file: path)
+        resamplerOwner = nil
+        resamplerOwner = try FFmpegResampler(from: &inLayout, codec.pointee.sample_fmt, rate: Int(codec.pointee.sample_rate),
+                                             to: &outLayout, AV_SAMPLE_FMT_S16, rate: rate, file: path)
         output = (rate, channels)
     }
 

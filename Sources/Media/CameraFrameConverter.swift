@@ -41,7 +41,7 @@ public struct CameraFrameFormat: Sendable, Equatable {
 /// Used from one thread (the recording's video thread).
 final class CameraFrameConverter {
     let input: CameraFrameFormat
-    let output: FFmpegPicture
+    let output: FFmpegFrame
     private let sourceFormat: AVPixelFormat
     private let swapUV: Bool
     private var sws: OpaquePointer?
@@ -50,7 +50,7 @@ final class CameraFrameConverter {
 
     init(input: CameraFrameFormat) throws {
         self.input = input
-        output = try FFmpegPicture(format: AV_PIX_FMT_YUV420P, width: input.width, height: input.height)
+        output = try FFmpegFrame(format: AV_PIX_FMT_YUV420P, width: input.width, height: input.height)
         if input.isMJPEG {
             mjpeg = try MJPEGDecoder()
             sourceFormat = AV_PIX_FMT_NONE   // known after the first decoded frame
@@ -72,7 +72,7 @@ final class CameraFrameConverter {
         try output.makeWritable()
         if let mjpeg {
             let decoded = try mjpeg.decode(bytes)
-            let (planes, strides) = FFmpegPicture.planes(of: decoded)
+            let (planes, strides) = FFmpegFrame.planes(of: decoded)
             try scale(from: AVPixelFormat(rawValue: decoded.pointee.format), planes: planes, strides: strides,
                       width: Int(decoded.pointee.width), height: Int(decoded.pointee.height))
             return
@@ -114,12 +114,12 @@ final class CameraFrameConverter {
             guard sws != nil else { throw MediaError.allocationFailed("sws_getContext") }
         }
         let out = output.frame
-        let rows = FFmpegPicture.scale(sws, planes: planes, strides: strides, height: height, into: out)
+        let rows = FFmpegFrame.scale(sws, planes: planes, strides: strides, height: height, into: out)
         if rows <= 0 { throw FFmpegError(call: "sws_scale", code: rows == 0 ? recd_averror_invaliddata() : rows) }
     }
 }
 
-extension FFmpegPicture {
+extension FFmpegFrame {
     /// The first four plane pointers and strides of `frame` (AVFrame keeps them in C arrays, which
     /// Swift sees as tuples).
     static func planes(of frame: UnsafeMutablePointer<AVFrame>) -> ([UnsafePointer<UInt8>?], [Int32]) {
@@ -155,7 +155,7 @@ final class MJPEGDecoder {
     private let owner: FFmpegCodecContext
     private var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     private let packet: FFmpegPacket
-    private let picture: FFmpegPicture
+    private let picture: FFmpegFrame
 
     init() throws {
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw MediaError.decoderNotFound("mjpeg") }
@@ -165,7 +165,7 @@ final class MJPEGDecoder {
         try FFmpegError.check(avcodec_open2(owner.pointer, codec, nil), "avcodec_open2(mjpeg)")
         self.owner = owner
         packet = try FFmpegPacket()
-        picture = try FFmpegPicture()
+        picture = try FFmpegFrame()
     }
 
     /// Decodes one JPEG image; the frame is valid until the next call.

@@ -45,7 +45,8 @@ public enum CapturedSampleFormat: String, Sendable, CaseIterable {
 public final class CapturedPCMConverter {
     public let input: (format: CapturedSampleFormat, rate: Int, channels: Int)
     public let output: (rate: Int, channels: Int)
-    private var swr: OpaquePointer?
+    private let resampler: FFmpegResampler
+    private var swr: OpaquePointer { resampler.pointer }
     private var widened: [Int32] = []
     private var out: [Int16] = []
 
@@ -57,22 +58,11 @@ public final class CapturedPCMConverter {
         av_channel_layout_default(&inLayout, Int32(channels))
         av_channel_layout_default(&outLayout, Int32(toChannels))
         defer { av_channel_layout_uninit(&inLayout); av_channel_layout_uninit(&outLayout) }
-        var ctx: OpaquePointer?
-        _ = try FFmpegError.check(swr_alloc_set_opts2(&ctx, &outLayout, AV_SAMPLE_FMT_S16, Int32(toRate),
-                                                      &inLayout, format.swrFormat, Int32(rate), 0, nil),
-                                  "swr_alloc_set_opts2")
-        swr = ctx
-        if channels == 2 && toChannels == 1 {
-            var matrix: [Double] = [0.5, 0.5]
-            _ = try FFmpegError.check(swr_set_matrix(ctx, &matrix, 2), "swr_set_matrix")
-        } else if channels == 1 && toChannels == 2 {
-            var matrix: [Double] = [1, 1]
-            _ = try FFmpegError.check(swr_set_matrix(ctx, &matrix, 1), "swr_set_matrix")
-        }
-        _ = try FFmpegError.check(swr_init(ctx), "swr_init")
+        // Stereo averaged to mono, mono copied to both channels: the level is kept.
+        let matrix: [Double]? = channels == 2 && toChannels == 1 ? [0.5, 0.5] : channels == 1 && toChannels == 2 ? [1, 1] : nil
+        resampler = try FFmpegResampler(from: &inLayout, format.swrFormat, rate: rate, to: &outLayout, AV_SAMPLE_FMT_S16,
+                                        rate: toRate, matrix: matrix)
     }
-
-    deinit { swr_free(&swr) }
 
     /// Converts `frames` interleaved frames of the input format at `samples`; the result is valid
     /// until the next call. Rate conversion keeps a few frames inside (its filter's delay), so a

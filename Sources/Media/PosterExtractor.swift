@@ -20,7 +20,7 @@ public enum PosterExtractor {
         try FFmpegError.check(avcodec_parameters_to_context(dec, par), "avcodec_parameters_to_context", file: path)
         try FFmpegError.check(avcodec_open2(dec, codec, nil), "avcodec_open2", file: path)
         let packet = try FFmpegPacket()
-        let decoded = try FFmpegPicture()
+        let decoded = try FFmpegFrame()
         var flushed = false
         while true {
             let rc = avcodec_receive_frame(dec, decoded.frame)
@@ -41,14 +41,14 @@ public enum PosterExtractor {
             }
         }
         let f = decoded.frame.pointee
-        let picture = try FFmpegPicture(format: AV_PIX_FMT_YUV420P, width: Int(f.width), height: Int(f.height))
+        let picture = try FFmpegFrame(format: AV_PIX_FMT_YUV420P, width: Int(f.width), height: Int(f.height))
         guard let sws = sws_getContext(f.width, f.height, AVPixelFormat(rawValue: f.format), f.width, f.height,
                                        AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil) else {
             throw MediaError.allocationFailed("sws_getContext")
         }
         defer { sws_freeContext(sws) }
-        let (planes, strides) = FFmpegPicture.planes(of: decoded.frame)
-        let rows = FFmpegPicture.scale(sws, planes: planes, strides: strides, height: Int(f.height), into: picture.frame)
+        let (planes, strides) = FFmpegFrame.planes(of: decoded.frame)
+        let rows = FFmpegFrame.scale(sws, planes: planes, strides: strides, height: Int(f.height), into: picture.frame)
         if rows <= 0 { throw FFmpegError(call: "sws_scale", code: rows == 0 ? recd_averror_invaliddata() : rows, file: path) }
         return try JPEGEncoder.encode(picture.frame)
     }

@@ -82,8 +82,9 @@ final class FFmpegH264Encoder {
     }
 }
 
-/// Owns one AVFrame with its own buffers (a picture of a given format and size).
-final class FFmpegPicture {
+/// Owns one AVFrame: a picture or a block of audio with its own buffers, or an empty frame for a
+/// decoder to fill; freed in `deinit` (also when filling in its buffers throws).
+final class FFmpegFrame {
     let frame: UnsafeMutablePointer<AVFrame>
 
     init(format: AVPixelFormat, width: Int, height: Int) throws {
@@ -92,6 +93,17 @@ final class FFmpegPicture {
         f.pointee.format = format.rawValue
         f.pointee.width = Int32(width)
         f.pointee.height = Int32(height)
+        try FFmpegError.check(av_frame_get_buffer(f, 0), "av_frame_get_buffer")
+    }
+
+    /// `samples` samples per channel of `format` audio with `layout`'s channels (an encoder's input).
+    init(samples: Int, format: AVSampleFormat, rate: Int, layout: inout AVChannelLayout) throws {
+        guard let f = av_frame_alloc() else { throw MediaError.allocationFailed("av_frame_alloc") }
+        frame = f
+        f.pointee.nb_samples = Int32(samples)
+        f.pointee.format = format.rawValue
+        f.pointee.sample_rate = Int32(rate)
+        try FFmpegError.check(av_channel_layout_copy(&f.pointee.ch_layout, &layout), "av_channel_layout_copy")
         try FFmpegError.check(av_frame_get_buffer(f, 0), "av_frame_get_buffer")
     }
 
