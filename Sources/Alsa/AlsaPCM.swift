@@ -123,7 +123,7 @@ public final class AlsaPCM: @unchecked Sendable {
         func check(_ rc: Int32, _ call: String) throws(AlsaSetupError) {
             if rc < 0 { throw .call(device: d, call: call, code: rc) }
         }
-        let hw = try HardwareParameters(device: d)
+        let hw = try AlsaParameters.hardware(device: d)
         try check(snd_pcm_hw_params_any(pcm, hw.pointer), "snd_pcm_hw_params_any")
         try check(snd_pcm_hw_params_set_access(pcm, hw.pointer, SND_PCM_ACCESS_RW_INTERLEAVED), "snd_pcm_hw_params_set_access")
         guard let format = r.formats.first(where: { snd_pcm_hw_params_set_format(pcm, hw.pointer, $0.alsa) >= 0 }) else {
@@ -145,7 +145,7 @@ public final class AlsaPCM: @unchecked Sendable {
 
         // Software parameters as arecord/aplay set them: wake up once a whole period is there (or
         // there is room for one).
-        let sw = try SoftwareParameters(device: d)
+        let sw = try AlsaParameters.software(device: d)
         try check(snd_pcm_sw_params_current(pcm, sw.pointer), "snd_pcm_sw_params_current")
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw.pointer, period), "snd_pcm_sw_params_set_avail_min")
         try check(snd_pcm_sw_params_set_start_threshold(pcm, sw.pointer, r.startThreshold == .oneFrame ? 1 : period),
@@ -165,7 +165,7 @@ public final class AlsaPCM: @unchecked Sendable {
     /// What the device's hardware parameters allow, without setting any (the device list's probe).
     public func capabilities(formats: [AlsaSampleFormat]) throws(AlsaSetupError)
         -> (formats: [AlsaSampleFormat], rates: ClosedRange<Int>, channels: ClosedRange<Int>) {
-        let hw = try HardwareParameters(device: device)
+        let hw = try AlsaParameters.hardware(device: device)
         let rc = snd_pcm_hw_params_any(handle, hw.pointer)
         if rc < 0 { throw .call(device: device, call: "snd_pcm_hw_params_any", code: rc) }
         var minRate: UInt32 = 0, maxRate: UInt32 = 0, minChannels: UInt32 = 0, maxChannels: UInt32 = 0
@@ -178,26 +178,29 @@ public final class AlsaPCM: @unchecked Sendable {
     }
 }
 
-/// `snd_pcm_hw_params_t`, freed with its owner.
-private final class HardwareParameters {
+/// A `snd_pcm_hw_params_t` or `snd_pcm_sw_params_t`, freed with its owner.
+private final class AlsaParameters {
     let pointer: OpaquePointer
-    init(device: String) throws(AlsaSetupError) {
-        var p: OpaquePointer?
-        let rc = snd_pcm_hw_params_malloc(&p)
-        guard rc >= 0, let p else { throw .call(device: device, call: "snd_pcm_hw_params_malloc", code: rc) }
-        pointer = p
-    }
-    deinit { snd_pcm_hw_params_free(pointer) }
-}
+    private let release: (OpaquePointer) -> Void
 
-/// `snd_pcm_sw_params_t`, freed with its owner.
-private final class SoftwareParameters {
-    let pointer: OpaquePointer
-    init(device: String) throws(AlsaSetupError) {
+    private init(device: String, call: String, allocate: (UnsafeMutablePointer<OpaquePointer?>) -> Int32,
+                 release: @escaping (OpaquePointer) -> Void) throws(AlsaSetupError) {
         var p: OpaquePointer?
-        let rc = snd_pcm_sw_params_malloc(&p)
-        guard rc >= 0, let p else { throw .call(device: device, call: "snd_pcm_sw_params_malloc", code: rc) }
+        let rc = allocate(&p)
+        guard rc >= 0, let p else { throw .call(device: device, call: call, code: rc) }
         pointer = p
+        self.release = release
     }
-    deinit { snd_pcm_sw_params_free(pointer) }
+
+    deinit { release(pointer) }
+
+    static func hardware(device: String) throws(AlsaSetupError) -> AlsaParameters {
+        try AlsaParameters(device: device, call: "snd_pcm_hw_params_malloc", allocate: { snd_pcm_hw_params_malloc($0) },
+                           release: { snd_pcm_hw_params_free($0) })
+    }
+
+    static func software(device: String) throws(AlsaSetupError) -> AlsaParameters {
+        try AlsaParameters(device: device, call: "snd_pcm_sw_params_malloc", allocate: { snd_pcm_sw_params_malloc($0) },
+                           release: { snd_pcm_sw_params_free($0) })
+    }
 }
