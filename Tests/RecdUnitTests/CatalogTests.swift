@@ -13,7 +13,7 @@ final class CatalogTests: XCTestCase {
         catalog = try Catalog(path: dir.appendingPathComponent("catalog.sqlite").path)
     }
 
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+    override func tearDown() { catalog = nil; try? FileManager.default.removeItem(at: dir) }
 
     func make(_ id: String? = nil, state: RecordingState = .ready, created: TimeInterval, plays: Int = 0) -> Recording {
         let uuid = id.flatMap(UUID.init(uuidString:)) ?? UUID()
