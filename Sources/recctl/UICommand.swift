@@ -114,6 +114,8 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     private var pending: [HTTPClientRequestPart] = []
     private var forwarding = false
     private var respondedHead = false
+    /// The request is a page load (the browser's navigation), not the app's own API call.
+    private var wantsPage = false
 
     init(gate: BridgeGate, socket: String) { self.gate = gate; self.socket = socket }
 
@@ -127,6 +129,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             forwarding = true
+            wantsPage = head.method == .GET && head.headers["Accept"].contains { $0.contains("text/html") }
             var out = HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri)
             for (name, value) in head.headers where !["host", "cookie", "connection", "keep-alive", "origin", "referer"].contains(name.lowercased()) {
                 out.headers.add(name: name, value: value)
@@ -198,10 +201,29 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
                 case .failure(let error):
                     pending = []
                     forwarding = false
-                    let body = #"{"error":{"code":"unreachable","message":"recd is not reachable at \#(socket): \#(error)"}}"#
-                    replyOn(browser, .badGateway, body, type: "application/json")
+                    if wantsPage {
+                        // A person loading the page gets a page that says what to do, not JSON.
+                        replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: "\(error)"), type: "text/html; charset=utf-8")
+                    } else {
+                        let body = #"{"error":{"code":"unreachable","message":"recd is not reachable at \#(socket): \#(error)"}}"#
+                        replyOn(browser, .badGateway, body, type: "application/json")
+                    }
                 }
             }
+    }
+
+    static func unreachablePage(socket: String, error: String) -> String {
+        func escaped(_ s: String) -> String {
+            s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>recd is not reachable</title></head><body style="font: 16px system-ui, sans-serif; margin: 2rem; max-width: 40rem">
+            <h1 class="banner" role="alert">recd is not reachable</h1>
+            <p>Nothing answers on <code>\(escaped(socket))</code> (\(escaped(error))).</p>
+            <p>Start it — <code>systemctl --user start recd</code>, or <code>recd</code> in a terminal — and reload this page.
+            <code>recctl status</code> says whether it runs.</p></body></html>
+            """
     }
 
     private func send(_ part: HTTPClientRequestPart) {

@@ -9,6 +9,7 @@ import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback, url
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -75,9 +76,18 @@ try:
     tone = os.path.join(work, "tone.wav")
     subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "120", "sine", "440", "vol", "0.5"], check=True)
     start(["paplay", "--latency-msec=10", "-d", "mic", tone])
-    start([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "pulse:mic.monitor",
-           "--playback-device", "pulse:speaker"], stdout=open(os.path.join(work, "recd.log"), "w"), stderr=subprocess.STDOUT)
-    wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
+    def start_recd(*extra):
+        p = start([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "pulse:mic.monitor",
+                   "--playback-device", "pulse:speaker", *extra], stdout=open(os.path.join(work, "recd.log"), "a"),
+                  stderr=subprocess.STDOUT)
+        wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
+        return p
+
+    def stop_recd(p):
+        p.send_signal(signal.SIGTERM)
+        p.wait(10)
+
+    recd = start_recd()
 
     ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = ui.stdout.readline().strip()
@@ -207,6 +217,44 @@ try:
         check("delete removes file and row", not os.path.exists(path) and
               all(r["id"] != take["id"] for r in recctl_json("list")["recordings"]))
 
+        # A video (adopted from a file: there is no camera here) plays in a player with its poster.
+        mov = os.path.join(data, "Recordings", "camera test.mov")
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=15:duration=4",
+                        "-f", "lavfi", "-i", "sine=frequency=440:duration=4", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                        "-c:a", "aac", "-shortest", mov], check=True)
+        video_id = recctl_json("check", "--repair")["repaired"]["adopted"][0]
+        subprocess.run([RECCTL, "--socket", sock, "save", video_id, "--title", "Camera test"], env=env, check=True, capture_output=True)
+        wait("the video row", lambda b: "Camera test" in text())
+        check("a video's row has the camera icon", "🎥" in browser.find_element(By.CSS_SELECTOR, f"li[data-id='{video_id}']").text)
+        # By keyboard alone: Tab reaches the row, Enter plays it.
+        browser.execute_script("document.activeElement && document.activeElement.blur()")
+        body = browser.find_element(By.TAG_NAME, "body")
+        for _ in range(40):
+            body.send_keys(Keys.TAB)
+            label = browser.execute_script("return document.activeElement.getAttribute('aria-label') || ''")
+            if label.startswith("Play Camera test,"):
+                break
+        check("Tab reaches a recording's row", label.startswith("Play Camera test,"), label)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        video = wait("the video player", lambda b: b.find_element(By.CSS_SELECTOR, "#player video"))
+        poster = video.get_attribute("poster") or ""
+        check("the video player shows its poster", poster.endswith(f"/v1/recordings/{video_id}/poster"), poster)
+        shown = browser.execute_script("""
+            const img = new Image(); img.src = arguments[0];
+            return img.decode().then(() => [img.naturalWidth, img.naturalHeight], () => null);""", poster)
+        check("the poster is the video's first frame (320x180)", shown == [320, 180], shown)
+        playing = wait("the video to play", lambda b: b.execute_script(
+            "const v = document.querySelector('#player video'); return v && v.currentTime > 0.3 && v.videoWidth"), 20)
+        check("the video plays in the page", playing == 320, playing)
+        shot("09-video")
+        click("[data-action=close]")
+        # Every control has a name a screen reader can say.
+        unnamed = browser.execute_script("""return [...document.querySelectorAll('button, [role=slider], input, textarea')]
+            .filter(e => e.offsetParent !== null)
+            .filter(e => !((e.getAttribute('aria-label') || '').trim() || (e.textContent || '').trim() || (e.labels && e.labels.length)))
+            .map(e => e.outerHTML.slice(0, 80))""")
+        check("every control has a name", unnamed == [], unnamed)
+
         # Export a CSV.
         click("#nav-data")
         shot("08-data")
@@ -230,6 +278,41 @@ try:
         check("a foreign Origin's change is refused", status == 403, status)
         check("cookie is HttpOnly and SameSite=Strict", browser.get_cookie("recd_ui").get("httpOnly") and
               browser.get_cookie("recd_ui").get("sameSite") == "Strict", browser.get_cookie("recd_ui"))
+
+        # Errors a person can act on, each in the record screen's banner with a way on.
+        def refusal_after_record():
+            browser.get(base + "/")
+            click("#nav-new")
+            click("[data-mode=audio]")
+            click("[data-action=record]")
+            return wait("the banner", lambda b: next((e.text for e in b.find_elements(By.CSS_SELECTOR, ".record .banner")
+                                                      if e.is_displayed() and e.text), None))
+        stop_recd(recd)
+        recd = start_recd("--min-free-mb", "100000000")
+        banner = refusal_after_record()
+        check("a full disk is said as such", banner.startswith("The disk is full:") and "Try again" in banner, banner)
+        shot("10-disk-full")
+        stop_recd(recd)
+        recd = start_recd("--capture-device", "hw:CARD=NoSuchCard,DEV=0")
+        banner = refusal_after_record()
+        check("a missing microphone is said as such", banner.startswith("The microphone is not available:")
+              and "NoSuchCard" in banner and "Try again" in banner, banner)
+        # recd going away under an open page, and a page loaded while it is away.
+        browser.get(base + "/")
+        wait("the library", lambda b: b.find_elements(By.ID, "nav-new"))
+        stop_recd(recd)
+        click("#nav-new")
+        click("[data-mode=audio]")
+        click("[data-action=record]")
+        gone = wait("the banner", lambda b: next((e.text for e in b.find_elements(By.CSS_SELECTOR, ".record .banner")
+                                                 if e.is_displayed() and e.text), None))
+        check("recd stopping under the page is said as such", "recd is not reachable" in gone and "Try again" in gone, gone)
+        browser.get(base + "/")
+        gone = wait("the bridge's page", lambda b: next((e.text for e in b.find_elements(By.CSS_SELECTOR, ".banner")
+                                                        if e.is_displayed() and e.text), None))
+        check("a page loaded while recd is away says how to start it",
+              "recd is not reachable" in gone and "systemctl --user start recd" in text(), text())
+        shot("11-unreachable")
     finally:
         browser.quit()
 except Exception:
