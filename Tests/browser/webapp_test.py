@@ -56,6 +56,12 @@ def wait_until(what, predicate, timeout=15.0):
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
+def recd_get(path):
+    """recd's own answer, straight from its socket."""
+    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
+    return json.loads(out.stdout)
+
+
 def http(url, headers=None, method="GET"):
     req = urllib.request.Request(url, headers=headers or {}, method=method)
     try:
@@ -248,6 +254,37 @@ try:
         check("the video plays in the page", playing == 320, playing)
         shot("09-video")
         click("[data-action=close]")
+        # On recd's own speaker instead: driven from the page through /play and /playback; recd counts it.
+        before = recctl_json("show", video_id)["playCount"]
+        playing = lambda: recd_get("/v1/playback").get("playback") or {}
+        click(f"li[data-id='{video_id}'] button[title=\"Play on recd's speaker\"]")
+        wait("recd to play it", lambda b: playing().get("recording", {}).get("id") == video_id)
+        click("#player [data-action=pause]")
+        wait("recd to pause", lambda b: playing().get("state") == "paused")
+        check("the page pauses recd's own playback", True)
+        click("#player [data-action=close]")
+        wait("recd to stop and count it", lambda b: not playing() and recctl_json("show", video_id)["playCount"] == before + 1)
+        check("closing stops recd's playback, counted once by recd", True)
+
+        # A video asked of a machine without a camera: the seed's fallback, then an audio recording.
+        click("#nav-new")
+        click("[data-mode=video]")
+        click("[data-action=record]")
+        banner = wait("the fallback", lambda b: next((e.text for e in b.find_elements(By.CSS_SELECTOR, ".record .banner")
+                                                     if e.is_displayed() and e.text), None))
+        check("no camera: the seed's words and its offer", "Camera required for video recordings. Record audio-only instead." in banner
+              and "RECORD AUDIO" in banner, banner)
+        click_text("button", "RECORD AUDIO")
+        wait("the audio recording", lambda b: recd_get("/v1/status")["activity"] == "recording")
+        check("the offer records audio", recd_get("/v1/status")["active"]["recording"]["type"] == "audio")
+        time.sleep(1)
+        click("[data-action=stop]")
+        click("[data-action=discard]")
+        wait("the seed's question", lambda b: "Discard recording?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+        click("dialog[open] [data-confirm]")
+        wait("the discarded toast", lambda b: "Recording discarded" in b.find_element(By.ID, "toast").text)
+        check("discard leaves nothing pending", recctl_json("list", "--state", "pending")["total"] == 0)
+
         # Every control has a name a screen reader can say.
         unnamed = browser.execute_script("""return [...document.querySelectorAll('button, [role=slider], input, textarea')]
             .filter(e => e.offsetParent !== null)
