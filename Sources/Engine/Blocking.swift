@@ -3,9 +3,10 @@ import NIOPosix
 
 /// Threads meant for blocking work: device opens and closes, fsyncs, SQLite writes (each commit an
 /// fsync under `synchronous=FULL`), remuxes, recoveries and delete-all. Swift's cooperative pool has
-/// as many threads as cores (two here), and Dispatch's global queues on Linux no more: one long
-/// repair there, or on an actor's executor, held up every request and the watchdog with it. Eight
-/// threads, so that a long repair or delete-all leaves room for the short writes that follow it.
+/// as many threads as cores (two here), and Dispatch's global queues grow slowly past that (eight
+/// blocking one-second items took 3 s here): one long repair there, or on an actor's executor, held up
+/// every request and the watchdog with it. Eight threads, so that a long repair or delete-all leaves
+/// room for the short writes that follow it.
 enum BlockingPool {
     static let shared: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: 8)
