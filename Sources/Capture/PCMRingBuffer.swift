@@ -18,6 +18,10 @@ public final class PCMRingBuffer: @unchecked Sendable {
     /// Frames the waiting reader asked for: the writer signals only once they are there, so the
     /// reader wakes once per block, not once per device period.
     private var wanted = Int.max
+    /// Frames written and read since the start, and the written count at the last `markFlush()`.
+    private var writtenTotal: Int64 = 0
+    private var readTotal: Int64 = 0
+    private var flushMark: Int64?
     private let condition = NSCondition()
 
     public init(capacityFrames: Int, channels: Int) {
@@ -49,8 +53,19 @@ public final class PCMRingBuffer: @unchecked Sendable {
             }
         }
         count += n
+        writtenTotal += Int64(n)
         if count >= wanted { condition.signal() }
         return n
+    }
+
+    /// Asks the reader to take what has been written so far without waiting for a full block, and
+    /// tells it (`readBlock`'s `flush`) when it has read up to here: the writer has paused, and what
+    /// came before the pause should reach the file now.
+    public func markFlush() {
+        condition.lock()
+        flushMark = writtenTotal
+        condition.signal()
+        condition.unlock()
     }
 
     /// Marks the end of the stream: readers get what is left, then 0.
@@ -64,12 +79,22 @@ public final class PCMRingBuffer: @unchecked Sendable {
     /// Blocks until `minFrames` frames are held (or the ring is closed), then copies up to
     /// `buffer.count / channels` frames out. Returns the number of frames copied; 0 means closed and empty.
     public func read(into buffer: UnsafeMutableBufferPointer<Int16>, minFrames: Int) -> Int {
+        while true {
+            let (frames, flush) = readBlock(into: buffer, minFrames: minFrames)
+            if frames > 0 || !flush { return frames }
+        }
+    }
+
+    /// `read`, which also returns early at a `markFlush()`; `flush` is true when this read reached
+    /// the mark (everything written before it has now been read). `(0, true)` is not the end: that
+    /// is `(0, false)`.
+    public func readBlock(into buffer: UnsafeMutableBufferPointer<Int16>, minFrames: Int) -> (frames: Int, flush: Bool) {
         let maxFrames = buffer.count / channels
         let want = min(max(1, minFrames), maxFrames, capacityFrames)
         condition.lock()
         defer { condition.unlock() }
         wanted = want
-        while count < want && !closed { condition.wait() }
+        while count < want && !closed && flushMark == nil { condition.wait() }
         wanted = Int.max
         let n = min(count, maxFrames)
         var done = 0
@@ -83,6 +108,12 @@ public final class PCMRingBuffer: @unchecked Sendable {
             }
         }
         count -= n
-        return n
+        readTotal += Int64(n)
+        var flush = false
+        if let mark = flushMark, readTotal >= mark {
+            flushMark = nil
+            flush = true
+        }
+        return (n, flush)
     }
 }

@@ -14,9 +14,12 @@ protocol AudioSink: AnyObject {
     func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int
     /// Flushes what is buffered. For a file with no other track, also closes the file.
     func finish() throws
+    /// Puts what has been written so far into the file now (the recording paused).
+    func flush() throws
 }
 
 extension AudioFileWriter: AudioSink {
+    // `flush()` is the writer's own.
     func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
         try append(interleaved: samples, frames: frames)
         return frames
@@ -94,6 +97,10 @@ final class AudioPipeline: @unchecked Sendable {
     /// The device's samples → the recording's format, on the capture thread; nil when the device
     /// delivers the recording's format itself.
     private let converter: CapturedPCMConverter?
+    /// Pause and resume, applied on the capture thread (see `CapturePause`).
+    let pause: CapturePause
+    /// The capture thread's copy of a period being faded (the captured buffer is not ours to change).
+    private var fadeScratch: [Int16] = []
 
     /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall without an overrun).
     init(source: AlsaCaptureSource, sink: any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
@@ -111,6 +118,7 @@ final class AudioPipeline: @unchecked Sendable {
                                               intervalMs: meterIntervalMs))
         waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
         ring = PCMRingBuffer(capacityFrames: capture.sampleRate * ringSeconds, channels: capture.channels)
+        pause = CapturePause(sampleRate: capture.sampleRate)
         let d = source.deviceFormat
         if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
             converter = nil
@@ -134,10 +142,30 @@ final class AudioPipeline: @unchecked Sendable {
         encoderThread.start()
         source.start(clock: clock, deliver: { [self] raw, frames in
             // Meters, waveform and file all see the recording's format.
+            // While paused nothing is written or metered; the joins are faded (`CapturePause`).
             func take(_ samples: UnsafeBufferPointer<Int16>, _ frames: Int) {
                 guard frames > 0 else { return }
-                self.ring.write(samples, frames: frames)
-                self.meter.process(samples, frames: frames, self.onMeter)
+                let plan = self.pause.plan(frames: frames)
+                switch plan {
+                case .drop:
+                    return
+                case .keep:
+                    self.ring.write(samples, frames: frames)
+                    self.meter.process(samples, frames: frames, self.onMeter)
+                case .fadeOut, .fadeIn:
+                    let channels = self.ring.channels
+                    let count = if case .fadeOut(let n) = plan { n } else { frames }
+                    if self.fadeScratch.count < count * channels { self.fadeScratch = [Int16](repeating: 0, count: count * channels) }
+                    self.fadeScratch.withUnsafeMutableBufferPointer { scratch in
+                        let part = UnsafeMutableBufferPointer(rebasing: scratch[0..<(count * channels)])
+                        _ = part.update(fromContentsOf: UnsafeBufferPointer(rebasing: samples[0..<(count * channels)]))
+                        self.pause.fade(plan, part, frames: count, channels: channels)
+                        self.ring.write(UnsafeBufferPointer(part), frames: count)
+                        self.meter.process(UnsafeBufferPointer(part), frames: count, self.onMeter)
+                    }
+                    // Paused: what came before goes to the disk now, not when the next block fills.
+                    if case .fadeOut = plan { self.ring.markFlush() }
+                }
             }
             if let converter = self.converter {
                 do {
@@ -151,6 +179,7 @@ final class AudioPipeline: @unchecked Sendable {
             }
             self.first.arrived()
         }, onEnd: { [self] error in
+            self.pause.captureEnded()
             self.ring.close()
             if let error {
                 // Failed before the first buffer: that is start's error, not a fault.
@@ -175,13 +204,14 @@ final class AudioPipeline: @unchecked Sendable {
                 }
             }
             while true {
-                let frames = block.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4096) }
-                if frames == 0 { break }
+                let (frames, flush) = block.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: 4096) }
+                if frames == 0 && !flush { break }
                 try block.withUnsafeBufferPointer {
                     // The waveform is of what is in the file.
-                    let written = try sink.write(interleaved: $0, frames: frames)
+                    let written = try sink.write(interleaved: UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)]), frames: frames)
                     if written > 0 { waveformBuilder.append($0, frames: written) }
                 }
+                if flush { try sink.flush() }
             }
             try sink.finish()
         } catch {

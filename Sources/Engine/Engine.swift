@@ -98,8 +98,10 @@ public final class Engine: Sendable {
                                                        counts: [String: Int]) {
         guard let a = await recorder.active() else { return (.idle, nil, try library.counts()) }
         let active = try catalogCall({ try catalog.recording(id: a.id) }).map {
-            DaemonStatus.ActiveRecording(recording: $0, elapsed: a.elapsed, capture: a.stats,
-                                         deviceFormat: a.formats?.device, recordedFormat: a.formats?.recorded)
+            DaemonStatus.ActiveRecording(recording: $0, elapsed: a.pause?.elapsed, capture: a.stats,
+                                         deviceFormat: a.formats?.device, recordedFormat: a.formats?.recorded,
+                                         paused: a.pause?.paused ?? false, pausedFor: a.pause?.pausedFor,
+                                         pausedTotal: a.pause?.pausedTotal ?? 0)
         }
         return (a.activity, active, try library.counts())
     }

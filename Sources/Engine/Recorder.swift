@@ -15,6 +15,17 @@ public actor Recorder {
         var session: any RecordingSession
         var id: UUID
         var startedAt: ContinuousClock.Instant
+        /// When the pause under way began; nil while recording.
+        var pausedAt: ContinuousClock.Instant?
+        /// Pauses that have ended.
+        var pausedBefore: Duration = .zero
+
+        func pauseState(at now: ContinuousClock.Instant = .now) -> RecordingPauseState {
+            let current = pausedAt.map { now - $0 }
+            let total = pausedBefore + (current ?? .zero)
+            return RecordingPauseState(recordingID: id, paused: pausedAt != nil, elapsed: (now - startedAt - total).seconds,
+                                       pausedFor: current?.seconds, pausedTotal: total.seconds)
+        }
     }
 
     enum State: Sendable {
@@ -203,6 +214,44 @@ public actor Recorder {
                                                        : .media(file: file, underlying: e)
         default: return .media(file: file, underlying: error)
         }
+    }
+
+    /// Pauses the recording in progress (`true`) or resumes it (`false`). The devices stay open and
+    /// go on capturing; what they capture while paused is left out of the file (see `CapturePause`).
+    /// Asking for the state the recording is already in changes nothing and says where it stands.
+    /// Works while a repair holds the recorder (a pause starts or stops nothing).
+    public func setPaused(_ paused: Bool) throws(EngineError) -> RecordingPauseState {
+        var active: Active
+        switch state {
+        case .recording(let a): active = a
+        case .held(let h) where h.recording != nil: active = h.recording!
+        default: throw .notRecording
+        }
+        let now = ContinuousClock.now
+        guard paused != (active.pausedAt != nil) else { return active.pauseState(at: now) }
+        let ended = active.pausedAt.map { now - $0 }
+        if paused {
+            active.pausedAt = now
+        } else {
+            active.pausedBefore += ended ?? .zero
+            active.pausedAt = nil
+        }
+        active.session.setPaused(paused)
+        switch state {
+        case .recording: state = .recording(active)
+        case .held(var h): h.recording = active; state = .held(h)
+        default: break
+        }
+        var reply = active.pauseState(at: now)
+        if paused {
+            events.publish(.recordingPaused(reply))
+            logger.info("recording \(active.id) paused at \(String(format: "%.2f", reply.elapsed)) s")
+        } else {
+            reply.pausedFor = ended?.seconds
+            events.publish(.recordingResumed(reply))
+            logger.info("recording \(active.id) resumed after a pause of \(String(format: "%.2f", ended?.seconds ?? 0)) s")
+        }
+        return reply
     }
 
     /// Stops the active recording, finalizes its file and keeps, saves or discards it.
@@ -490,12 +539,11 @@ public actor Recorder {
     }
 
     /// The recording in progress (starting, recording or stopping), with its elapsed time and counters.
-    public func active() -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?,
-                             formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?)? {
+    public func active() -> ActiveReport? {
         switch state {
         case .idle: return nil
-        case .starting(let id, _): return (id, .starting, nil, nil, nil)
-        case .stopping(let id, _): return (id, .stopping, nil, nil, nil)
+        case .starting(let id, _): return ActiveReport(id: id, activity: .starting)
+        case .stopping(let id, _): return ActiveReport(id: id, activity: .stopping)
         case .held(let h):
             guard let a = h.recording else { return nil }
             return Self.report(a)
@@ -504,10 +552,26 @@ public actor Recorder {
         }
     }
 
-    private static func report(_ a: Active) -> (id: UUID, activity: DaemonStatus.Activity, elapsed: Double?, stats: CaptureStats?,
-                                                 formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?) {
-        let d = ContinuousClock.now - a.startedAt
-        let elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return (a.id, .recording, elapsed, a.session.stats, a.session.audioFormats)
+    private static func report(_ a: Active) -> ActiveReport {
+        ActiveReport(id: a.id, activity: .recording, pause: a.pauseState(), stats: a.session.stats, formats: a.session.audioFormats)
     }
+
+    /// The recording in progress, for status.
+    public struct ActiveReport: Sendable {
+        public var id: UUID
+        public var activity: DaemonStatus.Activity
+        /// Time recorded and paused; nil while starting or stopping.
+        public var pause: RecordingPauseState?
+        public var stats: CaptureStats?
+        public var formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?
+        init(id: UUID, activity: DaemonStatus.Activity, pause: RecordingPauseState? = nil, stats: CaptureStats? = nil,
+             formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? = nil) {
+            self.id = id; self.activity = activity; self.pause = pause; self.stats = stats; self.formats = formats
+        }
+    }
+}
+
+extension Duration {
+    /// In seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -24,6 +24,9 @@ protocol RecordingSession: AnyObject, Sendable {
     var poster: Data? { get }
     /// What the microphone delivers and what is recorded; nil for a silent video.
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { get }
+    /// Pauses (true) or resumes (false) the recording: the devices go on, what they capture meanwhile
+    /// is left out of the file. Does not block.
+    func setPaused(_ paused: Bool)
 }
 
 /// An audio recording: the microphone into a fragmented .m4a.
@@ -76,6 +79,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     }
 
     var stats: CaptureStats { audio.stats }
+    func setPaused(_ paused: Bool) { audio.pause.set(paused: paused) }
     func waveform() -> WaveformData? { audio.waveform() }
     var poster: Data? { nil }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }

@@ -97,6 +97,7 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
     }
 
     func finish() throws { try writer.finishAudio() }
+    func flush() throws { try writer.flush() }
 }
 
 /// One video recording.
@@ -130,6 +131,10 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     private let endNs = Atomic<UInt64>(.max)
     private let stopOnce = Mutex<(CaptureStats, (any Error)?)?>(nil)
     private let rejectedFrames = Atomic<Int64>(0)
+    /// Pauses of a silent video (one with sound pauses by its sound: `AudioPipeline.pause`).
+    private let silentPause = MonotonicPause()
+    /// The video thread has put what came before the current pause into the file (silent video).
+    private var flushedForPause = false
 
     static let firstFrameTimeoutMs = 5000
 
@@ -249,7 +254,14 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             // A silent video: time from its first frame.
             let t0 = firstNs ?? frame.timestampNs
             firstNs = t0
-            let sinceFirst = max(0, Int64(bitPattern: frame.timestampNs &- t0))
+            guard let at = silentPause.fileTime(ofNs: frame.timestampNs) else {
+                // Paused: what was encoded before goes to the disk now (with sound, the sound's
+                // encoder thread does this).
+                if !flushedForPause { try writer.flush(); flushedForPause = true }
+                return nil
+            }
+            flushedForPause = false
+            let sinceFirst = max(0, Int64(bitPattern: at &- t0))
             return Int64((Double(sinceFirst) / 1e9 * tb).rounded())
         }
         let rate = Double(clock.sampleRate)
@@ -264,7 +276,11 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             if position < -halfFrame { return nil }
             origin.set(max(0, Int64(position.rounded())))
         }
-        guard let position = clock.position(atNs: frame.timestampNs), let start = origin.current else { return nil }
+        guard let captured = clock.position(atNs: frame.timestampNs), let start = origin.current else { return nil }
+        // A frame captured in a pause is left out; later ones move back by the pauses before them.
+        // Which side of a pause's start a frame falls on is known once the sound has reached it.
+        audio.pause.waitForSound(through: captured, timeoutMs: 200)
+        guard let position = audio.pause.filePosition(of: captured) else { return nil }
         return max(0, Int64(((position - Double(start)) / rate * tb).rounded()))
     }
 
@@ -276,7 +292,8 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         let rate = Double(audio?.clock?.sampleRate ?? 48_000)
         // Hold the sound two frames before the stop: the picture surely reaches that far (the last
         // frame is at most a frame old, and shown for one more).
-        if let audio, let sink = audioSink, let start = origin.current, let position = audio.clock?.position(atNs: now) {
+        if let audio, let sink = audioSink, let start = origin.current, let captured = audio.clock?.position(atNs: now) {
+            let position = audio.pause.clampedFilePosition(of: captured)
             sink.hold(at: Int64(position.rounded()) - start - 2 * Int64(rate / max(1, writer.video.fps)))
         }
         camera.stop()            // no frame after this; the video thread drains the queue
@@ -291,7 +308,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             if let start = origin.current, let end = writer.videoEnd {
                 let frames = Int64((Double(end) * Double(VideoEncoding.timeBase.num) / Double(VideoEncoding.timeBase.den) * rate).rounded())
                 let deadline = DispatchTime.now().uptimeNanoseconds + 500_000_000
-                while audio.stats.framesCaptured < start + frames && DispatchTime.now().uptimeNanoseconds < deadline {
+                // (Stopped while paused: the sound has ended where the pause began.)
+                while !audio.pause.isPaused && audio.pause.deliveredInFile < Double(start + frames)
+                        && DispatchTime.now().uptimeNanoseconds < deadline {
                     usleep(5_000)
                 }
                 sink.cut(at: frames)
@@ -314,6 +333,14 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         s.videoFrames = writer.framesWritten
         s.videoDroppedFrames = c.droppedFrames + rejectedFrames.load(ordering: .relaxed) + writer.framesSkipped
         return s
+    }
+
+    func setPaused(_ paused: Bool) {
+        if let audio {
+            audio.pause.set(paused: paused)
+        } else {
+            silentPause.set(paused: paused, atNs: MonotonicClock.nowNs())
+        }
     }
 
     func waveform() -> WaveformData? { audio?.waveform() }

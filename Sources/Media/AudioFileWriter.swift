@@ -33,6 +33,12 @@ public final class AudioFileWriter {
         try track.append(interleaved: samples, frames: frames)
     }
 
+    /// Puts every packet encoded so far into the file (see `FFmpegMuxer.flush`).
+    public func flush() throws {
+        guard !finished else { return }
+        try muxer.flush()
+    }
+
     /// Encodes what is left (a short last frame), flushes the encoder, writes the trailer, closes.
     public func finish() throws {
         guard !finished else { return }

@@ -74,6 +74,16 @@ final class FFmpegMuxer {
         try FFmpegError.check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame", file: path)
     }
 
+    /// Writes every packet handed over so far into the file now: the interleaving queue is emptied
+    /// and, in a fragmented file, the open fragment is closed and pushed to the disk (movenc takes a
+    /// null packet as "flush", `AVFMT_ALLOW_FLUSH`). For a pause: a kill while paused then loses
+    /// only what the encoder still holds (its delay), not the last second.
+    func flush() throws {
+        guard headerWritten, !closed else { return }
+        try FFmpegError.check(av_interleaved_write_frame(context, nil), "av_interleaved_write_frame(flush)", file: path)
+        try FFmpegError.check(av_write_frame(context, nil), "av_write_frame(flush)", file: path)
+    }
+
     /// Writes the trailer and closes the file.
     func close() throws {
         guard !closed else { return }

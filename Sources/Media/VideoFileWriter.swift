@@ -72,6 +72,14 @@ public final class VideoFileWriter: @unchecked Sendable {
 
     public func finishAudio() throws { try audioTrack?.finish() }
 
+    /// Puts every packet of both streams encoded so far into the file (see `FFmpegMuxer.flush`).
+    public func flush() throws {
+        try muxerLock.withLock {
+            guard !closed else { return }
+            try muxer.flush()
+        }
+    }
+
     /// Channels of the sound (0 for a silent video).
     public var audioChannels: Int { audioTrack?.encoding.channels ?? 0 }
 

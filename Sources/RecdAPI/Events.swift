@@ -86,6 +86,8 @@ public enum EventType: String, Codable, Sendable, CaseIterable {
     case meter
     case recordingStarted = "recording.started"
     case recordingStopped = "recording.stopped"
+    case recordingPaused = "recording.paused"
+    case recordingResumed = "recording.resumed"
     case playbackStarted = "playback.started"
     case playbackProgress = "playback.progress"
     case playbackEnded = "playback.ended"
@@ -96,6 +98,8 @@ public enum EventPayload: Sendable, Equatable {
     case meter(MeterEvent)
     case recordingStarted(Recording)
     case recordingStopped(RecordingStoppedEvent)
+    case recordingPaused(RecordingPauseState)
+    case recordingResumed(RecordingPauseState)
     case playbackStarted(PlaybackInfo)
     case playbackProgress(PlaybackProgressEvent)
     case playbackEnded(PlaybackEnded)
@@ -106,6 +110,8 @@ public enum EventPayload: Sendable, Equatable {
         case .meter: return .meter
         case .recordingStarted: return .recordingStarted
         case .recordingStopped: return .recordingStopped
+        case .recordingPaused: return .recordingPaused
+        case .recordingResumed: return .recordingResumed
         case .playbackStarted: return .playbackStarted
         case .playbackProgress: return .playbackProgress
         case .playbackEnded: return .playbackEnded
@@ -134,6 +140,8 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .meter: payload = .meter(try c.decode(MeterEvent.self, forKey: .data))
         case .recordingStarted: payload = .recordingStarted(try c.decode(Recording.self, forKey: .data))
         case .recordingStopped: payload = .recordingStopped(try c.decode(RecordingStoppedEvent.self, forKey: .data))
+        case .recordingPaused: payload = .recordingPaused(try c.decode(RecordingPauseState.self, forKey: .data))
+        case .recordingResumed: payload = .recordingResumed(try c.decode(RecordingPauseState.self, forKey: .data))
         case .playbackStarted: payload = .playbackStarted(try c.decode(PlaybackInfo.self, forKey: .data))
         case .playbackProgress: payload = .playbackProgress(try c.decode(PlaybackProgressEvent.self, forKey: .data))
         case .playbackEnded: payload = .playbackEnded(try c.decode(PlaybackEnded.self, forKey: .data))
@@ -150,6 +158,7 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .meter(let v): try c.encode(v, forKey: .data)
         case .recordingStarted(let v): try c.encode(v, forKey: .data)
         case .recordingStopped(let v): try c.encode(v, forKey: .data)
+        case .recordingPaused(let v), .recordingResumed(let v): try c.encode(v, forKey: .data)
         case .playbackStarted(let v): try c.encode(v, forKey: .data)
         case .playbackProgress(let v): try c.encode(v, forKey: .data)
         case .playbackEnded(let v): try c.encode(v, forKey: .data)

@@ -233,6 +233,26 @@ public struct RecordingList: Codable, Sendable, Equatable {
     }
 }
 
+/// Reply to `POST /v1/record/pause` and `/resume`, and the data of `recording.paused` and
+/// `recording.resumed`.
+public struct RecordingPauseState: Codable, Sendable, Equatable {
+    public var recordingID: UUID
+    public var paused: Bool
+    /// Seconds recorded (pauses not counted).
+    public var elapsed: Double
+    /// Seconds of the pause under way; null while recording. In `recording.resumed`: how long the
+    /// pause that just ended lasted.
+    @Nullable public var pausedFor: Double?
+    /// Seconds of every pause so far, the current one included.
+    public var pausedTotal: Double
+    public init(recordingID: UUID, paused: Bool, elapsed: Double, pausedFor: Double?, pausedTotal: Double) {
+        self.recordingID = recordingID; self.paused = paused; self.elapsed = elapsed; self.pausedFor = pausedFor
+        self.pausedTotal = pausedTotal
+    }
+
+    enum CodingKeys: String, CodingKey { case recordingID, paused, elapsed, pausedFor, pausedTotal }
+}
+
 /// `GET /v1/status`.
 public struct DaemonStatus: Codable, Sendable, Equatable {
     /// `starting`: the device is being opened; `stopping`: capture ended, the file is being finalized.
@@ -240,8 +260,14 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
     public struct ActiveRecording: Codable, Sendable, Equatable {
         public var recording: Recording
-        /// Seconds since capture started; null while starting or stopping.
+        /// Seconds recorded (pauses not counted); null while starting or stopping.
         @Nullable public var elapsed: Double?
+        /// Paused (`POST /v1/record/pause`): the devices stay open, nothing goes into the file.
+        public var paused: Bool
+        /// Seconds of the pause under way; null while not paused.
+        @Nullable public var pausedFor: Double?
+        /// Seconds of every pause so far.
+        public var pausedTotal: Double
         /// Counters so far; null while starting or stopping.
         @Nullable public var capture: CaptureStats?
         /// What the microphone delivers and what is recorded; null while starting or stopping, and
@@ -249,12 +275,16 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         @Nullable public var deviceFormat: AudioFormatInfo?
         @Nullable public var recordedFormat: AudioFormatInfo?
         public init(recording: Recording, elapsed: Double?, capture: CaptureStats?,
-                    deviceFormat: AudioFormatInfo? = nil, recordedFormat: AudioFormatInfo? = nil) {
+                    deviceFormat: AudioFormatInfo? = nil, recordedFormat: AudioFormatInfo? = nil,
+                    paused: Bool = false, pausedFor: Double? = nil, pausedTotal: Double = 0) {
             self.recording = recording; self.elapsed = elapsed; self.capture = capture
             self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
+            self.paused = paused; self.pausedFor = pausedFor; self.pausedTotal = pausedTotal
         }
 
-        enum CodingKeys: String, CodingKey { case recording, elapsed, capture, deviceFormat, recordedFormat }
+        enum CodingKeys: String, CodingKey {
+            case recording, elapsed, paused, pausedFor, pausedTotal, capture, deviceFormat, recordedFormat
+        }
 
     }
 

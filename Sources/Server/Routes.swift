@@ -74,7 +74,7 @@ public enum RecdRoutes {
         }
     }
 
-    /// Recording: start and stop.
+    /// Recording: start, pause, resume and stop.
     static func addRecordingRoutes(to v1: APIGroup, engine: Engine) {
         v1.post("record/start") { request, _ in
             let receivedAt = DispatchTime.now().uptimeNanoseconds
@@ -86,6 +86,14 @@ public enum RecdRoutes {
         v1.post("record/stop") { request, _ in
             let body = try await decode(StopRecordingRequest.self, request)
             return JSONResponse.make(try await engine.recorder.stop(body))
+        }
+
+        v1.post("record/pause") { _, _ in
+            JSONResponse.make(try await engine.recorder.setPaused(true))
+        }
+
+        v1.post("record/resume") { _, _ in
+            JSONResponse.make(try await engine.recorder.setPaused(false))
         }
     }
 

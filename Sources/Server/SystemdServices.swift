@@ -14,22 +14,25 @@ struct SystemdStatusService: Service {
     func run() async throws {
         // A service that returns before shutdown takes the whole group down: idle until then.
         guard notifier.isActive else { try? await gracefulShutdown(); return }
-        let (id, events) = engine.events.subscribe(types: [.recordingStarted, .recordingStopped, .playbackStarted, .playbackEnded])
+        let (id, events) = engine.events.subscribe(types: [.recordingStarted, .recordingStopped, .recordingPaused,
+                                                                     .recordingResumed, .playbackStarted, .playbackEnded])
         let watchdog = notifier.watchdogInterval
         try? await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    var recording: String?, playing: String?
+                    var recording: String?, playing: String?, paused = false
                     for await delivery in events {
                         guard case .event(let e) = delivery else { continue }
                         switch e.payload {
-                        case .recordingStarted(let r): recording = r.title
+                        case .recordingStarted(let r): recording = r.title; paused = false
                         case .recordingStopped: recording = nil
+                        case .recordingPaused: paused = true
+                        case .recordingResumed: paused = false
                         case .playbackStarted(let p): playing = p.recording.title
                         case .playbackEnded: playing = nil
                         default: continue
                         }
-                        notifier.notify(SystemdNotifier.statusLine(Self.status(recording: recording, playing: playing)))
+                        notifier.notify(SystemdNotifier.statusLine(Self.status(recording: recording, paused: paused, playing: playing)))
                     }
                 }
                 if let watchdog {
@@ -50,9 +53,9 @@ struct SystemdStatusService: Service {
         engine.events.unsubscribe(id)
     }
 
-    static func status(recording: String?, playing: String?) -> String {
+    static func status(recording: String?, paused: Bool = false, playing: String?) -> String {
         var parts: [String] = []
-        if let recording { parts.append("recording '\(recording)'") }
+        if let recording { parts.append("\(paused ? "paused recording" : "recording") '\(recording)'") }
         if let playing { parts.append("playing '\(playing)'") }
         return parts.isEmpty ? "idle" : parts.joined(separator: "; ")
     }

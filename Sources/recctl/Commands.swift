@@ -61,8 +61,14 @@ struct Status: AsyncParsableCommand {
             switch s.activity {
             case .recording:
                 let overruns = a.capture.map { $0.overruns > 0 ? ", \($0.overruns) overruns" : "" } ?? ""
-                lines.append("⏺ recording \(what) for \(Output.duration(a.elapsed))" + overruns
-                             + Output.conversion(a.deviceFormat, a.recordedFormat))
+                if a.paused {
+                    lines.append("⏸ paused \(what) at \(Output.duration(a.elapsed)), for \(Output.duration(a.pausedFor))"
+                                 + " (resume: recctl record resume)")
+                } else {
+                    lines.append("⏺ recording \(what) for \(Output.duration(a.elapsed))" + overruns
+                                 + (a.pausedTotal > 0 ? " (paused \(Output.duration(a.pausedTotal)) in all)" : "")
+                                 + Output.conversion(a.deviceFormat, a.recordedFormat))
+                }
             case .starting: lines.append("starting to record \(what)")
             case .stopping: lines.append("⏹ stopping \(what): finalizing the file")
             case .idle: lines.append("idle")
@@ -97,12 +103,13 @@ struct RecordingKindOptions: ParsableArguments {
 
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Record in the terminal (no subcommand), or start or stop a recording.",
+        abstract: "Record in the terminal (no subcommand), or start, pause, resume or stop a recording.",
         discussion: """
-        With no subcommand: starts recording, shows a timer and a level bar per channel, stops on Enter or
-        Ctrl-C, then offers to play the take, save it (asking for title, notes and purpose) or discard it.
+        With no subcommand: starts recording, shows a timer and a level bar per channel, pauses and resumes
+        on p, stops on Enter or Ctrl-C, then offers to play the take, save it (asking for title, notes and
+        purpose) or discard it.
         """,
-        subcommands: [Screen.self, Start.self, Stop.self],
+        subcommands: [Screen.self, Start.self, Pause.self, Resume.self, Stop.self],
         defaultSubcommand: Screen.self)
 
     /// `recctl record [--video | --video-only]`: a subcommand of its own (the default one) rather than
@@ -139,6 +146,29 @@ struct Record: AsyncParsableCommand {
             global.emit(raw, Say.started(reply.recording, from: sources)
                              + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs)
                              + Output.conversion(reply.deviceFormat, reply.recordedFormat))
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pause the recording: the sound (and picture) meanwhile stays out of the file; resume goes on in the same file.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let before = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self).0.active?.paused ?? false
+            let (reply, raw) = try await global.client.call(.POST, "/v1/record/pause", as: RecordingPauseState.self)
+            global.emit(raw, Say.paused(reply, already: before))
+        }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused recording, in the same file.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let before = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self).0.active?.paused ?? true
+            let (reply, raw) = try await global.client.call(.POST, "/v1/record/resume", as: RecordingPauseState.self)
+            global.emit(raw, Say.resumed(reply, already: !before))
         }
     }
 

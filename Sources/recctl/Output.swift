@@ -156,6 +156,14 @@ enum Say {
     static func howToFinish(_ r: Recording) -> String {
         "save it with `recctl save \(Output.shortID(r.id))` or discard it with `recctl discard \(Output.shortID(r.id))`."
     }
+    static func paused(_ p: RecordingPauseState, already: Bool) -> String {
+        already ? "⏸ Already paused at \(Output.duration(p.elapsed)) (for \(Output.duration(p.pausedFor))); resume with `recctl record resume`."
+                : "⏸ Paused at \(Output.duration(p.elapsed)); resume with `recctl record resume`."
+    }
+    static func resumed(_ p: RecordingPauseState, already: Bool) -> String {
+        already ? "⏺ Already recording (\(Output.duration(p.elapsed)) so far)."
+                : "⏺ Resumed at \(Output.duration(p.elapsed)) after a pause of \(Output.duration(p.pausedFor))."
+    }
     static func leftPending(_ r: Recording) -> String { "Recording left pending: " + howToFinish(r) }
     /// The seed's confirmations (Screens 5.3.3, 5.4.4, 7.3).
     static let confirmDiscard = "Discard recording? This cannot be undone."

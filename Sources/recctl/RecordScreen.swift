@@ -129,6 +129,23 @@ enum LevelBar {
 struct RecordScreenState: Sendable {
     var levels: [ChannelLevel] = []
     var stoppedByItself: RecordingStoppedEvent?
+    /// The last pause or resume (from this screen or any other client), and when it was seen.
+    var pause: RecordingPauseState?
+    var pauseSeenAt = Date()
+
+    mutating func saw(_ p: RecordingPauseState) {
+        pause = p
+        pauseSeenAt = Date()
+        if p.paused { levels = [] }
+    }
+
+    /// The time recorded so far, pauses not counted.
+    func elapsed(startedAt: Date) -> Double {
+        guard let pause else { return Date().timeIntervalSince(startedAt) }
+        return pause.elapsed + (pause.paused ? 0 : Date().timeIntervalSince(pauseSeenAt))
+    }
+
+    var paused: Bool { pause?.paused ?? false }
 }
 
 extension Record {
@@ -144,11 +161,13 @@ extension Record {
         let startedAt = Date()
         let state = Mutex(RecordScreenState())
         let events = Task {
-            try? await client.events("/v1/events?type=meter,recording.stopped") { json in
+            try? await client.events("/v1/events?type=meter,recording.stopped,recording.paused,recording.resumed") { json in
                 guard let event = try? APIJSON.decoder().decode(RecdEvent.self, from: Data(json.utf8)) else { return }
                 switch event.payload {
                 case .meter(let m) where m.recordingID == id && m.source == .recording:
-                    state.withLock { $0.levels = m.channels }
+                    state.withLock { if !$0.paused { $0.levels = m.channels } }
+                case .recordingPaused(let p) where p.recordingID == id, .recordingResumed(let p) where p.recordingID == id:
+                    state.withLock { $0.saw(p) }
                 case .recordingStopped(let s) where s.recordingID == id:
                     state.withLock { $0.stoppedByItself = s }
                 default: break
@@ -158,23 +177,45 @@ extension Record {
         defer { events.cancel() }
 
         let from = [start.video.map { "\($0.device) (\($0.width)x\($0.height))" }, start.device].compactMap { $0 }.joined(separator: " + ")
-        say(tty ? "Recording from \(from). Press Enter to stop." : "⏺ recording \(id.uuidString) from \(from); Enter (or end of input) stops it")
-        // Enter, end of input, or Ctrl-C stops; so does the recording ending by itself.
+        say(tty ? "Recording from \(from). Press Enter to stop, p to pause."
+                : "⏺ recording \(id.uuidString) from \(from); a line \"p\" pauses or resumes, any other line (or end of input) stops it")
+        // Enter, end of input, or Ctrl-C stops; so does the recording ending by itself. p pauses and
+        // resumes (in key mode as it is pressed; without a terminal, a line "p").
         signal(SIGINT, SIG_IGN)
         let sigint = DispatchSource.makeSignalSource(signal: SIGINT)
         sigint.setEventHandler { interrupted.store(true, ordering: .relaxed) }
         sigint.resume()
-        while !input.ready {
+        if keyMode { KeyMode.enter() }
+        recording: while true {
             if interrupted.load(ordering: .relaxed) { break }
+            if input.ready {
+                switch await input.nextKey(keyMode: keyMode, wait: false) {
+                case "p":
+                    let path = state.withLock { $0.paused } ? "/v1/record/resume" : "/v1/record/pause"
+                    do {
+                        let (p, _) = try await client.call(.POST, path, as: RecordingPauseState.self)
+                        state.withLock { $0.saw(p) }
+                        if !tty { say(p.paused ? Say.paused(p, already: false) : Say.resumed(p, already: false)) }
+                    } catch ClientFailure.refused(_, let body) {
+                        say("\n" + body.error.message)
+                    }
+                case "\n", nil:
+                    break recording   // Enter, a line, or the end of input
+                default:
+                    if !keyMode { break recording }   // any other line stops, as before pausing existed
+                }
+            }
             let s = state.withLock { $0 }
             if s.stoppedByItself != nil { break }
             if tty {
-                let line = "\r⏺ \(Output.duration(Date().timeIntervalSince(startedAt)))  " + LevelBar.line(s.levels) + "\u{1B}[K"
-                FileHandle.standardOutput.write(Data(line.utf8))
+                let line = s.paused
+                    ? "\r⏸ \(Output.duration(s.elapsed(startedAt: startedAt)))  paused: p resumes, Enter stops"
+                    : "\r⏺ \(Output.duration(s.elapsed(startedAt: startedAt)))  " + LevelBar.line(s.levels)
+                FileHandle.standardOutput.write(Data((line + "\u{1B}[K").utf8))
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        _ = input.ready ? await input.nextLine() : nil   // the Enter that stopped it
+        if keyMode { KeyMode.leave() }
         interrupted.store(false, ordering: .relaxed)   // a Ctrl-C that stopped the recording is used up
         if tty { FileHandle.standardOutput.write(Data("\n".utf8)) }
 

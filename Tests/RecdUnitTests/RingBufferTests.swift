@@ -43,3 +43,30 @@ final class PCMRingBufferTests: XCTestCase {
         wait(for: [done], timeout: 5)
     }
 }
+
+final class RingFlushMarkTests: XCTestCase {
+    /// A pause marks the ring: the reader gets what came before without waiting for a full block, and
+    /// is told it reached the mark.
+    func testAMarkReleasesAReaderWaitingForAFullBlockAndSaysWhenItIsReached() {
+        let ring = PCMRingBuffer(capacityFrames: 100, channels: 1)
+        let input: [Int16] = [1, 2, 3]
+        input.withUnsafeBufferPointer { _ = ring.write($0, frames: 3) }
+        ring.markFlush()
+        var out = [Int16](repeating: 0, count: 2)
+        var r = out.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: 50) }
+        XCTAssertEqual(r.frames, 2)
+        XCTAssertFalse(r.flush, "one frame before the mark is still unread")
+        r = out.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: 50) }
+        XCTAssertEqual(r.frames, 1)
+        XCTAssertTrue(r.flush)
+        // Nothing is left and no mark: a read waits again (released here by close).
+        ring.markFlush()
+        r = out.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: 50) }
+        XCTAssertEqual(r.frames, 0)
+        XCTAssertTrue(r.flush, "(0, flush) is not the end")
+        ring.close()
+        r = out.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: 50) }
+        XCTAssertEqual(r.frames, 0)
+        XCTAssertFalse(r.flush)
+    }
+}
