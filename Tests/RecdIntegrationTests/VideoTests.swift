@@ -70,6 +70,42 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(silentStop.capture.framesCaptured, 0)
         XCTAssertEqual(silent.streams[0].duration, Double(try XCTUnwrap(silentStop.capture.videoFrames)) / 15, accuracy: 0.1)
 
+        // 2a. Paused and resumed: one file whose picture and sound both leave the pause out, as long
+        //     as each other, the picture without a hole where the pause was.
+        let pausedStop = try decoder.decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("paused-av.json")))
+        let pauseEnd = try decoder.decode(RecordingPauseState.self, from: Data(contentsOf: out.appendingPathComponent("paused-av-resume.json")))
+        let pausedFile = try VideoProbe.of(file("paused-av.mov"))
+        let pv = try XCTUnwrap(pausedFile.streams.first { $0.codec == "h264" }, "\(pausedFile)")
+        let pa = try XCTUnwrap(pausedFile.streams.first { $0.codec == "aac" }, "\(pausedFile)")
+        let pauseLength = try XCTUnwrap(pauseEnd.pausedFor)
+        XCTAssertGreaterThan(pauseLength, 1.4)
+        XCTAssertEqual(pv.duration, Double(try XCTUnwrap(pausedStop.capture.videoFrames)) / 15, accuracy: 0.15, "\(pausedFile)")
+        XCTAssertEqual(pa.duration, pv.duration, accuracy: 0.1, "\(pausedFile)")
+        // (The guest is slow: the time recorded is taken from its clock around the requests.)
+        func span(_ name: String) throws -> Double {
+            let t = try String(contentsOf: out.appendingPathComponent(name), encoding: .utf8).split(separator: "\n").compactMap { Double($0) }
+            return t.count == 2 ? t[1] - t[0] : 0
+        }
+        let pausedSpan = try span("paused-av-times.txt")
+        XCTAssertEqual(pv.duration, pausedSpan - pauseLength, accuracy: 0.6,
+                       "\(pausedFile): \(pausedSpan) s recording with a pause of \(pauseLength) s, which should be left out")
+        XCTAssertEqual(try XCTUnwrap(pausedStop.recording?.duration), pv.duration, accuracy: 0.1)
+        let frameTimes = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                                   "-of", "csv=p=0", file("paused-av.mov")])
+        let times = frameTimes.stdout.split(separator: "\n").compactMap { Double($0) }.sorted()
+        let widest = zip(times.dropFirst(), times).map { $0 - $1 }.max() ?? 0
+        XCTAssertLessThan(widest, 2.5 / 15, "a hole of \(widest) s between frames of the paused video")
+        XCTAssertEqual(try AudioAnalysis.of(file("paused-av.mov")).frequency, 1000, accuracy: 10)
+        let pausedDecode = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", file("paused-av.mov"), "-f", "null", "-"])
+        XCTAssertEqual(pausedDecode.status, 0, pausedDecode.stderr)
+        let silentPaused = try VideoProbe.of(file("paused-silent.mov"))
+        let silentResume = try decoder.decode(RecordingPauseState.self, from: Data(contentsOf: out.appendingPathComponent("paused-silent-resume.json")))
+        XCTAssertGreaterThan(silentResume.pausedFor ?? 0, 0.9)
+        XCTAssertEqual(silentPaused.streams.map(\.codec), ["h264"])
+        let silentSpan = try span("paused-silent-times.txt"), silentPause = silentResume.pausedFor ?? 0
+        XCTAssertEqual(silentPaused.streams[0].duration, silentSpan - silentPause, accuracy: 0.6,
+                       "\(silentPaused): \(silentSpan) s recording with a pause of \(silentPause) s, which should be left out")
+
         // The recording screen records video too.
         let screen = try String(contentsOf: out.appendingPathComponent("screen.txt"), encoding: .utf8)
         XCTAssertTrue(screen.contains("⏺ recording") && screen.contains("/dev/video0 (320x180) + hw:Loopback,1,0")

@@ -3,7 +3,7 @@
 # snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
 # Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
 # Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound),
-# silent.mov/silent.json (--video-only), busy.txt, nocamera.txt, output-node.txt, nomic.txt (refusals),
+# silent.mov/silent.json (--video-only), paused-av.* and paused-silent.* (paused and resumed), busy.txt, nocamera.txt, output-node.txt, nomic.txt (refusals),
 # drops.json (frames vivid was told to drop), unplugged.json/unplugged.mov (camera disconnected
 # mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), full.json/
 # full.mov/full-status.json (the disk filled mid-recording), devices.json, recd*.log.
@@ -54,6 +54,31 @@ rc --json record start --video-only > "$out/silent-start.json"
 sleep 3
 rc --json record stop --save > "$out/silent.json"
 cp "$work/data/$(file_of "$out/silent.json")" "$out/silent.mov"
+
+# 2a. Paused and resumed: camera + microphone (2 s, a 1.5 s pause, 2 s), then a silent video. Through
+#     curl, which starts at once in the slow guest, so that the guest's clock around the requests
+#     tells the time recorded.
+api() { curl -s --unix-socket "$sock" -X POST "http://recd/v1/record/$1" ${2:+-d "$2"}; }
+api start '{"type":"video"}' > /dev/null
+date +%s.%N > "$out/paused-av-times.txt"     # started, then: stop asked
+sleep 2
+api pause > "$out/paused-av-pause.json"
+sleep 1.5
+api resume > "$out/paused-av-resume.json"
+sleep 2
+date +%s.%N >> "$out/paused-av-times.txt"
+api stop '{"then":"save"}' > "$out/paused-av.json"
+cp "$work/data/$(file_of "$out/paused-av.json")" "$out/paused-av.mov"
+api start '{"type":"video","audio":false}' > /dev/null
+date +%s.%N > "$out/paused-silent-times.txt"
+sleep 1.5
+api pause > /dev/null
+sleep 1
+api resume > "$out/paused-silent-resume.json"
+sleep 1.5
+date +%s.%N >> "$out/paused-silent-times.txt"
+api stop '{"then":"save"}' > "$out/paused-silent.json"
+cp "$work/data/$(file_of "$out/paused-silent.json")" "$out/paused-silent.mov"
 
 # 2b. The recording screen (recctl record --video) without a terminal: plain lines; end of input
 #     stops the take and leaves it pending.
