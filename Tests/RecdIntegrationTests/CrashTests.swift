@@ -18,7 +18,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 final class CrashTests: DaemonTestCase {
-    enum Operation: CaseIterable { case record, stop, save, discard, delete, deleteAll, edit, play, deletePlaying }
+    enum Operation: CaseIterable { case record, pause, stop, save, discard, delete, deleteAll, edit, play, deletePlaying }
 
     override var daemonArguments: [String] { ["--playback-device", "pulse:speaker"] }
 
@@ -47,6 +47,7 @@ final class CrashTests: DaemonTestCase {
             let pending = before.filter { $0.state == .pending }
             var mayVanish = Set<UUID>()     // saved recordings this operation is allowed to remove
             var recordedSince: Date?        // for salvage: when capture began
+            var beforePause: Double?        // for salvage: seconds recorded before a pause
             var played: UUID?               // the one recording whose play count may rise (by one)
             let delayMs = Int.random(in: 0...400, using: &rng)
             let args: [String]
@@ -56,6 +57,16 @@ final class CrashTests: DaemonTestCase {
                 recordedSince = Date()
                 Thread.sleep(forTimeInterval: Double(Int.random(in: 1200...2500, using: &rng)) / 1000)
                 args = []
+            case .pause:
+                // Killed while paused, or while the resume is in flight: what came before the pause
+                // is kept (the sound after a resume may be too).
+                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                let since = Date()
+                Thread.sleep(forTimeInterval: Double(Int.random(in: 1200...2500, using: &rng)) / 1000)
+                XCTAssertEqual(try daemon.recctl("record", "pause").status, 0)
+                beforePause = Date().timeIntervalSince(since)
+                recordedSince = since
+                args = rng.next() % 2 == 0 ? [] : ["record", "resume"]
             case .stop:
                 XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
                 recordedSince = Date()
@@ -131,8 +142,14 @@ final class CrashTests: DaemonTestCase {
                 let recorded = killedAt.timeIntervalSince(since)
                 let path = daemon.path(of: salvaged)
                 let decoded = try AudioAnalysis.of(path)
-                XCTAssertGreaterThan(decoded.duration, recorded - 1.6,
-                                     "iteration \(iteration): salvaged \(decoded.duration) s of \(recorded) s")
+                if let beforePause {
+                    // Written at the pause: all of it but the encoder's delay (and the request's own time).
+                    XCTAssertGreaterThan(decoded.duration, beforePause - 0.3,
+                                         "iteration \(iteration): salvaged \(decoded.duration) s of the \(beforePause) s before the pause")
+                } else {
+                    XCTAssertGreaterThan(decoded.duration, recorded - 1.6,
+                                         "iteration \(iteration): salvaged \(decoded.duration) s of \(recorded) s")
+                }
                 let playable = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
                 XCTAssertEqual(playable.status, 0, "iteration \(iteration): salvaged file does not play: \(playable.stderr)")
             }

@@ -163,6 +163,24 @@ try:
         check("the meter shows the tone", bool(peak))
         time.sleep(2)
         shot("02-recording")
+        # Pause: the timer stands still and says so; resume goes on. A pause from the shell shows too.
+        click("[data-action=pause]")
+        wait("recd to pause", lambda b: recd_get("/v1/status")["active"]["paused"])
+        time.sleep(0.3)
+        frozen = browser.find_element(By.CSS_SELECTOR, ".timer").text
+        time.sleep(1.2)
+        check("paused: the timer says so and stands still", frozen.startswith("❚❚")
+              and browser.find_element(By.CSS_SELECTOR, ".timer").text == frozen, frozen)
+        shot("02b-paused")
+        click("[data-action=resume]")
+        wait("recd to resume", lambda b: not recd_get("/v1/status")["active"]["paused"])
+        subprocess.run([RECCTL, "--socket", sock, "record", "pause"], env=env, check=True, capture_output=True)
+        wait("the page to show a pause made in the shell", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=resume]"))
+        subprocess.run([RECCTL, "--socket", sock, "record", "resume"], env=env, check=True, capture_output=True)
+        wait("the page to show the resume", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=pause]"))
+        paused_total = recd_get("/v1/status")["active"]["pausedTotal"]
+        check("both pauses counted", paused_total > 1.2, paused_total)
+        time.sleep(0.5)
         click("[data-action=stop]")
         wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
         pending = recctl_json("list", "--state", "pending")["recordings"]

@@ -39,10 +39,13 @@ export class RecordScreen {
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
     this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0' });
     this.button = h('button', { type: 'button', class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
+    // Pause and resume go on in the same file (shown while recording).
+    this.pauseButton = h('button', { type: 'button', 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
     this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
     this.error = h('div', { class: 'banner', role: 'alert', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
-      h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.button));
+      h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer,
+      h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button)));
     this.trace = new LiveTrace(this.canvas);
     this.trace.push(-160);
     this.button.focus();
@@ -62,8 +65,11 @@ export class RecordScreen {
       const reply = await api.start(this.mode, this.audio);
       this.recording = reply.recording;
       this.listen();
-      this.startedAt = performance.now();
-      this.tick = setInterval(() => { this.timer.textContent = '● ' + clock((performance.now() - this.startedAt) / 1000); }, 250);
+      // The time recorded, pauses left out: what recd said at the last pause or resume, plus the
+      // time since while recording.
+      this.base = 0; this.since = performance.now(); this.paused = false;
+      this.tick = setInterval(() => this.showTime(), 250);
+      this.pauseButton.hidden = false;
       this.cancel.disabled = true;
       this.icon.classList.add('live');
       this.button.textContent = '■ STOP';
@@ -73,6 +79,34 @@ export class RecordScreen {
     } finally {
       this.button.disabled = false;
       this.button.focus();
+    }
+  }
+
+  showTime() {
+    const t = this.base + (this.paused ? 0 : (performance.now() - this.since) / 1000);
+    this.timer.textContent = (this.paused ? '❚❚ ' : '● ') + clock(t);
+  }
+
+  /// A pause or resume, from this page or any other client.
+  pauseState(p) {
+    this.paused = p.paused; this.base = p.elapsed; this.since = performance.now();
+    this.icon.classList.toggle('live', !p.paused);
+    this.pauseButton.textContent = p.paused ? '● RESUME' : '❚❚ PAUSE';
+    this.pauseButton.setAttribute('data-action', p.paused ? 'resume' : 'pause');
+    this.pauseButton.setAttribute('aria-label', p.paused ? 'Resume recording' : 'Pause recording');
+    if (p.paused) { this.trace.push(-160); this.meter.replaceChildren(); this.meter.dataset.peak = '-160'; }
+    this.showTime();
+  }
+
+  async togglePause() {
+    this.pauseButton.disabled = true;
+    try {
+      this.pauseState(await (this.paused ? api.resume() : api.pause()));
+    } catch (e) {
+      toast(e.message);
+    } finally {
+      this.pauseButton.disabled = false;
+      this.pauseButton.focus();
     }
   }
 
@@ -97,8 +131,11 @@ export class RecordScreen {
 
   listen() {
     const id = this.recording.id;
-    this.stream = events(['meter', 'recording.stopped'], (e) => {
-      if (e.type === 'meter' && e.data.recordingID === id && e.data.source === 'recording') {
+    this.stream = events(['meter', 'recording.stopped', 'recording.paused', 'recording.resumed'], (e) => {
+      if ((e.type === 'recording.paused' || e.type === 'recording.resumed') && e.data.recordingID === id) {
+        this.pauseState(e.data);
+      } else if (e.type === 'meter' && e.data.recordingID === id && e.data.source === 'recording') {
+        if (this.paused) return;
         const peaks = e.data.channels.map((c) => c.peak);
         this.trace.push(Math.max(...peaks));
         this.meter.replaceChildren(...e.data.channels.map((c) => h('div', { class: 'lane' },
@@ -124,6 +161,7 @@ export class RecordScreen {
 
   ended(recording, why) {
     clearInterval(this.tick);
+    this.pauseButton.hidden = true;
     this.stream?.close();
     this.recording = null;
     if (why) toast(`The recording ended by itself: ${why}`);
