@@ -45,7 +45,7 @@ final class RecordScreenTests: DaemonTestCase {
         defer { tmux.kill() }
         let log = daemon.dir.appendingPathComponent("screen.log").path
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
-        _ = try tmux.waitFor("Press Enter to stop.")
+        _ = try tmux.waitFor("Press Enter to stop")
         let recording = try tmux.waitFor("⏺ 0:02")
         // A level bar with the tone's level (-6 dBFS: most of the bar, and the number).
         XCTAssertTrue(recording.contains("▕") && recording.contains("████████") && recording.contains("-6 dB"), recording)
@@ -74,6 +74,36 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertEqual(try XCTUnwrap(saved.duration), 2.5, accuracy: 1.5)
         for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
         XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=0")
+    }
+
+    /// `p` pauses and resumes as it is pressed: the screen says paused and its timer stands still,
+    /// recd is paused; the take leaves the pause out.
+    func testPPausesAndResumesTheRecording() throws {
+        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
+        try pulse.play(try levelTone([0.5012]))
+        var env = daemon.environment
+        env["TMUX_TMPDIR"] = daemon.dir.path
+        env["TERM"] = "xterm-256color"
+        let tmux = Tmux(environment: env)
+        defer { tmux.kill() }
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; sleep 30")
+        _ = try tmux.waitFor("Press Enter to stop, p to pause.")
+        _ = try tmux.waitFor("⏺ 0:01")
+        try tmux.keys("p")   // one key, no Enter
+        let paused = try tmux.waitFor("paused: p resumes, Enter stops")
+        XCTAssertTrue(paused.contains("⏸ 0:01"), paused)
+        XCTAssertTrue(try daemon.recctlJSON(DaemonStatus.self, "status").active?.paused ?? false)
+        Thread.sleep(forTimeInterval: 1.5)
+        XCTAssertTrue(try tmux.screen().contains("⏸ 0:01"), "the timer moved while paused")
+        try tmux.keys("p")
+        _ = try tmux.waitFor("⏺ 0:02")
+        XCTAssertFalse(try daemon.recctlJSON(DaemonStatus.self, "status").active?.paused ?? true)
+        try tmux.keys("Enter")
+        _ = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
+        let take = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+        let status = try daemon.recctlJSON(DaemonStatus.self, "status")
+        XCTAssertEqual(status.activity, .idle)
+        XCTAssertLessThan(try XCTUnwrap(take.duration), 3.4, "the 1.5 s pause is in the take")
     }
 
     /// The preview sheet by single keys: `d` then `n` keeps the take, `p` plays it with its progress
