@@ -75,7 +75,16 @@ final class AudioTrackEncoder {
     }
 
     private func writeReadyPackets() throws {
+        // The encoder stamps its packets `initial_padding` (its priming, 1024 samples) before the
+        // frames it was given, so the first one is at -1024. Handed to the muxer like that, the
+        // negative time makes libavformat shift every stream from then on (avoid_negative_ts) —
+        // all but a video's first frame, written before the first audio packet came out, which
+        // left that frame 21 ms early and the picture 21 ms late after the finalizing remux. Here
+        // the priming starts at 0 instead; `MP4Finalizer` hides it with an edit list.
+        let padding = Int64(encoder.context.pointee.initial_padding)
         try encoder.drain(into: packet.pointer) { pkt in
+            if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts += padding }
+            if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts += padding }
             av_packet_rescale_ts(pkt, encoder.context.pointee.time_base, stream.pointee.time_base)
             pkt.pointee.stream_index = stream.pointee.index
             try write(pkt)

@@ -81,6 +81,41 @@ final class VideoMediaTests: XCTestCase {
         XCTAssertEqual(Array(again.prefix(2)), [0xFF, 0xD8])
     }
 
+    /// Luma of the top-left pixel of the first picture `ffmpeg` shows of `path` (an image or a video).
+    func firstPictureLuma(_ path: String) throws -> Int {
+        let raw = dir.appendingPathComponent("first-\(UUID().uuidString).gray").path
+        XCTAssertEqual(try Self.ffmpeg(["-nostdin", "-v", "error", "-i", path, "-frames:v", "1", "-f", "rawvideo",
+                                        "-pix_fmt", "gray", "-y", raw]), 0)
+        return Int(try Data(contentsOf: URL(fileURLWithPath: raw)).first ?? 0)
+    }
+
+    /// A trimmed video starts at the frame of the cut: decoded from the keyframe before it, the
+    /// lead-in hidden by the edit list; the sound is cut at the same instant; the poster made from
+    /// the trimmed file is the frame at the cut.
+    func testATrimmedVideoShowsTheFrameAtTheCutFirst() throws {
+        let (path, _, _) = try write("long.mov", frames: 100, audio: true)   // 4 s, a keyframe a second
+        let final = dir.appendingPathComponent("final.mov").path
+        _ = try MP4Finalizer.remux(from: path, to: final)
+        let cut = dir.appendingPathComponent("cut.mov").path
+        let result = try MP4Trimmer.trim(from: final, to: cut, start: 1.5, end: 3.0)
+        XCTAssertEqual(result.videoLeadIn, 0.5, accuracy: 0.001, "decoded from the keyframe at 1 s")
+        let info = try MediaProbe.probe(cut)
+        XCTAssertEqual(info.streams.map(\.codec).sorted(), ["aac", "h264"])
+        XCTAssertEqual(try XCTUnwrap(info.duration), 1.5, accuracy: 0.045)
+        // Frame i has luma 16 + 4i at x = 0 (4i·255/219 read back as full-range gray): the first frame
+        // shown is the one at the cut (frame 37 or 38 of 25 fps: 172, 177), not the keyframe it is
+        // decoded from (frame 25: 116).
+        func frame(_ i: Int) -> Int { 4 * i * 255 / 219 }
+        let luma = try firstPictureLuma(cut)
+        XCTAssertTrue((frame(37) - 4...frame(38) + 4).contains(luma), "first frame shown has luma \(luma)")
+        let poster = dir.appendingPathComponent("poster.jpg")
+        try PosterExtractor.poster(fromFile: cut).write(to: poster)
+        let posterLuma = try firstPictureLuma(poster.path)
+        XCTAssertTrue((frame(37) - 6...frame(38) + 6).contains(posterLuma), "poster luma \(posterLuma)")
+        let decode = try Self.ffmpeg(["-nostdin", "-v", "error", "-xerror", "-i", cut, "-f", "null", "-"])
+        XCTAssertEqual(decode, 0)
+    }
+
     func testSilentVideoHasNoAudioStreamAndNoPosterFromAudio() throws {
         let (path, _, _) = try write("video_s.mov", frames: 10, audio: false)
         XCTAssertEqual(try MediaProbe.probe(path).streams.map(\.codec), ["h264"])
