@@ -408,6 +408,51 @@ public final class Catalog: Sendable {
         }
     }
 
+    /// Journal entries of file replacements (trim, import): the id is the temporary file's path
+    /// relative to the data directory; see `commitReplacement`.
+    public static let replacementKind = "replace"
+
+    /// The commit point of writing a recording's file anew (a trim in place, a trim kept as a new
+    /// recording): in one transaction, the row (`insert`: added; else its duration and size updated,
+    /// if it is still in one of `states`), its waveform and poster (stored, or removed when nil: a
+    /// stale one would not match the new file) and a journal entry naming `temporary`, the finished
+    /// file that must then be renamed over the row's file. A crash before this leaves the old
+    /// recording; after it, start-up recovery finishes the rename. Throws `notFound` /
+    /// `unexpectedState` (nothing written) when the row is gone or has moved on.
+    public func commitReplacement(_ r: Recording, insert: Bool, states: Set<String>, waveform: Data?, poster: Data?,
+                                  temporary: String) throws -> Recording {
+        try wrap("replace file") {
+            try pool.write { db in
+                if insert {
+                    try RecordingRecord(r).insert(db)
+                } else {
+                    guard let record = try RecordingRecord.fetchOne(db, key: r.id.uuidString) else {
+                        throw CatalogError.notFound(id: r.id.uuidString)
+                    }
+                    guard states.contains(record.state) else {
+                        throw CatalogError.unexpectedState(id: r.id.uuidString, state: record.state)
+                    }
+                    try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ? WHERE id = ?",
+                                   arguments: [r.duration, r.sizeBytes, r.id.uuidString])
+                }
+                for (table, data) in [(Attachment.waveform, waveform), (Attachment.poster, poster)] {
+                    if let data {
+                        try db.execute(sql: "INSERT OR REPLACE INTO \(table.rawValue) (recordingID, data) VALUES (?, ?)",
+                                       arguments: [r.id.uuidString, data])
+                    } else {
+                        try db.execute(sql: "DELETE FROM \(table.rawValue) WHERE recordingID = ?", arguments: [r.id.uuidString])
+                    }
+                }
+                try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
+                               arguments: [temporary, Self.replacementKind, Date()])
+                guard let after = try RecordingRecord.fetchOne(db, key: r.id.uuidString) else {
+                    throw CatalogError.notFound(id: r.id.uuidString)
+                }
+                return try after.recording()
+            }
+        }
+    }
+
     /// Deletes a row; returns whether it existed.
     @discardableResult
     public func delete(id: UUID) throws -> Bool {

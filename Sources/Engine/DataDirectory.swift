@@ -67,8 +67,19 @@ public struct DataDirectory: Sendable {
     /// Where a file waits, moved aside, while its row is deleted (discard).
     func discardingPath(for path: String) -> String { sibling(of: path, suffix: Self.discardingSuffix) }
 
+    /// Where a recording's new file (a trim) is written before it is committed and renamed over
+    /// the row's file (see `FileReplacement`).
+    func replacingPath(for path: String) -> String { sibling(of: path, suffix: Self.replacingSuffix) }
+
     static let finalizingSuffix = ".final.tmp"
     static let discardingSuffix = ".discarding"
+    static let replacingSuffix = ".replacing"
+
+    /// A path under the data directory, relative to it (as the catalog and the journal store them).
+    func relative(_ absolute: String) -> String {
+        let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        return absolute.hasPrefix(prefix) ? String(absolute.dropFirst(prefix.count)) : absolute
+    }
 
     private func sibling(of path: String, suffix: String) -> String {
         let url = URL(fileURLWithPath: path)

@@ -98,6 +98,26 @@ public struct Library: Sendable {
         return r
     }
 
+    /// Cuts a saved or pending recording to `[start, end)` losslessly (`RecordingTrim`), in place or,
+    /// with `asNew`, as a new recording beside it (play count 0). A playback of it is stopped first
+    /// (uncounted) when it is cut in place.
+    public func trim(_ idOrPrefix: String, _ request: TrimRequest) async throws(EngineError) -> Recording {
+        let r = try resolve(idOrPrefix)
+        switch r.state {
+        case .ready, .pending: break
+        case .missing: throw .fileMissing(id: r.id, file: r.file)
+        case .recording: throw .invalidState(id: r.id, state: r.state, action: "trim", allowed: [.ready, .pending])
+        }
+        let (start, end) = try RecordingTrim.span(request, of: r)
+        if !request.asNew { await player.stopIfPlaying(r.id) }
+        let trim = RecordingTrim(catalog: catalog, data: config.dataDirectory, minFreeBytes: config.minFreeBytes, logger: logger)
+        let result = try await blockingCatalogCall { try trim.run(r, start: start, end: end, asNew: request.asNew) }
+        let how = request.asNew ? " as new recording \(result.id)" : ""
+        logger.info("recording \(r.id) trimmed to \(String(format: "%.3f–%.3f s", start, end))\(how)")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: result.id, change: request.asNew ? .created : .edited)))
+        return result
+    }
+
     /// A playback that happened elsewhere (a GUI's own player): counts exactly as one here does.
     /// Saved recordings only: a preview of a pending one never counts.
     public func played(_ idOrPrefix: String) async throws(EngineError) -> Recording {

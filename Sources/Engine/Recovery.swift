@@ -45,6 +45,10 @@ struct Recovery {
 
     /// `except`: the recording in progress, whose finalization file may be being written right now.
     private func settleHiddenFiles(except activeID: UUID?, _ report: inout RecoveryReport) {
+        defer {
+            do { _ = try FileReplacement.closeSettledEntries(catalog: catalog, data: data) }
+            catch { report.problems.append("cannot close settled replacements in the journal: \(error)") }
+        }
         let names: [String]
         do { names = try data.listRecordings().hidden }
         catch { report.problems.append("cannot list Recordings/: \(error)"); return }
@@ -58,6 +62,24 @@ struct Recovery {
                 } catch {
                     report.problems.append("cannot remove \(path): \(error)")
                 }
+                continue
+            }
+            do {
+                switch try FileReplacement.settle(name: name, catalog: catalog, data: data) {
+                case .finished?:
+                    let target = dir + "/" + (DataDirectory.original(ofHidden: name, suffix: DataDirectory.replacingSuffix) ?? name)
+                    report.replacementsFinished.append(target)
+                    logger.warning("recovery: the new file of \(target) (a trim) was committed but not in place; renamed into place")
+                    continue
+                case .removed?:
+                    report.temporaryFilesRemoved.append(path)
+                    continue
+                case nil:
+                    break
+                }
+            } catch {
+                report.problems.append("leaving \(path) alone: \(error)")
+                logger.error("recovery: leaving \(path) alone, cannot settle its replacement: \(error)")
                 continue
             }
             do {

@@ -188,6 +188,39 @@ public struct StopRecordingRequest: Codable, Sendable, Equatable, APIRequestBody
     }
 }
 
+/// `POST /v1/recordings/{id}/trim`: keep `[start, end)` (seconds) of the recording, losslessly.
+public struct TrimRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = CodingKeys.allCases.map(\.rawValue)
+    /// Seconds from the recording's start; absent = 0.
+    public var start: Double?
+    /// Seconds from the recording's start; absent = its end.
+    public var end: Double?
+    /// Keep the original and add the cut as a new recording (play count 0).
+    public var asNew: Bool
+    /// The shortest recording a trim may leave.
+    public static let minimumSeconds = 0.1
+
+    public init(start: Double? = nil, end: Double? = nil, asNew: Bool = false) {
+        self.start = start; self.end = end; self.asNew = asNew
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case start, end, asNew }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        start = try c.decodeIfPresent(Double.self, forKey: .start)
+        end = try c.decodeIfPresent(Double.self, forKey: .end)
+        asNew = try c.decodeIfPresent(Bool.self, forKey: .asNew) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(start, forKey: .start)
+        try c.encodeIfPresent(end, forKey: .end)
+        try c.encode(asNew, forKey: .asNew)
+    }
+}
+
 /// Reply to `POST /v1/record/stop`.
 public struct StopRecordingResponse: Codable, Sendable, Equatable {
     /// The stopped recording; null when it was discarded.
@@ -381,6 +414,8 @@ public struct RecoveryReport: Codable, Sendable, Equatable {
     public var removalsUndone: [String] = []
     /// Discards/deletions interrupted after the row was deleted: the file was deleted.
     public var removalsFinished: [String] = []
+    /// File replacements (trims) interrupted after their commit: the new file was renamed into place.
+    public var replacementsFinished: [String] = []
     /// A "delete all" interrupted before its commit: everything was put back.
     public var deleteAllRolledBack = false
     /// A "delete all" interrupted after its commit: its files were deleted.
@@ -396,7 +431,7 @@ public struct RecoveryReport: Codable, Sendable, Equatable {
     public var isClean: Bool {
         salvaged.isEmpty && removedEmpty.isEmpty && adopted.isEmpty && quarantined.isEmpty && markedMissing.isEmpty
             && foundAgain.isEmpty
-            && removalsUndone.isEmpty && removalsFinished.isEmpty && !deleteAllRolledBack && !deleteAllFinished
+            && removalsUndone.isEmpty && removalsFinished.isEmpty && replacementsFinished.isEmpty && !deleteAllRolledBack && !deleteAllFinished
             && temporaryFilesRemoved.isEmpty && problems.isEmpty
     }
 }

@@ -92,6 +92,15 @@ public struct WaveformData: Sendable, Equatable, Decodable {
         data = try c.decode([Int16].self, forKey: .data)
     }
 
+    /// The pixels covering `[start, end)` seconds (whole pixels: to `samplesPerPixel` samples).
+    public func slice(from start: Double, to end: Double) -> WaveformData {
+        let first = max(0, min(length, Int((start * Double(sampleRate) / Double(samplesPerPixel)).rounded(.down))))
+        let last = max(first, min(length, Int((end * Double(sampleRate) / Double(samplesPerPixel)).rounded(.up))))
+        let width = 2 * channels
+        return WaveformData(sampleRate: sampleRate, samplesPerPixel: samplesPerPixel, channels: channels, bits: bits,
+                            data: Array(data[(first * width)..<(last * width)]))
+    }
+
     /// Per pixel: the largest |min|, |max| over the channels, 0...1.
     public var envelope: [Double] {
         let full = bits == 8 ? 128.0 : 32768.0

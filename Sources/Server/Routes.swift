@@ -97,7 +97,7 @@ public enum RecdRoutes {
         }
     }
 
-    /// The library: list, one recording, edit, save, discard, delete, delete all, Quick Play, export, and a recording's media, waveform and poster.
+    /// The library: list, one recording, edit, trim, save, discard, delete, delete all, Quick Play, export, and a recording's media, waveform and poster.
     static func addLibraryRoutes(to v1: APIGroup, engine: Engine) {
         v1.get("recordings") { request, _ in
             let q = request.uri.queryParameters
@@ -118,6 +118,13 @@ public enum RecdRoutes {
             let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
             return JSONResponse.make(try await engine.library.edit(id, patch))
+        }
+
+        v1.post("recordings/:id/trim") { request, context in
+            let id = try context.recordingID()
+            let body = try await decode(TrimRequest.self, request)
+            let r = try await engine.library.trim(id, body)
+            return JSONResponse.make(r, status: body.asNew ? .created : .ok)
         }
 
         v1.post("recordings/:id/save") { request, context in

@@ -18,7 +18,7 @@ struct RecCtl: AsyncParsableCommand {
           3  the daemon is not reachable (the socket that was tried is printed)
         """,
         version: RecdVersion.current,
-        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Delete.self,
+        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Delete.self,
                       Play.self, Playback.self, Played.self, Top.self, Media.self, Poster.self, Waveform.self, Devices.self, Events.self, Export.self, Check.self, UI.self])
 }
 

@@ -1,0 +1,64 @@
+// Writing a recording's file anew (a trim) so that a crash at any instant leaves the old recording
+// or the new one, whole.
+import Catalog
+import Foundation
+import Logging
+import RecdAPI
+
+/// The protocol, in order:
+/// 1. the new file is written under a hidden name beside the row's file
+///    (`.audio_<UUID>.m4a.replacing`) and fsynced — a crash now leaves the old recording, and
+///    recovery removes the temporary file (no journal entry names it);
+/// 2. one catalog transaction writes the row (its new duration and size, or the new row), its
+///    waveform and poster, and a journal entry naming the temporary file (`Catalog.commitReplacement`):
+///    the commit point;
+/// 3. the temporary file is renamed over the row's file (atomic) and the directory fsynced — a
+///    crash between 2 and 3 leaves a committed row with its new file still under the temporary
+///    name, and recovery finishes the rename;
+/// 4. the journal entry is closed (recovery closes one whose temporary file is gone).
+enum FileReplacement {
+    /// Steps 3 and 4, after the commit.
+    static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
+        try FileOps.rename(temporary, target)
+        try FileOps.sync(URL(fileURLWithPath: target).deletingLastPathComponent().path)
+        do {
+            try catalog.endJournal(id: data.relative(temporary))
+        } catch {
+            // The replacement is done; the entry only asks recovery to look at a file that is gone.
+            logger.warning("\(target) replaced, but its journal entry stays until the next recovery: \(error)")
+        }
+    }
+
+    enum Settlement { case finished, removed }
+
+    /// Settles a hidden `.replacing` file found in `Recordings/` at start-up: renamed over its
+    /// recording's file when its replacement was committed, else removed (it was never part of the
+    /// library). Nil for other names.
+    static func settle(name: String, catalog: Catalog, data: DataDirectory) throws -> Settlement? {
+        guard let original = DataDirectory.original(ofHidden: name, suffix: DataDirectory.replacingSuffix) else { return nil }
+        let dir = data.recordings.path
+        let temporary = "Recordings/" + name
+        let committed = try catalog.openJournal().contains { $0.kind == Catalog.replacementKind && $0.id == temporary }
+        if committed {
+            try FileOps.rename(dir + "/" + name, dir + "/" + original)
+            try FileOps.sync(dir)
+            try catalog.endJournal(id: temporary)
+            return .finished
+        }
+        try FileOps.remove(dir + "/" + name)
+        return .removed
+    }
+
+    /// Closes journal entries whose temporary file is gone (renamed before a crash prevented the
+    /// close). Returns how many.
+    static func closeSettledEntries(catalog: Catalog, data: DataDirectory) throws -> Int {
+        var closed = 0
+        for entry in try catalog.openJournal() where entry.kind == Catalog.replacementKind {
+            if !FileOps.exists(data.absolute(entry.id)) {
+                try catalog.endJournal(id: entry.id)
+                closed += 1
+            }
+        }
+        return closed
+    }
+}
