@@ -211,11 +211,15 @@ final class AudioPipeline: @unchecked Sendable {
                     let written = try sink.write(interleaved: UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)]), frames: frames)
                     if written > 0 { waveformBuilder.append($0, frames: written) }
                 }
-                if flush { try sink.flush() }
+                if flush {
+                    try sink.flush()
+                    pause.flushes.written()
+                }
             }
             try sink.finish()
         } catch {
             writerError.withLock { $0 = error }
+            pause.flushes.written()   // nothing more will be written: a pause waits no longer
             // Keep what is on disk: close the file as well as possible, then stop capturing.
             try? sink.finish()
             faults.report(error)

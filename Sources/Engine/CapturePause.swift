@@ -43,6 +43,8 @@ final class CapturePause: Sendable {
 
     /// Length of each fade: 5 ms.
     let fadeFrames: Int
+    /// The encoder thread reports here when what came before a pause is in the file.
+    let flushes = PauseFlushes()
     private let state: Mutex<State>
     /// Wakes the video thread waiting for the sound to reach a camera frame's instant.
     private let progress = NSCondition()
@@ -56,7 +58,11 @@ final class CapturePause: Sendable {
 
     /// Asks for the sound to pause (true) or go on (false) from the capture thread's next period.
     func set(paused: Bool) {
-        state.withLock { $0.wanted = paused }
+        let pausing = state.withLock { s -> Bool in
+            defer { s.wanted = paused }
+            return paused && !s.wanted
+        }
+        if pausing { flushes.asked() }
     }
 
     // MARK: the capture thread
@@ -112,6 +118,7 @@ final class CapturePause: Sendable {
     /// The capture has ended: nobody waits for it any more.
     func captureEnded() {
         state.withLock { $0.delivered = .max }
+        flushes.written()   // nothing more comes: nobody waits for a flush
         progress.lock(); progress.broadcast(); progress.unlock()
     }
 
@@ -161,16 +168,49 @@ final class CapturePause: Sendable {
     }
 }
 
+/// Counts pauses asked for and pauses whose recording so far has been written to the file, so the
+/// pause request can return once what came before it is on the disk (a kill right after the reply
+/// then loses nothing of it). Any thread.
+final class PauseFlushes: Sendable {
+    private struct Counts { var asked = 0; var written = 0 }
+    private let counts = Mutex(Counts())
+    private let changed = NSCondition()
+
+    func asked() { counts.withLock { $0.asked += 1 } }
+
+    /// What came before the latest pause is in the file (or nothing more will be written).
+    func written() {
+        counts.withLock { $0.written = $0.asked }
+        changed.lock(); changed.broadcast(); changed.unlock()
+    }
+
+    /// Blocks until the last pause asked for has been written, at most `timeoutMs`. Returns whether it was.
+    @discardableResult
+    func wait(timeoutMs: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeoutMs) / 1000)
+        changed.lock(); defer { changed.unlock() }
+        while true {
+            let c = counts.withLock { $0 }
+            if c.written >= c.asked { return true }
+            if !changed.wait(until: deadline) { return false }
+        }
+    }
+}
+
 /// Pauses of a silent video, by capture time on CLOCK_MONOTONIC (there is no sound to count).
 final class MonotonicPause: Sendable {
     private let cuts = Mutex<[CapturePause.Cut]>([])
+    /// The video thread reports here when what came before a pause is in the file.
+    let flushes = PauseFlushes()
 
     func set(paused: Bool, atNs now: UInt64) {
-        cuts.withLock { c in
+        let pausing = cuts.withLock { c -> Bool in
             let open = c.last.map { $0.end == nil } ?? false
             if paused && !open { c.append(CapturePause.Cut(start: Int64(now), end: nil)) }
             if !paused && open { c[c.count - 1].end = Int64(now) }
+            return paused && !open
         }
+        if pausing { flushes.asked() }
     }
 
     var isPaused: Bool { cuts.withLock { $0.last.map { $0.end == nil } ?? false } }

@@ -220,7 +220,20 @@ public actor Recorder {
     /// go on capturing; what they capture while paused is left out of the file (see `CapturePause`).
     /// Asking for the state the recording is already in changes nothing and says where it stands.
     /// Works while a repair holds the recorder (a pause starts or stops nothing).
-    public func setPaused(_ paused: Bool) throws(EngineError) -> RecordingPauseState {
+    public func setPaused(_ paused: Bool) async throws(EngineError) -> RecordingPauseState {
+        let (reply, session) = try applyPause(paused)
+        // The reply says "paused" once what was recorded before the pause is on the disk: a kill
+        // right after it keeps all of it. (Half a second at most: the capture applies the pause at
+        // its next period, the encoder writes the open fragment.)
+        if paused, let session {
+            let written = await Self.onBlockingPool { session.waitUntilPauseWritten(timeoutMs: 500) }
+            if !written { logger.warning("recording \(reply.recordingID): what came before the pause was not written within 500 ms") }
+        }
+        return reply
+    }
+
+    /// The state change of `setPaused`, in one actor turn; returns the session when it changed.
+    private func applyPause(_ paused: Bool) throws(EngineError) -> (RecordingPauseState, (any RecordingSession)?) {
         var active: Active
         switch state {
         case .recording(let a): active = a
@@ -228,7 +241,7 @@ public actor Recorder {
         default: throw .notRecording
         }
         let now = ContinuousClock.now
-        guard paused != (active.pausedAt != nil) else { return active.pauseState(at: now) }
+        guard paused != (active.pausedAt != nil) else { return (active.pauseState(at: now), nil) }
         let ended = active.pausedAt.map { now - $0 }
         if paused {
             active.pausedAt = now
@@ -251,7 +264,7 @@ public actor Recorder {
             events.publish(.recordingResumed(reply))
             logger.info("recording \(active.id) resumed after a pause of \(String(format: "%.2f", ended?.seconds ?? 0)) s")
         }
-        return reply
+        return (reply, active.session)
     }
 
     /// Stops the active recording, finalizes its file and keeps, saves or discards it.

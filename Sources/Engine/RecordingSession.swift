@@ -27,6 +27,9 @@ protocol RecordingSession: AnyObject, Sendable {
     /// Pauses (true) or resumes (false) the recording: the devices go on, what they capture meanwhile
     /// is left out of the file. Does not block.
     func setPaused(_ paused: Bool)
+    /// Blocks until what was recorded before the last pause is in the file (at most `timeoutMs`);
+    /// returns whether it is.
+    func waitUntilPauseWritten(timeoutMs: Int) -> Bool
 }
 
 /// An audio recording: the microphone into a fragmented .m4a.
@@ -80,6 +83,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
 
     var stats: CaptureStats { audio.stats }
     func setPaused(_ paused: Bool) { audio.pause.set(paused: paused) }
+    func waitUntilPauseWritten(timeoutMs: Int) -> Bool { audio.pause.flushes.wait(timeoutMs: timeoutMs) }
     func waveform() -> WaveformData? { audio.waveform() }
     var poster: Data? { nil }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }

@@ -236,7 +236,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
                 if isFirst { firstFrame.arrived() }
             }
             try writer.finishVideo()
+            silentPause.flushes.written()
         } catch {
+            silentPause.flushes.written()
             videoError.withLock { $0 = error }
             origin.cancel()
             // Before the first frame this is start's error (e.g. the microphone failed), not a fault.
@@ -257,7 +259,11 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             guard let at = silentPause.fileTime(ofNs: frame.timestampNs) else {
                 // Paused: what was encoded before goes to the disk now (with sound, the sound's
                 // encoder thread does this).
-                if !flushedForPause { try writer.flush(); flushedForPause = true }
+                if !flushedForPause {
+                    try writer.flush()
+                    flushedForPause = true
+                    silentPause.flushes.written()
+                }
                 return nil
             }
             flushedForPause = false
@@ -341,6 +347,10 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         } else {
             silentPause.set(paused: paused, atNs: MonotonicClock.nowNs())
         }
+    }
+
+    func waitUntilPauseWritten(timeoutMs: Int) -> Bool {
+        (audio?.pause.flushes ?? silentPause.flushes).wait(timeoutMs: timeoutMs)
     }
 
     func waveform() -> WaveformData? { audio?.waveform() }

@@ -18,7 +18,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 final class CrashTests: DaemonTestCase {
-    enum Operation: CaseIterable { case record, pause, stop, save, discard, delete, deleteAll, edit, play, deletePlaying }
+    enum Operation: CaseIterable { case record, pause, stop, save, discard, delete, deleteAll, edit, play, deletePlaying, trim, trimAsNew }
 
     override var daemonArguments: [String] { ["--playback-device", "pulse:speaker"] }
 
@@ -48,6 +48,7 @@ final class CrashTests: DaemonTestCase {
             var mayVanish = Set<UUID>()     // saved recordings this operation is allowed to remove
             var recordedSince: Date?        // for salvage: when capture began
             var beforePause: Double?        // for salvage: seconds recorded before a pause
+            var trimmed: (Recording, Double)?   // a trim in flight: the recording and the cut's length
             var played: UUID?               // the one recording whose play count may rise (by one)
             let delayMs = Int.random(in: 0...400, using: &rng)
             let args: [String]
@@ -85,6 +86,13 @@ final class CrashTests: DaemonTestCase {
                 args = ["delete", "--all", "--yes"]
             case .edit:
                 args = ["edit", ready[0].id.uuidString, "--notes", "edited in iteration \(iteration)"]
+            case .trim, .trimAsNew:
+                // Killed while the cut is written, committed or renamed: afterwards the recording is
+                // the old one or the cut one, whole (checked below), and an added copy has its file.
+                let victim = ready.randomElement(using: &rng)!
+                trimmed = (victim, (victim.duration ?? 0) / 2)
+                args = ["trim", victim.id.uuidString, "--end", String(format: "%.3f", (victim.duration ?? 0) / 2)]
+                    + (op == .trimAsNew ? ["--as-new"] : [])
             case .play:
                 // Killed while playing, or while the play (or its stop, which counts) is in flight.
                 played = ready[0].id
@@ -131,6 +139,17 @@ final class CrashTests: DaemonTestCase {
                 let allowed = r.id == played ? r.playCount...(r.playCount + 1) : r.playCount...r.playCount
                 XCTAssertTrue(allowed.contains(now.playCount),
                               "iteration \(iteration) (\(op)): play count of \(r.id) went \(r.playCount) → \(now.playCount)")
+            }
+            if let (victim, cut) = trimmed, let now = afterByID[victim.id] {
+                // Either the old recording or the trimmed one, whole: the row and the file agree.
+                let path = daemon.path(of: now)
+                let fileDuration = try XCTUnwrap(try Probe.audio(path).duration, "iteration \(iteration): \(path) unreadable")
+                XCTAssertEqual(now.duration ?? -1, fileDuration, accuracy: 0.03, "iteration \(iteration) (\(op)): row and file disagree")
+                let old = victim.duration ?? 0
+                XCTAssertTrue(abs(fileDuration - old) < 0.03 || abs(fileDuration - cut) < 0.03,
+                              "iteration \(iteration) (\(op)): \(fileDuration) s is neither the old \(old) s nor the cut \(cut) s")
+                let decodes = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+                XCTAssertEqual(decodes.status, 0, "iteration \(iteration): \(decodes.stderr)")
             }
             if op == .deleteAll {
                 // All or nothing.
