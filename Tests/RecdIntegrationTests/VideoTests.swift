@@ -81,30 +81,36 @@ final class VideoTests: XCTestCase {
         XCTAssertGreaterThan(pauseLength, 1.4)
         XCTAssertEqual(pv.duration, Double(try XCTUnwrap(pausedStop.capture.videoFrames)) / 15, accuracy: 0.15, "\(pausedFile)")
         XCTAssertEqual(pa.duration, pv.duration, accuracy: 0.1, "\(pausedFile)")
-        // (The guest is slow: the time recorded is taken from its clock around the requests.)
+        // The microphone went on through the pause: the sound captured exceeds the sound kept by the
+        // pause (and by the lead-in before the camera's first frame, a fraction of a second). Counted
+        // by recd, not timed from here, which a loaded host would blur.
+        let leftOut = Double(pausedStop.capture.framesCaptured) / 48000 - pa.duration
+        XCTAssertGreaterThan(leftOut, pauseLength - 0.3, "\(pausedFile): only \(leftOut) s of the \(pauseLength) s pause left out")
+        XCTAssertLessThan(leftOut, pauseLength + 0.8, "\(pausedFile): \(leftOut) s left out, the pause was \(pauseLength) s")
         func span(_ name: String) throws -> Double {
             let t = try String(contentsOf: out.appendingPathComponent(name), encoding: .utf8).split(separator: "\n").compactMap { Double($0) }
             return t.count == 2 ? t[1] - t[0] : 0
         }
-        let pausedSpan = try span("paused-av-times.txt")
-        XCTAssertEqual(pv.duration, pausedSpan - pauseLength, accuracy: 0.6,
-                       "\(pausedFile): \(pausedSpan) s recording with a pause of \(pauseLength) s, which should be left out")
         XCTAssertEqual(try XCTUnwrap(pausedStop.recording?.duration), pv.duration, accuracy: 0.1)
         let frameTimes = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
                                                    "-of", "csv=p=0", file("paused-av.mov")])
         let times = frameTimes.stdout.split(separator: "\n").compactMap { Double($0) }.sorted()
         let widest = zip(times.dropFirst(), times).map { $0 - $1 }.max() ?? 0
-        XCTAssertLessThan(widest, 2.5 / 15, "a hole of \(widest) s between frames of the paused video")
+        XCTAssertLessThan(widest, 3.5 / 15, "a hole of \(widest) s between frames of the paused video")
         XCTAssertEqual(try AudioAnalysis.of(file("paused-av.mov")).frequency, 1000, accuracy: 10)
         let pausedDecode = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", file("paused-av.mov"), "-f", "null", "-"])
         XCTAssertEqual(pausedDecode.status, 0, pausedDecode.stderr)
         let silentPaused = try VideoProbe.of(file("paused-silent.mov"))
         let silentResume = try decoder.decode(RecordingPauseState.self, from: Data(contentsOf: out.appendingPathComponent("paused-silent-resume.json")))
-        XCTAssertGreaterThan(silentResume.pausedFor ?? 0, 0.9)
+        XCTAssertGreaterThan(silentResume.pausedFor ?? 0, 1.9)
         XCTAssertEqual(silentPaused.streams.map(\.codec), ["h264"])
+        // A silent video has no sound to count: timed from the guest's clock around the requests
+        // (curl), with room for a loaded host on the side a kept pause would not fit (2 s more).
         let silentSpan = try span("paused-silent-times.txt"), silentPause = silentResume.pausedFor ?? 0
-        XCTAssertEqual(silentPaused.streams[0].duration, silentSpan - silentPause, accuracy: 0.6,
-                       "\(silentPaused): \(silentSpan) s recording with a pause of \(silentPause) s, which should be left out")
+        let silentKept = silentPaused.streams[0].duration
+        XCTAssertGreaterThan(silentKept, silentSpan - silentPause - 0.4, "\(silentPaused): \(silentSpan) s with a \(silentPause) s pause")
+        XCTAssertLessThan(silentKept, silentSpan - silentPause + 1.0,
+                          "\(silentPaused): \(silentSpan) s recording with a pause of \(silentPause) s, which should be left out")
 
         // The recording screen records video too.
         let screen = try String(contentsOf: out.appendingPathComponent("screen.txt"), encoding: .utf8)

@@ -55,25 +55,23 @@ sleep 3
 rc --json record stop --save > "$out/silent.json"
 cp "$work/data/$(file_of "$out/silent.json")" "$out/silent.mov"
 
-# 2a. Paused and resumed: camera + microphone (2 s, a 1.5 s pause, 2 s), then a silent video. Through
+# 2a. Paused and resumed: camera + microphone (2 s, a 1.5 s pause, 2 s), then a silent video (a 2 s pause). Through
 #     curl, which starts at once in the slow guest, so that the guest's clock around the requests
-#     tells the time recorded.
+#     tells the time recorded (the silent one's: the other's is counted by its sound).
 api() { curl -s --unix-socket "$sock" -X POST "http://recd/v1/record/$1" ${2:+-d "$2"}; }
 api start '{"type":"video"}' > /dev/null
-date +%s.%N > "$out/paused-av-times.txt"     # started, then: stop asked
 sleep 2
 api pause > "$out/paused-av-pause.json"
 sleep 1.5
 api resume > "$out/paused-av-resume.json"
 sleep 2
-date +%s.%N >> "$out/paused-av-times.txt"
 api stop '{"then":"save"}' > "$out/paused-av.json"
 cp "$work/data/$(file_of "$out/paused-av.json")" "$out/paused-av.mov"
 api start '{"type":"video","audio":false}' > /dev/null
 date +%s.%N > "$out/paused-silent-times.txt"
 sleep 1.5
 api pause > /dev/null
-sleep 1
+sleep 2
 api resume > "$out/paused-silent-resume.json"
 sleep 1.5
 date +%s.%N >> "$out/paused-silent-times.txt"
