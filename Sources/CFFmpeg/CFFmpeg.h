@@ -8,3 +8,5 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+#include <libavutil/sha.h>
+#include <libavutil/dict.h>

@@ -11,6 +11,8 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
     case corruptRow(id: String, detail: String)
     /// A conditional write found the row in another state.
     case unexpectedState(id: String, state: String)
+    /// An import's content is already the recording `existingID`.
+    case duplicate(existingID: String)
     case database(operation: String, underlying: String)
 
     public var description: String {
@@ -21,6 +23,7 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .prefixTooShort(let p, let n): return "id prefix '\(p)' is too short: give at least \(n) characters"
         case .corruptRow(let id, let d): return "catalog row \(id) is corrupt: \(d)"
         case .unexpectedState(let id, let state): return "recording \(id) is \(state)"
+        case .duplicate(let id): return "the same content is already recording \(id)"
         case .database(let op, let e): return "catalog \(op) failed: \(e)"
         }
     }
@@ -151,6 +154,12 @@ public final class Catalog: Sendable {
             try db.create(index: "recording_by_state", on: "recording", columns: ["state", "createdAt"])
             try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC, id)")
             try db.execute(sql: "CREATE INDEX recording_by_state_plays ON recording(state, playCount DESC, createdAt DESC, id)")
+        }
+        m.registerMigration("v7: content hashes of imports") { db in
+            // SHA-256 of an imported file's bytes: the same content imported twice is found, not
+            // stored twice. Recordings made here have none.
+            try db.execute(sql: "ALTER TABLE recording ADD COLUMN contentHash TEXT")
+            try db.execute(sql: "CREATE UNIQUE INDEX recording_by_content ON recording(contentHash) WHERE contentHash IS NOT NULL")
         }
         return m
     }
@@ -419,12 +428,20 @@ public final class Catalog: Sendable {
     /// file that must then be renamed over the row's file. A crash before this leaves the old
     /// recording; after it, start-up recovery finishes the rename. Throws `notFound` /
     /// `unexpectedState` (nothing written) when the row is gone or has moved on.
+    /// `contentHash`: an import's (with `insert`); a row with the same one makes this throw
+    /// `duplicate` (nothing written).
     public func commitReplacement(_ r: Recording, insert: Bool, states: Set<String>, waveform: Data?, poster: Data?,
-                                  temporary: String) throws -> Recording {
+                                  temporary: String, contentHash: String? = nil) throws -> Recording {
         try wrap("replace file") {
             try pool.write { db in
                 if insert {
+                    if let contentHash, let existing = try Self.recording(withContentHash: contentHash, db) {
+                        throw CatalogError.duplicate(existingID: existing.id.uuidString)
+                    }
                     try RecordingRecord(r).insert(db)
+                    if let contentHash {
+                        try db.execute(sql: "UPDATE recording SET contentHash = ? WHERE id = ?", arguments: [contentHash, r.id.uuidString])
+                    }
                 } else {
                     guard let record = try RecordingRecord.fetchOne(db, key: r.id.uuidString) else {
                         throw CatalogError.notFound(id: r.id.uuidString)
@@ -451,6 +468,15 @@ public final class Catalog: Sendable {
                 return try after.recording()
             }
         }
+    }
+
+    /// The recording whose import had these bytes (SHA-256, hex), if any.
+    public func recording(withContentHash hash: String) throws -> Recording? {
+        try wrap("read") { try pool.read { db in try Self.recording(withContentHash: hash, db) } }
+    }
+
+    private static func recording(withContentHash hash: String, _ db: Database) throws -> Recording? {
+        try RecordingRecord.fetchOne(db, sql: "SELECT * FROM recording WHERE contentHash = ?", arguments: [hash])?.recording()
     }
 
     /// Deletes a row; returns whether it existed.

@@ -13,12 +13,15 @@ public struct DataDirectory: Sendable {
     let mutations = MutationLock()
     public var catalogPath: String { root.appendingPathComponent("catalog.sqlite").path }
     public var recordings: URL { root.appendingPathComponent("Recordings", isDirectory: true) }
+    /// Imports being received or converted: never part of the library (start-up empties it; a
+    /// file reaches `Recordings/` only through `FileReplacement`).
+    public var uploads: URL { root.appendingPathComponent(".uploads", isDirectory: true) }
 
     public init(root: URL) { self.root = root }
 
     /// Creates the directories (mode 0700: recordings are private).
     public func create() throws(EngineError) {
-        for dir in [root, recordings] {
+        for dir in [root, recordings, uploads] {
             do {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
@@ -26,6 +29,15 @@ public struct DataDirectory: Sendable {
                 throw .storage(file: dir.path, operation: "create directory", underlying: "\(error.localizedDescription)")
             }
         }
+    }
+
+    /// Removes what interrupted imports left in `.uploads/` (at start-up, before anything is
+    /// received). Returns the names removed.
+    @discardableResult
+    public func clearUploads() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: uploads.path)) ?? []
+        for name in names { try? FileOps.remove(uploads.appendingPathComponent(name).path) }
+        return names
     }
 
     /// The entries of `Recordings/`: its regular visible files (recordings), and its hidden entries

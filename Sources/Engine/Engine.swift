@@ -55,8 +55,12 @@ public final class Engine: Sendable {
 
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.
     public func recover() -> RecoveryReport {
-        let report = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
+        // Imports cut short by the stop: received or converted bytes that never reached the library.
+        let uploads = config.dataDirectory.clearUploads()
+        if !uploads.isEmpty { logger.warning("recovery: removed \(uploads.count) unfinished import(s) from \(config.dataDirectory.uploads.path)") }
+        var report = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
             .run(activeID: nil)
+        report.temporaryFilesRemoved += uploads.map { config.dataDirectory.uploads.appendingPathComponent($0).path }
         lastRecovery.withLock { $0 = report }
         return report
     }

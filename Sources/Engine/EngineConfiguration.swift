@@ -15,6 +15,8 @@ public struct EngineConfiguration: Sendable {
     public var minFreeBytes: Int64
     /// Meter readings (events) every this many milliseconds, 10–1000.
     public var meterIntervalMs: Int
+    /// The largest file an import takes (`--max-import-mb`).
+    public var maxImportBytes: Int64 = 2_048_000_000
     /// Video recordings: the camera and what to ask it for, and the H.264 settings.
     public var video: VideoSettings
 

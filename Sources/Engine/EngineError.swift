@@ -35,6 +35,12 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case notPlaying
     /// The recording's row is there, its file is not.
     case fileMissing(id: UUID, file: String)
+    /// An import recd cannot store: `name` is the file's name as sent.
+    case unsupportedMedia(name: String, detail: String)
+    /// An import whose content is already in the library as `existing`.
+    case duplicate(name: String, existing: Recording)
+    /// An import over `--max-import-mb`.
+    case tooLarge(name: String, limitBytes: Int64)
     case playback(PlaybackError)
 
     public var description: String {
@@ -71,12 +77,18 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .unexpected(let e):
             return e
         case .insufficientStorage(let path, let free, let required):
-            return "not enough free space to record in \(path): \(free / 1_000_000) MB free, at least"
+            return "not enough free space in \(path): \(free / 1_000_000) MB free, at least"
                 + " \(required / 1_000_000) MB required (--min-free-mb)"
         case .notPlaying:
             return "nothing is playing"
         case .fileMissing(let id, let file):
             return "the file of recording \(id.uuidString) (\(file)) is missing; `recctl check` shows what else is"
+        case .unsupportedMedia(let name, let detail):
+            return "cannot import '\(name)': \(detail)"
+        case .duplicate(let name, let existing):
+            return "'\(name)' is already in the library: it was imported as '\(existing.title)' (\(existing.id.uuidString)); nothing was added"
+        case .tooLarge(let name, let limit):
+            return "cannot import '\(name)': it is larger than \(limit / 1_000_000) MB (--max-import-mb)"
         case .playback(let e):
             return e.description
         case .dataDirectoryInUse(let path, let pid):

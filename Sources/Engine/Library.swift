@@ -118,6 +118,29 @@ public struct Library: Sendable {
         return result
     }
 
+    /// Refuses an import announced larger than `--max-import-mb`, or one the disk has no room for:
+    /// the upload and what is made of it (at most as large again), above `--min-free-mb`.
+    public func checkImportRoom(name: String, announcedBytes: Int64?) throws(EngineError) {
+        if let announcedBytes, announcedBytes > config.maxImportBytes {
+            throw .tooLarge(name: name, limitBytes: config.maxImportBytes)
+        }
+        let recordings = config.dataDirectory.recordings.path
+        let needed = 2 * (announcedBytes ?? 0) + config.minFreeBytes
+        if let free = FileOps.freeBytes(recordings), free < needed {
+            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: needed)
+        }
+    }
+
+    /// Stores an uploaded file (`upload`, in `.uploads/`, with the SHA-256 of its bytes) as a new
+    /// `ready` recording (`Importer`). The upload itself is the caller's to remove.
+    public func importFile(upload: String, contentHash: String, _ request: ImportRequest) async throws(EngineError) -> Recording {
+        let importer = Importer(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
+        let r = try await blockingCatalogCall { try importer.run(upload: upload, contentHash: contentHash, request: request) }
+        logger.info("imported '\(request.name)' as recording \(r.id) (\(r.type.rawValue), \(r.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown"))")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .created)))
+        return r
+    }
+
     /// A playback that happened elsewhere (a GUI's own player): counts exactly as one here does.
     /// Saved recordings only: a preview of a pending one never counts.
     public func played(_ idOrPrefix: String) async throws(EngineError) -> Recording {

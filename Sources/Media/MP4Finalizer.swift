@@ -18,15 +18,22 @@ public enum MP4Finalizer {
     /// FFmpeg's AAC encoder's `initial_padding`.
     static let aacPrimingSamples: Int64 = 1024
 
-    public static func remux(from source: String, to destination: String) throws -> RemuxResult {
+    /// `streams`: the indexes of the source's streams to copy (all when nil); `container`: the
+    /// output's path whose name decides the container (a temporary destination has no telling name),
+    /// the source's when nil.
+    /// `hidePriming`: the source is recd's own recording, whose AAC starts with FFmpeg's 1024 samples
+    /// of priming and no edit list (false for a file from elsewhere: its timestamps are its own).
+    public static func remux(from source: String, to destination: String, streams selected: [Int]? = nil,
+                             container: String? = nil, hidePriming: Bool = true) throws -> RemuxResult {
         let input = try FFmpegInput(path: source)
         // The destination is a temporary name: the container is the source's (a .mov stays QuickTime).
-        let muxer = try FFmpegMuxer(path: destination, formatName: FFmpegMuxer.formatName(for: source))
+        let muxer = try FFmpegMuxer(path: destination, formatName: FFmpegMuxer.formatName(for: container ?? source))
         let inCtx = input.context
         let streamCount = Int(inCtx.pointee.nb_streams)
-        var outStreams: [UnsafeMutablePointer<AVStream>] = []
+        var outStreams: [UnsafeMutablePointer<AVStream>?] = []
         for i in 0..<streamCount {
             let inStream = inCtx.pointee.streams[i]!
+            if let selected, !selected.contains(i) { outStreams.append(nil); continue }
             let out = try muxer.addStream()
             try FFmpegError.check(avcodec_parameters_copy(out.pointee.codecpar, inStream.pointee.codecpar),
                                   "avcodec_parameters_copy", file: source)
@@ -53,14 +60,14 @@ public enum MP4Finalizer {
             }
             let pkt = packet.pointer
             let index = Int(pkt.pointee.stream_index)
-            guard index < outStreams.count else { av_packet_unref(pkt); continue }
-            av_packet_rescale_ts(pkt, inCtx.pointee.streams[index]!.pointee.time_base,
-                                 outStreams[index].pointee.time_base)
+            guard index < outStreams.count, let outStream = outStreams[index] else { av_packet_unref(pkt); continue }
+            av_packet_rescale_ts(pkt, inCtx.pointee.streams[index]!.pointee.time_base, outStream.pointee.time_base)
+            pkt.pointee.stream_index = outStream.pointee.index
             if shift[index] == nil {
-                let par = outStreams[index].pointee.codecpar.pointee
-                let primed = par.codec_id == AV_CODEC_ID_AAC && pkt.pointee.pts == 0 && par.sample_rate > 0
+                let par = outStream.pointee.codecpar.pointee
+                let primed = hidePriming && par.codec_id == AV_CODEC_ID_AAC && pkt.pointee.pts == 0 && par.sample_rate > 0
                 shift[index] = primed ? av_rescale_q(Self.aacPrimingSamples, AVRational(num: 1, den: par.sample_rate),
-                                                     outStreams[index].pointee.time_base) : 0
+                                                     outStream.pointee.time_base) : 0
             }
             if let by = shift[index], by != 0 {
                 if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts -= by }

@@ -21,6 +21,10 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case deviceUnavailable = "device_unavailable"
     case tooManyConnections = "too_many_connections"
     case payloadTooLarge = "payload_too_large"
+    /// An import that is not media recd can store: not media at all, no audio stream, a video codec it does not keep.
+    case unsupportedMedia = "unsupported_media"
+    /// An import whose bytes are those of a recording already in the library.
+    case duplicate = "duplicate"
     case storageFailure = "storage_failure"
     case insufficientStorage = "insufficient_storage"
     case internalError = "internal_error"

@@ -65,6 +65,9 @@ enum ErrorMapping {
         case .insufficientStorage: return (HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), .init(code: .insufficientStorage, message: message))
         case .notPlaying: return (.conflict, .init(code: .notPlaying, message: message))
         case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))
+        case .unsupportedMedia: return (.unsupportedMediaType, .init(code: .unsupportedMedia, message: message))
+        case .duplicate: return (.conflict, .init(code: .duplicate, message: message))
+        case .tooLarge: return (.contentTooLarge, .init(code: .payloadTooLarge, message: message))
         case .playback(let p):
             switch p {
             case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))

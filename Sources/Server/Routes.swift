@@ -120,6 +120,10 @@ public enum RecdRoutes {
             return JSONResponse.make(try await engine.library.edit(id, patch))
         }
 
+        v1.post("recordings/import") { request, _ in
+            try await importFile(request, engine: engine)
+        }
+
         v1.post("recordings/:id/trim") { request, context in
             let id = try context.recordingID()
             let body = try await decode(TrimRequest.self, request)
@@ -268,6 +272,52 @@ public enum RecdRoutes {
                                message: "unknown field '\(shown)': this body takes \(T.fields.joined(separator: ", "))")
         }
         return try APIJSON.decoder().decode(T.self, from: data)
+    }
+
+    /// `POST /v1/recordings/import?name=…[&title=…&notes=…&purpose=…&modified=…]`, the file's bytes
+    /// as the body: refused before a byte is stored when the query or the announced size is wrong,
+    /// received into `.uploads/` (written and hashed on `BlockingPool`, a MiB at a time), then
+    /// stored by the engine (`Importer`). The upload is removed whatever happens.
+    static func importFile(_ request: Request, engine: Engine) async throws -> Response {
+        let q = request.uri.queryParameters
+        // (Hummingbird hands query values over percent-decoded.)
+        guard let name = q["name"].map({ String($0) }), !name.isEmpty,
+              !name.contains("/"), name.unicodeScalars.count <= 255,
+              MetadataRules.firstControl(in: name, allowingNewlines: false) == nil else {
+            throw EngineError.invalidValue(field: "name", detail: "give the file's name (no path, no control characters, at most 255 characters), e.g. ?name=memo.wav")
+        }
+        func text(_ key: Substring) -> String? { q[key].map { String($0) } }
+        let patch = MetadataPatch(title: text("title").map { .value($0) } ?? .absent,
+                                  notes: text("notes").map { .value($0) } ?? .absent,
+                                  purpose: text("purpose").map { .value($0) } ?? .absent)
+        let metadata = try MetadataRules.validate(patch)
+        var modified: Date?
+        if let m = text("modified") {
+            guard let seconds = Double(m), seconds.isFinite, abs(seconds) < 1e11 else {
+                throw EngineError.invalidValue(field: "modified", detail: "\(m) is not a time in seconds since 1970")
+            }
+            modified = Date(timeIntervalSince1970: seconds)
+        }
+        let config = engine.config
+        let limit = config.maxImportBytes
+        let announced = request.headers[.contentLength].flatMap { Int64($0) }
+        try engine.library.checkImportRoom(name: name, announcedBytes: announced)
+        let upload = try UploadFile(in: config.dataDirectory)
+        defer { upload.remove() }
+        var pending = Data()
+        for try await buffer in request.body {
+            pending.append(contentsOf: buffer.readableBytesView)
+            if upload.bytes + Int64(pending.count) > limit { throw EngineError.tooLarge(name: name, limitBytes: limit) }
+            if pending.count >= 1 << 20 {
+                try await upload.append(pending)
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        if !pending.isEmpty { try await upload.append(pending) }
+        guard upload.bytes > 0 else { throw EngineError.unsupportedMedia(name: name, detail: "the body is empty: send the file's bytes") }
+        let r = try await engine.library.importFile(upload: upload.path, contentHash: upload.digest(),
+                                                    ImportRequest(name: name, metadata: metadata, modified: modified))
+        return JSONResponse.make(r, status: .created)
     }
 
     static func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ raw: String, field: String) throws -> E

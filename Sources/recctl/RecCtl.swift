@@ -18,7 +18,7 @@ struct RecCtl: AsyncParsableCommand {
           3  the daemon is not reachable (the socket that was tried is printed)
         """,
         version: RecdVersion.current,
-        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Delete.self,
+        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Import.self, Delete.self,
                       Play.self, Playback.self, Played.self, Top.self, Media.self, Poster.self, Waveform.self, Devices.self, Events.self, Export.self, Check.self, UI.self])
 }
 
@@ -143,6 +143,9 @@ enum Main {
             case .local(let message):
                 fail(code: "local", message, status: ExitStatus.refused)
             }
+        } catch let code as ExitCode {
+            // A command that said what went wrong itself (import: some files failed).
+            exit(code.rawValue)
         } catch {
             // `recctl help` runs ArgumentParser's help command, which "fails" with the help text.
             exitForArgumentParser(error)

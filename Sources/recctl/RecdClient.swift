@@ -88,6 +88,54 @@ struct RecdClient {
         }
     }
 
+    /// POSTs the bytes of `file` as the body, read and sent a MiB at a time (an hour of WAV is
+    /// not held in memory). recd may refuse before it has read them all (too large, no room) and
+    /// close: a write that fails then still lets the reply be read.
+    func upload(_ path: String, file: String) async throws -> HTTPReply {
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            throw ClientFailure.local("cannot read \(file): \(String(cString: strerror(errno)))")
+        }
+        defer { try? handle.close() }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+        let channel = try await connect()
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
+                head.headers.add(name: "Host", value: "recd")
+                head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+                head.headers.add(name: "Connection", value: "close")
+                head.headers.add(name: "Content-Type", value: "application/octet-stream")
+                head.headers.add(name: "Content-Length", value: String(size))
+                var writeError: (any Error)?
+                do {
+                    try await outbound.write(.head(head))
+                    var sent: Int64 = 0
+                    while sent < size, let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                        sent += Int64(chunk.count)
+                    }
+                    try await outbound.write(.end(nil))
+                } catch {
+                    writeError = error
+                }
+                var reply = HTTPReply(status: 0, headers: [:], body: Data())
+                for try await part in inbound {
+                    switch part {
+                    case .head(let h): reply.status = Int(h.status.code); reply.headers = h.headers
+                    case .body(let b): reply.body.append(contentsOf: b.readableBytesView)
+                    case .end: return reply
+                    }
+                }
+                if let writeError { throw writeError }
+                throw ClientFailure.unreachable(socket: socketPath, reason: "the daemon closed the connection before replying")
+            }
+        } catch let failure as ClientFailure {
+            throw failure
+        } catch {
+            throw ClientFailure.unreachable(socket: socketPath, reason: "connection lost: \(Self.describe(error))")
+        }
+    }
+
     /// GETs a Server-Sent Events stream and calls `onData` with each event's `data` (one JSON object),
     /// until the daemon ends the stream. An error reply becomes `.refused`.
     func events(_ path: String, onData: @escaping @Sendable (String) -> Void) async throws {

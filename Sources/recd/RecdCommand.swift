@@ -51,6 +51,9 @@ struct RecdCommand: AsyncParsableCommand {
                                             valueName: "MB"))
     var minFreeMb: Int = 200
 
+    @Option(name: .long, help: ArgumentHelp("The largest file an import takes (MB).", valueName: "MB"))
+    var maxImportMb: Int = 2048
+
     @Option(name: .long, help: ArgumentHelp("V4L2 camera for video recordings.", valueName: "path"))
     var videoDevice: String = "/dev/video0"
 
@@ -91,6 +94,7 @@ struct RecdCommand: AsyncParsableCommand {
         _ = mode
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
+        guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
         guard Self.size(videoSize) != nil else { throw ValidationError("--video-size \(videoSize) is not WIDTHxHEIGHT such as 1280x720") }
         guard (1...240).contains(videoFps) else { throw ValidationError("--video-fps must be 1...240") }
         guard VideoSettings.presets.contains(videoPreset) else {
@@ -121,12 +125,13 @@ struct RecdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "recd")
-        let config = EngineConfiguration(
+        var config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
             playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,
             minFreeBytes: Int64(minFreeMb) * 1_000_000, meterIntervalMs: meterIntervalMs,
             video: VideoSettings(device: videoDevice, width: Self.size(videoSize)?.0 ?? 1280, height: Self.size(videoSize)?.1 ?? 720,
                                  fps: videoFps, preset: videoPreset, crf: videoCrf, bitRate: videoBitrate))
+        config.maxImportBytes = Int64(maxImportMb) * 1_000_000
         do {
             let engine = try Engine(config: config, logger: logger)
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,

@@ -1,0 +1,193 @@
+// Import: a media file made elsewhere, received as bytes, stored as a recording of the library.
+import Catalog
+import Foundation
+import Logging
+import Media
+import Metering
+import RecdAPI
+
+/// What an import was sent with, besides its bytes.
+public struct ImportRequest: Sendable {
+    /// The file's name where it came from (for the title and the messages); no path.
+    public var name: String
+    /// Title, notes, purpose given with it (validated).
+    public var metadata: MetadataChange
+    /// The file's modification time where it came from (the created time when its tags have none).
+    public var modified: Date?
+    public init(name: String, metadata: MetadataChange, modified: Date?) {
+        self.name = name; self.metadata = metadata; self.modified = modified
+    }
+}
+
+/// Turns an uploaded file into a `ready` recording, with the crash safety of recordings
+/// (`FileReplacement`): the stored file is made in `.uploads/`, moved beside its final name, committed
+/// with its row (and the upload's content hash), then renamed into place. Blocking: run on
+/// `BlockingPool`. What is kept as it is and what is encoded:
+/// - AAC or ALAC audio in MP4/QuickTime: remuxed into `audio_<UUID>.m4a` (packets as they are);
+/// - H.264 video with AAC sound: remuxed into `video_<UUID>.mov`;
+/// - any other audio FFmpeg decodes (WAV, FLAC, MP3, Opus, Ogg Vorbis, …): encoded to AAC at the
+///   library's rate and bit rate, mono or stereo as the source (more channels are mixed to two).
+struct Importer {
+    let catalog: Catalog
+    let data: DataDirectory
+    let config: EngineConfiguration
+    let logger: Logger
+
+    enum Plan: Equatable {
+        case remuxAudio(stream: Int)
+        case remuxVideo(video: Int, audio: Int)
+        case encodeAudio
+    }
+
+    /// What to do with a file of this shape, or why it cannot be imported.
+    static func plan(_ info: MediaInfo, name: String) throws(EngineError) -> Plan {
+        let audio = info.streams.indices.filter { info.streams[$0].kind == "audio" }
+        let video = info.streams.indices.filter { info.streams[$0].kind == "video" && !info.streams[$0].isCoverArt }
+        guard let firstAudio = audio.first else {
+            throw .unsupportedMedia(name: name, detail: video.isEmpty ? "it holds no audio or video stream"
+                                    : "it has no audio stream (recd keeps recordings with sound; a silent video cannot be imported)")
+        }
+        let mp4 = info.formatName.split(separator: ",").contains { ["mov", "mp4", "m4a"].contains(String($0)) }
+        if let v = video.first {
+            let audioCodec = info.streams[firstAudio].codec, videoCodec = info.streams[v].codec
+            guard videoCodec == "h264", audioCodec == "aac" else {
+                throw .unsupportedMedia(name: name, detail: "it is a \(videoCodec) video with \(audioCodec) sound; recd keeps videos as H.264 with AAC (convert it first, e.g. ffmpeg -i IN -c:v libx264 -c:a aac OUT.mov)")
+            }
+            return .remuxVideo(video: v, audio: firstAudio)
+        }
+        if mp4 && ["aac", "alac"].contains(info.streams[firstAudio].codec) { return .remuxAudio(stream: firstAudio) }
+        return .encodeAudio
+    }
+
+    /// Title from the tags, else the file's name without its extension: control characters become
+    /// spaces, cut to the title limit. Nil when nothing usable is left (then the automatic title).
+    static func title(tags: [String: String], name: String) -> String? {
+        let base = (name as NSString).deletingPathExtension
+        for candidate in [tags["title"], base] {
+            guard let raw = candidate else { continue }
+            let cleaned = String(String.UnicodeScalarView(raw.unicodeScalars.map {
+                MetadataRules.firstControl(in: String($0), allowingNewlines: false) == nil ? $0 : " "
+            })).split(whereSeparator: { $0 == " " }).joined(separator: " ")
+            if !cleaned.isEmpty { return String(cleaned.prefix(MetadataLimits.titleMaxCharacters)).trimmingCharacters(in: .whitespaces) }
+        }
+        return nil
+    }
+
+    /// Created time from the tags (`creation_time`, `date`: ISO 8601 or a plain date), else `modified`.
+    static func created(tags: [String: String], modified: Date?) -> Date? {
+        for key in ["creation_time", "date", "com.apple.quicktime.creationdate"] {
+            guard let value = tags[key]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { continue }
+            let full = ISO8601DateFormatter()
+            full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let d = full.date(from: value) { return d }
+            full.formatOptions = [.withInternetDateTime]
+            if let d = full.date(from: value) { return d }
+            let day = DateFormatter()
+            day.locale = Locale(identifier: "en_US_POSIX")
+            day.timeZone = TimeZone(identifier: "UTC")
+            for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd", "yyyy"] {
+                day.dateFormat = format
+                if let d = day.date(from: value) { return d }
+            }
+        }
+        return modified
+    }
+
+    func run(upload: String, contentHash: String, request: ImportRequest) throws(EngineError) -> Recording {
+        let name = request.name
+        if let existing = try catalogCall({ try catalog.recording(withContentHash: contentHash) }) {
+            throw .duplicate(name: name, existing: existing)
+        }
+        let info: MediaInfo
+        do { info = try MediaProbe.probe(upload) } catch {
+            let why = (error as? FFmpegError).map { " (\($0.message))" } ?? ""
+            throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read\(why)")
+        }
+        let plan = try Self.plan(info, name: name)
+        let type: RecordingType = if case .remuxVideo = plan { .video } else { .audio }
+        let id = UUID()
+        let relative = DataDirectory.relativePath(id: id, type: type)
+        let finalPath = data.absolute(relative)
+        let made = data.uploads.appendingPathComponent("\(id.uuidString).\(type.fileExtension)").path
+        defer { try? FileOps.remove(made) }
+        var waveform: WaveformData?
+        do {
+            switch plan {
+            case .remuxAudio(let stream):
+                _ = try MP4Finalizer.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false)
+            case .remuxVideo(let video, let audio):
+                _ = try MP4Finalizer.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
+            case .encodeAudio:
+                waveform = try encode(upload, to: made, name: name)
+            }
+            try FileOps.sync(made)
+        } catch {
+            if let e = error as? EngineError { throw e }
+            if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: made, operation: "write", underlying: e.description) }
+            if case MediaError.noStream = error { throw .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
+            throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
+        }
+        let stored = try? MediaProbe.probe(made)
+        // A remuxed file's waveform is read from its sound (the encoded one was built on the way).
+        if waveform == nil { waveform = try? Library.computeWaveform(path: made) }
+        let poster = type == .video ? try? PosterExtractor.poster(fromFile: made) : nil
+        let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
+        var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
+                          duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
+                          lastPlayedAt: nil, recovered: false, droppedFrames: 0)
+        var change = request.metadata
+        if change.title == nil { change.title = .some(Self.title(tags: info.tags, name: name)) }
+        MetadataRules.apply(change, to: &r, timeZone: config.timeZone)
+
+        // The commit, as a trim's: beside the final name, journaled with the row, renamed.
+        data.mutations.lock()
+        defer { data.mutations.unlock() }
+        let temporary = data.replacingPath(for: finalPath)
+        try FileOps.rename(made, temporary)
+        try FileOps.sync(data.recordings.path)
+        let committed: Recording
+        do {
+            committed = try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform?.dat(), poster: poster,
+                                                      temporary: data.relative(temporary), contentHash: contentHash)
+        } catch {
+            try? FileOps.remove(temporary)
+            if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
+               let existing = try? catalog.recording(id: uuid) {
+                throw .duplicate(name: name, existing: existing)
+            }
+            if let e = error as? CatalogError { throw EngineError.from(e) }
+            throw .unexpected("\(error)")
+        }
+        try FileReplacement.finish(temporary: temporary, target: finalPath, catalog: catalog, data: data, logger: logger)
+        return committed
+    }
+
+    /// Decodes any audio and encodes it as recordings are (AAC, fragmented, then finalized), building
+    /// the waveform of what is written. Returns it.
+    private func encode(_ source: String, to destination: String, name: String) throws -> WaveformData {
+        let decoder = try AudioFileDecoder(path: source)
+        let channels = min(2, max(1, decoder.sourceChannels))
+        try decoder.setOutput(rate: config.sampleRate, channels: channels)
+        let fragmented = destination + ".fragmented"
+        defer { try? FileOps.remove(fragmented) }
+        let writer = try AudioFileWriter(path: fragmented, encoding: AudioEncoding(sampleRate: config.sampleRate, channels: channels,
+                                                                                 bitRate: config.bitRate))
+        let builder = WaveformBuilder(sampleRate: config.sampleRate, channels: channels)
+        var buffer: [Int16] = []
+        do {
+            while let block = try decoder.read(into: &buffer) {
+                try buffer.withUnsafeBufferPointer {
+                    try writer.append(interleaved: $0, frames: block.frames)
+                    builder.append($0, frames: block.frames)
+                }
+            }
+            try writer.finish()
+        } catch {
+            try? writer.finish()
+            throw error
+        }
+        guard writer.samplesWritten > 0 else { throw MediaError.noStream(kind: "audio", file: source) }
+        _ = try MP4Finalizer.remux(from: fragmented, to: destination, container: destination)
+        return builder.finish()
+    }
+}

@@ -1,0 +1,59 @@
+// The bytes of an import as they arrive: written to `.uploads/` and hashed, off the event loop.
+import Foundation
+import Media
+
+/// Owns one file in `.uploads/` being written (its descriptor, closed in `deinit`) and the SHA-256
+/// of what was written. The file is removed with `remove()` (the caller's `defer`): an upload is
+/// never part of the library, `Importer` makes the recording's own file from it.
+public final class UploadFile: @unchecked Sendable {
+    public let path: String
+    private let fd: Int32
+    private let hash: ContentHash
+    public private(set) var bytes: Int64 = 0
+
+    public init(in data: DataDirectory) throws(EngineError) {
+        path = data.uploads.appendingPathComponent("\(UUID().uuidString).upload").path
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage(file: path, operation: "create", underlying: FileOps.errnoText()) }
+        self.fd = fd
+        do { hash = try ContentHash() } catch {
+            close(fd)
+            unlink(path)
+            throw .unexpected("\(error)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Writes and hashes `chunk` on `BlockingPool`. One call at a time.
+    public func append(_ chunk: Data) async throws(EngineError) {
+        try await blockingCatalogCall { [self] in try self.write(chunk) }
+        bytes += Int64(chunk.count)
+    }
+
+    /// Blocking. (Untyped throws: a typed-throws closure here crashed swift-frontend 6.3.1.)
+    private func write(_ chunk: Data) throws {
+        try chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            hash.update(raw)
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    let e = errno
+                    if e == ENOSPC || e == EDQUOT {
+                        throw EngineError.insufficientStorage(path: path, freeBytes: FileOps.freeBytes(path) ?? 0,
+                                                              requiredBytes: Int64(raw.count - offset))
+                    }
+                    throw EngineError.storage(file: path, operation: "write", underlying: String(cString: strerror(e)))
+                }
+                offset += n
+            }
+        }
+    }
+
+    /// The SHA-256 of everything appended (hex). Call once, after the last `append`.
+    public func digest() -> String { hash.hex() }
+
+    public func remove() { unlink(path) }
+}

@@ -1,0 +1,63 @@
+// `recctl import`: bring recordings made elsewhere into the library.
+import ArgumentParser
+import Foundation
+import RecdAPI
+
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add audio or video files made elsewhere to the library (saved at once).",
+        discussion: """
+        The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC or ALAC in
+        MP4/M4A and H.264 + AAC videos are kept as they are; other audio (WAV, FLAC, MP3, Opus, Ogg) is encoded
+        to the library's AAC. The title comes from the file's tags, else its name; the created time from its
+        tags, else its modification time. A file already imported is reported, not stored twice. Files that
+        cannot be imported are said, and the others still go in (exit status 1 if any failed).
+        """)
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var metadata: MetadataOptions
+    @Argument(help: "Files to import.") var files: [String]
+
+    func validate() throws {
+        if files.isEmpty { throw ValidationError("give the files to import") }
+        if metadata.title != nil && files.count > 1 { throw ValidationError("--title names one recording: give one file with it") }
+    }
+
+    /// `?name=…&title=…` with every value percent-encoded (a query value may hold '&', '=', '+').
+    static func query(_ items: [(String, String?)]) -> String {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        return items.compactMap { k, v in v.map { "\(k)=\($0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0)" } }
+            .joined(separator: "&")
+    }
+
+    func run() async throws {
+        var failed = 0
+        for file in files {
+            let url = URL(fileURLWithPath: file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                FileHandle.standardError.write(Data("recctl: \(file): no such file\n".utf8))
+                failed += 1
+                continue
+            }
+            let modified = (try? FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date)?
+                .map { String(format: "%.3f", $0.timeIntervalSince1970) }
+            let path = "/v1/recordings/import?" + Self.query([
+                ("name", url.lastPathComponent), ("title", metadata.title), ("notes", metadata.notes),
+                ("purpose", metadata.purpose.map { $0.lowercased() }), ("modified", modified)])
+            do {
+                let reply = try await global.client.upload(path, file: file)
+                try RecdClient.check(reply)
+                let r = try APIJSON.decoder().decode(Recording.self, from: reply.body)
+                global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)")
+            } catch ClientFailure.refused(_, let body) {
+                if global.json {
+                    FileHandle.standardOutput.write((try? APIJSON.encoder().encode(body)).map { $0 + Data("\n".utf8) } ?? Data())
+                } else {
+                    FileHandle.standardError.write(Data("recctl: \(body.error.message)\n".utf8))
+                }
+                failed += 1
+            }
+        }
+        if failed > 0 { throw ExitCode(ExitStatus.refused) }
+    }
+}
