@@ -26,10 +26,20 @@ final class RouteMethods: Sendable {
     func methods(for path: String) -> [HTTPRequest.Method]? {
         let asked = path.split(separator: "/")
         let found = table.withLock { t in
-            t.filter { route in
+            let matching = t.filter { route in
                 route.segments.count == asked.count
                     && zip(route.segments, asked).allSatisfy { $0.hasPrefix(":") || $0 == $1 }
-            }.flatMap(\.methods)
+            }
+            // As Hummingbird's trie routes: a constant segment wins over a parameter at the same
+            // place, with no going back (`/v1/recordings/import` is only the import, never
+            // `/v1/recordings/:id` with the id "import").
+            let specificity = { (route: (segments: [Substring], methods: [HTTPRequest.Method])) in
+                route.segments.map { !$0.hasPrefix(":") }
+            }
+            let best = matching.map(specificity).max { a, b in
+                zip(a, b).first { $0 != $1 }.map { !$0.0 && $0.1 } ?? false
+            }
+            return matching.filter { specificity($0) == best }.flatMap(\.methods)
         }
         return found.isEmpty ? nil : found
     }
