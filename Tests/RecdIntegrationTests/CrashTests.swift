@@ -18,7 +18,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 final class CrashTests: DaemonTestCase {
-    enum Operation: CaseIterable { case record, pause, stop, save, discard, delete, deleteAll, edit, play, deletePlaying, trim, trimAsNew }
+    enum Operation: CaseIterable { case record, pause, stop, save, discard, delete, deleteAll, edit, play, deletePlaying, trim, trimAsNew, importFile }
 
     override var daemonArguments: [String] { ["--playback-device", "pulse:speaker"] }
 
@@ -93,6 +93,14 @@ final class CrashTests: DaemonTestCase {
                 trimmed = (victim, (victim.duration ?? 0) / 2)
                 args = ["trim", victim.id.uuidString, "--end", String(format: "%.3f", (victim.duration ?? 0) / 2)]
                     + (op == .trimAsNew ? ["--as-new"] : [])
+            case .importFile:
+                // Killed while the file arrives, is encoded, committed or renamed: afterwards it is
+                // in the library whole (a ready recording with its file) or not at all.
+                let wav = daemon.dir.appendingPathComponent("import-\(iteration).wav").path
+                let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                                                    "sine=frequency=\(300 + iteration):duration=8", wav])
+                XCTAssertEqual(made.status, 0, made.stderr)
+                args = ["import", wav]
             case .play:
                 // Killed while playing, or while the play (or its stop, which counts) is in flight.
                 played = ready[0].id
@@ -150,6 +158,15 @@ final class CrashTests: DaemonTestCase {
                               "iteration \(iteration) (\(op)): \(fileDuration) s is neither the old \(old) s nor the cut \(cut) s")
                 let decodes = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
                 XCTAssertEqual(decodes.status, 0, "iteration \(iteration): \(decodes.stderr)")
+            }
+            if op == .importFile {
+                // Nothing half-imported: the new rows (besides a salvage) are ready with their files,
+                // and nothing is left in .uploads/.
+                for r in after where !before.contains(where: { $0.id == r.id }) && !r.recovered {
+                    XCTAssertEqual(r.state, .ready, "iteration \(iteration): an import left \(r.state)")
+                }
+                let uploads = try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.appendingPathComponent(".uploads").path)
+                XCTAssertEqual(uploads, [], "iteration \(iteration)")
             }
             if op == .deleteAll {
                 // All or nothing.
