@@ -9,6 +9,11 @@
           -c copy -y OUT.m4a` (spawn to exit), and the same followed by an fsync of OUT (recd makes its
           cut durable before it replies; ffmpeg does not).
           RUNS runs of each, interleaved; medians. Goal (issue 14): recd ≤ 1.2× ffmpeg.
+  import  a 1-hour 48 kHz mono 16-bit WAV (ffmpeg CLI); `recctl import hour.wav` from spawn to exit
+          (the bytes sent over the socket, hashed, decoded, encoded to AAC 128 kbit/s, the waveform
+          built, finalized, fsynced, committed). Peer: `ffmpeg -i hour.wav -c:a aac -b:a 128k OUT.m4a`
+          (spawn to exit). IMPORT_RUNS runs of each, interleaved (the import deleted after each run:
+          the same bytes twice are a duplicate); medians. Goal (issue 14): recd ≤ 1.2× ffmpeg.
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/..., built if
 missing), RUNS (5), KEEP_WORK=1.
@@ -20,6 +25,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
 RECD = os.environ.get("RECD_BIN", ".build/release/recd")
 RUNS = int(os.environ.get("RUNS", "5"))
+IMPORT_RUNS = int(os.environ.get("IMPORT_RUNS", "3"))
+RECCTL = os.environ.get("RECCTL_BIN", ".build/release/recctl")
 TITLE = "## Editing"
 
 
@@ -27,8 +34,9 @@ def log(*a):
     print("[editing]", *a, file=sys.stderr, flush=True)
 
 
-if not os.access(RECD, os.X_OK):
-    subprocess.run(["swift", "build", "-c", "release", "--product", "recd"], check=True)
+for b in (RECD, RECCTL):
+    if not os.access(b, os.X_OK):
+        subprocess.run(["swift", "build", "-c", "release", "--product", os.path.basename(b)], check=True)
 missing = [pkg for tool, pkg in (("curl", "curl"), ("ffmpeg", "ffmpeg")) if not shutil.which(tool)]
 if missing:
     sys.exit(f"missing tools: apt-get install {' '.join(missing)}")
@@ -95,11 +103,33 @@ try:
         curl("DELETE", f"/v1/recordings/{cut['id']}")
         log(f"run {run + 1}: recd {total * 1000:.0f} ms, ffmpeg {ffmpeg_times[-1] * 1000:.0f} ms, "
             f"ffmpeg+fsync {ffmpeg_sync_times[-1] * 1000:.0f} ms")
+    wav = os.path.join(WORK, "hour.wav")
+    log("writing 1 hour of WAV (ffmpeg)")
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=330:sample_rate=48000:duration=3600",
+                    "-ac", "1", "-c:a", "pcm_s16le", "-y", wav], check=True)
+    import_times, encode_times = [], []
+    for run in range(IMPORT_RUNS):
+        t0 = time.perf_counter()
+        r = subprocess.run([RECCTL, "--socket", SOCK, "--json", "import", wav], capture_output=True, text=True)
+        import_times.append(time.perf_counter() - t0)
+        if r.returncode != 0:
+            sys.exit(f"import: {r.stdout} {r.stderr}")
+        imported = json.loads(r.stdout)
+        if abs(imported["duration"] - 3600) > 0.1:
+            sys.exit(f"import: {imported['duration']} s, not 3600")
+        curl("DELETE", f"/v1/recordings/{imported['id']}")
+        t0 = time.perf_counter()
+        subprocess.run(["ffmpeg", "-v", "error", "-i", wav, "-c:a", "aac", "-b:a", "128k", "-y", out], check=True)
+        encode_times.append(time.perf_counter() - t0)
+        os.unlink(out)
+        log(f"import run {run + 1}: recd {import_times[-1]:.2f} s, ffmpeg {encode_times[-1]:.2f} s")
+    imp, enc = statistics.median(import_times), statistics.median(encode_times)
+    wav_mb = os.path.getsize(wav) / 1e6
     r, f, fs = (statistics.median(x) for x in (recd_times, ffmpeg_times, ffmpeg_sync_times))
     size_mb = os.path.getsize(SOURCE) / 1e6
     section = f"""{TITLE}
 
-`bench/editing.py` ({time.strftime('%Y-%m-%d')}, {RUNS} runs each, interleaved, medians; release build). A
+`bench/editing.py` ({time.strftime('%Y-%m-%d')}, release build). Trim: {RUNS} runs each, interleaved, medians. A
 1-hour 48 kHz mono AAC .m4a ({size_mb:.1f} MB, made by the ffmpeg CLI, adopted by recd), cut to
 600–3000 s (40 minutes) without re-encoding.
 
@@ -112,6 +142,15 @@ try:
 Goal (issue 14): recd ≤ 1.2× ffmpeg's time — {"met" if r <= 1.2 * f else "NOT met"} ({r / f:.2f}×; {r / fs:.2f}× of ffmpeg with the fsync recd does).
 recd's cut is exact at both ends (edit list) and replaces the recording crash-safely; ffmpeg's
 `-ss` with `-c copy` starts at a packet boundary.
+
+Import of a 1-hour 48 kHz mono 16-bit WAV ({wav_mb:.0f} MB), {IMPORT_RUNS} runs each, interleaved, medians:
+
+| | median | vs ffmpeg |
+|---|---:|---:|
+| `recctl import hour.wav` (sent over the socket, hashed, encoded to AAC 128 kbit/s with its waveform, finalized, fsynced, committed) | {imp:.2f} s | {imp / enc:.2f}× |
+| `ffmpeg -i hour.wav -c:a aac -b:a 128k OUT.m4a` | {enc:.2f} s | 1.00× |
+
+Goal (issue 14): recd ≤ 1.2× ffmpeg's time — {"met" if imp <= 1.2 * enc else "NOT met"} ({imp / enc:.2f}×).
 """
     path = write_section(REPO, TITLE, section)
     print(section)
