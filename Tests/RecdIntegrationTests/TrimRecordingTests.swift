@@ -120,6 +120,36 @@ final class TrimRecordingTests: DaemonTestCase {
         XCTAssertEqual(gone, 410, goneReply)
     }
 
+    /// A video (H.264 + AAC, imported: this machine has no camera) cut in place: both streams end at
+    /// the cut, the picture decodes from the keyframe before the start, the poster is remade.
+    func testAVideoIsCutWithItsSoundAndPicture() throws {
+        let clip = daemon.dir.appendingPathComponent("clip.mov").path
+        let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25",
+                                            "-f", "lavfi", "-i", "sine=frequency=500", "-t", "4", "-c:v", "libx264", "-g", "25",
+                                            "-c:a", "aac", clip])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let video = try daemon.recctlJSON(Recording.self, "import", clip)
+        func poster() throws -> Data {
+            let file = daemon.dir.appendingPathComponent("poster-\(UUID().uuidString).jpg").path
+            let r = try Tools.run("curl", ["-s", "-o", file, "-w", "%{http_code}", "--unix-socket", daemon.socket,
+                                           "http://recd/v1/recordings/\(video.id.uuidString)/poster"])
+            XCTAssertEqual(r.stdout, "200")
+            return try Data(contentsOf: URL(fileURLWithPath: file))
+        }
+        let posterBefore = try poster()
+        XCTAssertEqual(Array(posterBefore.prefix(2)), [0xFF, 0xD8])
+        let cut = try daemon.recctlJSON(Recording.self, "trim", video.id.uuidString, "--start", "1.5", "--end", "3")
+        XCTAssertEqual(try XCTUnwrap(cut.duration), 1.5, accuracy: 0.045)
+        let probe = try VideoProbe.of(daemon.path(of: cut))
+        XCTAssertEqual(Set(probe.streams.map(\.codec)), ["h264", "aac"], "\(probe)")
+        for stream in probe.streams { XCTAssertEqual(stream.duration, 1.5, accuracy: 0.05, "\(probe)") }
+        let decodes = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", daemon.path(of: cut), "-f", "null", "-"])
+        XCTAssertEqual(decodes.status, 0, decodes.stderr)
+        let posterAfter = try poster()
+        XCTAssertEqual(Array(posterAfter.prefix(2)), [0xFF, 0xD8])
+        XCTAssertNotEqual(posterAfter, posterBefore, "the poster is still the first frame of the uncut video")
+    }
+
     /// Both sides of the commit point, as a kill -9 leaves them: a finished file not yet committed
     /// is removed (the recording stays as it was); a committed one not yet renamed is put in place.
     func testRecoverySettlesATrimEitherSideOfItsCommit() throws {
