@@ -27,6 +27,8 @@ let package = Package(
     targets: [
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // EBU R128 loudness (ITU-R BS.1770): integrated, range, true peak.
+        .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
         // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
@@ -51,7 +53,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // Pure code over sample buffers: no C, no I/O.
-        .target(name: "Metering", dependencies: ["RecdAPI"], swiftSettings: strict),
+        .target(name: "Metering", dependencies: ["RecdAPI", "CEbur128"], swiftSettings: strict),
         .target(name: "Playback", dependencies: [
             "Alsa", "CAlsa", "Media", "Metering",
             .product(name: "Logging", package: "swift-log"),
