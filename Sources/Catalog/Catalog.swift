@@ -161,6 +161,11 @@ public final class Catalog: Sendable {
             try db.execute(sql: "ALTER TABLE recording ADD COLUMN contentHash TEXT")
             try db.execute(sql: "CREATE UNIQUE INDEX recording_by_content ON recording(contentHash) WHERE contentHash IS NOT NULL")
         }
+        m.registerMigration("v8: loudness") { db in
+            // EBU R128 integrated loudness, range and true peak of the recording's sound, as JSON
+            // (`Loudness`); NULL until measured.
+            try db.execute(sql: "ALTER TABLE recording ADD COLUMN loudness TEXT")
+        }
         return m
     }
 
@@ -449,8 +454,11 @@ public final class Catalog: Sendable {
                     guard states.contains(record.state) else {
                         throw CatalogError.unexpectedState(id: r.id.uuidString, state: record.state)
                     }
-                    try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ? WHERE id = ?",
-                                   arguments: [r.duration, r.sizeBytes, r.id.uuidString])
+                    // The cut's loudness is its own: measured again (NULL until then).
+                    try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ?, loudness = ? WHERE id = ?",
+                                   arguments: [r.duration, r.sizeBytes,
+                                               r.loudness.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) },
+                                               r.id.uuidString])
                 }
                 for (table, data) in [(Attachment.waveform, waveform), (Attachment.poster, poster)] {
                     if let data {

@@ -22,6 +22,8 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var lastPlayedAt: Date?
     var recovered: Bool
     var droppedFrames: Int
+    /// `Loudness` as JSON (catalog v8); NULL until measured.
+    var loudness: String?
 
     enum Columns {
         static let id = Column(CodingKeys.id)
@@ -54,6 +56,7 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         lastPlayedAt = r.lastPlayedAt
         recovered = r.recovered
         droppedFrames = r.droppedFrames
+        loudness = r.loudness.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Converts to the API type. A row that does not parse is a corrupt catalog, reported with its id.
@@ -70,6 +73,7 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         return Recording(id: uuid, type: type, state: state, title: title, notes: notes, purpose: purpose,
                          createdAt: createdAt, duration: duration, sizeBytes: sizeBytes, file: file,
                          playCount: playCount, lastPlayedAt: lastPlayedAt, recovered: recovered,
-                         droppedFrames: droppedFrames)
+                         droppedFrames: droppedFrames,
+                         loudness: loudness.flatMap { try? JSONDecoder().decode(Loudness.self, from: Data($0.utf8)) })
     }
 }

@@ -87,8 +87,9 @@ final class AudioPipeline: @unchecked Sendable {
     /// Runs on the capture thread, on the captured buffers themselves.
     private let meter: LevelMeter
     private let onMeter: @Sendable (LevelReading) -> Void
-    /// Runs on the encoder thread, on exactly what goes into the file.
+    /// Run on the encoder thread, on exactly what goes into the file.
     private let waveformBuilder: WaveformBuilder
+    private let loudnessMeter: LoudnessMeter?
     /// Anchored by the capture thread when the recording has video to line up with.
     let clock: AudioClock?
     /// Frames to drop before the first one written, decided by the video side (see
@@ -117,6 +118,7 @@ final class AudioPipeline: @unchecked Sendable {
         meter = LevelMeter(LevelMeterSettings(sampleRate: capture.sampleRate, channels: capture.channels,
                                               intervalMs: meterIntervalMs))
         waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
+        loudnessMeter = LoudnessMeter(sampleRate: capture.sampleRate, channels: capture.channels)
         ring = PCMRingBuffer(capacityFrames: capture.sampleRate * ringSeconds, channels: capture.channels)
         pause = CapturePause(sampleRate: capture.sampleRate)
         let d = source.deviceFormat
@@ -209,7 +211,10 @@ final class AudioPipeline: @unchecked Sendable {
                 try block.withUnsafeBufferPointer {
                     // The waveform is of what is in the file.
                     let written = try sink.write(interleaved: UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)]), frames: frames)
-                    if written > 0 { waveformBuilder.append($0, frames: written) }
+                    if written > 0 {
+                        waveformBuilder.append($0, frames: written)
+                        loudnessMeter?.add($0, frames: written)
+                    }
                 }
                 if flush {
                     try sink.flush()
@@ -241,6 +246,9 @@ final class AudioPipeline: @unchecked Sendable {
 
     /// The waveform of what was written. Call after `stop()` (the encoder thread has ended).
     func waveform() -> WaveformData { waveformBuilder.finish() }
+
+    /// EBU R128 loudness of what was written. Call after `stop()`.
+    func loudness() -> Loudness? { loudnessMeter?.result() }
 
     /// Counters so far.
     var stats: CaptureStats {

@@ -111,6 +111,7 @@ struct Importer {
         let made = data.uploads.appendingPathComponent("\(id.uuidString).\(type.fileExtension)").path
         defer { try? FileOps.remove(made) }
         var waveform: WaveformData?
+        var loudness: Loudness?
         do {
             switch plan {
             case .remuxAudio(let stream):
@@ -118,7 +119,7 @@ struct Importer {
             case .remuxVideo(let video, let audio):
                 _ = try MP4Finalizer.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
             case .encodeAudio:
-                waveform = try encode(upload, to: made, name: name)
+                (waveform, loudness) = try encode(upload, to: made, name: name)
             }
             try FileOps.sync(made)
         } catch {
@@ -128,13 +129,14 @@ struct Importer {
             throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
         }
         let stored = try? MediaProbe.probe(made)
-        // A remuxed file's waveform is read from its sound (the encoded one was built on the way).
-        if waveform == nil { waveform = try? Library.computeWaveform(path: made) }
+        // A remuxed file's waveform and loudness are read from its sound (an encoded one's were
+        // measured on the way).
+        if waveform == nil, let analysis = try? Library.analyze(path: made) { (waveform, loudness) = analysis }
         let poster = type == .video ? try? PosterExtractor.poster(fromFile: made) : nil
         let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
         var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
                           duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
-                          lastPlayedAt: nil, recovered: false, droppedFrames: 0)
+                          lastPlayedAt: nil, recovered: false, droppedFrames: 0, loudness: loudness)
         var change = request.metadata
         if change.title == nil { change.title = .some(Self.title(tags: info.tags, name: name)) }
         MetadataRules.apply(change, to: &r, timeZone: config.timeZone)
@@ -163,8 +165,8 @@ struct Importer {
     }
 
     /// Decodes any audio and encodes it as recordings are (AAC, fragmented, then finalized), building
-    /// the waveform of what is written. Returns it.
-    private func encode(_ source: String, to destination: String, name: String) throws -> WaveformData {
+    /// the waveform of what is written and measuring its loudness. Returns them.
+    private func encode(_ source: String, to destination: String, name: String) throws -> (WaveformData, Loudness?) {
         let decoder = try AudioFileDecoder(path: source)
         let channels = min(2, max(1, decoder.sourceChannels))
         try decoder.setOutput(rate: config.sampleRate, channels: channels)
@@ -173,12 +175,14 @@ struct Importer {
         let writer = try AudioFileWriter(path: fragmented, encoding: AudioEncoding(sampleRate: config.sampleRate, channels: channels,
                                                                                  bitRate: config.bitRate))
         let builder = WaveformBuilder(sampleRate: config.sampleRate, channels: channels)
+        let meter = LoudnessMeter(sampleRate: config.sampleRate, channels: channels)
         var buffer: [Int16] = []
         do {
             while let block = try decoder.read(into: &buffer) {
                 try buffer.withUnsafeBufferPointer {
                     try writer.append(interleaved: $0, frames: block.frames)
                     builder.append($0, frames: block.frames)
+                    meter?.add($0, frames: block.frames)
                 }
             }
             try writer.finish()
@@ -188,6 +192,6 @@ struct Importer {
         }
         guard writer.samplesWritten > 0 else { throw MediaError.noStream(kind: "audio", file: source) }
         _ = try MP4Finalizer.remux(from: fragmented, to: destination, container: destination)
-        return builder.finish()
+        return (builder.finish(), meter?.result())
     }
 }

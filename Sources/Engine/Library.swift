@@ -248,15 +248,22 @@ public struct Library: Sendable {
     }
 
     /// Decodes the whole file once, at its own rate and channel count.
-    static func computeWaveform(path: String) throws -> WaveformData {
+    static func computeWaveform(path: String) throws -> WaveformData { try analyze(path: path).waveform }
+
+    /// The waveform and the EBU R128 loudness of a file's sound, from one decode.
+    static func analyze(path: String) throws -> (waveform: WaveformData, loudness: Loudness?) {
         let decoder = try AudioFileDecoder(path: path)
         try decoder.setOutput(rate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let builder = WaveformBuilder(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
+        let meter = LoudnessMeter(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         var buffer: [Int16] = []
         while let block = try decoder.read(into: &buffer) {
-            buffer.withUnsafeBufferPointer { builder.append($0, frames: block.frames) }
+            buffer.withUnsafeBufferPointer {
+                builder.append($0, frames: block.frames)
+                meter?.add($0, frames: block.frames)
+            }
         }
-        return builder.finish()
+        return (builder.finish(), meter?.result())
     }
 
     /// Metadata of every saved recording (pending previews are not in the library yet), newest first.

@@ -3,12 +3,13 @@ import Foundation
 import RecdAPI
 
 public enum MetadataExport {
-    public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount"]
+    public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount",
+                                   "loudnessLUFS", "loudnessRangeLU", "truePeakDBTP"]
 
     public static func rows(_ recordings: [Recording]) -> [ExportRow] {
         recordings.map {
             ExportRow(id: $0.id, title: $0.title, timestamp: $0.createdAt, duration: $0.duration,
-                      type: $0.type, purpose: $0.purpose, playCount: $0.playCount)
+                      type: $0.type, purpose: $0.purpose, playCount: $0.playCount, loudness: $0.loudness)
         }
     }
 
@@ -21,6 +22,10 @@ public enum MetadataExport {
                 r.id.uuidString, neutralized(r.title), APIJSON.formatDate(r.timestamp),
                 r.duration.map { String(format: "%.3f", $0) } ?? "",
                 r.type.rawValue, r.purpose?.rawValue ?? "", String(r.playCount),
+                // Empty until measured; "-inf" for a silent recording's integrated loudness.
+                r.loudness.map { $0.integrated.map { String(format: "%.2f", $0) } ?? "-inf" } ?? "",
+                r.loudness?.range.map { String(format: "%.2f", $0) } ?? "",
+                r.loudness?.truePeak.map { String(format: "%.2f", $0) } ?? "",
             ]
             out += fields.map(csvField).joined(separator: ",") + "\r\n"
         }

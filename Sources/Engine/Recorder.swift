@@ -360,10 +360,12 @@ public actor Recorder {
             return StopRecordingResponse(recording: nil, discarded: true, capture: stats)
         }
         let tz = config.timeZone
+        let loudness = session.loudness()
         let recording = try await writeOutcome(id: active.id) { r in
             r.state = then == .save ? .ready : .pending
             finished.apply(to: &r)
             r.droppedFrames = Int(stats.droppedFrames)
+            r.loudness = loudness
             MetadataRules.apply(change, to: &r, timeZone: tz)
         }
         // The waveform of what was written. Losing it is not losing the recording: one is computed

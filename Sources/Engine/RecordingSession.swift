@@ -20,6 +20,9 @@ protocol RecordingSession: AnyObject, Sendable {
     var stats: CaptureStats { get }
     /// The waveform of the sound written; nil for a silent video. After `stop()`.
     func waveform() -> WaveformData?
+    /// EBU R128 loudness of the sound written (measured as it was encoded); nil for a silent video.
+    /// After `stop()`.
+    func loudness() -> Loudness?
     /// JPEG of the first video frame; nil for audio. After `stop()`.
     var poster: Data? { get }
     /// What the microphone delivers and what is recorded; nil for a silent video.
@@ -85,6 +88,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     func setPaused(_ paused: Bool) { audio.pause.set(paused: paused) }
     func waitUntilPauseWritten(timeoutMs: Int) -> Bool { audio.pause.flushes.wait(timeoutMs: timeoutMs) }
     func waveform() -> WaveformData? { audio.waveform() }
+    func loudness() -> Loudness? { audio.loudness() }
     var poster: Data? { nil }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }
 }

@@ -46,6 +46,7 @@ struct RecordingTrim {
         let source = data.absolute(r.file)
         guard FileOps.exists(source) else { throw .fileMissing(id: r.id, file: r.file) }
         var result = r
+        result.loudness = nil   // the cut's own: measured again
         if asNew {
             result.id = UUID()
             result.file = DataDirectory.relativePath(id: result.id, type: r.type)

@@ -354,6 +354,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     }
 
     func waveform() -> WaveformData? { audio?.waveform() }
+    func loudness() -> Loudness? { audio?.loudness() }
     var poster: Data? { posterData.withLock { $0 } }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio?.formats }
 }

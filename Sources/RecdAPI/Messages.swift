@@ -367,13 +367,15 @@ public struct ExportRow: Codable, Sendable, Equatable {
     public var type: RecordingType
     @Nullable public var purpose: Purpose?
     public var playCount: Int
+    /// EBU R128 loudness; null until measured.
+    @Nullable public var loudness: Loudness?
     public init(id: UUID, title: String, timestamp: Date, duration: Double?, type: RecordingType,
-                purpose: Purpose?, playCount: Int) {
+                purpose: Purpose?, playCount: Int, loudness: Loudness? = nil) {
         self.id = id; self.title = title; self.timestamp = timestamp; self.duration = duration
-        self.type = type; self.purpose = purpose; self.playCount = playCount
+        self.type = type; self.purpose = purpose; self.playCount = playCount; self.loudness = loudness
     }
 
-    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount }
+    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount, loudness }
 
 }
 

@@ -65,19 +65,21 @@ public struct Recording: Codable, Sendable, Equatable {
     public var recovered: Bool
     /// Capture frames lost to overruns while recording.
     public var droppedFrames: Int
+    /// EBU R128 loudness of its sound; null until measured (and for a silent video).
+    @Nullable public var loudness: Loudness?
 
     public init(id: UUID, type: RecordingType, state: RecordingState, title: String, notes: String,
                 purpose: Purpose?, createdAt: Date, duration: Double?, sizeBytes: Int64?, file: String,
-                playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int) {
+                playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int, loudness: Loudness? = nil) {
         self.id = id; self.type = type; self.state = state; self.title = title; self.notes = notes
         self.purpose = purpose; self.createdAt = createdAt; self.duration = duration; self.sizeBytes = sizeBytes
         self.file = file; self.playCount = playCount; self.lastPlayedAt = lastPlayedAt
-        self.recovered = recovered; self.droppedFrames = droppedFrames
+        self.recovered = recovered; self.droppedFrames = droppedFrames; self.loudness = loudness
     }
 
     enum CodingKeys: String, CodingKey {
         case id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount,
-             lastPlayedAt, recovered, droppedFrames
+             lastPlayedAt, recovered, droppedFrames, loudness
     }
 
 }

@@ -108,12 +108,22 @@ enum Output {
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
             ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file),
         ]
+        rows.append(("loudness", loudness(r)))
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
         if r.droppedFrames > 0 { rows.append(("dropped frames", String(r.droppedFrames))) }
         if !r.notes.isEmpty {
             rows.append(("notes", text(r.notes, multiline: true).replacingOccurrences(of: "\n", with: "\n" + cell("", 16))))
         }
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
+    }
+
+    /// "-16.2 LUFS, range 4.1 LU, true peak -1.3 dBTP" (EBU R128), or why there is none.
+    static func loudness(_ r: Recording) -> String {
+        guard let l = r.loudness else { return r.state == .recording ? "-" : "not measured yet" }
+        let i = l.integrated.map { String(format: "%.1f LUFS", $0) } ?? "silent (-∞ LUFS)"
+        let range = l.range.map { String(format: ", range %.1f LU", $0) } ?? ""
+        let peak = l.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? ""
+        return i + range + peak
     }
 
     /// "48000 Hz, 1 ch" and the sample format when it is not the recording's own.

@@ -4,22 +4,25 @@ import RecdAPI
 import XCTest
 
 final class MetadataExportTests: XCTestCase {
-    func row(_ title: String, purpose: Purpose? = nil, duration: Double? = 75.25) -> ExportRow {
+    func row(_ title: String, purpose: Purpose? = nil, duration: Double? = 75.25, loudness: Loudness? = nil) -> ExportRow {
         ExportRow(id: UUID(uuidString: "6981E9C0-C777-4C15-B1C8-72BD5107E312")!, title: title,
                   timestamp: Date(timeIntervalSince1970: 1_761_406_920), duration: duration, type: .audio,
-                  purpose: purpose, playCount: 12)
+                  purpose: purpose, playCount: 12, loudness: loudness)
     }
 
     func testCSVFollowsRFC4180() {
-        let csv = MetadataExport.csv([row("Plain", purpose: .motivational), row("Comma, \"quote\"\nnewline", duration: nil)])
+        let csv = MetadataExport.csv([row("Plain", purpose: .motivational, loudness: Loudness(integrated: -18.25, range: 4.5, truePeak: -1.02)),
+                                      row("Comma, \"quote\"\nnewline", duration: nil),
+                                      row("Hush", loudness: Loudness(integrated: nil, range: nil, truePeak: nil))])
         XCTAssertEqual(csv, """
-            id,title,timestamp,duration,type,purpose,playCount\r
-            6981E9C0-C777-4C15-B1C8-72BD5107E312,Plain,2025-10-25T15:42:00.000Z,75.250,audio,motivational,12\r
+            id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,Plain,2025-10-25T15:42:00.000Z,75.250,audio,motivational,12,-18.25,4.50,-1.02\r
             6981E9C0-C777-4C15-B1C8-72BD5107E312,"Comma, ""quote""
-            newline",2025-10-25T15:42:00.000Z,,audio,,12\r
+            newline",2025-10-25T15:42:00.000Z,,audio,,12,,,\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,Hush,2025-10-25T15:42:00.000Z,75.250,audio,,12,-inf,,\r
 
             """)
-        XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount\r\n")
+        XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP\r\n")
     }
 
     /// OWASP's CSV injection rule: a title a spreadsheet would run as a formula is written as text.
@@ -42,7 +45,7 @@ final class MetadataExportTests: XCTestCase {
         let data = try MetadataExport.json([row("A")], exportedAt: Date(timeIntervalSince1970: 0))
         let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
         let first = (object["recordings"] as! [[String: Any]])[0]
-        XCTAssertEqual(Set(first.keys), ["id", "title", "timestamp", "duration", "type", "purpose", "playCount"])
+        XCTAssertEqual(Set(first.keys), ["id", "title", "timestamp", "duration", "type", "purpose", "playCount", "loudness"])
         XCTAssertTrue(first["purpose"] is NSNull)
         XCTAssertEqual(object["exportedAt"] as? String, "1970-01-01T00:00:00.000Z")
     }

@@ -1,0 +1,58 @@
+// Loudness (issue 15) of recordings and imports through the real daemon, against ffmpeg's own
+// ebur128 filter on the same file.
+import Foundation
+import RecdAPI
+import XCTest
+
+final class LoudnessRecordingTests: DaemonTestCase {
+    /// ffmpeg's EBU R128 reading of a file: (integrated LUFS, range LU, true peak dBFS).
+    func ffmpegLoudness(_ path: String) throws -> (integrated: Double, range: Double, peak: Double) {
+        let r = try Tools.run("ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", path, "-af",
+                                         "ebur128=peak=true:dualmono=true", "-f", "null", "-"])
+        // The summary at the end: "I: -20.1 LUFS", "LRA: 0.0 LU", "Peak: -6.0 dBFS".
+        let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
+        func value(_ label: String) -> Double? {
+            guard let line = summary.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }) else { return nil }
+            return Double(line.split(separator: " ").dropFirst().first(where: { Double($0) != nil }) ?? "")
+        }
+        return (try XCTUnwrap(value("I:"), r.stderr), try XCTUnwrap(value("LRA:")), try XCTUnwrap(value("Peak:")))
+    }
+
+    func testARecordingIsMeasuredAsItIsEncodedAndAgreesWithFFmpeg() throws {
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.25))   // −12 dBFS
+        let r = try XCTUnwrap(record(seconds: 4, stopArgs: ["--save"]).recording)
+        let loudness = try XCTUnwrap(r.loudness, "a stopped recording is measured")
+        let theirs = try ffmpegLoudness(daemon.path(of: r))
+        XCTAssertEqual(try XCTUnwrap(loudness.integrated), theirs.integrated, accuracy: 0.1)
+        XCTAssertEqual(try XCTUnwrap(loudness.integrated), -12.0, accuracy: 0.3)
+        // The true peak of what was captured (−12 dBFS), measured before the encoder; ffmpeg reads the
+        // decoded AAC, whose ringing around a pure sine adds about a dB, never less.
+        XCTAssertEqual(try XCTUnwrap(loudness.truePeak), -12.0, accuracy: 0.2)
+        XCTAssertGreaterThanOrEqual(theirs.peak, try XCTUnwrap(loudness.truePeak) - 0.2)
+        XCTAssertEqual(try XCTUnwrap(loudness.range), theirs.range, accuracy: 0.5)
+        // Shown, listed, exported.
+        XCTAssertTrue(try daemon.recctl("show", r.id.uuidString).stdout.contains(String(format: "loudness:       %.1f LUFS", loudness.integrated ?? 0)))
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.first?.loudness, loudness)
+        let export = try daemon.recctl("export", "--format", "json", "-o", "-")
+        XCTAssertEqual(try APIJSON.decoder().decode(ExportDocument.self, from: export.stdoutData).recordings.first?.loudness, loudness)
+    }
+
+    func testImportsAreMeasuredAndATrimIsMeasuredAgainLater() throws {
+        let dir = daemon.dir.path
+        let wav = dir + "/quiet.wav", m4a = dir + "/loud.m4a"
+        for (file, level, codec) in [(wav, "0.05", ["-c:a", "pcm_s16le"]), (m4a, "0.5", ["-c:a", "aac"])] {
+            let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
+                                                "-af", "volume=\(level)"] + codec + [file])
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
+        let quiet = try daemon.recctlJSON(Recording.self, "import", wav)   // encoded: measured on the way
+        let loud = try daemon.recctlJSON(Recording.self, "import", m4a)    // kept as it is: measured by decoding
+        for r in [quiet, loud] {
+            let theirs = try ffmpegLoudness(daemon.path(of: r))
+            XCTAssertEqual(try XCTUnwrap(r.loudness?.integrated), theirs.integrated, accuracy: 0.1, r.title)
+        }
+        XCTAssertEqual(try XCTUnwrap(loud.loudness?.integrated) - (try XCTUnwrap(quiet.loudness?.integrated)), 20, accuracy: 0.3)
+        let cut = try daemon.recctlJSON(Recording.self, "trim", loud.id.uuidString, "--end", "3")
+        XCTAssertNil(cut.loudness, "a trim's loudness is its own, not the uncut recording's")
+    }
+}
