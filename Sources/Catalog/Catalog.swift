@@ -487,6 +487,32 @@ public final class Catalog: Sendable {
         try RecordingRecord.fetchOne(db, sql: "SELECT * FROM recording WHERE contentHash = ?", arguments: [hash])?.recording()
     }
 
+    /// Saved and pending recordings whose loudness is not measured yet, newest first.
+    public func idsWithoutLoudness() throws -> [UUID] {
+        try wrap("read") {
+            try pool.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT id FROM recording WHERE loudness IS NULL AND state IN ('ready', 'pending') ORDER BY createdAt DESC
+                    """).compactMap(UUID.init(uuidString:))
+            }
+        }
+    }
+
+    /// Stores a loudness measured from the file of `sizeBytes` bytes, unless the row has changed
+    /// since (measured meanwhile, or its file replaced by a trim: another size). Returns whether it
+    /// was stored.
+    @discardableResult
+    public func storeLoudness(id: UUID, _ loudness: Loudness, measuredFileSize sizeBytes: Int64?) throws -> Bool {
+        let json = String(decoding: try JSONEncoder().encode(loudness), as: UTF8.self)
+        return try wrap("store loudness") {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE recording SET loudness = ? WHERE id = ? AND loudness IS NULL AND sizeBytes IS ?",
+                               arguments: [json, id.uuidString, sizeBytes])
+                return db.changesCount == 1
+            }
+        }
+    }
+
     /// Deletes a row; returns whether it existed.
     @discardableResult
     public func delete(id: UUID) throws -> Bool {

@@ -14,6 +14,8 @@ public final class Engine: Sendable {
     /// What `/v1/events` streams.
     public let events = EventHub()
     public let library: Library
+    /// Measures the loudness of recordings that have none yet (run as a service by the server).
+    public let loudnessPass: LoudnessPass
     let catalog: Catalog
     let logger: Logger
     /// Held while the engine lives: a second daemon on the same data directory would "recover" the
@@ -50,7 +52,9 @@ public final class Engine: Sendable {
         FFmpegLog.route(to: logger)
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         player = Player(config: config, catalog: catalog, events: events, logger: logger)
-        library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger)
+        loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)
+        library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
+                          loudnessPass: loudnessPass)
     }
 
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.

@@ -16,6 +16,7 @@ public struct Library: Sendable {
     let events: EventHub
     let config: EngineConfiguration
     let logger: Logger
+    let loudnessPass: LoudnessPass
 
     public func resolve(_ idOrPrefix: String) throws(EngineError) -> Recording {
         try catalogCall { try catalog.resolve(idOrPrefix) }
@@ -112,6 +113,7 @@ public struct Library: Sendable {
         if !request.asNew { await player.stopIfPlaying(r.id) }
         let trim = RecordingTrim(catalog: catalog, data: config.dataDirectory, minFreeBytes: config.minFreeBytes, logger: logger)
         let result = try await blockingCatalogCall { try trim.run(r, start: start, end: end, asNew: request.asNew) }
+        loudnessPass.wake()   // the cut is measured again
         let how = request.asNew ? " as new recording \(result.id)" : ""
         logger.info("recording \(r.id) trimmed to \(String(format: "%.3f–%.3f s", start, end))\(how)")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: result.id, change: request.asNew ? .created : .edited)))

@@ -286,6 +286,19 @@ public struct RecordingPauseState: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey { case recordingID, paused, elapsed, pausedFor, pausedTotal }
 }
 
+/// The background measurement of recordings without a loudness (in `GET /v1/status`).
+public struct LoudnessPassStatus: Codable, Sendable, Equatable {
+    /// Recordings left to measure in the pass under way (0 when none runs).
+    public var pending: Int
+    /// Recordings measured since recd started.
+    public var measured: Int
+    /// The one being measured now.
+    @Nullable public var current: UUID?
+    public init(pending: Int, measured: Int, current: UUID?) { self.pending = pending; self.measured = measured; self.current = current }
+
+    enum CodingKeys: String, CodingKey { case pending, measured, current }
+}
+
 /// `GET /v1/status`.
 public struct DaemonStatus: Codable, Sendable, Equatable {
     /// `starting`: the device is being opened; `stopping`: capture ended, the file is being finalized.
@@ -339,12 +352,16 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     @Nullable public var recovery: RecoveryReport?
     /// What is playing (or paused), if anything.
     @Nullable public var playback: PlaybackInfo?
+    /// Loudness measured in the background (recordings that have none yet).
+    public var loudnessPass: LoudnessPassStatus
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
                 dataDirectory: String, socket: String, counts: [String: Int], lastFault: FaultReport? = nil,
-                recovery: RecoveryReport? = nil, playback: PlaybackInfo? = nil) {
+                recovery: RecoveryReport? = nil, playback: PlaybackInfo? = nil,
+                loudnessPass: LoudnessPassStatus = LoudnessPassStatus(pending: 0, measured: 0, current: nil)) {
         self.playback = playback
+        self.loudnessPass = loudnessPass
         self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity
         self.active = active; self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
         self.sampleRate = sampleRate; self.channels = channels; self.dataDirectory = dataDirectory
@@ -353,8 +370,9 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
-             dataDirectory, socket, counts, lastFault, recovery, playback
+             dataDirectory, socket, counts, lastFault, recovery, playback, loudnessPass
     }
+
 
 }
 

@@ -112,7 +112,7 @@ public struct RecdDaemon {
         let counter = ConnectionCounter(limit: maxConnections)
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])
         let services: [any Service] = [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
-                                       SystemdStatusService(engine: engine, notifier: notifier)]
+                                       SystemdStatusService(engine: engine, notifier: notifier), LoudnessPassService(engine: engine)]
         let ready: @Sendable () -> Void = {
             logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
             // Recovery is done and the socket accepts requests: ready.

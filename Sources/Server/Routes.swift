@@ -51,7 +51,8 @@ public enum RecdRoutes {
                 captureDevice: c.captureDevice, playbackDevice: c.playbackDevice,
                 sampleRate: c.sampleRate, channels: c.channels,
                 dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts,
-                lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback))
+                lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback,
+                loudnessPass: await engine.loudnessPass.status))
         }
 
         v1.get("devices") { _, _ in

@@ -60,3 +60,11 @@ struct SystemdStatusService: Service {
         return parts.isEmpty ? "idle" : parts.joined(separator: "; ")
     }
 }
+
+/// The engine's background loudness measurement, for as long as recd runs.
+struct LoudnessPassService: Service {
+    let engine: Engine
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown { await engine.loudnessPass.run() }
+    }
+}

@@ -54,5 +54,36 @@ final class LoudnessRecordingTests: DaemonTestCase {
         XCTAssertEqual(try XCTUnwrap(loud.loudness?.integrated) - (try XCTUnwrap(quiet.loudness?.integrated)), 20, accuracy: 0.3)
         let cut = try daemon.recctlJSON(Recording.self, "trim", loud.id.uuidString, "--end", "3")
         XCTAssertNil(cut.loudness, "a trim's loudness is its own, not the uncut recording's")
+        // The background pass measures the cut.
+        let measured = try waitForLoudness(cut.id)
+        XCTAssertEqual(try XCTUnwrap(measured.integrated), try ffmpegLoudness(daemon.path(of: cut)).integrated, accuracy: 0.1)
+    }
+
+    /// The recording's loudness once the background pass has measured it (10 s at most).
+    func waitForLoudness(_ id: UUID, file: StaticString = #filePath, line: UInt = #line) throws -> Loudness {
+        for _ in 0..<100 {
+            if let l = try daemon.recctlJSON(Recording.self, "show", id.uuidString).loudness { return l }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTFail("the loudness of \(id) was never measured", file: file, line: line)
+        throw NSError(domain: "recd-tests", code: 15)
+    }
+
+    /// Recordings from before loudness was measured (NULL in the catalog) are measured after start-up,
+    /// in the background, with the progress in status.
+    func testOlderRecordingsAreMeasuredInTheBackgroundAfterStartUp() throws {
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.25))
+        let a = try XCTUnwrap(record(seconds: 2, stopArgs: ["--save"]).recording)
+        let b = try XCTUnwrap(record(seconds: 2).recording)
+        let before = try XCTUnwrap(a.loudness?.integrated)
+        daemon.stop()
+        let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
+        XCTAssertEqual(try Tools.run("sqlite3", [db, "UPDATE recording SET loudness = NULL"]).status, 0)
+        try daemon.start()
+        for r in [a, b] { XCTAssertEqual(try XCTUnwrap(try waitForLoudness(r.id).integrated), before, accuracy: 0.2) }
+        let status = try daemon.recctlJSON(DaemonStatus.self, "status")
+        XCTAssertEqual(status.loudnessPass.measured, 2)
+        XCTAssertEqual(status.loudnessPass.pending, 0)
+        XCTAssertNil(status.loudnessPass.current)
     }
 }
