@@ -1,6 +1,7 @@
 // What the engine runs with: set once from recd's options, read by the Recorder, the Player and the Library.
 import Foundation
 import Media
+import RecdAPI
 
 /// Settings the engine runs with.
 public struct EngineConfiguration: Sendable {
@@ -15,6 +16,8 @@ public struct EngineConfiguration: Sendable {
     public var minFreeBytes: Int64
     /// Meter readings (events) every this many milliseconds, 10–1000.
     public var meterIntervalMs: Int
+    /// Level-matched playback's target loudness in LUFS (`--playback-loudness`); nil: off.
+    public var playbackLoudness: Double? = LevelMatch.defaultTarget
     /// The largest file an import takes (`--max-import-mb`).
     public var maxImportBytes: Int64 = 2_048_000_000
     /// Video recordings: the camera and what to ask it for, and the H.264 settings.

@@ -20,6 +20,8 @@ public actor Player {
         let recording: Recording
         let counts: Bool
         let startedAt: Date
+        /// dB applied (level-matched playback).
+        let gain: Double
     }
 
     enum State: Sendable {
@@ -57,7 +59,9 @@ public actor Player {
     /// Plays `recording` (ready: counts; pending: a preview that never counts), ending the playback
     /// in progress first. `receivedAt` is when the request arrived (uptime ns): the reply's latency
     /// runs from it to the first audio written to the device.
-    public func play(_ recording: Recording, from position: Double?, receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
+    /// `normalize` false plays it as recorded; else at `--playback-loudness` (`LevelMatch`).
+    public func play(_ recording: Recording, from position: Double?, normalize: Bool = true,
+                     receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
         try await exclusive { () async throws(EngineError) -> PlayResponse in
             guard recording.state == .ready || recording.state == .pending else {
                 throw .invalidState(id: recording.id, state: recording.state, action: "play", allowed: [.ready, .pending])
@@ -85,11 +89,12 @@ public actor Player {
             let interval = config.meterIntervalMs
             let recordingID = recording.id
             let gate = EventGate()
+            let gain = normalize ? LevelMatch.gain(recording.loudness, target: config.playbackLoudness) : 0
             let session: PlaybackSession
             let firstWriteAt: UInt64
             do {
                 (session, firstWriteAt) = try await runBlocking {
-                    let s = try PlaybackSession(path: path, device: device)
+                    let s = try PlaybackSession(path: path, device: device, gainDB: gain)
                     let duration = s.duration
                     let at = try s.start(at: position ?? 0, meterIntervalMs: interval, observer: { observation in
                         guard gate.isOpen else { return }
@@ -115,10 +120,10 @@ public actor Player {
                 throw .playback(.media(file: path, detail: "\(error)"))
             }
             let active = Active(sessionID: sessionID, session: session, recording: recording,
-                                counts: recording.state == .ready, startedAt: Date())
+                                counts: recording.state == .ready, startedAt: Date(), gain: gain)
             state = .playing(active)
             let latencyMs = Double(firstWriteAt &- receivedAt) / 1e6
-            logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)") from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
+            logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)")\(gain == 0 ? "" : String(format: " at %+.1f dB", gain)) from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
             let started = info(active)
             events.publish(.playbackStarted(started))
             gate.openGate()
@@ -232,7 +237,7 @@ public actor Player {
         let p = a.session.progress
         return PlaybackInfo(session: a.sessionID, recording: a.recording, state: p.paused ? .paused : .playing,
                             position: p.position, duration: a.session.duration, counts: a.counts,
-                            device: a.session.device, underruns: p.underruns, startedAt: a.startedAt)
+                            device: a.session.device, underruns: p.underruns, startedAt: a.startedAt, gain: a.gain)
     }
 
     /// What is playing now, and how the last playback ended.

@@ -64,10 +64,15 @@ public final class PlaybackSession: @unchecked Sendable {
     /// The device must take audio within this long, or the playback fails.
     static let stallLimitMs = 10_000
 
-    /// Opens `path` and the device. Blocking (file and device I/O): call it off the cooperative pool.
-    public init(path: String, device: String) throws(PlaybackError) {
+    /// Linear gain applied to every decoded sample (level-matched playback); 1 = as recorded.
+    let gain: Float
+
+    /// Opens `path` and the device; `gainDB` is applied to what is played (and metered: the meter
+    /// shows the level heard). Blocking (file and device I/O): call it off the cooperative pool.
+    public init(path: String, device: String, gainDB: Double = 0) throws(PlaybackError) {
         self.path = path
         self.device = device
+        gain = Float(pow(10, gainDB / 20))
         let decoder: AudioFileDecoder
         do {
             decoder = try AudioFileDecoder(path: path)
@@ -356,6 +361,15 @@ private struct PlaybackLoop {
             return false
         }
         pending = block.frames; offset = 0
+        let gain = session.gain
+        if gain != 1 {
+            // The true-peak ceiling keeps a raised level below full scale; clamping only guards
+            // against a measurement the file does not match.
+            let n = block.frames * channels
+            buffer.withUnsafeMutableBufferPointer { b in
+                for i in 0..<n { b[i] = Int16(clamping: Int((Float(b[i]) * gain).rounded())) }
+            }
+        }
         return true
     }
 

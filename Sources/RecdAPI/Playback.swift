@@ -3,10 +3,30 @@ import Foundation
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
 public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
-    public static let fields = ["position"]
+    public static let fields = ["position", "normalize"]
     /// Start here (seconds, clamped to the recording).
     public var position: Double?
-    public init(position: Double? = nil) { self.position = position }
+    /// False: play as recorded, without the gain that brings it to `--playback-loudness`. Absent = true.
+    public var normalize: Bool?
+    public init(position: Double? = nil, normalize: Bool? = nil) { self.position = position; self.normalize = normalize }
+}
+
+/// Level-matched playback: the gain that brings a recording to a target loudness.
+public enum LevelMatch {
+    /// ReplayGain 2.0's reference level, recd's default target (LUFS).
+    public static let defaultTarget = -18.0
+    /// The ceiling no gain may push the true peak above (dBTP).
+    public static let peakCeiling = -1.0
+
+    /// Gain in dB: `target − integrated`, lowered so that the true peak stays at or below
+    /// `peakCeiling` (the limit MPD's ReplayGain users ask for). 0 when there is no target, or the
+    /// loudness is not known or is silence.
+    public static func gain(_ loudness: Loudness?, target: Double?) -> Double {
+        guard let target, let integrated = loudness?.integrated else { return 0 }
+        var g = target - integrated
+        if let peak = loudness?.truePeak { g = min(g, peakCeiling - peak) }
+        return (g * 100).rounded() / 100
+    }
 }
 
 /// `POST /v1/playback/seek`: exactly one of `by` (relative, ± seconds) and `to` (absolute seconds).
@@ -37,15 +57,17 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
     /// Times the device ran dry and was restarted.
     public var underruns: Int
     public var startedAt: Date
+    /// dB applied to bring the recording to `--playback-loudness` (0: played as recorded).
+    public var gain: Double
 
     public init(session: UUID, recording: Recording, state: State, position: Double, duration: Double?, counts: Bool,
-                device: String, underruns: Int, startedAt: Date) {
+                device: String, underruns: Int, startedAt: Date, gain: Double = 0) {
         self.session = session; self.recording = recording; self.state = state; self.position = position
         self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
-        self.startedAt = startedAt
+        self.startedAt = startedAt; self.gain = gain
     }
 
-    enum CodingKeys: String, CodingKey { case session, recording, state, position, duration, counts, device, underruns, startedAt }
+    enum CodingKeys: String, CodingKey { case session, recording, state, position, duration, counts, device, underruns, startedAt, gain }
 
 }
 

@@ -196,7 +196,8 @@ public enum RecdRoutes {
             let receivedAt = DispatchTime.now().uptimeNanoseconds
             let recording = try engine.library.resolve(try context.recordingID())
             let body = try await decode(PlayRequest.self, request)
-            let reply = try await engine.player.play(recording, from: body.position, receivedAt: receivedAt)
+            let reply = try await engine.player.play(recording, from: body.position, normalize: body.normalize ?? true,
+                                                     receivedAt: receivedAt)
             return JSONResponse.make(reply, status: .created)
         }
 

@@ -21,6 +21,8 @@ struct Play: AsyncParsableCommand {
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
     @Option(help: ArgumentHelp("Start here: seconds or m:ss.", valueName: "position")) var from: String?
     @Flag(help: "Stay attached until the playback ends, showing its progress.") var wait = false
+    @Flag(help: "Play it as recorded, without the gain that brings every recording to recd's --playback-loudness.")
+    var asRecorded = false
 
     func validate() throws {
         if let from, (try? SeekArgument.parse(from))?.to == nil {
@@ -31,10 +33,12 @@ struct Play: AsyncParsableCommand {
     func run() async throws {
         let position = try from.flatMap { try SeekArgument.parse($0).to }
         let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
-                                                        body: PlayRequest(position: position), as: PlayResponse.self)
+                                                        body: PlayRequest(position: position, normalize: asRecorded ? false : nil),
+                                                        as: PlayResponse.self)
         let p = reply.playback
         global.emit(raw, "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
                          + "\(Output.duration(p.duration)) on \(p.device)"
+                         + (p.gain == 0 ? "" : String(format: " at %+.1f dB (level-matched)", p.gain))
                          + String(format: ", first audio after %.0f ms", reply.startLatencyMs)
                          + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
         guard wait else { return }

@@ -51,6 +51,9 @@ struct RecdCommand: AsyncParsableCommand {
                                             valueName: "MB"))
     var minFreeMb: Int = 200
 
+    @Option(name: .long, help: ArgumentHelp("Level-matched playback: play every recording at this loudness (LUFS, -70...0; default -18, ReplayGain 2.0's reference), its true peak kept at or below -1 dBTP; off plays them as recorded.", valueName: "LUFS|off"))
+    var playbackLoudness: String = String(LevelMatch.defaultTarget)
+
     @Option(name: .long, help: ArgumentHelp("The largest file an import takes (MB).", valueName: "MB"))
     var maxImportMb: Int = 2048
 
@@ -95,6 +98,9 @@ struct RecdCommand: AsyncParsableCommand {
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
         guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
+        guard playbackLoudness == "off" || Double(playbackLoudness).map({ (-70...0).contains($0) }) == true else {
+            throw ValidationError("--playback-loudness must be off or a loudness in LUFS from -70 to 0, such as -18")
+        }
         guard Self.size(videoSize) != nil else { throw ValidationError("--video-size \(videoSize) is not WIDTHxHEIGHT such as 1280x720") }
         guard (1...240).contains(videoFps) else { throw ValidationError("--video-fps must be 1...240") }
         guard VideoSettings.presets.contains(videoPreset) else {
@@ -132,6 +138,7 @@ struct RecdCommand: AsyncParsableCommand {
             video: VideoSettings(device: videoDevice, width: Self.size(videoSize)?.0 ?? 1280, height: Self.size(videoSize)?.1 ?? 720,
                                  fps: videoFps, preset: videoPreset, crf: videoCrf, bitRate: videoBitrate))
         config.maxImportBytes = Int64(maxImportMb) * 1_000_000
+        config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         do {
             let engine = try Engine(config: config, logger: logger)
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,

@@ -87,3 +87,41 @@ final class LoudnessRecordingTests: DaemonTestCase {
         XCTAssertNil(status.loudnessPass.current)
     }
 }
+
+/// Level-matched playback heard on recd's speaker (the PulseAudio rig's `speaker` sink).
+final class LevelMatchedPlaybackTests: DaemonTestCase {
+    override var daemonArguments: [String] { ["--playback-device", "pulse:speaker"] }
+
+    /// RMS (dBFS) of what the speaker played while `recctl play ID --wait [extra]` ran.
+    func heard(_ id: UUID, _ extra: [String] = []) throws -> Double {
+        let monitor = try SpeakerMonitor(pulse)
+        let played = try daemon.recctl(["play", id.uuidString, "--wait"] + extra)
+        XCTAssertEqual(played.status, 0, played.stderr)
+        Thread.sleep(forTimeInterval: 0.3)   // the last of it, still on its way through the sound server
+        let audio = try monitor.stop()
+        let spans = audio.sounding(threshold: 0.003)   // the quiet one as recorded peaks at -44 dBFS
+        let span = try XCTUnwrap(spans.max { ($0.upperBound - $0.lowerBound) < ($1.upperBound - $1.lowerBound) }, "nothing was heard: \(audio.samples.count) samples, peak \(audio.samples.map { abs(Int($0)) }.max() ?? 0)")
+        let rms = audio.tone(from: span.lowerBound + 0.3, to: span.upperBound - 0.3).rms
+        return 20 * log10(max(rms, 1e-9))
+    }
+
+    func testRecordingsAtDifferentLevelsAreHeardAtTheSameLevelUnlessAskedAsRecorded() throws {
+        var ids: [UUID] = []
+        for (name, volume) in [("quiet", "0.05"), ("loud", "0.5")] {
+            let file = daemon.dir.appendingPathComponent("\(name).wav").path
+            let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=1000:duration=3",
+                                                "-af", "volume=\(volume)", file])
+            XCTAssertEqual(made.status, 0, made.stderr)
+            let imported = try daemon.recctlJSON(Recording.self, "import", file)
+            XCTAssertNotNil(imported.loudness?.integrated, "\(imported)")
+            ids.append(imported.id)
+        }
+        let (quiet, loud) = (try heard(ids[0]), try heard(ids[1]))
+        XCTAssertEqual(quiet, loud, accuracy: 1.0, "level-matched: heard at \(quiet) and \(loud) dBFS")
+        let (quietAsIs, loudAsIs) = (try heard(ids[0], ["--as-recorded"]), try heard(ids[1], ["--as-recorded"]))
+        XCTAssertEqual(loudAsIs - quietAsIs, 20, accuracy: 1.0, "as recorded: heard at \(quietAsIs) and \(loudAsIs) dBFS")
+        let reply = try daemon.recctlJSON(PlayResponse.self, "play", ids[0].uuidString)
+        XCTAssertEqual(reply.playback.gain, 26.1, accuracy: 0.5, "a 1 kHz sine at -44 dBFS raised to -18 LUFS")
+        XCTAssertEqual(try daemon.recctl("playback", "stop").status, 0)
+    }
+}

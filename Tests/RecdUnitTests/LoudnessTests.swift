@@ -62,3 +62,18 @@ final class LoudnessTests: XCTestCase {
         XCTAssertTrue(json.contains("\"integrated\":null") && json.contains("\"truePeak\":null"), json)
     }
 }
+
+final class LevelMatchTests: XCTestCase {
+    func testTheGainReachesTheTargetWithoutPushingThePeakOverTheCeiling() {
+        func gain(_ i: Double?, _ tp: Double?, target: Double? = -18) -> Double {
+            LevelMatch.gain(Loudness(integrated: i, range: 3, truePeak: tp), target: target)
+        }
+        XCTAssertEqual(gain(-26, -20), 8)          // raised to the target
+        XCTAssertEqual(gain(-10, -1), -8)          // lowered to the target
+        XCTAssertEqual(gain(-30, -5), 4)           // raised only until the true peak reaches -1 dBTP
+        XCTAssertEqual(gain(-18, 0.5), -1.5)       // at the target, but over the ceiling: lowered
+        XCTAssertEqual(gain(-26, -20, target: nil), 0, "off")
+        XCTAssertEqual(gain(nil, nil), 0, "silence")
+        XCTAssertEqual(LevelMatch.gain(nil, target: -18), 0, "not measured")
+    }
+}
