@@ -120,15 +120,20 @@ enum WaveformRoute {
             let q = request.uri.queryParameters
             let stored = try await engine.library.waveform(try context.recordingID())
             var zoom = stored.samplesPerPixel
+            // Both are read (and refused when malformed) even when samples_per_pixel wins: a bad
+            // value is never passed over in silence (the fuzzer's `pixels=` beside samples_per_pixel).
+            let pixels = try q["pixels"].map { px in
+                let n = try RecdRoutes.intValue(String(px), field: "pixels", range: Int.min...WaveformRoute.maxPixels)
+                guard n > 0 else { throw EngineError.invalidValue(field: "pixels", detail: "must be at least 1") }
+                return n
+            }
             if let spp = q["samples_per_pixel"] {
                 zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel", range: Int.min...WaveformRoute.maxSamplesPerPixel)
                 guard zoom >= stored.samplesPerPixel else {
                     throw EngineError.invalidValue(field: "samples_per_pixel",
                                                    detail: "\(zoom) is finer than the stored \(stored.samplesPerPixel) samples per pixel")
                 }
-            } else if let px = q["pixels"] {
-                let pixels = try RecdRoutes.intValue(String(px), field: "pixels", range: Int.min...WaveformRoute.maxPixels)
-                guard pixels > 0 else { throw EngineError.invalidValue(field: "pixels", detail: "must be at least 1") }
+            } else if let pixels {
                 let samples = stored.length * stored.samplesPerPixel
                 zoom = max(stored.samplesPerPixel, (samples + pixels - 1) / pixels)
             }

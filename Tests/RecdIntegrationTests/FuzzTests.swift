@@ -53,6 +53,9 @@ final class DeclaredContractTests: DaemonTestCase {
         XCTAssertEqual(status, 422, body)
         (status, _) = try daemon.curl("GET", "/v1/recordings/\(id)/waveform?pixels=1000000")
         XCTAssertEqual(status, 200)
+        // A malformed value beside the one that wins is still refused (the fuzzer's `pixels=`).
+        (status, body) = try daemon.curl("GET", "/v1/recordings/\(id)/waveform?pixels=&samples_per_pixel=1066")
+        XCTAssertEqual(status, 400, body)
 
         // An id prefix is counted in code points, as minLength is: five of them are not "too short".
         (status, body) = try daemon.curl("GET", "/v1/recordings/%E0%B8%81%20%E0%B8%B3%E0%B8%81%E0%B8%B3")
