@@ -457,7 +457,7 @@ public final class Catalog: Sendable {
                     // The cut's loudness is its own: measured again (NULL until then).
                     try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ?, loudness = ? WHERE id = ?",
                                    arguments: [r.duration, r.sizeBytes,
-                                               r.loudness.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) },
+                                               r.loudness.map(RecordingRecord.column),
                                                r.id.uuidString])
                 }
                 for (table, data) in [(Attachment.waveform, waveform), (Attachment.poster, poster)] {
@@ -503,7 +503,7 @@ public final class Catalog: Sendable {
     /// was stored.
     @discardableResult
     public func storeLoudness(id: UUID, _ loudness: Loudness, measuredFileSize sizeBytes: Int64?) throws -> Bool {
-        let json = String(decoding: try JSONEncoder().encode(loudness), as: UTF8.self)
+        let json = RecordingRecord.column(loudness)
         return try wrap("store loudness") {
             try pool.write { db in
                 try db.execute(sql: "UPDATE recording SET loudness = ? WHERE id = ? AND loudness IS NULL AND sizeBytes IS ?",

@@ -56,7 +56,13 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         lastPlayedAt = r.lastPlayedAt
         recovered = r.recovered
         droppedFrames = r.droppedFrames
-        loudness = r.loudness.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+        loudness = r.loudness.map(Self.column)
+    }
+
+    /// How a `Loudness` is stored in its column.
+    static func column(_ l: Loudness) -> String {
+        // Three optional doubles: encoding cannot fail.
+        String(decoding: (try? JSONEncoder().encode(l)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// Converts to the API type. A row that does not parse is a corrupt catalog, reported with its id.

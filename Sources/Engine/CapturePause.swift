@@ -48,6 +48,14 @@ final class CapturePause: Sendable {
     private let state: Mutex<State>
     /// Wakes the video thread waiting for the sound to reach a camera frame's instant.
     private let progress = NSCondition()
+    /// Threads in `waitForSound`: the capture thread takes `progress` to wake them only when there
+    /// are any (it runs once per period; a video with no pause asked never waits).
+    private let waiters = Atomic<Int>(0)
+
+    private func wakeWaiters() {
+        guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        progress.lock(); progress.broadcast(); progress.unlock()
+    }
 
     init(sampleRate: Int) {
         fadeFrames = max(1, sampleRate / 200)
@@ -92,7 +100,7 @@ final class CapturePause: Sendable {
             }
             return .keep
         }
-        progress.lock(); progress.broadcast(); progress.unlock()
+        wakeWaiters()
         return plan
     }
 
@@ -119,7 +127,7 @@ final class CapturePause: Sendable {
     func captureEnded() {
         state.withLock { $0.delivered = .max }
         flushes.written()   // nothing more comes: nobody waits for a flush
-        progress.lock(); progress.broadcast(); progress.unlock()
+        wakeWaiters()
     }
 
     // MARK: the video thread and the stop
@@ -137,7 +145,11 @@ final class CapturePause: Sendable {
     /// asked for.
     func waitForSound(through position: Double, timeoutMs: Int) {
         let deadline = Date().addingTimeInterval(Double(timeoutMs) / 1000)
-        progress.lock(); defer { progress.unlock() }
+        progress.lock()
+        // Counted before `delivered` is read (under the lock the capture thread wakes with): a
+        // period delivered after the read finds the count and broadcasts.
+        waiters.add(1, ordering: .sequentiallyConsistent)
+        defer { waiters.subtract(1, ordering: .sequentiallyConsistent); progress.unlock() }
         while true {
             let (asked, delivered) = state.withLock { ($0.wanted || !$0.cuts.isEmpty, $0.delivered) }
             if !asked || Double(delivered) >= position { return }

@@ -44,80 +44,57 @@ struct RecdClient {
     }
 
     func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
-        let channel = try await connect()
-        do {
-            return try await exchange(channel, method, path, body: body)
-        } catch let failure as ClientFailure {
-            throw failure
-        } catch {
-            // The daemon went away mid-request (reset, broken pipe): it is not reachable, it did not refuse.
-            throw ClientFailure.unreachable(socket: socketPath, reason: "connection lost: \(Self.describe(error))")
-        }
-    }
-
-    private func exchange(_ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>,
-                          _ method: HTTPMethod, _ path: String, body: Data?) async throws -> HTTPReply {
-        try await channel.executeThenClose { inbound, outbound in
-            var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-            head.headers.add(name: "Host", value: "recd")
-            head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
-            head.headers.add(name: "Connection", value: "close")
-            if let body {
-                head.headers.add(name: "Content-Type", value: "application/json")
-                head.headers.add(name: "Content-Length", value: String(body.count))
-            }
+        try await exchange(method, path, body: body.map { ("application/json", Int64($0.count)) }) { head, outbound in
             // The whole request in one write (one flush): written part by part, a reply that recd sends
             // and closes on (`Connection: close`) as soon as it has the head could close the channel
             // between our writes, and the next write failed with "I/O on closed channel" although the reply
-            // had arrived (seen 1 in 400 under load). A write that fails still lets us read what came back.
+            // had arrived (seen 1 in 400 under load).
             var parts: [HTTPClientRequestPart] = [.head(head)]
             if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
             parts.append(.end(nil))
-            var writeError: (any Error)?
-            do { try await outbound.write(contentsOf: parts) } catch { writeError = error }
-            var reply = HTTPReply(status: 0, headers: [:], body: Data())
-            for try await part in inbound {
-                switch part {
-                case .head(let h): reply.status = Int(h.status.code); reply.headers = h.headers
-                case .body(let b): reply.body.append(contentsOf: b.readableBytesView)
-                case .end: return reply
-                }
-            }
-            if let writeError { throw writeError }
-            throw ClientFailure.unreachable(socket: socketPath, reason: "the daemon closed the connection before replying")
+            try await outbound.write(contentsOf: parts)
         }
     }
 
     /// POSTs the bytes of `file` as the body, read and sent a MiB at a time (an hour of WAV is
     /// not held in memory). recd may refuse before it has read them all (too large, no room) and
-    /// close: a write that fails then still lets the reply be read.
+    /// close: the reply is read all the same.
     func upload(_ path: String, file: String) async throws -> HTTPReply {
         guard let handle = FileHandle(forReadingAtPath: file) else {
             throw ClientFailure.local("cannot read \(file): \(String(cString: strerror(errno)))")
         }
         defer { try? handle.close() }
         let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+        return try await exchange(.POST, path, body: ("application/octet-stream", size)) { head, outbound in
+            try await outbound.write(.head(head))
+            var sent: Int64 = 0
+            while sent < size, let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                sent += Int64(chunk.count)
+            }
+            try await outbound.write(.end(nil))
+        }
+    }
+
+    /// One request on a connection of its own: `write` sends the head it is given and the body; the
+    /// reply is then read — also when a write failed, since recd may have answered and closed before
+    /// taking the whole body. A connection lost midway is `.unreachable`, not a refusal.
+    private func exchange(_ method: HTTPMethod, _ path: String, body: (contentType: String, length: Int64)?,
+                          write: (HTTPRequestHead, NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) async throws -> Void)
+        async throws -> HTTPReply {
         let channel = try await connect()
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
+                var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
                 head.headers.add(name: "Host", value: "recd")
                 head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
                 head.headers.add(name: "Connection", value: "close")
-                head.headers.add(name: "Content-Type", value: "application/octet-stream")
-                head.headers.add(name: "Content-Length", value: String(size))
-                var writeError: (any Error)?
-                do {
-                    try await outbound.write(.head(head))
-                    var sent: Int64 = 0
-                    while sent < size, let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
-                        sent += Int64(chunk.count)
-                    }
-                    try await outbound.write(.end(nil))
-                } catch {
-                    writeError = error
+                if let body {
+                    head.headers.add(name: "Content-Type", value: body.contentType)
+                    head.headers.add(name: "Content-Length", value: String(body.length))
                 }
+                var writeError: (any Error)?
+                do { try await write(head, outbound) } catch { writeError = error }
                 var reply = HTTPReply(status: 0, headers: [:], body: Data())
                 for try await part in inbound {
                     switch part {
@@ -132,6 +109,7 @@ struct RecdClient {
         } catch let failure as ClientFailure {
             throw failure
         } catch {
+            // The daemon went away mid-request (reset, broken pipe): it is not reachable, it did not refuse.
             throw ClientFailure.unreachable(socket: socketPath, reason: "connection lost: \(Self.describe(error))")
         }
     }

@@ -35,13 +35,18 @@ final class RecordScreenTests: DaemonTestCase {
         }
     }
 
-    func testRecordScreenShowsTimerAndLevelsThenSavesWithThePromptsAnswers() throws {
+    /// A private tmux server for the screen (skipped without tmux), with a -6 dBFS tone in the microphone.
+    func screenSession() throws -> Tmux {
         try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
         try pulse.play(try levelTone([0.5012]))
         var env = daemon.environment
-        env["TMUX_TMPDIR"] = daemon.dir.path   // a private tmux server
+        env["TMUX_TMPDIR"] = daemon.dir.path
         env["TERM"] = "xterm-256color"
-        let tmux = Tmux(environment: env)
+        return Tmux(environment: env)
+    }
+
+    func testRecordScreenShowsTimerAndLevelsThenSavesWithThePromptsAnswers() throws {
+        let tmux = try screenSession()
         defer { tmux.kill() }
         let log = daemon.dir.appendingPathComponent("screen.log").path
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
@@ -79,12 +84,7 @@ final class RecordScreenTests: DaemonTestCase {
     /// `p` pauses and resumes as it is pressed: the screen says paused and its timer stands still,
     /// recd is paused; the take leaves the pause out.
     func testPPausesAndResumesTheRecording() throws {
-        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
-        try pulse.play(try levelTone([0.5012]))
-        var env = daemon.environment
-        env["TMUX_TMPDIR"] = daemon.dir.path
-        env["TERM"] = "xterm-256color"
-        let tmux = Tmux(environment: env)
+        let tmux = try screenSession()
         defer { tmux.kill() }
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; sleep 30")
         _ = try tmux.waitFor("Press Enter to stop, p to pause.")
@@ -109,12 +109,7 @@ final class RecordScreenTests: DaemonTestCase {
     /// The preview sheet by single keys: `d` then `n` keeps the take, `p` plays it with its progress
     /// and a key stops it (never counted), and Ctrl-C at the question leaves the take pending, saying so.
     func testPreviewByKeysPlaysWithProgressAndCtrlCSaysTheTakeIsKept() throws {
-        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
-        try pulse.play(try levelTone([0.5012]))
-        var env = daemon.environment
-        env["TMUX_TMPDIR"] = daemon.dir.path
-        env["TERM"] = "xterm-256color"
-        let tmux = Tmux(environment: env)
+        let tmux = try screenSession()
         defer { tmux.kill() }
         let log = daemon.dir.appendingPathComponent("screen.log").path
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
