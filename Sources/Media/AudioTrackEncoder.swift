@@ -1,23 +1,25 @@
-// Interleaved 16-bit PCM → AAC packets for one stream of a muxer.
+// Interleaved 16-bit PCM → AAC, Opus or FLAC packets for one stream of a muxer.
 import CFFmpeg
 import CFFmpegShim
 
 /// Encoding settings of an audio track.
 public struct AudioEncoding: Sendable, Equatable {
+    public var codec: AudioCodec
     public var sampleRate: Int
     public var channels: Int
+    /// Bits per second (AAC, Opus); FLAC is lossless and ignores it.
     public var bitRate: Int
-    public init(sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000) {
-        self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate
+    public init(codec: AudioCodec = .aac, sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000) {
+        self.codec = codec; self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate
     }
 }
 
-/// The audio stream of a file being written: gathers captured S16 frames into AAC frames, stamps
+/// The audio stream of a file being written: gathers captured S16 frames into the codec's frames, stamps
 /// them by sample count (the capture is continuous) and hands each packet to the muxer.
 /// Used by one thread (the recording's audio encoder thread).
 final class AudioTrackEncoder {
     let encoding: AudioEncoding
-    private let encoder: FFmpegAACEncoder
+    private let encoder: FFmpegAudioEncoder
     private let stream: UnsafeMutablePointer<AVStream>
     private let packet: FFmpegPacket
     private let write: (UnsafeMutablePointer<AVPacket>) throws -> Void
@@ -31,7 +33,7 @@ final class AudioTrackEncoder {
     /// muxer (under the caller's lock when several threads share it).
     init(muxer: FFmpegMuxer, encoding: AudioEncoding, write: @escaping (UnsafeMutablePointer<AVPacket>) throws -> Void) throws {
         self.encoding = encoding
-        encoder = try FFmpegAACEncoder(sampleRate: encoding.sampleRate, channels: encoding.channels,
+        encoder = try FFmpegAudioEncoder(codec: encoding.codec, sampleRate: encoding.sampleRate, channels: encoding.channels,
                                        bitRate: encoding.bitRate, globalHeader: muxer.wantsGlobalHeader)
         stream = try muxer.addStream()
         try FFmpegError.check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context),
@@ -49,14 +51,19 @@ final class AudioTrackEncoder {
         var consumed = 0
         while consumed < frames {
             let n = min(encoder.frameSize - filled, frames - consumed)
-            // Deinterleave and scale to [-1, 1): a plain loop; no resampling is needed because the
-            // capture device was opened at the encoder's rate.
-            for c in 0..<channels {
-                let plane = encoder.plane(c) + filled
-                var src = (consumed * channels) + c
-                for i in 0..<n {
-                    plane[i] = Float(samples[src]) * (1.0 / 32768.0)
-                    src += channels
+            if encoder.sampleFormat == AV_SAMPLE_FMT_S16 {
+                // Opus and FLAC take the captured samples as they are.
+                (encoder.interleaved + filled * channels).update(from: samples.baseAddress! + consumed * channels, count: n * channels)
+            } else {
+                // AAC: deinterleave and scale to [-1, 1): a plain loop; no resampling is needed
+                // because the capture device was opened at the encoder's rate.
+                for c in 0..<channels {
+                    let plane = encoder.plane(c) + filled
+                    var src = (consumed * channels) + c
+                    for i in 0..<n {
+                        plane[i] = Float(samples[src]) * (1.0 / 32768.0)
+                        src += channels
+                    }
                 }
             }
             filled += n
@@ -75,8 +82,8 @@ final class AudioTrackEncoder {
     }
 
     private func writeReadyPackets() throws {
-        // The encoder stamps its packets `initial_padding` (its priming, 1024 samples) before the
-        // frames it was given, so the first one is at -1024. Handed to the muxer like that, the
+        // The encoder stamps its packets `initial_padding` (its priming: AAC 1024 samples, Opus's
+        // pre-skip 312, FLAC none) before the frames it was given, so AAC's first one is at -1024. Handed to the muxer like that, the
         // negative time makes libavformat shift every stream from then on (avoid_negative_ts) —
         // all but a video's first frame, written before the first audio packet came out, which
         // left that frame 21 ms early and the picture 21 ms late after the finalizing remux. Here

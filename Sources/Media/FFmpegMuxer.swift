@@ -65,6 +65,13 @@ final class FFmpegMuxer {
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
         for (k, v) in layout.options { av_dict_set(&options, k, v, 0) }
+        // FFmpeg 5.1 calls FLAC in MP4 experimental (its movenc predates the final Xiph mapping of
+        // 2017, which it writes: a `fLaC` sample entry with a `dfLa` box) and refuses it without this.
+        // What it writes is what later FFmpeg versions (which dropped the flag) and browsers read.
+        let streams = UnsafeBufferPointer(start: context.pointee.streams, count: Int(context.pointee.nb_streams))
+        if streams.contains(where: { $0?.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_FLAC }) {
+            context.pointee.strict_std_compliance = FF_COMPLIANCE_EXPERIMENTAL
+        }
         try FFmpegError.check(avformat_write_header(context, &options), "avformat_write_header", file: path)
         headerWritten = true
     }

@@ -18,11 +18,23 @@ public enum MP4Finalizer {
     /// FFmpeg's AAC encoder's `initial_padding`.
     static let aacPrimingSamples: Int64 = 1024
 
+    /// Samples of encoder delay at the start of a stream recd wrote: AAC's 1024, Opus's pre-skip (from
+    /// its OpusHead: bytes 10–11, little-endian), none for FLAC.
+    static func primingSamples(_ par: AVCodecParameters) -> Int64 {
+        switch par.codec_id {
+        case AV_CODEC_ID_AAC: return aacPrimingSamples
+        case AV_CODEC_ID_OPUS:
+            guard par.extradata_size >= 19, let head = par.extradata else { return 0 }
+            return Int64(head[10]) | Int64(head[11]) << 8
+        default: return 0
+        }
+    }
+
     /// `streams`: the indexes of the source's streams to copy (all when nil); `container`: the
     /// output's path whose name decides the container (a temporary destination has no telling name),
     /// the source's when nil.
-    /// `hidePriming`: the source is recd's own recording, whose AAC starts with FFmpeg's 1024 samples
-    /// of priming and no edit list (false for a file from elsewhere: its timestamps are its own).
+    /// `hidePriming`: the source is recd's own recording, whose AAC or Opus starts with the encoder's
+    /// priming and no edit list (false for a file from elsewhere: its timestamps are its own).
     public static func remux(from source: String, to destination: String, streams selected: [Int]? = nil,
                              container: String? = nil, hidePriming: Bool = true) throws -> RemuxResult {
         let input = try FFmpegInput(path: source)
@@ -42,11 +54,45 @@ public enum MP4Finalizer {
             outStreams.append(out)
         }
         try muxer.open(layout: .faststart)
-        // The AAC encoder's priming (1024 samples of encoder delay) is lost in a fragmented file written
-        // with empty_moov (FFmpeg writes no edit list there: the ffmpeg CLI does the same). Shifting
-        // the packets back by it makes the faststart muxer write the edit list, so players and
-        // decoders skip the priming and the file starts with the first captured sample.
+        // The encoder's priming (AAC: 1024 samples of encoder delay; Opus: its pre-skip) is lost in a
+        // fragmented file written with empty_moov (FFmpeg writes no edit list there: the ffmpeg CLI
+        // does the same). Shifting the packets back by it makes the faststart muxer write the edit
+        // list, so players and decoders skip the priming and the file starts with the first captured
+        // sample. (An Opus decoder skips the pre-skip by itself only where there is no edit list: with
+        // one, the edit list is what counts, so every file recd writes has one and a trim's edit list
+        // is measured from the same start.)
         var shift = [Int64?](repeating: nil, count: streamCount)
+        // An audio packet is written once the next one of its stream is read: the fragmented file's
+        // demuxer leaves packet durations unknown, and a last packet without one is dropped from the
+        // finished file by the MP4 demuxer (a FLAC block is up to 96 ms). Its duration is the distance
+        // to the next packet, the last one's what the stream's own duration leaves for it.
+        var held = [FFmpegPacket?](repeating: nil, count: streamCount)
+        var lastDuration = [Int64](repeating: 0, count: streamCount)
+        func emit(_ index: Int, nextPTS: Int64?) throws {
+            guard let owner = held[index] else { return }
+            held[index] = nil
+            let pkt = owner.pointer
+            defer { withExtendedLifetime(owner) {} }
+            if pkt.pointee.duration <= 0, pkt.pointee.pts != recd_av_nopts_value() {
+                if let nextPTS {
+                    pkt.pointee.duration = nextPTS - pkt.pointee.pts
+                } else {
+                    let s = outStreams[index]!
+                    let src = inCtx.pointee.streams[index]!
+                    let end = src.pointee.duration > 0
+                        ? av_rescale_q(src.pointee.duration + max(0, src.pointee.start_time), src.pointee.time_base, s.pointee.time_base)
+                          - (shift[index] ?? 0)
+                        : 0
+                    let fromEnd = end - pkt.pointee.pts
+                    // A torn file's stream duration may count what could not be read: never more
+                    // than a whole packet.
+                    pkt.pointee.duration = fromEnd > 0 && (lastDuration[index] == 0 || fromEnd <= lastDuration[index])
+                        ? fromEnd : lastDuration[index]
+                }
+            }
+            lastDuration[index] = pkt.pointee.duration
+            try muxer.write(pkt)
+        }
         let packet = try FFmpegPacket()
         var packets = 0
         var damaged = false
@@ -63,20 +109,28 @@ public enum MP4Finalizer {
             guard index < outStreams.count, let outStream = outStreams[index] else { av_packet_unref(pkt); continue }
             av_packet_rescale_ts(pkt, inCtx.pointee.streams[index]!.pointee.time_base, outStream.pointee.time_base)
             pkt.pointee.stream_index = outStream.pointee.index
+            let par = outStream.pointee.codecpar.pointee
             if shift[index] == nil {
-                let par = outStream.pointee.codecpar.pointee
-                let primed = hidePriming && par.codec_id == AV_CODEC_ID_AAC && pkt.pointee.pts == 0 && par.sample_rate > 0
-                shift[index] = primed ? av_rescale_q(Self.aacPrimingSamples, AVRational(num: 1, den: par.sample_rate),
-                                                     outStream.pointee.time_base) : 0
+                let priming = hidePriming && pkt.pointee.pts == 0 && par.sample_rate > 0 ? Self.primingSamples(par) : 0
+                shift[index] = priming > 0 ? av_rescale_q(priming, AVRational(num: 1, den: par.sample_rate),
+                                                          outStream.pointee.time_base) : 0
             }
             if let by = shift[index], by != 0 {
                 if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts -= by }
                 if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts -= by }
             }
             pkt.pointee.pos = -1
-            try muxer.write(pkt)
             packets += 1
+            if par.codec_type == AVMEDIA_TYPE_AUDIO {
+                try emit(index, nextPTS: pkt.pointee.pts == recd_av_nopts_value() ? nil : pkt.pointee.pts)
+                let keep = try FFmpegPacket()
+                av_packet_move_ref(keep.pointer, pkt)
+                held[index] = keep
+            } else {
+                try muxer.write(pkt)
+            }
         }
+        for index in held.indices { try emit(index, nextPTS: nil) }
         try muxer.close()
         return RemuxResult(packets: packets, stoppedAtDamage: damaged)
     }

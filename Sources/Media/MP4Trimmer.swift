@@ -15,8 +15,9 @@ public enum MP4Trimmer {
     /// Copies the span `[start, end)` (seconds of the source's presentation timeline) of every audio
     /// and video stream of `source` into a new faststart file at `destination` (the source's
     /// container), packets as they are:
-    /// - the sound from the AAC frame before the one holding `start` (a frame decodes right only
-    ///   after its predecessor: MDCT overlap), the picture from the keyframe at or before `start`;
+    /// - the sound from its decoder's pre-roll before `start` (AAC: the frame before the one holding
+    ///   it, as a frame decodes right only after its predecessor; Opus: 80 ms; FLAC: none), the
+    ///   picture from the keyframe at or before `start`;
     /// - every timestamp moved back by `start`, so what precedes the cut has negative times, and the
     ///   MP4 muxer writes an edit list that hides it (as for the encoder's priming in
     ///   `MP4Finalizer`): the file plays from exactly `start`;
@@ -56,8 +57,10 @@ public enum MP4Trimmer {
             let tb = s.pointee.time_base
             let startTS = Int64((start * Double(tb.den) / Double(tb.num)).rounded())
             let endTS = Int64((end * Double(tb.den) / Double(tb.num)).rounded())
-            let frame = kind == AVMEDIA_TYPE_AUDIO && par.pointee.frame_size > 0 && par.pointee.sample_rate > 0
-                ? av_rescale_q(Int64(par.pointee.frame_size), AVRational(num: 1, den: par.pointee.sample_rate), tb) : 0
+            let preRoll = kind == AVMEDIA_TYPE_AUDIO && par.pointee.sample_rate > 0
+                ? Int64(AudioCodec(par.pointee.codec_id).preRoll(sampleRate: Int(par.pointee.sample_rate),
+                                                               frameSize: Int(par.pointee.frame_size))) : 0
+            let frame = av_rescale_q(preRoll, AVRational(num: 1, den: max(1, par.pointee.sample_rate)), tb)
             tracks[i] = Track(output: out, timeBase: tb, isVideo: kind == AVMEDIA_TYPE_VIDEO, startTS: startTS, endTS: endTS,
                               firstNeeded: startTS - frame)
             if kind == AVMEDIA_TYPE_VIDEO && videoIndex < 0 { videoIndex = Int32(i) }
