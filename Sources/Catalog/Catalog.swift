@@ -166,6 +166,17 @@ public final class Catalog: Sendable {
             // (`Loudness`); NULL until measured.
             try db.execute(sql: "ALTER TABLE recording ADD COLUMN loudness TEXT")
         }
+        m.registerMigration("v9: formats") { db in
+            // How the sound is encoded (`RecordingFormat`). Until now recd wrote AAC only: a file it
+            // recorded (named after its row) with sound (a waveform: a silent video has none) is AAC.
+            // Imports and adopted files, which may hold another codec, stay NULL (not known).
+            try db.execute(sql: "ALTER TABLE recording ADD COLUMN format TEXT CHECK (format IS NULL OR format IN ('aac', 'opus', 'flac'))")
+            try db.execute(sql: """
+                UPDATE recording SET format = 'aac'
+                WHERE contentHash IS NULL AND id IN (SELECT recordingID FROM waveform)
+                  AND file IN ('Recordings/audio_' || id || '.m4a', 'Recordings/video_' || id || '.mov')
+                """)
+        }
         return m
     }
 

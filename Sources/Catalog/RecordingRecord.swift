@@ -24,6 +24,8 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var droppedFrames: Int
     /// `Loudness` as JSON (catalog v8); NULL until measured.
     var loudness: String?
+    /// `RecordingFormat` (catalog v9); NULL for a silent video or a file kept in another codec.
+    var format: String?
 
     enum Columns {
         static let id = Column(CodingKeys.id)
@@ -57,6 +59,7 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         recovered = r.recovered
         droppedFrames = r.droppedFrames
         loudness = r.loudness.map(Self.column)
+        format = r.format?.rawValue
     }
 
     /// How a `Loudness` is stored in its column.
@@ -72,6 +75,10 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
               let state = RecordingState(rawValue: state) else {
             throw CatalogError.corruptRow(id: id, detail: "id/type/state '\(id)'/'\(type)'/'\(state)'")
         }
+        let format = try format.map { f in
+            guard let v = RecordingFormat(rawValue: f) else { throw CatalogError.corruptRow(id: id, detail: "format '\(f)'") }
+            return v
+        }
         let purpose = try purpose.map { p in
             guard let v = Purpose(rawValue: p) else { throw CatalogError.corruptRow(id: id, detail: "purpose '\(p)'") }
             return v
@@ -80,6 +87,7 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
                          createdAt: createdAt, duration: duration, sizeBytes: sizeBytes, file: file,
                          playCount: playCount, lastPlayedAt: lastPlayedAt, recovered: recovered,
                          droppedFrames: droppedFrames,
-                         loudness: loudness.flatMap { try? JSONDecoder().decode(Loudness.self, from: Data($0.utf8)) })
+                         loudness: loudness.flatMap { try? JSONDecoder().decode(Loudness.self, from: Data($0.utf8)) },
+                         format: format)
     }
 }

@@ -10,7 +10,12 @@ public struct EngineConfiguration: Sendable {
     public var playbackDevice: String
     public var sampleRate: Int
     public var channels: Int
+    /// AAC's bit rate (`--bitrate`).
     public var bitRate: Int
+    /// How audio recordings and encoded imports are stored unless a request says (`--default-format`).
+    public var defaultFormat: RecordingFormat = .aac
+    /// Opus's bit rate (`--opus-bitrate`, 24–64 kbit/s: speech-grade).
+    public var opusBitRate: Int = 32_000
     public var timeZone: TimeZone
     /// A start is refused when the filesystem of `Recordings/` has less free space than this.
     public var minFreeBytes: Int64
@@ -32,6 +37,39 @@ public struct EngineConfiguration: Sendable {
         self.minFreeBytes = minFreeBytes
         self.meterIntervalMs = meterIntervalMs
         self.video = video
+    }
+}
+
+extension EngineConfiguration {
+    /// The encoder settings of sound stored in `format`, `channels` channels at the capture rate.
+    func encoding(_ format: RecordingFormat, channels: Int) -> AudioEncoding {
+        AudioEncoding(codec: AudioCodec(format), sampleRate: sampleRate, channels: channels,
+                      bitRate: format == .opus ? opusBitRate : bitRate)
+    }
+
+    /// The format a request asks for (nil: the default), or why it cannot be had.
+    public func format(_ requested: String?, video: Bool) throws(EngineError) -> RecordingFormat {
+        guard let requested else { return video ? .aac : defaultFormat }
+        guard let format = RecordingFormat(rawValue: requested) else {
+            throw .invalidValue(field: "format", detail: "'\(requested)' is not a format; one of \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if video && format != .aac {
+            throw .invalidValue(field: "format", detail: "a video's sound is AAC (what players of QuickTime and MP4 video play); \(format.rawValue) is for audio recordings")
+        }
+        if !AudioCodec(format).accepts(sampleRate: sampleRate) {
+            throw .invalidValue(field: "format", detail: "Opus codes 8, 12, 16, 24 or 48 kHz sound; recd captures at \(sampleRate) Hz (--sample-rate)")
+        }
+        return format
+    }
+}
+
+extension AudioCodec {
+    init(_ format: RecordingFormat) {
+        switch format {
+        case .aac: self = .aac
+        case .opus: self = .opus
+        case .flac: self = .flac
+        }
     }
 }
 

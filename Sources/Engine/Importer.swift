@@ -14,8 +14,11 @@ public struct ImportRequest: Sendable {
     public var metadata: MetadataChange
     /// The file's modification time where it came from (the created time when its tags have none).
     public var modified: Date?
-    public init(name: String, metadata: MetadataChange, modified: Date?) {
-        self.name = name; self.metadata = metadata; self.modified = modified
+    /// What a file that is encoded becomes (nil: recd's `--default-format`); a file kept as it is keeps
+    /// its own.
+    public var format: RecordingFormat?
+    public init(name: String, metadata: MetadataChange, modified: Date?, format: RecordingFormat? = nil) {
+        self.name = name; self.metadata = metadata; self.modified = modified; self.format = format
     }
 }
 
@@ -23,10 +26,13 @@ public struct ImportRequest: Sendable {
 /// (`FileReplacement`): the stored file is made in `.uploads/`, moved beside its final name, committed
 /// with its row (and the upload's content hash), then renamed into place. Blocking: run on
 /// `BlockingPool`. What is kept as it is and what is encoded:
-/// - AAC or ALAC audio in MP4/QuickTime: remuxed into `audio_<UUID>.m4a` (packets as they are);
+/// - AAC audio in MP4/QuickTime, and Opus or FLAC audio in any container (Ogg, Matroska/WebM, native
+///   FLAC, MP4): remuxed into `audio_<UUID>.m4a` (packets as they are), the library's three formats;
 /// - H.264 video with AAC sound: remuxed into `video_<UUID>.mov`;
-/// - any other audio FFmpeg decodes (WAV, FLAC, MP3, Opus, Ogg Vorbis, …): encoded to AAC at the
-///   library's rate and bit rate, mono or stereo as the source (more channels are mixed to two).
+/// - ALAC: encoded to FLAC (lossless to lossless: the same samples, in a format of the library);
+/// - any other audio FFmpeg decodes (WAV, MP3, Ogg Vorbis, …): encoded to the format asked for (else
+///   `--default-format`) at the library's rate, mono or stereo as the source (more channels are mixed
+///   to two).
 struct Importer {
     let catalog: Catalog
     let data: DataDirectory
@@ -34,9 +40,10 @@ struct Importer {
     let logger: Logger
 
     enum Plan: Equatable {
-        case remuxAudio(stream: Int)
+        case remuxAudio(stream: Int, format: RecordingFormat)
         case remuxVideo(video: Int, audio: Int)
-        case encodeAudio
+        /// To the given format, or to the one asked for (else the default) when nil.
+        case encodeAudio(RecordingFormat?)
     }
 
     /// What to do with a file of this shape, or why it cannot be imported.
@@ -55,8 +62,11 @@ struct Importer {
             }
             return .remuxVideo(video: v, audio: firstAudio)
         }
-        if mp4 && ["aac", "alac"].contains(info.streams[firstAudio].codec) { return .remuxAudio(stream: firstAudio) }
-        return .encodeAudio
+        let codec = info.streams[firstAudio].codec
+        if mp4 && codec == "aac" { return .remuxAudio(stream: firstAudio, format: .aac) }
+        if let kept = RecordingFormat(rawValue: codec), kept != .aac { return .remuxAudio(stream: firstAudio, format: kept) }
+        if codec == "alac" { return .encodeAudio(.flac) }
+        return .encodeAudio(nil)
     }
 
     /// Title from the tags, else the file's name without its extension: control characters become
@@ -104,6 +114,11 @@ struct Importer {
             throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read\(why)")
         }
         let plan = try Self.plan(info, name: name)
+        let format: RecordingFormat = switch plan {
+        case .remuxAudio(_, let kept): kept
+        case .remuxVideo: .aac
+        case .encodeAudio(let to): to ?? request.format ?? config.defaultFormat
+        }
         let type: RecordingType = if case .remuxVideo = plan { .video } else { .audio }
         let id = UUID()
         let relative = DataDirectory.relativePath(id: id, type: type)
@@ -114,12 +129,12 @@ struct Importer {
         var loudness: Loudness?
         do {
             switch plan {
-            case .remuxAudio(let stream):
+            case .remuxAudio(let stream, _):
                 _ = try MP4Finalizer.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false)
             case .remuxVideo(let video, let audio):
                 _ = try MP4Finalizer.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
             case .encodeAudio:
-                (waveform, loudness) = try encode(upload, to: made, name: name)
+                (waveform, loudness) = try encode(upload, to: made, format: format)
             }
             try FileOps.sync(made)
         } catch {
@@ -136,7 +151,7 @@ struct Importer {
         let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
         var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
                           duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
-                          lastPlayedAt: nil, recovered: false, droppedFrames: 0, loudness: loudness)
+                          lastPlayedAt: nil, recovered: false, droppedFrames: 0, loudness: loudness, format: format)
         var change = request.metadata
         if change.title == nil { change.title = .some(Self.title(tags: info.tags, name: name)) }
         MetadataRules.apply(change, to: &r, timeZone: config.timeZone)
@@ -164,16 +179,15 @@ struct Importer {
         return committed
     }
 
-    /// Decodes any audio and encodes it as recordings are (AAC, fragmented, then finalized), building
-    /// the waveform of what is written and measuring its loudness. Returns them.
-    private func encode(_ source: String, to destination: String, name: String) throws -> (WaveformData, Loudness?) {
+    /// Decodes any audio and encodes it as recordings are (`format`, fragmented, then finalized),
+    /// building the waveform of what is written and measuring its loudness. Returns them.
+    private func encode(_ source: String, to destination: String, format: RecordingFormat) throws -> (WaveformData, Loudness?) {
         let decoder = try AudioFileDecoder(path: source)
         let channels = min(2, max(1, decoder.sourceChannels))
         try decoder.setOutput(rate: config.sampleRate, channels: channels)
         let fragmented = destination + ".fragmented"
         defer { try? FileOps.remove(fragmented) }
-        let writer = try AudioFileWriter(path: fragmented, encoding: AudioEncoding(sampleRate: config.sampleRate, channels: channels,
-                                                                                 bitRate: config.bitRate))
+        let writer = try AudioFileWriter(path: fragmented, encoding: config.encoding(format, channels: channels))
         let builder = WaveformBuilder(sampleRate: config.sampleRate, channels: channels)
         let meter = LoudnessMeter(sampleRate: config.sampleRate, channels: channels)
         var buffer: [Int16] = []

@@ -89,6 +89,7 @@ public actor Recorder {
         if request.type == .audio && !request.audio {
             throw .invalidValue(field: "audio", detail: "false is for a silent video (type \"video\"); an audio recording records sound")
         }
+        let format = try config.format(request.format, video: request.type == .video)
         let recordings = config.dataDirectory.recordings.path
         if let free = FileOps.freeBytes(recordings), free < config.minFreeBytes {
             throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
@@ -99,7 +100,7 @@ public actor Recorder {
         let path = config.dataDirectory.absolute(relative)
         var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
                                   createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
-                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0)
+                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0, format: request.audio ? format : nil)
         var withTitle = change
         if withTitle.title == nil { withTitle.title = .some(nil) }
         MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)
@@ -117,7 +118,7 @@ public actor Recorder {
         do {
             let gate = EventGate()
             self.gate = gate
-            let open = sessionFactory(request, id: id, path: path, gate: gate)
+            let open = sessionFactory(request, format: format, id: id, path: path, gate: gate)
             (session, firstBufferAt) = try await runBlocking {
                 let s = try open()
                 return (s, try s.start())
@@ -154,7 +155,7 @@ public actor Recorder {
     }
 
     /// A closure that opens the session `request` asks for (blocking: run it through `runBlocking`).
-    private func sessionFactory(_ request: StartRecordingRequest, id: UUID, path: String,
+    private func sessionFactory(_ request: StartRecordingRequest, format: RecordingFormat, id: UUID, path: String,
                                 gate: EventGate) -> @Sendable () throws -> any RecordingSession {
         let events = self.events
         let interval = config.meterIntervalMs
@@ -171,7 +172,7 @@ public actor Recorder {
         }
         let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate,
                                           channels: config.channels)
-        let encoding = AudioEncoding(sampleRate: config.sampleRate, channels: config.channels, bitRate: config.bitRate)
+        let encoding = config.encoding(format, channels: config.channels)
         switch request.type {
         case .audio:
             return {

@@ -194,7 +194,8 @@ struct Recovery {
             let r = Recording(id: UUID(), type: hasVideo ? .video : .audio, state: .pending,
                               title: MetadataRules.autoTitle(for: created, timeZone: timeZone), notes: "",
                               purpose: nil, createdAt: created, duration: info.duration, sizeBytes: FileOps.size(path),
-                              file: "Recordings/" + name, playCount: 0, lastPlayedAt: nil, recovered: true, droppedFrames: 0)
+                              file: "Recordings/" + name, playCount: 0, lastPlayedAt: nil, recovered: true, droppedFrames: 0,
+                              format: info.streams.first { $0.kind == "audio" }.flatMap { RecordingFormat(rawValue: $0.codec) })
             do {
                 try catalog.insert(r)
                 report.adopted.append(r.id)

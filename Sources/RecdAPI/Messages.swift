@@ -79,17 +79,22 @@ public struct StartRecordingRequest: Codable, Sendable, Equatable, APIRequestBod
     public var type: RecordingType
     /// With `type` video: false records a silent video (no audio stream). Must not be false for audio.
     public var audio: Bool
+    /// How the sound is encoded (absent: recd's `--default-format`). Kept as text so that an unknown
+    /// format is a 422 naming the formats, not a 400. A video's sound is AAC.
+    public var format: String?
 
-    public init(metadata: MetadataPatch = MetadataPatch(), type: RecordingType = .audio, audio: Bool = true) {
-        self.metadata = metadata; self.type = type; self.audio = audio
+    public init(metadata: MetadataPatch = MetadataPatch(), type: RecordingType = .audio, audio: Bool = true,
+                format: String? = nil) {
+        self.metadata = metadata; self.type = type; self.audio = audio; self.format = format
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case type, audio }
+    enum CodingKeys: String, CodingKey, CaseIterable { case type, audio, format }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         type = try c.decodeIfPresent(RecordingType.self, forKey: .type) ?? .audio
         audio = try c.decodeIfPresent(Bool.self, forKey: .audio) ?? true
+        format = try c.decodeIfPresent(String.self, forKey: .format)
         metadata = try MetadataPatch(from: decoder)
     }
 
@@ -97,6 +102,7 @@ public struct StartRecordingRequest: Codable, Sendable, Equatable, APIRequestBod
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(type, forKey: .type)
         try c.encode(audio, forKey: .audio)
+        try c.encodeIfPresent(format, forKey: .format)
         try metadata.encode(to: encoder)
     }
 }

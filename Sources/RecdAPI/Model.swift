@@ -9,6 +9,15 @@ public enum RecordingType: String, Codable, Sendable, CaseIterable {
     public var fileExtension: String { self == .audio ? "m4a" : "mov" }
 }
 
+/// How a recording's sound is encoded. recd writes all three into an MP4 (`.m4a`; a video's `.mov` has
+/// AAC): fragmented while recording, finalized at stop (see docs/storage.md).
+/// - `aac`: AAC-LC (the default), what every player plays;
+/// - `opus`: Opus at speech-grade bit rates (24–64 kbit/s, 32 by default): a quarter of AAC's size;
+/// - `flac`: FLAC, lossless: decodes to exactly the samples captured.
+public enum RecordingFormat: String, Codable, Sendable, CaseIterable {
+    case aac, opus, flac
+}
+
 /// Lifecycle of a recording (seed Flow 5): `recording` → stop → `pending` (preview, not yet in the
 /// library) → save → `ready`. Discard removes a pending recording entirely. `missing`: start-up
 /// recovery or `check --repair` found the row's file gone; the row is kept (never dropped silently)
@@ -67,19 +76,24 @@ public struct Recording: Codable, Sendable, Equatable {
     public var droppedFrames: Int
     /// EBU R128 loudness of its sound; null until measured (and for a silent video).
     @Nullable public var loudness: Loudness?
+    /// How its sound is encoded; null for a silent video, and for a file adopted or imported in another
+    /// codec that recd keeps as it is.
+    @Nullable public var format: RecordingFormat?
 
     public init(id: UUID, type: RecordingType, state: RecordingState, title: String, notes: String,
                 purpose: Purpose?, createdAt: Date, duration: Double?, sizeBytes: Int64?, file: String,
-                playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int, loudness: Loudness? = nil) {
+                playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int, loudness: Loudness? = nil,
+                format: RecordingFormat? = nil) {
         self.id = id; self.type = type; self.state = state; self.title = title; self.notes = notes
         self.purpose = purpose; self.createdAt = createdAt; self.duration = duration; self.sizeBytes = sizeBytes
         self.file = file; self.playCount = playCount; self.lastPlayedAt = lastPlayedAt
         self.recovered = recovered; self.droppedFrames = droppedFrames; self.loudness = loudness
+        self.format = format
     }
 
     enum CodingKeys: String, CodingKey {
         case id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount,
-             lastPlayedAt, recovered, droppedFrames, loudness
+             lastPlayedAt, recovered, droppedFrames, loudness, format
     }
 
 }

@@ -276,7 +276,7 @@ public enum RecdRoutes {
         return try APIJSON.decoder().decode(T.self, from: data)
     }
 
-    /// `POST /v1/recordings/import?name=…[&title=…&notes=…&purpose=…&modified=…]`, the file's bytes
+    /// `POST /v1/recordings/import?name=…[&title=…&notes=…&purpose=…&modified=…&format=…]`, the file's bytes
     /// as the body: refused before a byte is stored when the query or the announced size is wrong,
     /// received into `.uploads/` (written and hashed on `BlockingPool`, a MiB at a time), then
     /// stored by the engine (`Importer`). The upload is removed whatever happens.
@@ -301,6 +301,8 @@ public enum RecdRoutes {
             modified = Date(timeIntervalSince1970: seconds)
         }
         let config = engine.config
+        // Checked now, before a byte is stored; it decides only what a file that is encoded becomes.
+        let format = try text("format").map { f throws(EngineError) in try config.format(f, video: false) }
         let limit = config.maxImportBytes
         let announced = request.headers[.contentLength].flatMap { Int64($0) }
         try engine.library.checkImportRoom(name: name, announcedBytes: announced)
@@ -318,7 +320,7 @@ public enum RecdRoutes {
         if !pending.isEmpty { try await upload.append(pending) }
         guard upload.bytes > 0 else { throw EngineError.unsupportedMedia(name: name, detail: "the body is empty: send the file's bytes") }
         let r = try await engine.library.importFile(upload: upload.path, contentHash: upload.digest(),
-                                                    ImportRequest(name: name, metadata: metadata, modified: modified))
+                                                    ImportRequest(name: name, metadata: metadata, modified: modified, format: format))
         return JSONResponse.make(r, status: .created)
     }
 

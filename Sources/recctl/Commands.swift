@@ -88,17 +88,24 @@ struct Status: AsyncParsableCommand {
     }
 }
 
-/// Audio (the default), video with sound, or a silent video.
+/// Audio (the default), video with sound, or a silent video; and how the sound is stored.
 struct RecordingKindOptions: ParsableArguments {
     @Flag(help: "Record video from the camera, with sound from the microphone.") var video = false
     @Flag(help: "Record a silent video: the camera only, no sound.") var videoOnly = false
+    @Option(help: ArgumentHelp("How the sound is stored: aac (plays everywhere), opus (a quarter of the size, for speech) or flac (lossless). Default: recd's --default-format. A video's sound is AAC.",
+                               valueName: "aac|opus|flac"))
+    var format: RecordingFormat?
 
     func validate() throws {
         if video && videoOnly { throw ValidationError("--video and --video-only exclude each other") }
+        if let format, format != .aac, video || videoOnly {
+            throw ValidationError("--format \(format.rawValue) is for audio recordings: a video's sound is AAC")
+        }
     }
 
     var type: RecordingType { video || videoOnly ? .video : .audio }
     var audio: Bool { !videoOnly }
+    var request: StartRecordingRequest { StartRecordingRequest(type: type, audio: audio, format: format?.rawValue) }
 }
 
 struct Record: AsyncParsableCommand {
@@ -121,7 +128,7 @@ struct Record: AsyncParsableCommand {
         @OptionGroup var kind: RecordingKindOptions
 
         func run() async throws {
-            try await Record.interactive(global, StartRecordingRequest(type: kind.type, audio: kind.audio))
+            try await Record.interactive(global, kind.request)
         }
     }
 
@@ -138,7 +145,8 @@ struct Record: AsyncParsableCommand {
         @OptionGroup var kind: RecordingKindOptions
 
         func run() async throws {
-            let request = StartRecordingRequest(metadata: metadata.patch, type: kind.type, audio: kind.audio)
+            var request = kind.request
+            request.metadata = metadata.patch
             let (reply, raw) = try await global.client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
             let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
                 .compactMap { $0 }.joined(separator: " + ")
@@ -345,6 +353,7 @@ extension RecordingState: ExpressibleByArgument {
     public static var allValueStrings: [String] { ["saved", "pending", "recording", "missing"] }
 }
 extension RecordingType: ExpressibleByArgument {}
+extension RecordingFormat: ExpressibleByArgument {}
 extension ExportFormat: ExpressibleByArgument {}
 
 struct Delete: AsyncParsableCommand {

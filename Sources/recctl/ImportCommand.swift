@@ -7,14 +7,17 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add audio or video files made elsewhere to the library (saved at once).",
         discussion: """
-        The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC or ALAC in
-        MP4/M4A and H.264 + AAC videos are kept as they are; other audio (WAV, FLAC, MP3, Opus, Ogg) is encoded
-        to the library's AAC. The title comes from the file's tags, else its name; the created time from its
+        The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC in MP4/M4A,
+        Opus and FLAC (in any container) and H.264 + AAC videos are kept as they are; ALAC becomes FLAC (both
+        lossless); other audio (WAV, MP3, Ogg Vorbis, ...) is encoded to --format (else recd's default). The title comes from the file's tags, else its name; the created time from its
         tags, else its modification time. A file already imported is reported, not stored twice. Files that
         cannot be imported are said, and the others still go in (exit status 1 if any failed).
         """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var metadata: MetadataOptions
+    @Option(help: ArgumentHelp("What a file that has to be encoded becomes: aac, opus or flac (default: recd's --default-format).",
+                               valueName: "aac|opus|flac"))
+    var format: RecordingFormat?
     @Argument(help: "Files to import.") var files: [String]
 
     func validate() throws {
@@ -43,7 +46,7 @@ struct Import: AsyncParsableCommand {
                 .map { String(format: "%.3f", $0.timeIntervalSince1970) }
             let path = "/v1/recordings/import?" + Self.query([
                 ("name", url.lastPathComponent), ("title", metadata.title), ("notes", metadata.notes),
-                ("purpose", metadata.purpose.map { $0.lowercased() }), ("modified", modified)])
+                ("purpose", metadata.purpose.map { $0.lowercased() }), ("modified", modified), ("format", format?.rawValue)])
             do {
                 let reply = try await global.client.upload(path, file: file)
                 try RecdClient.check(reply)

@@ -108,6 +108,7 @@ enum Output {
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
             ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file),
         ]
+        rows.append(("format", format(r)))
         rows.append(("loudness", loudness(r)))
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
         if r.droppedFrames > 0 { rows.append(("dropped frames", String(r.droppedFrames))) }
@@ -115,6 +116,16 @@ enum Output {
             rows.append(("notes", text(r.notes, multiline: true).replacingOccurrences(of: "\n", with: "\n" + cell("", 16))))
         }
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
+    }
+
+    /// "FLAC (lossless)", "Opus", "AAC"; what a silent video or a file in another codec has instead.
+    static func format(_ r: Recording) -> String {
+        switch r.format {
+        case .aac: return "AAC"
+        case .opus: return "Opus"
+        case .flac: return "FLAC (lossless)"
+        case nil: return r.type == .video && r.loudness == nil && r.state != .recording ? "no sound, or not known" : "not known"
+        }
     }
 
     /// "-16.2 LUFS, range 4.1 LU, true peak -1.3 dBTP" (EBU R128), or why there is none.

@@ -47,6 +47,12 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: "AAC bit rate in bits per second.")
     var bitrate: Int = 128_000
 
+    @Option(name: .long, help: ArgumentHelp("How audio recordings (and imports that are encoded) are stored unless a request says: aac (AAC-LC, what every player plays), opus (Opus at --opus-bitrate: about a quarter of AAC's size) or flac (lossless). All three in an MP4 (.m4a); a video's sound is AAC.", valueName: "aac|opus|flac"))
+    var defaultFormat: String = RecordingFormat.aac.rawValue
+
+    @Option(name: .long, help: ArgumentHelp("Opus bit rate in bits per second, 24000-64000 (speech-grade).", valueName: "bps"))
+    var opusBitrate: Int = 32_000
+
     @Option(name: .long, help: ArgumentHelp("Refuse to start a recording when Recordings/ has less free space (MB).",
                                             valueName: "MB"))
     var minFreeMb: Int = 200
@@ -84,6 +90,10 @@ struct RecdCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...2).contains(channels) else { throw ValidationError("--channels must be 1 or 2") }
         guard (32_000...320_000).contains(bitrate) else { throw ValidationError("--bitrate must be 32000...320000") }
+        guard RecordingFormat(rawValue: defaultFormat) != nil else {
+            throw ValidationError("--default-format must be one of \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard (24_000...64_000).contains(opusBitrate) else { throw ValidationError("--opus-bitrate must be 24000...64000") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard LevelMeterInterval.range.contains(meterIntervalMs) else {
             throw ValidationError("--meter-interval-ms must be \(LevelMeterInterval.range.lowerBound)...\(LevelMeterInterval.range.upperBound)")
@@ -138,6 +148,8 @@ struct RecdCommand: AsyncParsableCommand {
             video: VideoSettings(device: videoDevice, width: Self.size(videoSize)?.0 ?? 1280, height: Self.size(videoSize)?.1 ?? 720,
                                  fps: videoFps, preset: videoPreset, crf: videoCrf, bitRate: videoBitrate))
         config.maxImportBytes = Int64(maxImportMb) * 1_000_000
+        config.defaultFormat = RecordingFormat(rawValue: defaultFormat) ?? .aac
+        config.opusBitRate = opusBitrate
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         do {
             let engine = try Engine(config: config, logger: logger)
