@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# CPU cost of recording 10 s of 48 kHz stereo AAC at 128 kbit/s, as ratios against peers run here:
+# CPU cost of recording 10 s of 48 kHz stereo in each format recd writes (AAC-LC 128 kbit/s, Opus
+# 32 kbit/s, FLAC), as ratios against peers run here with the same codec settings:
 #   recd        the daemon recording from ALSA pulse:mic.monitor (start/stop through recctl)
 #   ffmpeg-cli  ffmpeg recording the same ALSA device
-#   floor       ffmpeg encoding the same 10 s from a raw file (no capture, no pacing)
+#   floor       ffmpeg encoding the same 10 s from a raw file into MP4 (no capture, no pacing)
 #   capture     arecord reading the same device for 10 s into /dev/null (what capture alone costs
 #               through this device: recd pays it too, the encode-only floor does not)
-# Each is run RUNS times (default 3); medians and the ratios recd/floor and ffmpeg-cli/floor are
-# printed and written into BENCHMARKS.md (only this script's section is replaced).
+# Each is run RUNS times (default 3) per format; medians, the ratios recd/floor and ffmpeg-cli/floor
+# and the file size per minute are printed and written into BENCHMARKS.md (only this script's section
+# is replaced). FORMATS (default "aac opus flac") picks the formats.
 #
 # The device is a private PulseAudio server (null sink "mic") behind ALSA's pulse plugin, fed a
 # 440 Hz tone with paplay during every capture run, so the recorders encode real, paced signal.
@@ -17,9 +19,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
-SECTION_TITLE='## Recording CPU (10 s, 48 kHz stereo AAC 128 kbit/s)'
+SECTION_TITLE='## Recording CPU per format (10 s, 48 kHz stereo)'
 SECONDS_RECORDED=10
 RUNS=${RUNS:-3}
+FORMATS=${FORMATS:-aac opus flac}
+# The ffmpeg CLI's settings for what recd writes in each format (recd's defaults).
+codec_args() {
+    case "$1" in
+        aac) echo "-c:a aac -b:a 128k" ;;
+        opus) echo "-c:a libopus -b:a 32k -frame_duration 20" ;;
+        flac) echo "-c:a flac -strict -2" ;;
+        *) die "unknown format $1" ;;
+    esac
+}
 GOAL=1.2
 
 log() { printf '[record-cpu] %s\n' "$*" >&2; }
@@ -122,16 +134,23 @@ probe() {
     v=$(ffmpeg -nostdin -hide_banner -i "$1" -af volumedetect -f null - 2>&1 | sed -n 's/.*max_volume: //p')
     printf '%.2f s, max %s' "$d" "${v:-?}"
 }
+# MB per minute of a file: its size over its duration.
+per_minute() {
+    local d size
+    d=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$1" 2>/dev/null || echo 0)
+    size=$(stat -c %s "$1" 2>/dev/null || echo 0)
+    awk -v s="$size" -v d="$d" 'BEGIN { if (d > 0) printf "%.2f", s / d * 60 / 1e6; else print "?" }'
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # --- 1. recd ----------------------------------------------------------------------------------
 # Each run_* sets RESULT (CPU seconds) and logs to stderr; they run in this shell, not in $(...),
 # so the PIDs they start stay visible to the cleanup trap.
-run_recd() {   # $1 = run number
-    local dir="$WORK/recd$1" sock="$WORK/recd$1.sock" before after reply
+run_recd() {   # $1 = run number, $2 = format
+    local dir="$WORK/recd$1$2" sock="$WORK/recd$1$2.sock" before after reply
     mkdir -p "$dir"
     "$RECD_BIN" --data-dir "$dir" --socket "$sock" --capture-device pulse:mic.monitor \
-        --channels 2 --bitrate 128000 >"$WORK/recd$1.log" 2>&1 & RECD_PID=$!
+        --channels 2 --bitrate 128000 --opus-bitrate 32000 >"$WORK/recd$1$2.log" 2>&1 & RECD_PID=$!
     for _ in $(seq 100); do
         "$RECCTL_BIN" --socket "$sock" status >/dev/null 2>&1 && break
         kill -0 "$RECD_PID" 2>/dev/null || die "recd exited at start-up; see $WORK/recd$1.log"
@@ -141,7 +160,7 @@ run_recd() {   # $1 = run number
     sleep 0.5   # let start-up settle
     start_tone
     before=$(proc_ticks "$RECD_PID")
-    "$RECCTL_BIN" --socket "$sock" record start >/dev/null
+    "$RECCTL_BIN" --socket "$sock" record start --format "$2" >/dev/null
     sleep "$SECONDS_RECORDED"
     reply=$("$RECCTL_BIN" --socket "$sock" --json record stop)
     after=$(proc_ticks "$RECD_PID")
@@ -151,31 +170,35 @@ run_recd() {   # $1 = run number
     file=$(find "$dir" -name '*.m4a' -o -name '*.mp4' | head -n 1)
     overruns=$(grep -o '"overruns" *: *[0-9]*' <<<"$reply" | grep -o '[0-9]*$' || echo "?")
     RESULT=$(awk -v t="$((after - before))" -v h="$CLK_TCK" 'BEGIN { printf "%.2f", t / h }')
-    log "recd run $1: $RESULT s CPU; file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
+    PER_MINUTE=$(per_minute "$file")
+    log "recd run $1 ($2): $RESULT s CPU; file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
 }
 
 # --- 2. ffmpeg CLI from ALSA ------------------------------------------------------------------
-run_ffmpeg_cli() {
-    local out="$WORK/cli$1.m4a"
+run_ffmpeg_cli() {   # $1 = run number, $2 = format
+    local out="$WORK/cli$1$2.m4a"
     start_tone
-    /usr/bin/time -f "%U %S" -o "$WORK/cli$1.time" \
+    # shellcheck disable=SC2046
+    /usr/bin/time -f "%U %S" -o "$WORK/cli$1$2.time" \
         ffmpeg -nostdin -f alsa -channels 2 -sample_rate 48000 -i pulse:mic.monitor \
-        -t "$SECONDS_RECORDED" -c:a aac -b:a 128k -y "$out" >"$WORK/cli$1.log" 2>&1 \
-        || die "ffmpeg capture failed; see $WORK/cli$1.log"
+        -t "$SECONDS_RECORDED" $(codec_args "$2") -f mp4 -y "$out" >"$WORK/cli$1$2.log" 2>&1 \
+        || die "ffmpeg capture failed; see $WORK/cli$1$2.log"
     stop_tone
-    RESULT=$(time_cpu "$WORK/cli$1.time")
-    log "ffmpeg-cli run $1: $RESULT s CPU; file: $(probe "$out")"
+    RESULT=$(time_cpu "$WORK/cli$1$2.time")
+    log "ffmpeg-cli run $1 ($2): $RESULT s CPU; file: $(probe "$out")"
 }
 
 # --- 3. encode-only floor ---------------------------------------------------------------------
-run_floor() {
-    local out="$WORK/floor$1.m4a"
-    /usr/bin/time -f "%U %S" -o "$WORK/floor$1.time" \
+run_floor() {   # $1 = run number, $2 = format
+    local out="$WORK/floor$1$2.m4a"
+    # shellcheck disable=SC2046
+    /usr/bin/time -f "%U %S" -o "$WORK/floor$1$2.time" \
         ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$WORK/tone.raw" \
-        -c:a aac -b:a 128k -y "$out" >"$WORK/floor$1.log" 2>&1 \
-        || die "ffmpeg encode failed; see $WORK/floor$1.log"
-    RESULT=$(time_cpu "$WORK/floor$1.time")
-    log "floor run $1: $RESULT s CPU; file: $(probe "$out")"
+        $(codec_args "$2") -f mp4 -y "$out" >"$WORK/floor$1$2.log" 2>&1 \
+        || die "ffmpeg encode failed; see $WORK/floor$1$2.log"
+    RESULT=$(time_cpu "$WORK/floor$1$2.time")
+    PER_MINUTE=$(per_minute "$out")
+    log "floor run $1 ($2): $RESULT s CPU; file: $(probe "$out")"
 }
 
 # --- 4. capture alone -------------------------------------------------------------------------
@@ -190,48 +213,52 @@ run_capture() {
     log "capture run $1: $RESULT s CPU"
 }
 
-log "recd: $RECD_SHOWN ($BUILD_KIND); $RUNS runs each, about $(( RUNS * 48 )) s"
-recd_t=(); cli_t=(); floor_t=(); cap_t=()
-for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all three alike
-    run_recd "$i"; recd_t+=("$RESULT")
-    run_ffmpeg_cli "$i"; cli_t+=("$RESULT")
-    run_floor "$i"; floor_t+=("$RESULT")
+log "recd: $RECD_SHOWN ($BUILD_KIND); formats: $FORMATS; $RUNS runs each"
+declare -A recd_t cli_t floor_t recd_size floor_size
+cap_t=()
+for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all alike
+    for f in $FORMATS; do
+        run_recd "$i" "$f"; recd_t[$f]+="$RESULT "; recd_size[$f]+="$PER_MINUTE "
+        run_ffmpeg_cli "$i" "$f"; cli_t[$f]+="$RESULT "
+        run_floor "$i" "$f"; floor_t[$f]+="$RESULT "; floor_size[$f]+="$PER_MINUTE "
+    done
     run_capture "$i"; cap_t+=("$RESULT")
 done
 
-recd_m=$(median "${recd_t[@]}"); cli_m=$(median "${cli_t[@]}"); floor_m=$(median "${floor_t[@]}")
-cap_m=$(median "${cap_t[@]}")
-both_m=$(awk -v a="$floor_m" -v b="$cap_m" 'BEGIN { printf "%.2f", a + b }')
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
-recd_r=$(ratio "$recd_m" "$floor_m"); cli_r=$(ratio "$cli_m" "$floor_m")
-cap_r=$(ratio "$cap_m" "$floor_m"); both_r=$(ratio "$both_m" "$floor_m"); recd_both_r=$(ratio "$recd_m" "$both_m")
-verdict=$(awk -v a="$recd_m" -v b="$floor_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
-
+cap_m=$(median "${cap_t[@]}")
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 [[ -n "$cpu_model" ]] || cpu_model=$(uname -m)
 join() { local IFS=' '; echo "$*"; }
 
-table=$(cat <<EOF
-| Recorder | CPU s (median of $RUNS) | Runs | vs floor |
-|---|---:|---|---:|
-| recd ($BUILD_KIND), ALSA \`pulse:mic.monitor\` | $recd_m | $(join "${recd_t[@]}") | $recd_r |
-| ffmpeg CLI, ALSA \`pulse:mic.monitor\` | $cli_m | $(join "${cli_t[@]}") | $cli_r |
-| floor: ffmpeg encoding a raw file | $floor_m | $(join "${floor_t[@]}") | 1.00× |
-| capture alone: arecord, same device, to /dev/null | $cap_m | $(join "${cap_t[@]}") | $cap_r |
-| encode floor + capture alone | $both_m | | $both_r |
-EOF
-)
-goal_line="Goal: recd ≤ ${GOAL}× the floor — ${verdict} (${recd_r}). Against encode floor + capture alone: ${recd_both_r}."
+table="| Format | recd CPU s (median of $RUNS) | floor CPU s | recd vs floor | recd vs floor + capture | ffmpeg CLI from ALSA | MB per minute (recd / ffmpeg) |
+|---|---:|---:|---:|---:|---:|---:|"
+goal_line="Goal: recd ≤ ${GOAL}× the floor (ffmpeg encoding the same raw input with the same settings):"
+for f in $FORMATS; do
+    # shellcheck disable=SC2086
+    { r_m=$(median ${recd_t[$f]}); fl_m=$(median ${floor_t[$f]}); c_m=$(median ${cli_t[$f]});
+      rs=$(median ${recd_size[$f]}); fs=$(median ${floor_size[$f]}); }
+    both=$(awk -v a="$fl_m" -v b="$cap_m" 'BEGIN { printf "%.2f", a + b }')
+    verdict=$(awk -v a="$r_m" -v b="$fl_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
+    table+="
+| $f | $r_m ($(join ${recd_t[$f]})) | $fl_m ($(join ${floor_t[$f]})) | $(ratio "$r_m" "$fl_m") | $(ratio "$r_m" "$both") | $c_m ($(ratio "$c_m" "$fl_m")) | $rs / $fs |"
+    goal_line+=" $f ${verdict} ($(ratio "$r_m" "$fl_m"));"
+done
+goal_line="${goal_line%;}. Capture alone (arecord, same device, to /dev/null): $cap_m s ($(join "${cap_t[@]}"))."
 
 section=$(cat <<EOF
 $SECTION_TITLE
 
 Written by \`bench/record-cpu.sh\` on $(date -u +%F) — $(nproc) CPUs, $cpu_model; recd: $BUILD_KIND build (\`$RECD_SHOWN\`).
 
-CPU seconds (user+sys) to record ${SECONDS_RECORDED} s of 48 kHz stereo AAC-LC at 128 kbit/s. recd: utime+stime
+CPU seconds (user+sys) to record ${SECONDS_RECORDED} s of 48 kHz stereo: AAC-LC at 128 kbit/s, Opus (libopus) at
+32 kbit/s VBR with 20 ms frames, FLAC at compression level 5, each into MP4. recd: utime+stime
 from \`/proc/PID/stat\` between just before \`record start\` and just after \`record stop\` returns
 (finalization included, daemon start-up excluded). ffmpeg: \`/usr/bin/time\` of the whole process.
 Capture source: a private PulseAudio null sink playing a 440 Hz tone, through ALSA's pulse plugin.
+The floor: the ffmpeg CLI encoding the same ${SECONDS_RECORDED} s from a raw file with the same settings
+(\`$(codec_args aac)\`, \`$(codec_args opus)\`, \`$(codec_args flac)\`, \`-f mp4\`). Sizes: MB per minute of the
+finished file (a pure tone: speech compresses FLAC less and Opus alike).
 
 $table
 

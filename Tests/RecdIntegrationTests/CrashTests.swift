@@ -38,11 +38,17 @@ final class CrashTests: DaemonTestCase {
                 XCTAssertEqual(try daemon.recctl("delete", "--all", "--yes").status, 0)
                 before = []
             }
-            for _ in 0..<max(0, 2 - before.filter({ $0.state == .ready }).count) { try record(seconds: 0.3, stopArgs: ["--save"]) }
-            if !before.contains(where: { $0.state == .pending }) { try record(seconds: 0.3) }
+            // Each format is written, killed, salvaged, trimmed and deleted alike.
+            let format = RecordingFormat.allCases.randomElement(using: &rng)!
+            let formatArgs = ["--format", format.rawValue]
+            for _ in 0..<max(0, 2 - before.filter({ $0.state == .ready }).count) {
+                try record(seconds: 0.3, startArgs: formatArgs, stopArgs: ["--save"])
+            }
+            if !before.contains(where: { $0.state == .pending }) { try record(seconds: 0.3, startArgs: formatArgs) }
             before = try daemon.recctlJSON(RecordingList.self, "list", "--limit", "1000").recordings
             let op = Operation.allCases.randomElement(using: &rng)!
             counts["\(op)", default: 0] += 1
+            counts[format.rawValue, default: 0] += 1
             let ready = before.filter { $0.state == .ready }
             let pending = before.filter { $0.state == .pending }
             var mayVanish = Set<UUID>()     // saved recordings this operation is allowed to remove
@@ -54,14 +60,14 @@ final class CrashTests: DaemonTestCase {
             let args: [String]
             switch op {
             case .record:
-                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                XCTAssertEqual(try daemon.recctl(["record", "start"] + formatArgs).status, 0)
                 recordedSince = Date()
                 Thread.sleep(forTimeInterval: Double(Int.random(in: 1200...2500, using: &rng)) / 1000)
                 args = []
             case .pause:
                 // Killed while paused, or while the resume is in flight: what came before the pause
                 // is kept (the sound after a resume may be too).
-                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                XCTAssertEqual(try daemon.recctl(["record", "start"] + formatArgs).status, 0)
                 let since = Date()
                 Thread.sleep(forTimeInterval: Double(Int.random(in: 1200...2500, using: &rng)) / 1000)
                 XCTAssertEqual(try daemon.recctl("record", "pause").status, 0)
@@ -69,7 +75,7 @@ final class CrashTests: DaemonTestCase {
                 recordedSince = since
                 args = rng.next() % 2 == 0 ? [] : ["record", "resume"]
             case .stop:
-                XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+                XCTAssertEqual(try daemon.recctl(["record", "start"] + formatArgs).status, 0)
                 recordedSince = Date()
                 Thread.sleep(forTimeInterval: 1.2)
                 args = ["record", "stop", rng.next() % 2 == 0 ? "--save" : "--discard"]
@@ -100,7 +106,7 @@ final class CrashTests: DaemonTestCase {
                 let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
                                                     "sine=frequency=\(300 + iteration):duration=8", wav])
                 XCTAssertEqual(made.status, 0, made.stderr)
-                args = ["import", wav]
+                args = ["import", wav] + formatArgs
             case .play:
                 // Killed while playing, or while the play (or its stop, which counts) is in flight.
                 played = ready[0].id
@@ -186,6 +192,8 @@ final class CrashTests: DaemonTestCase {
                     XCTAssertGreaterThan(decoded.duration, recorded - 1.6,
                                          "iteration \(iteration): salvaged \(decoded.duration) s of \(recorded) s")
                 }
+                XCTAssertEqual(salvaged.format, format, "iteration \(iteration)")
+                XCTAssertEqual(try Probe.audio(path).codec, format.rawValue, "iteration \(iteration)")
                 let playable = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
                 XCTAssertEqual(playable.status, 0, "iteration \(iteration): salvaged file does not play: \(playable.stderr)")
             }

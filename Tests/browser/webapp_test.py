@@ -310,6 +310,22 @@ try:
             .map(e => e.outerHTML.slice(0, 80))""")
         check("every control has a name", unnamed == [], unnamed)
 
+        # Opus and FLAC recordings (issue 15) play in the browser from /media as AAC ones do: Chromium
+        # reads both from MP4, and plays them to past a second of their sound.
+        for fmt in ("opus", "flac"):
+            recctl_json("record", "start", "--format", fmt)
+            time.sleep(2)
+            made = recctl_json("record", "stop", "--save")["recording"]
+            check(f"a {fmt} recording is {fmt}", made["format"] == fmt, made)
+            browser.execute_script("""window.formatProbe = new Audio('/v1/recordings/' + arguments[0] + '/media');
+                window.formatProbe.muted = true; window.formatProbe.play();""", made["id"])
+            played = wait(f"the {fmt} recording to play in the page",
+                          lambda b: b.execute_script("const a = window.formatProbe; return a.error ? 'error ' + a.error.code"
+                                                     " : (a.currentTime > 1.0 && [a.duration, a.currentTime])"))
+            check(f"Chromium plays the {fmt} recording", isinstance(played, list) and abs(played[0] - made["duration"]) < 0.1,
+                  f"{played} of {made['duration']}")
+            browser.execute_script("window.formatProbe.pause(); window.formatProbe = null;")
+
         # Export a CSV.
         click("#nav-data")
         shot("08-data")
