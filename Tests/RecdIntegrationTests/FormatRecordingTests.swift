@@ -73,6 +73,10 @@ final class FormatRecordingTests: DaemonTestCase {
         // same tone at the same setting is 55-60 kbit/s), still under half of AAC's 128.
         XCTAssertLessThan(try XCTUnwrap(r.sizeBytes), Int64(try XCTUnwrap(r.duration) * 8_000))
         XCTAssertTrue(try daemon.recctl("show", r.id.uuidString).stdout.contains("format:         Opus"))
+        // Measured as it was encoded, as AAC is: −6 dBFS sine ≈ −6 LUFS (dual mono), and a waveform.
+        XCTAssertEqual(try XCTUnwrap(r.loudness?.integrated), -6, accuracy: 0.5)
+        let (wstatus, waveform) = try daemon.curl("GET", "/v1/recordings/\(r.id.uuidString)/waveform")
+        XCTAssertEqual(wstatus, 200, waveform)
 
         // Served as audio/mp4, byte for byte.
         let media = daemon.dir.appendingPathComponent("media.out").path

@@ -141,6 +141,35 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try catalog.waveform(id: r.id), Data([1, 2, 3]))
         XCTAssertEqual(try Tools.sqlite(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'recording' AND name LIKE 'recording_by_%';"), "4")
     }
+
+    /// v9 adds `format`: what recd recorded itself with sound (a waveform) was AAC; a silent video, an
+    /// import and an adopted file are not known and stay NULL; a value outside the three is refused.
+    func testTheFormatsMigrationMarksRecdsOwnSoundAsAAC() throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        let own = make(created: 1)
+        var silent = make(created: 2)
+        silent.type = .video
+        silent.file = "Recordings/video_\(silent.id.uuidString).mov"
+        let imported = make(created: 3)
+        var adopted = make(created: 4)
+        adopted.file = "Recordings/copied in.m4a"
+        for r in [own, silent, imported, adopted] { try catalog.insert(r) }
+        for r in [own, imported, adopted] { try catalog.storeWaveform(id: r.id, data: Data([1])) }
+        catalog = nil
+        try Tools.sqlite(path, """
+            UPDATE recording SET contentHash = 'abc' WHERE id = '\(imported.id.uuidString)';
+            ALTER TABLE recording DROP COLUMN format;
+            DELETE FROM grdb_migrations WHERE identifier LIKE 'v9%';
+            """)
+        catalog = try Catalog(path: path)
+        XCTAssertEqual(try catalog.recording(id: own.id)?.format, .aac)
+        for r in [silent, imported, adopted] { XCTAssertNil(try catalog.recording(id: r.id)?.format, r.file) }
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET format = 'mp3';"))
+        var flac = make(created: 5)
+        flac.format = .flac
+        try catalog.insert(flac)
+        XCTAssertEqual(try catalog.recording(id: flac.id)?.format, .flac)
+    }
 }
 
 enum Tools {
