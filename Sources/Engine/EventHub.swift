@@ -19,25 +19,33 @@ public final class EventHub: Sendable {
     private struct Subscriber {
         let continuation: AsyncStream<Delivery>.Continuation
         let types: Set<EventType>?
+        let heartbeats: Bool
     }
     private struct State {
         var seq = 0
         var subscribers: [UUID: Subscriber] = [:]
         var meterListeners = 0
+        /// Who waits for a subscriber that takes heartbeats (the heartbeat service, while there is none).
+        var heartbeatWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     }
     private let state = Mutex(State())
 
     public init() {}
 
     /// A new subscription to `types` (all when nil). The stream ends when the subscriber is dropped
-    /// or `unsubscribe` is called.
-    public func subscribe(types: Set<EventType>?) -> (id: UUID, events: AsyncStream<Delivery>) {
+    /// or `unsubscribe` is called. `heartbeats`: whether it gets them (a client over the network does;
+    /// recd's own listeners need none, and an idle recd with no client then never wakes for them).
+    public func subscribe(types: Set<EventType>?, heartbeats: Bool = true) -> (id: UUID, events: AsyncStream<Delivery>) {
         let id = UUID()
         let (stream, continuation) = AsyncStream<Delivery>.makeStream(bufferingPolicy: .bufferingOldest(Self.queueCapacity))
-        state.withLock {
-            $0.subscribers[id] = Subscriber(continuation: continuation, types: types)
-            if types?.contains(.meter) ?? true { $0.meterListeners += 1 }
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.subscribers[id] = Subscriber(continuation: continuation, types: types, heartbeats: heartbeats)
+            if types?.contains(.meter) ?? true { s.meterListeners += 1 }
+            guard heartbeats else { return [] }
+            defer { s.heartbeatWaiters.removeAll() }
+            return Array(s.heartbeatWaiters.values)
         }
+        for waiter in waiters { waiter.resume() }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         return (id, stream)
     }
@@ -55,7 +63,25 @@ public final class EventHub: Sendable {
     public var wantsMeters: Bool { state.withLock { $0.meterListeners > 0 } }
 
     public func heartbeat() {
-        state.withLock { s in for sub in s.subscribers.values { sub.continuation.yield(.heartbeat) } }
+        state.withLock { s in for sub in s.subscribers.values where sub.heartbeats { sub.continuation.yield(.heartbeat) } }
+    }
+
+    /// Returns once some subscriber takes heartbeats (at once if one does), or when the task is
+    /// cancelled: the heartbeat timer runs only while someone listens.
+    public func waitForHeartbeatListener() async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if Task.isCancelled || s.subscribers.values.contains(where: \.heartbeats) { return true }
+                    s.heartbeatWaiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.heartbeatWaiters.removeValue(forKey: id) }?.resume()
+        }
     }
 
     /// Ends every subscription (daemon shutdown: open streams must not hold it up).

@@ -21,13 +21,15 @@ struct EngineShutdownService: Service {
     }
 }
 
-/// Sends a heartbeat down every event stream every 15 s.
+/// Sends a heartbeat down every event stream every 15 s — while there is one: with no client
+/// listening it waits for one, and an idle recd does not wake.
 struct EventHeartbeatService: Service {
     let events: EventHub
     func run() async throws {
-        // Cancelled (out of its sleep) as soon as shutdown begins.
+        // Cancelled (out of its wait or its sleep) as soon as shutdown begins.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
+                await events.waitForHeartbeatListener()
                 try await Task.sleep(for: .seconds(15))
                 events.heartbeat()
             }
@@ -118,30 +120,22 @@ public struct RecdDaemon {
             // Recovery is done and the socket accepts requests: ready.
             notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
         }
-        if let inherited {
-            let server = ActivatedHTTPServer(descriptor: inherited, responder: router.buildResponder(), configuration: http1,
-                                             serverName: "recd", logger: logger, onServerRunning: { ready() })
-            // As in Hummingbird's Application: the server last, so that it is shut down first.
-            let group = ServiceGroup(configuration: .init(services: services + [server],
-                                                          gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await group.run()
-        } else {
-            let app = Application(
-                router: router,
-                server: .http1(configuration: http1),
-                configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "recd"),
-                services: services,
-                onServerRunning: { _ in
-                    if let group, chown(socketPath, uid_t.max, group) != 0 {
-                        logger.error("cannot give the socket to group \(group): \(String(cString: strerror(errno)))")
-                    }
-                    chmod(socketPath, mode)
-                    ready()
-                },
-                logger: logger)
-            try await app.runService()
-            unlink(socketPath)   // ours; systemd's socket stays for the next activation
-        }
+        let server = RecdHTTPServer(listener: inherited.map { .inherited($0) } ?? .path(socketPath), responder: router.buildResponder(),
+                                    configuration: http1, serverName: "recd", logger: logger, onServerRunning: {
+            if inherited == nil {
+                // Our own socket: its group and mode (systemd's has them from the .socket unit).
+                if let group, chown(socketPath, uid_t.max, group) != 0 {
+                    logger.error("cannot give the socket to group \(group): \(String(cString: strerror(errno)))")
+                }
+                chmod(socketPath, mode)
+            }
+            ready()
+        })
+        // As in Hummingbird's Application: the server last, so that it is shut down first.
+        let serviceGroup = ServiceGroup(configuration: .init(services: services + [server],
+                                                             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await serviceGroup.run()
+        if inherited == nil { unlink(socketPath) }   // ours; systemd's socket stays for the next activation
         withExtendedLifetime(lock) {}
         logger.info("recd stopped")
     }

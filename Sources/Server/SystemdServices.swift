@@ -15,7 +15,7 @@ struct SystemdStatusService: Service {
         // A service that returns before shutdown takes the whole group down: idle until then.
         guard notifier.isActive else { try? await gracefulShutdown(); return }
         let (id, events) = engine.events.subscribe(types: [.recordingStarted, .recordingStopped, .recordingPaused,
-                                                                     .recordingResumed, .playbackStarted, .playbackEnded])
+                                                                     .recordingResumed, .playbackStarted, .playbackEnded], heartbeats: false)
         let watchdog = notifier.watchdogInterval
         try? await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -95,6 +95,17 @@ final class MeterEventTests: DaemonTestCase {
         XCTAssertEqual(Double(try XCTUnwrap((z["data"] as? [Int])?.max())), 0.5012 * 32768, accuracy: 600)
     }
 
+    /// The heartbeat runs only while a client listens (an idle recd does not wake for it); a client
+    /// that connects to an idle recd still gets one every 15 s.
+    func testAClientOfAnIdleDaemonGetsHeartbeats() throws {
+        Thread.sleep(forTimeInterval: 1)   // idle, nobody listening: the heartbeat service waits
+        let r = try Tools.run("curl", ["-s", "-N", "--max-time", "17", "--unix-socket", daemon.socket, "http://recd/v1/events"],
+                              timeout: 30)
+        XCTAssertEqual(r.status, 28, "curl ends at its --max-time: \(r.stderr)")
+        XCTAssertTrue(r.stdout.hasPrefix(": recd "), r.stdout)
+        XCTAssertEqual(r.stdout.components(separatedBy: ": heartbeat\n\n").count - 1, 1, r.stdout)
+    }
+
     func testSilenceReadsTheFloor() throws {
         let listener = try EventListener(daemon, types: [.meter])
         try record(seconds: 1.2)
