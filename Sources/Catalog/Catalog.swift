@@ -314,21 +314,32 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// One play of a saved recording: one SQL statement (the count is never read and written back
-    /// from Swift, so concurrent plays cannot lose an increment). Returns the row after it; throws
-    /// `notFound`, or `unexpectedState` when the recording is not `ready` (previews never count).
+    /// One play of a saved recording (see `countPlays`). Returns the row after it; throws `notFound`,
+    /// or `unexpectedState` when the recording is not `ready` (previews never count).
     @discardableResult
     public func countPlay(id: UUID, at date: Date) throws -> Recording {
-        try wrap("count play") {
+        try countPlays([(id, date)])[0].get()
+    }
+
+    /// Plays of saved recordings, all in one transaction: one commit, so one fsync under
+    /// `synchronous=FULL`, however many there are (group commit). Each play is one SQL statement (the
+    /// count is never read and written back from Swift, so no increment can be lost) and gets its own
+    /// result: the row after it, or why it did not count (`notFound`; `unexpectedState` when the
+    /// recording is not `ready`: previews never count) — one refused play does not undo the others.
+    /// Throws only when the transaction itself fails (then none counted).
+    public func countPlays(_ plays: [(id: UUID, at: Date)]) throws -> [Result<Recording, CatalogError>] {
+        try wrap("count plays") {
             try pool.write { db in
-                try db.execute(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'",
-                               arguments: [date, id.uuidString])
-                let changed = db.changesCount
-                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
-                    throw CatalogError.notFound(id: id.uuidString)
+                try plays.map { play -> Result<Recording, CatalogError> in
+                    try db.execute(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'",
+                                   arguments: [play.at, play.id.uuidString])
+                    let changed = db.changesCount
+                    guard let record = try RecordingRecord.fetchOne(db, key: play.id.uuidString) else {
+                        return .failure(.notFound(id: play.id.uuidString))
+                    }
+                    if changed == 0 { return .failure(.unexpectedState(id: play.id.uuidString, state: record.state)) }
+                    return .success(try record.recording())
                 }
-                if changed == 0 { throw CatalogError.unexpectedState(id: id.uuidString, state: record.state) }
-                return try record.recording()
             }
         }
     }

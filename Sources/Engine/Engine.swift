@@ -51,10 +51,11 @@ public final class Engine: Sendable {
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
-        player = Player(config: config, catalog: catalog, events: events, logger: logger)
+        let plays = PlayCountCommitter(catalog: catalog)
+        player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)
         loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)
         library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
-                          loudnessPass: loudnessPass)
+                          loudnessPass: loudnessPass, plays: plays)
     }
 
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.

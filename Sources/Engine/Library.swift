@@ -17,6 +17,8 @@ public struct Library: Sendable {
     let config: EngineConfiguration
     let logger: Logger
     let loudnessPass: LoudnessPass
+    /// Plays counted with group commit (shared with the player).
+    let plays: PlayCountCommitter
 
     public func resolve(_ idOrPrefix: String) throws(EngineError) -> Recording {
         try catalogCall { try catalog.resolve(idOrPrefix) }
@@ -148,7 +150,7 @@ public struct Library: Sendable {
     public func played(_ idOrPrefix: String) async throws(EngineError) -> Recording {
         let id = try resolve(idOrPrefix).id
         do {
-            let r = try await runBlocking { [catalog] in try catalog.countPlay(id: id, at: Date()) }
+            let r = try await plays.count(id: id)
             events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .played)))
             return r
         } catch CatalogError.unexpectedState(_, let state) {

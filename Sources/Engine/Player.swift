@@ -38,9 +38,11 @@ public actor Player {
     private let catalog: Catalog
     private let events: EventHub
     private let logger: Logger
+    /// Plays counted with group commit (shared with the library's `played`).
+    private let plays: PlayCountCommitter
 
-    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger) {
-        self.config = config; self.catalog = catalog; self.events = events; self.logger = logger
+    init(config: EngineConfiguration, catalog: Catalog, plays: PlayCountCommitter, events: EventHub, logger: Logger) {
+        self.config = config; self.catalog = catalog; self.plays = plays; self.events = events; self.logger = logger
     }
 
     /// Runs `body` while no other transport operation runs (FIFO).
@@ -217,7 +219,7 @@ public actor Player {
         if active.counts && reason != .deleted {
             do {
                 let id = active.recording.id
-                _ = try await runBlocking { [catalog] in try catalog.countPlay(id: id, at: Date()) }
+                _ = try await plays.count(id: id)
                 counted = true
             } catch {
                 // Deleted or discarded meanwhile, or the catalog failed: the play is lost, the recording is not.
