@@ -142,6 +142,24 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try Tools.sqlite(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'recording' AND name LIKE 'recording_by_%';"), "4")
     }
 
+    /// Group commit: plays of several recordings in one transaction, each with its own answer; a
+    /// refused one (unknown, pending) changes nothing and undoes none of the others.
+    func testPlaysCountedTogetherEachGetTheirOwnAnswer() throws {
+        let a = make(created: 1, plays: 2), b = make(created: 2), pending = make(state: .pending, created: 3)
+        for r in [a, b, pending] { try catalog.insert(r) }
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        let results = try catalog.countPlays([(a.id, at), (UUID(), at), (b.id, at), (pending.id, at), (a.id, at)])
+        XCTAssertEqual(results.count, 5)
+        XCTAssertEqual(try results[0].get().playCount, 3)
+        XCTAssertEqual(try results[4].get().playCount, 4)
+        XCTAssertEqual(try results[2].get().playCount, 1)
+        guard case .failure(.notFound) = results[1] else { return XCTFail("\(results[1])") }
+        guard case .failure(.unexpectedState(_, "pending")) = results[3] else { return XCTFail("\(results[3])") }
+        XCTAssertEqual(try catalog.recording(id: a.id)?.playCount, 4)
+        XCTAssertEqual(try catalog.recording(id: a.id)?.lastPlayedAt, at)
+        XCTAssertEqual(try catalog.recording(id: pending.id)?.playCount, 0)
+    }
+
     /// v9 adds `format`: what recd recorded itself with sound (a waveform) was AAC; a silent video, an
     /// import and an adopted file are not known and stay NULL; a value outside the three is refused.
     func testTheFormatsMigrationMarksRecdsOwnSoundAsAAC() throws {
