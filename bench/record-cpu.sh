@@ -109,7 +109,7 @@ for _ in $(seq 50); do pactl info >/dev/null 2>&1 && break; sleep 0.1; done
 pactl info >/dev/null 2>&1 || die "pulseaudio is not answering"
 
 # --- signal -----------------------------------------------------------------------------------
-sox -n -r 48000 -c 2 "$WORK/tone.wav" synth $((SECONDS_RECORDED + 2)) sine 440 vol 0.5
+sox -n -r 48000 -c 2 -b 16 "$WORK/tone.wav" synth $((SECONDS_RECORDED + 2)) sine 440 vol 0.5
 sox -n -r 48000 -c 2 -b 16 -e signed-integer -t raw "$WORK/tone.raw" synth "$SECONDS_RECORDED" sine 440 vol 0.5
 
 start_tone() {

@@ -3,22 +3,25 @@ import CEbur128
 import Foundation
 import RecdAPI
 
-/// Owns one `ebur128_state` (integrated loudness, loudness range and true peak), fed interleaved S16
-/// blocks by one thread (the encoder thread: the samples as they are encoded, no second decode) and
-/// read once at the end.
+/// Owns one `ebur128_state` (integrated loudness, loudness range, sample peak) and a `TruePeakMeter`
+/// (true peak: libebur128's own true-peak mode cost most of a recording's CPU; see there), fed
+/// interleaved S16 blocks by one thread (the encoder thread: the samples as they are encoded, no
+/// second decode) and read once at the end.
 ///
 /// libebur128 rather than FFmpeg's `ebur128` filter: a plain C API taking the blocks recd already
 /// has, no filter graph to build and no frame metadata to parse, the reference implementation MPD and
 /// others use, and a Debian package (`libebur128-dev`).
 public final class LoudnessMeter {
     private let state: UnsafeMutablePointer<ebur128_state>
+    private let truePeak: TruePeakMeter
     public let channels: Int
 
     /// Nil when libebur128 refuses the format (a rate or channel count it cannot measure).
     public init?(sampleRate: Int, channels: Int) {
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
+        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_SAMPLE_PEAK.rawValue)
         guard channels > 0, let s = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
         state = s
+        truePeak = TruePeakMeter(sampleRate: sampleRate, channels: channels)
         self.channels = channels
         // Mono is one channel of a stereo pair in BS.1770 (a mono file played on two speakers):
         // counted twice, so a mono and a stereo recording of the same sound read the same.
@@ -34,6 +37,7 @@ public final class LoudnessMeter {
     public func add(_ samples: UnsafeBufferPointer<Int16>, frames: Int) {
         guard frames > 0, let base = samples.baseAddress else { return }
         _ = ebur128_add_frames_short(state, base, frames)
+        truePeak.add(samples, frames: frames)
     }
 
     /// The measurement of everything added.
@@ -43,8 +47,10 @@ public final class LoudnessMeter {
         let r = ebur128_loudness_range(state, &range) == 0 && range.isFinite ? range : nil
         var peak = 0.0
         for c in 0..<channels {
+            // As libebur128 reports it: the oversampled peak, or the sample peak if that is higher.
             var p = 0.0
-            if ebur128_true_peak(state, UInt32(c), &p) == 0 { peak = max(peak, p) }
+            if ebur128_sample_peak(state, UInt32(c), &p) == 0 { peak = max(peak, p) }
+            peak = max(peak, truePeak.peaks[c])
         }
         let truePeak = peak > 0 ? 20 * log10(peak) : nil
         return Loudness(integrated: i.map(Self.round), range: r.map(Self.round), truePeak: truePeak.map(Self.round))

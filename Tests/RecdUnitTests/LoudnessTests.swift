@@ -1,4 +1,5 @@
 import Foundation
+import CEbur128
 import Metering
 import RecdAPI
 import XCTest
@@ -75,5 +76,45 @@ final class LevelMatchTests: XCTestCase {
         XCTAssertEqual(gain(-26, -20, target: nil), 0, "off")
         XCTAssertEqual(gain(nil, nil), 0, "silence")
         XCTAssertEqual(LevelMatch.gain(nil, target: -18), 0, "not measured")
+    }
+}
+
+/// recd's own true-peak meter reads what libebur128's true-peak mode reads (the same interpolator
+/// design), on signals whose peaks fall between samples, at 48 kHz (4×) and 96 kHz (2×), in blocks of
+/// awkward sizes (the history carried across blocks).
+final class TruePeakMeterTests: XCTestCase {
+    func libebur128TruePeak(_ samples: [Int16], channels: Int, rate: Int) throws -> [Double] {
+        var s: UnsafeMutablePointer<ebur128_state>? = try XCTUnwrap(ebur128_init(UInt32(channels), UInt(rate), Int32(EBUR128_MODE_TRUE_PEAK.rawValue)))
+        defer { ebur128_destroy(&s) }
+        samples.withUnsafeBufferPointer { _ = ebur128_add_frames_short(s, $0.baseAddress, samples.count / channels) }
+        return (0..<channels).map { c in var p = 0.0; _ = ebur128_true_peak(s, UInt32(c), &p); return p }
+    }
+
+    func testItReadsWhatLibebur128Reads() throws {
+        var rng = SystemRandomNumberGenerator()
+        for (rate, channels) in [(48_000, 2), (48_000, 1), (96_000, 2), (44_100, 2)] {
+            let frames = rate * 2
+            var samples = [Int16](repeating: 0, count: frames * channels)
+            for i in 0..<frames {
+                // fs/4 at 45° (samples at 0.707 of the peak) on channel 0, tones and noise on the other;
+                // a burst near full scale in the middle.
+                let burst = (frames / 2..<(frames / 2 + 480)).contains(i) ? 0.9 : 0.3
+                let a = burst * sin(2 * .pi * Double(i) / 4 + .pi / 4)
+                let b = 0.5 * sin(2 * .pi * 997 * Double(i) / Double(rate)) + Double.random(in: -0.1...0.1, using: &rng)
+                for c in 0..<channels { samples[i * channels + c] = Int16((c == 0 ? a : b) * 32767) }
+            }
+            let meter = TruePeakMeter(sampleRate: rate, channels: channels)
+            var at = 0
+            while at < frames {
+                let n = min(frames - at, [333, 4096, 1, 1000][at % 4])
+                samples[(at * channels)..<((at + n) * channels)].withUnsafeBufferPointer { meter.add($0, frames: n) }
+                at += n
+            }
+            let theirs = try libebur128TruePeak(samples, channels: channels, rate: rate)
+            for c in 0..<channels {
+                XCTAssertEqual(20 * log10(meter.peaks[c]), 20 * log10(theirs[c]), accuracy: 0.01, "\(rate) Hz, channel \(c)")
+            }
+            if rate == 48_000 { XCTAssertEqual(20 * log10(meter.peaks[0]), 20 * log10(0.9), accuracy: 0.1, "the peak between samples") }
+        }
     }
 }
