@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import RecdAPI
+import Synchronization
 
 public enum CatalogError: Error, CustomStringConvertible, Sendable {
     case open(path: String, underlying: String)
@@ -49,6 +50,10 @@ public final class Catalog: Sendable {
 
     let pool: DatabasePool
     public let path: String
+    /// `list`'s totals per filter, counted once and kept until a write could change them (every write
+    /// but a play count), so paging through a large library does not count every row for each page.
+    /// The generation tells a count that raced a write (read before it, stored after) from a good one.
+    private let totals = Mutex<(generation: Int, counts: [String: Int])>((0, [:]))
 
     public init(path: String) throws {
         self.path = path
@@ -64,6 +69,13 @@ public final class Catalog: Sendable {
         } catch {
             throw CatalogError.open(path: path, underlying: "\(error)")
         }
+    }
+
+    /// Every write but a play count: the transaction, then the cached totals are dropped (a row added,
+    /// removed, or moved to another state or type).
+    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        defer { totals.withLock { $0.generation += 1; $0.counts.removeAll() } }
+        return try pool.write(updates)
     }
 
     static var migrator: DatabaseMigrator {
@@ -243,12 +255,14 @@ public final class Catalog: Sendable {
     }
 
     public func list(_ q: ListQuery) throws -> (recordings: [Recording], total: Int) {
-        try wrap("list") {
+        let key = "\(q.state?.rawValue ?? "*") \(q.type?.rawValue ?? "*")"
+        let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
+        let page = try wrap("list") {
             try pool.read { db in
                 var request = RecordingRecord.all()
                 if let s = q.state { request = request.filter(RecordingRecord.Columns.state == s.rawValue) }
                 if let t = q.type { request = request.filter(RecordingRecord.Columns.type == t.rawValue) }
-                let total = try request.fetchCount(db)
+                let total = try cached ?? request.fetchCount(db)
                 switch q.order {
                 case .recent:
                     request = request.order(RecordingRecord.Columns.createdAt.desc, RecordingRecord.Columns.id)
@@ -260,6 +274,8 @@ public final class Catalog: Sendable {
                 return (try rows.map { try $0.recording() }, total)
             }
         }
+        if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = page.1 } } }
+        return page
     }
 
     /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
@@ -292,7 +308,7 @@ public final class Catalog: Sendable {
     // MARK: writes
 
     public func insert(_ r: Recording) throws {
-        try wrap("insert") { try pool.write { db in try RecordingRecord(r).insert(db) } }
+        try wrap("insert") { try write { db in try RecordingRecord(r).insert(db) } }
     }
 
     /// Reads a row, lets `body` change it, and writes it back, all in one write transaction, so
@@ -301,7 +317,7 @@ public final class Catalog: Sendable {
     @discardableResult
     public func modify(id: UUID, _ body: (inout Recording) throws -> Void) throws -> Recording {
         try wrap("update") {
-            try pool.write { db in
+            try write { db in
                 guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
                     throw CatalogError.notFound(id: id.uuidString)
                 }
@@ -348,7 +364,7 @@ public final class Catalog: Sendable {
     /// `unexpectedState` otherwise.
     public func delete(id: UUID, ifStateIn states: Set<String>) throws {
         try wrap("delete") {
-            try pool.write { db in
+            try write { db in
                 guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
                     throw CatalogError.notFound(id: id.uuidString)
                 }
@@ -380,7 +396,7 @@ public final class Catalog: Sendable {
 
     private func store(_ table: Attachment, id: UUID, data: Data) throws {
         try wrap("store \(table.rawValue)") {
-            try pool.write { db in
+            try write { db in
                 guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
                 try db.execute(sql: "INSERT OR REPLACE INTO \(table.rawValue) (recordingID, data) VALUES (?, ?)",
                                arguments: [id.uuidString, data])
@@ -410,7 +426,7 @@ public final class Catalog: Sendable {
     public func beginJournal(kind: String) throws -> String {
         let id = UUID().uuidString
         try wrap("journal") {
-            try pool.write { db in
+            try write { db in
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [id, kind, Date()])
             }
@@ -429,14 +445,14 @@ public final class Catalog: Sendable {
 
     /// Closes a journal entry without doing anything else (the operation was rolled back).
     public func endJournal(id: String) throws {
-        try wrap("journal") { try pool.write { db in try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [id]) } }
+        try wrap("journal") { try write { db in try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [id]) } }
     }
 
     /// The commit point of "delete all": every row and the journal entry go in one transaction.
     /// Returns the number of rows deleted.
     public func commitDeleteAll(journalID: String) throws -> Int {
         try wrap("delete all") {
-            try pool.write { db in
+            try write { db in
                 let n = try RecordingRecord.deleteAll(db)
                 try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [journalID])
                 return n
@@ -460,7 +476,7 @@ public final class Catalog: Sendable {
     public func commitReplacement(_ r: Recording, insert: Bool, states: Set<String>, waveform: Data?, poster: Data?,
                                   temporary: String, contentHash: String? = nil) throws -> Recording {
         try wrap("replace file") {
-            try pool.write { db in
+            try write { db in
                 if insert {
                     if let contentHash, let existing = try Self.recording(withContentHash: contentHash, db) {
                         throw CatalogError.duplicate(existingID: existing.id.uuidString)
@@ -506,7 +522,7 @@ public final class Catalog: Sendable {
     }
 
     private static func recording(withContentHash hash: String, _ db: Database) throws -> Recording? {
-        try RecordingRecord.fetchOne(db, sql: "SELECT * FROM recording WHERE contentHash = ?", arguments: [hash])?.recording()
+        try RecordingRecord.filter(Column("contentHash") == hash).fetchOne(db)?.recording()
     }
 
     /// Saved and pending recordings whose loudness is not measured yet, newest first.
@@ -527,7 +543,7 @@ public final class Catalog: Sendable {
     public func storeLoudness(id: UUID, _ loudness: Loudness, measuredFileSize sizeBytes: Int64?) throws -> Bool {
         let json = RecordingRecord.column(loudness)
         return try wrap("store loudness") {
-            try pool.write { db in
+            try write { db in
                 try db.execute(sql: "UPDATE recording SET loudness = ? WHERE id = ? AND loudness IS NULL AND sizeBytes IS ?",
                                arguments: [json, id.uuidString, sizeBytes])
                 return db.changesCount == 1
@@ -538,6 +554,6 @@ public final class Catalog: Sendable {
     /// Deletes a row; returns whether it existed.
     @discardableResult
     public func delete(id: UUID) throws -> Bool {
-        try wrap("delete") { try pool.write { db in try RecordingRecord.deleteOne(db, key: id.uuidString) } }
+        try wrap("delete") { try write { db in try RecordingRecord.deleteOne(db, key: id.uuidString) } }
     }
 }

@@ -5,7 +5,7 @@ import RecdAPI
 
 /// A row of the `recording` table. Ids are stored as upper-case UUID text (as `UUID.uuidString`
 /// prints them) so that id prefixes can be matched with an index range scan.
-struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
+struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "recording"
 
     var id: String
@@ -26,6 +26,14 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var loudness: String?
     /// `RecordingFormat` (catalog v9); NULL for a silent video or a file kept in another codec.
     var format: String?
+    /// The loudness column as read back: taken apart by SQLite (`json_extract`) in the query, so a
+    /// list of recordings decodes no JSON per row. Not a column of its own.
+    private var readLoudness: Loudness?
+
+    enum CodingKeys: String, CodingKey {
+        case id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount, lastPlayedAt,
+             recovered, droppedFrames, loudness, format
+    }
 
     enum Columns {
         static let id = Column(CodingKeys.id)
@@ -41,6 +49,24 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         static let lastPlayedAt = Column(CodingKeys.lastPlayedAt)
         static let recovered = Column(CodingKeys.recovered)
         static let droppedFrames = Column(CodingKeys.droppedFrames)
+    }
+
+    /// What every read selects, in this order: `init(row:)` reads the columns by position (GRDB's
+    /// Codable decoding looks each one up by name through a keyed container: most of a listing's
+    /// time went there and into a JSONDecoder per row for the loudness).
+    static var databaseSelection: [any SQLSelectable] { [
+        Columns.id, Columns.type, Columns.state, Columns.title, Columns.notes, Columns.purpose, Columns.createdAt,
+        Columns.duration, Columns.sizeBytes, Column(CodingKeys.file), Columns.playCount, Columns.lastPlayedAt, Columns.recovered,
+        Columns.droppedFrames, Column(CodingKeys.loudness), Column(CodingKeys.format),
+        SQL("json_extract(loudness, '$.integrated')"), SQL("json_extract(loudness, '$.range')"),
+        SQL("json_extract(loudness, '$.truePeak')"),
+    ] }
+
+    init(row: Row) throws {
+        id = row[0]; type = row[1]; state = row[2]; title = row[3]; notes = row[4]; purpose = row[5]
+        createdAt = row[6]; duration = row[7]; sizeBytes = row[8]; file = row[9]; playCount = row[10]
+        lastPlayedAt = row[11]; recovered = row[12]; droppedFrames = row[13]; loudness = row[14]; format = row[15]
+        readLoudness = loudness == nil ? nil : Loudness(integrated: row[16], range: row[17], truePeak: row[18])
     }
 
     init(_ r: Recording) {
@@ -87,7 +113,7 @@ struct RecordingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
                          createdAt: createdAt, duration: duration, sizeBytes: sizeBytes, file: file,
                          playCount: playCount, lastPlayedAt: lastPlayedAt, recovered: recovered,
                          droppedFrames: droppedFrames,
-                         loudness: loudness.flatMap { try? JSONDecoder().decode(Loudness.self, from: Data($0.utf8)) },
+                         loudness: readLoudness ?? loudness.flatMap { try? JSONDecoder().decode(Loudness.self, from: Data($0.utf8)) },
                          format: format)
     }
 }
