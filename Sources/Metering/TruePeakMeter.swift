@@ -6,9 +6,9 @@
 ///
 /// Why not libebur128's own true-peak mode: its interpolator walks a circular delay line sample by
 /// sample with an index wrap in the innermost loop, and took most of recd's CPU while recording
-/// (44% of it for a FLAC recording, whose encoder is cheap). Here each block is filtered phase by
-/// phase over a contiguous buffer (the history, then the block): a multiply-add per tap over the
-/// whole block, which the compiler vectorizes — about a tenth of the time for the same result.
+/// (44% of it for a FLAC recording, whose encoder is cheap). Here each block is filtered over a
+/// contiguous buffer (the history, then the block), eight outputs at a time with SIMD — the same
+/// result for a fraction of the time.
 ///
 /// Used by one thread at a time.
 public final class TruePeakMeter {
@@ -21,7 +21,6 @@ public final class TruePeakMeter {
     let reach: Int
     /// Per channel: the last `reach` samples, then room for a block (scaled to [-1, 1)).
     private var work: [[Float]]
-    private var accumulator: [Float] = []
     /// The largest magnitude seen, per channel (linear, 1.0 = full scale).
     public private(set) var peaks: [Double]
 
@@ -49,33 +48,45 @@ public final class TruePeakMeter {
     /// Adds `frames` interleaved frames.
     public func add(_ samples: UnsafeBufferPointer<Int16>, frames: Int) {
         guard frames > 0 else { return }
-        if accumulator.count < frames { accumulator = [Float](repeating: 0, count: frames) }
         for c in 0..<channels {
             peaks[c] = max(peaks[c], scan(channel: c, samples, frames: frames))
         }
     }
 
     /// The channel's largest oversampled magnitude in this block; keeps its last samples as history.
+    /// Eight outputs at a time (SIMD8: the taps' products summed in registers), then the rest one by one.
     private func scan(channel c: Int, _ samples: UnsafeBufferPointer<Int16>, frames: Int) -> Double {
         let reach = self.reach
         if work[c].count != reach + frames { work[c].replaceSubrange(reach..., with: repeatElement(0, count: frames)) }
-        var peak: Float = 0
-        work[c].withUnsafeMutableBufferPointer { w in
+        let channels = self.channels
+        let phases = self.phases
+        return work[c].withUnsafeMutableBufferPointer { w -> Double in
             for i in 0..<frames { w[reach + i] = Float(samples[i * channels + c]) * (1 / 32768) }
-            accumulator.withUnsafeMutableBufferPointer { acc in
-                for phase in phases {
-                    for i in 0..<frames { acc[i] = 0 }
+            let raw = UnsafeRawPointer(w.baseAddress!)
+            var peak8 = SIMD8<Float>(repeating: 0)
+            var peak: Float = 0
+            let whole = frames / 8 * 8
+            for phase in phases {
+                var i = 0
+                while i < whole {
+                    var acc = SIMD8<Float>(repeating: 0)
                     for (coefficient, back) in phase {
-                        let from = reach - back
-                        for i in 0..<frames { acc[i] += coefficient * w[from + i] }
+                        acc += coefficient * raw.loadUnaligned(fromByteOffset: (reach - back + i) * 4, as: SIMD8<Float>.self)
                     }
-                    for i in 0..<frames { peak = max(peak, abs(acc[i])) }
+                    peak8 = pointwiseMax(peak8, pointwiseMax(acc, -acc))
+                    i += 8
+                }
+                while i < frames {
+                    var acc: Float = 0
+                    for (coefficient, back) in phase { acc += coefficient * w[reach - back + i] }
+                    peak = max(peak, abs(acc))
+                    i += 1
                 }
             }
             // The block's last samples are the next block's history.
             for i in 0..<reach { w[i] = w[frames + i] }
+            return Double(max(peak, peak8.max()))
         }
-        return Double(peak)
     }
 }
 
