@@ -8,7 +8,7 @@ import RecdAPI
 /// Measures, one at a time, the saved and pending recordings whose loudness is not known: salvaged
 /// ones, trimmed ones (the cut is measured again), and those from before loudness was measured.
 /// Runs after start-up and whenever woken (a trim); each measurement decodes the file on
-/// `BlockingPool`, so no request waits for it. State: what is left and what was done, for status.
+/// `BackgroundPool` (an idle-priority thread), so no request waits for it or competes with it. State: what is left and what was done, for status.
 public actor LoudnessPass {
     private let catalog: Catalog
     private let data: DataDirectory
@@ -56,14 +56,14 @@ public actor LoudnessPass {
     private func measure(_ id: UUID) async {
         let (catalog, data) = (self.catalog, self.data)
         do {
-            let stored = try await runBlocking { () -> Bool in
-                guard let r = try catalog.recording(id: id), r.loudness == nil,
-                      r.state == .ready || r.state == .pending else { return false }
-                let path = data.absolute(r.file)
-                let size = FileOps.size(path)
-                guard let loudness = try Library.analyze(path: path).loudness else { return false }
-                return try catalog.storeLoudness(id: id, loudness, measuredFileSize: size)
-            }
+            // The catalog's reads and write at normal priority (a write at idle priority could hold
+            // SQLite's write lock while a busy CPU never gives it back); only the decode is idle.
+            guard let r = try await runBlocking({ try catalog.recording(id: id) }), r.loudness == nil,
+                  r.state == .ready || r.state == .pending else { return }
+            let path = data.absolute(r.file)
+            let (size, measured) = try await runInBackground { (FileOps.size(path), try Library.analyze(path: path).loudness) }
+            guard let loudness = measured else { return }
+            let stored = try await runBlocking { try catalog.storeLoudness(id: id, loudness, measuredFileSize: size) }
             if stored {
                 progress.measured += 1
                 logger.debug("loudness of \(id) measured")
