@@ -61,6 +61,7 @@ bench: test-deps build
 	bench/metering.py
 	bench/video.py
 	bench/webapp.py
+	bench/idle.py
 
 clean:
 	rm -rf .build

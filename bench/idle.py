@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""An idle recd: how often it wakes and how much memory it holds, beside peers run in the same script.
+
+  wake-ups   context switches (voluntary + involuntary) of all of recd's threads over IDLE_SECONDS
+             (60) with no recording, no playback and no client, from /proc/PID/task/*/status; per
+             thread name, so a periodic one shows whose it is.
+  memory     VmRSS, and the resident memory per mapping from /proc/PID/smaps, grouped: the Swift
+             runtime, Foundation (with ICU's data), FFmpeg, SQLite, the rest of the libraries, recd's
+             own binary, and anonymous memory (heaps, stacks).
+  peers      a Swift program that does nothing but await in Swift concurrency (built here with swiftc),
+             the same counts: what any Swift-concurrency process on Linux pays; and `sleep` (a C
+             process that never wakes).
+
+Writes its section of BENCHMARKS.md. Env: RECD_BIN (default .build/release/recd), IDLE_SECONDS (60).
+"""
+import collections, datetime, os, shutil, subprocess, sys, tempfile, time
+from benchmarks_md import write_section
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.chdir(REPO)
+RECD = os.environ.get("RECD_BIN", ".build/release/recd")
+SECONDS = int(os.environ.get("IDLE_SECONDS", "60"))
+TITLE = "## Idle"
+if not os.access(RECD, os.X_OK):
+    subprocess.run(["swift", "build", "-c", "release", "--product", "recd"], check=True)
+WORK = tempfile.mkdtemp(prefix="recd-idle-")
+
+
+def log(*a):
+    print("[idle]", *a, file=sys.stderr, flush=True)
+
+
+def switches(pid):
+    """{thread id: (name, context switches)}."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+            n = sum(int(l.split()[1]) for l in open(f"/proc/{pid}/task/{tid}/status")
+                    if l.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+            out[tid] = (name, n)
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def wakeups(pid, seconds):
+    a = switches(pid)
+    time.sleep(seconds)
+    b = switches(pid)
+    per_name = collections.Counter()
+    for tid, (name, n) in b.items():
+        per_name[name] += n - a.get(tid, (name, 0))[1]
+    return sum(per_name.values()) / seconds, per_name
+
+
+FFMPEG_DEPS = set()
+
+
+def note_ffmpeg_deps(pid):
+    """The libraries FFmpeg's own pull in (ldd of each libav*/libsw* recd maps), minus what recd needs itself."""
+    libs = {l.split()[-1] for l in open(f"/proc/{pid}/maps") if "/libav" in l or "/libsw" in l and "libswift" not in l}
+    own = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libasound.so.2", "libsqlite3.so.0"}
+    for lib in libs:
+        for line in subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.splitlines():
+            name = line.split()[0] if line.split() else ""
+            if name and name not in own:
+                FFMPEG_DEPS.add(name)
+
+
+def group(path):
+    base = os.path.basename(path)
+    if any(base.startswith(d.split(".so")[0] + ".so") for d in FFMPEG_DEPS) and not base.startswith(("libav", "libsw")):
+        return "libraries FFmpeg loads (codecs, TLS, XML, SVG, …)"
+    if base.startswith(("libswiftCore", "libswift_", "libswiftGlibc", "libswiftDispatch", "libdispatch", "libBlocksRuntime",
+                        "libswiftSynchronization")):
+        return "Swift runtime, Concurrency, Dispatch"
+    if base.startswith(("libFoundation", "lib_FoundationICU")):
+        return "Foundation (Essentials, Internationalization, ICU data)"
+    if base.startswith(("libav", "libsw")) and not base.startswith("libswift"):
+        return "FFmpeg (libavcodec, libavformat, …)"
+    if base.startswith("libsqlite3"):
+        return "SQLite"
+    if path == os.path.realpath(RECD):
+        return "recd's own code"
+    if path.startswith("/") and ".so" in base:
+        return "other libraries (libc, libstdc++, ALSA, …)"
+    return "anonymous (heaps, stacks, caches)"
+
+
+def memory(pid):
+    """VmRSS (kB), resident kB per group and per mapped file."""
+    groups, files = collections.Counter(), collections.Counter()
+    current, path = None, ""
+    for line in open(f"/proc/{pid}/smaps"):
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+            path = fields[5] if len(fields) > 5 else ""
+            current = group(path)
+        elif fields[0] == "Rss:":
+            groups[current] += int(fields[1])
+            if path.startswith("/"):
+                files[os.path.basename(path)] += int(fields[1])
+    rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS"))
+    return rss, groups, files
+
+
+procs = []
+try:
+    # The peer: a Swift program that only awaits (Swift concurrency, as recd's services do).
+    peer_src = os.path.join(WORK, "idle.swift")
+    open(peer_src, "w").write("try await Task.sleep(for: .seconds(100_000))\n")
+    peer_bin = os.path.join(WORK, "idle-swift")
+    subprocess.run(["swiftc", "-O", peer_src, "-o", peer_bin], check=True, capture_output=True)
+
+    data, sock = os.path.join(WORK, "data"), os.path.join(WORK, "recd.sock")
+    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null", "--log-level", "error"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(p)
+    for _ in range(200):
+        if subprocess.run(["curl", "-s", "-o", "/dev/null", "--unix-socket", sock, "http://recd/v1/status"]).returncode == 0:
+            break
+        time.sleep(0.05)
+    time.sleep(3)   # start-up settles (recovery, the loudness pass of an empty library)
+    log(f"recd idle for {SECONDS} s")
+    recd_rate, recd_threads = wakeups(p.pid, SECONDS)
+    note_ffmpeg_deps(p.pid)
+    recd_rss, recd_groups, recd_files = memory(p.pid)
+
+    peers = []
+    for label, cmd in (("Swift program awaiting in Swift concurrency (`Task.sleep`)", [peer_bin]), ("`sleep` (C)", ["sleep", "100000"])):
+        q = subprocess.Popen(cmd)
+        procs.append(q)
+        time.sleep(2)
+        log(f"{label} for {SECONDS} s")
+        rate, threads = wakeups(q.pid, SECONDS)
+        rss, _, _ = memory(q.pid)
+        peers.append((label, rate, threads, rss))
+        q.kill()
+finally:
+    for q in procs:
+        if q.poll() is None:
+            q.kill()
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def threads_text(counter):
+    busy = [f"{name} {n}" for name, n in counter.most_common() if n > 0]
+    return ", ".join(busy) if busy else "none"
+
+
+kind = "release" if "release" in os.path.realpath(RECD) else "debug"
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
+lines = [TITLE, "",
+         f"Written by `bench/idle.py` on {datetime.date.today()} — {os.cpu_count()} CPUs, {cpu}; recd: {kind} build, no",
+         f"watchdog (not under systemd), no recording, playback or client, {SECONDS} s.", "",
+         "| Process | wake-ups per second | context switches per thread name | RSS |", "|---|---:|---|---:|",
+         f"| recd | {recd_rate:.2f} | {threads_text(recd_threads)} | {recd_rss / 1024:.1f} MB |"]
+for label, rate, threads, rss in peers:
+    lines.append(f"| {label} | {rate:.2f} | {threads_text(threads)} | {rss / 1024:.1f} MB |")
+lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog's; RSS ≤ 30 MB.", "",
+          "recd's resident memory by what it maps (`/proc/PID/smaps`):", "", "| Part | RSS |", "|---|---:|"]
+for name, kb in recd_groups.most_common():
+    lines.append(f"| {name} | {kb / 1024:.1f} MB |")
+lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
+section = "\n".join(lines) + "\n"
+print(section)
+write_section(REPO, TITLE, section)
