@@ -203,7 +203,7 @@ public final class Catalog: Sendable {
 
     public func recording(id: UUID) throws -> Recording? {
         try wrap("read") {
-            try pool.read { db in try RecordingRecord.fetchOne(db, key: id.uuidString)?.recording() }
+            try pool.read { db in try RecordingRecord.fetch(db, id: id.uuidString)?.recording() }
         }
     }
 
@@ -318,7 +318,7 @@ public final class Catalog: Sendable {
     public func modify(id: UUID, _ body: (inout Recording) throws -> Void) throws -> Recording {
         try wrap("update") {
             try write { db in
-                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
+                guard let record = try RecordingRecord.fetch(db, id: id.uuidString) else {
                     throw CatalogError.notFound(id: id.uuidString)
                 }
                 var r = try record.recording()
@@ -347,10 +347,10 @@ public final class Catalog: Sendable {
         try wrap("count plays") {
             try pool.write { db in
                 try plays.map { play -> Result<Recording, CatalogError> in
-                    try db.execute(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'",
-                                   arguments: [play.at, play.id.uuidString])
+                    try db.cachedStatement(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'")
+                        .execute(arguments: [play.at, play.id.uuidString])
                     let changed = db.changesCount
-                    guard let record = try RecordingRecord.fetchOne(db, key: play.id.uuidString) else {
+                    guard let record = try RecordingRecord.fetch(db, id: play.id.uuidString) else {
                         return .failure(.notFound(id: play.id.uuidString))
                     }
                     if changed == 0 { return .failure(.unexpectedState(id: play.id.uuidString, state: record.state)) }
@@ -365,7 +365,7 @@ public final class Catalog: Sendable {
     public func delete(id: UUID, ifStateIn states: Set<String>) throws {
         try wrap("delete") {
             try write { db in
-                guard let record = try RecordingRecord.fetchOne(db, key: id.uuidString) else {
+                guard let record = try RecordingRecord.fetch(db, id: id.uuidString) else {
                     throw CatalogError.notFound(id: id.uuidString)
                 }
                 guard states.contains(record.state) else {
@@ -486,7 +486,7 @@ public final class Catalog: Sendable {
                         try db.execute(sql: "UPDATE recording SET contentHash = ? WHERE id = ?", arguments: [contentHash, r.id.uuidString])
                     }
                 } else {
-                    guard let record = try RecordingRecord.fetchOne(db, key: r.id.uuidString) else {
+                    guard let record = try RecordingRecord.fetch(db, id: r.id.uuidString) else {
                         throw CatalogError.notFound(id: r.id.uuidString)
                     }
                     guard states.contains(record.state) else {
@@ -508,7 +508,7 @@ public final class Catalog: Sendable {
                 }
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [temporary, Self.replacementKind, Date()])
-                guard let after = try RecordingRecord.fetchOne(db, key: r.id.uuidString) else {
+                guard let after = try RecordingRecord.fetch(db, id: r.id.uuidString) else {
                     throw CatalogError.notFound(id: r.id.uuidString)
                 }
                 return try after.recording()

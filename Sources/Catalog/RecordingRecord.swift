@@ -54,13 +54,20 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
     /// What every read selects, in this order: `init(row:)` reads the columns by position (GRDB's
     /// Codable decoding looks each one up by name through a keyed container: most of a listing's
     /// time went there and into a JSONDecoder per row for the loudness).
-    static var databaseSelection: [any SQLSelectable] { [
-        Columns.id, Columns.type, Columns.state, Columns.title, Columns.notes, Columns.purpose, Columns.createdAt,
-        Columns.duration, Columns.sizeBytes, Column(CodingKeys.file), Columns.playCount, Columns.lastPlayedAt, Columns.recovered,
-        Columns.droppedFrames, Column(CodingKeys.loudness), Column(CodingKeys.format),
-        SQL("json_extract(loudness, '$.integrated')"), SQL("json_extract(loudness, '$.range')"),
-        SQL("json_extract(loudness, '$.truePeak')"),
-    ] }
+    static var databaseSelection: [any SQLSelectable] {
+        selectedColumns.map { Column($0) as any SQLSelectable } + selectedLoudness.map { SQL(sql: $0) as any SQLSelectable }
+    }
+    private static let selectedColumns = ["id", "type", "state", "title", "notes", "purpose", "createdAt", "duration", "sizeBytes",
+                                          "file", "playCount", "lastPlayedAt", "recovered", "droppedFrames", "loudness", "format"]
+    private static let selectedLoudness = ["integrated", "range", "truePeak"].map { "json_extract(loudness, '$.\($0)')" }
+
+    /// One row by id through a statement compiled once per connection (GRDB's `fetchOne(key:)` builds
+    /// and compiles its SQL anew each time: a sixth of a play count's CPU).
+    static func fetch(_ db: Database, id: String) throws -> RecordingRecord? {
+        try fetchOne(db.cachedStatement(sql: selectByID), arguments: [id])
+    }
+    private static let selectByID =
+        "SELECT " + (selectedColumns.map { "\"\($0)\"" } + selectedLoudness).joined(separator: ", ") + " FROM recording WHERE id = ?"
 
     init(row: Row) throws {
         id = row[0]; type = row[1]; state = row[2]; title = row[3]; notes = row[4]; purpose = row[5]

@@ -119,6 +119,16 @@ enum JSONResponse {
         return raw(data + Data("\n".utf8), contentType: "application/json", status: status)
     }
 
+    /// Recordings and lists of them, the most frequent replies, by the hand-written writer (the same
+    /// bytes as the encoder's; see `RecordingJSON`).
+    static func make(_ recording: Recording, status: HTTPResponse.Status = .ok) -> Response {
+        raw(RecordingJSON.encode(recording) + Data("\n".utf8), contentType: "application/json", status: status)
+    }
+
+    static func make(_ list: RecordingList, status: HTTPResponse.Status = .ok) -> Response {
+        raw(RecordingJSON.encode(list) + Data("\n".utf8), contentType: "application/json", status: status)
+    }
+
     static func raw(_ data: Data, contentType: String, status: HTTPResponse.Status = .ok,
                     extraHeaders: HTTPFields = [:]) -> Response {
         var headers: HTTPFields = [.contentType: contentType]
