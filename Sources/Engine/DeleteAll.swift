@@ -10,7 +10,9 @@ import RecdAPI
 /// 2. every file of `Recordings/` is renamed into `Recordings/.trash-<id>/` (same filesystem);
 ///    both directories are fsynced;
 /// 3. commit: all rows and the journal row are deleted in one transaction;
-/// 4. the trash folder is emptied and removed.
+/// 4. the trash folder is emptied and removed — after the reply, on `BackgroundPool`: from the
+///    commit on, the library is empty and the files are out of `Recordings/` for good; unlinking them
+///    is half of the work and nobody needs to wait for it (a crash meanwhile: recovery finishes it).
 /// A failure before 3 moves the files back and ends the journal: nothing changed. After a crash,
 /// `recover` finds either an open journal row (before 3: files go back, everything is still there)
 /// or a trash folder without one (after 3: it is emptied, everything is gone).
@@ -45,8 +47,12 @@ enum DeleteAll {
             try FileOps.sync(trash)
             try FileOps.sync(dir)
             let rows = try catalogCall { try catalog.commitDeleteAll(journalID: journal) }
-            for name in moved { try? FileOps.remove(trash + "/" + name) }
-            rmdir(trash)
+            let files = moved
+            BackgroundPool.shared.submit { _ in
+                for name in files { try? FileOps.remove(trash + "/" + name) }
+                rmdir(trash)
+                logger.info("deleted all: the trash of \(files.count) files is emptied")
+            }
             logger.info("deleted all: \(rows) recordings, \(moved.count) files")
             return DeleteAllResponse(deletedRecordings: rows, deletedFiles: moved.count)
         } catch {

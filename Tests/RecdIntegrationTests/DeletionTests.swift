@@ -121,6 +121,9 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(done.deletedRecordings, 4)
         XCTAssertEqual(done.deletedFiles, 3)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
+        XCTAssertEqual(try visibleFiles(), [], "at the reply the files are out of Recordings/")
+        // The trash they went into is emptied after the reply.
+        for _ in 0..<100 where try !allEntries().isEmpty { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertEqual(try allEntries(), [])
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
         // The seed's wording on a terminal.
