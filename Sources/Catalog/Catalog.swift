@@ -383,7 +383,8 @@ public final class Catalog: Sendable {
             try pool.read { db in
                 var out: [String: (id: String, state: String)] = [:]
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, file, state FROM recording")
-                while let row = try rows.next() { out[row["file"]] = (row["id"], row["state"]) }
+                out.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM recording") ?? 0)
+                while let row = try rows.next() { out[row[1]] = (row[0], row[2]) }
                 return out
             }
         }

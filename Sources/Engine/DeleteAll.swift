@@ -110,7 +110,8 @@ enum DeleteAll {
             }
         }
         // Committed (no journal row any more): finish emptying the trash.
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        // Hidden entries only (readdir, not Foundation's listing of the whole library).
+        let names = (try? data.listRecordings().hidden) ?? []
         for name in names where name.hasPrefix(trashPrefix) && !openIDs.contains(String(name.dropFirst(trashPrefix.count))) {
             let trash = dir + "/" + name
             let files = (try? FileManager.default.contentsOfDirectory(atPath: trash)) ?? []
