@@ -135,6 +135,9 @@ public struct RecdDaemon {
         let serviceGroup = ServiceGroup(configuration: .init(services: services + [server],
                                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await serviceGroup.run()
+        // Said again before exiting: the signal's handler runs on a Dispatch thread, and a quick
+        // shutdown can end the process before it does (systemd takes the repeat as it is).
+        notifier.notify("STOPPING=1")
         if inherited == nil { unlink(socketPath) }   // ours; systemd's socket stays for the next activation
         withExtendedLifetime(lock) {}
         logger.info("recd stopped")
