@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Checks the rounds of scripts/power-cut-test.sh on the host.
+
+Usage: power-cut-check.py OUTDIR
+
+OUTDIR/rounds.txt lists the rounds ("ROUND OP DELAY_MS VM_STATUS SEED"); round R's folder holds what
+its guest saw at start-up (after the previous cut and recd's recovery: after.json, check.json,
+status.json, tree.txt, integrity.txt, files/) and the log of the replies acknowledged before its own
+cut (acks.jsonl). Round R is judged against round R+1's start-up:
+- every acknowledged change is there: a reply that said a recording was saved, edited, played (its
+  count), trimmed, deleted, discarded or all deleted is what the catalog shows; the one operation in
+  flight at the cut is either done or not, whole (a delete-all all or nothing);
+- nothing half-done remains: no orphan file, no row without its file, no hidden leftovers, no row
+  left `recording` or marked `missing`, nothing quarantined, no recovery problem, and every
+  recording's file decodes to the end and is as long as its row says;
+- the catalog passes PRAGMA integrity_check;
+- a recording cut mid-take is salvaged, and loses at most LOSS_LIMIT seconds.
+Prints one line per round, a summary per operation, the seconds lost per interrupted recording,
+and last the plain line "N passed, M failed".
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+LOSS_LIMIT = 1.5        # seconds a recording cut mid-take may lose (a fragment, ~1 s, and the sync)
+DURATION_SLACK = 0.06   # row against file, and a trim's cut against what was asked
+
+
+def load(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def lines(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        out.append({"unparsable": line})
+    except OSError:
+        pass
+    return out
+
+
+def probe_duration(path):
+    r = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path],
+                       capture_output=True, text=True)
+    try:
+        return float(r.stdout.strip())
+    except ValueError:
+        return None
+
+
+def decodes(path):
+    r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
+                       capture_output=True, text=True)
+    return r.returncode == 0, r.stderr.strip()[-300:]
+
+
+def startup_problems(d):
+    """What is wrong with a start-up state on its own (whatever came before)."""
+    problems = []
+    integrity = open(os.path.join(d, "integrity.txt")).read().strip() if os.path.exists(os.path.join(d, "integrity.txt")) else "(none)"
+    if integrity != "ok":
+        problems.append(f"PRAGMA integrity_check: {integrity[:200]}")
+    after = load(os.path.join(d, "after.json"))
+    if not after or "recordings" not in after:
+        return problems + ["no listing of the library"], {}
+    rows = {r["id"]: r for r in after["recordings"]}
+    check = load(os.path.join(d, "check.json"), {})
+    for key in ("rowsWithoutFile", "missing", "filesWithoutRow", "interruptedRecordings", "unsettled"):
+        if check.get(key):
+            problems.append(f"check: {key} {check[key]}")
+    recovery = (check.get("lastRecovery") or {})
+    for key in ("quarantined", "markedMissing", "problems"):
+        if recovery.get(key):
+            problems.append(f"recovery: {key} {recovery[key]}")
+    for r in rows.values():
+        if r["state"] in ("recording", "missing"):
+            problems.append(f"{r['id']} is {r['state']}")
+    # The data directory: Recordings/ holds exactly the rows' files, nothing hidden; .uploads is empty.
+    files, others = set(), []
+    for line in open(os.path.join(d, "tree.txt")):
+        kind, _, path = line.rstrip("\n").split(" ", 2)
+        if path.startswith("./Recordings/"):
+            name = path[len("./Recordings/"):]
+            if kind == "f" and "/" not in name and not name.startswith("."):
+                files.add("Recordings/" + name)
+            else:
+                others.append(path)
+        elif path.startswith("./.uploads/"):
+            others.append(path)
+    if others:
+        problems.append(f"leftovers: {others}")
+    wanted = {r["file"] for r in rows.values()}
+    if files - wanted:
+        problems.append(f"files without a row: {sorted(files - wanted)}")
+    if wanted - files:
+        problems.append(f"rows without a file: {sorted(wanted - files)}")
+    # Every file decodes to the end and is as long as its row says.
+    for r in rows.values():
+        copy = os.path.join(d, "files", os.path.basename(r["file"]))
+        if not os.path.exists(copy):
+            continue
+        ok, err = decodes(copy)
+        if not ok:
+            problems.append(f"{r['file']} does not decode: {err}")
+        length = probe_duration(copy)
+        if length is None or r.get("duration") is None or abs(length - r["duration"]) > DURATION_SLACK:
+            problems.append(f"{r['file']}: file {length} s, row {r.get('duration')} s")
+    return problems, rows
+
+
+def same(expected, actual):
+    """What a reply said about a recording, against what the catalog shows after the cut."""
+    diffs = []
+    for key in ("state", "title", "notes", "purpose", "playCount", "type", "file"):
+        if expected.get(key) != actual.get(key):
+            diffs.append(f"{key} {expected.get(key)!r} → {actual.get(key)!r}")
+    e, a = expected.get("duration"), actual.get("duration")
+    if e is not None and (a is None or abs(e - a) > DURATION_SLACK):
+        diffs.append(f"duration {e} → {a}")
+    return diffs
+
+
+def judge(rnd, op, before_rows, acks, after_rows, after_dir):
+    """Problems of one cut: what the acknowledged replies say against what is there after it."""
+    problems = []
+    model = {k: dict(v) for k, v in before_rows.items()}
+    begun, acked_inflight, cut_at, started = None, None, None, None
+    for entry in acks:
+        if "unparsable" in entry:
+            problems.append(f"unparsable log line {entry['unparsable'][:100]}")
+            continue
+        if "cut" in entry:
+            cut_at = entry["cut"]
+            continue
+        if "begin" in entry:
+            if entry["begin"] != "record":
+                begun = entry
+            continue
+        status, reply, path, method = entry["status"], entry.get("reply"), entry["path"], entry["method"]
+        if begun and entry["call"] == begun["begin"]:
+            acked_inflight = entry
+        if not (200 <= status < 300):
+            continue   # refused: nothing changed
+        if path == "/v1/record/start":
+            model[reply["recording"]["id"]] = reply["recording"]
+            started = (reply["recording"]["id"], entry["t1"])
+        elif path == "/v1/record/stop":
+            rid = started[0] if started else None
+            if reply.get("discarded"):
+                model.pop(rid, None)
+            else:
+                model[reply["recording"]["id"]] = reply["recording"]
+        elif method == "DELETE" and path.startswith("/v1/recordings?confirm=all"):
+            model = {}
+        elif method == "DELETE":
+            model.pop(path.rsplit("/", 1)[1], None)
+        elif path.endswith("/discard"):
+            model.pop(path.split("/")[3], None)
+        elif path == "/v1/playback/stop":
+            ended = (reply or {}).get("lastEnded") or {}
+            target = begun["target"] if begun else None
+            if ended.get("counted") and ended.get("recordingID") in model:
+                model[ended["recordingID"]]["playCount"] = before_rows.get(ended["recordingID"], {}).get("playCount", 0) + 1
+                if target == ended["recordingID"]:
+                    begun = dict(begun, settled=True)
+        elif path.endswith("/play"):
+            pass   # a play counts when it ends (stop, or played to the end)
+        elif isinstance(reply, dict) and "id" in reply and "state" in reply:
+            model[reply["id"]] = reply   # save, edit, played, trim: the recording as it is now
+    if cut_at is None:
+        problems.append("no cut logged (the guest ended before cutting)")
+
+    # What the operation in flight may or may not have done, per recording.
+    alternatives = {rid: [rec] for rid, rec in model.items()}
+    lost = None
+    if begun and acked_inflight is None:
+        name, target = begun["begin"], begun.get("target")
+        body = begun.get("body") or {}
+        if name == "delete-all":
+            alternatives = None   # all or nothing, judged below
+        elif name in ("delete", "discard") and target in model:
+            alternatives[target] = [model[target], None]
+        elif name == "save" and target in model:
+            alternatives[target] = [model[target], dict(model[target], state="ready", title=body.get("title"))]
+        elif name == "edit" and target in model:
+            alternatives[target] = [model[target], dict(model[target], notes=body.get("notes"))]
+        elif name in ("played", "playback-stop") and target in model:
+            alternatives[target] = [model[target], dict(model[target], playCount=model[target]["playCount"] + 1)]
+        elif name == "trim" and target in model:
+            alternatives[target] = [model[target], dict(model[target], duration=body.get("end"))]
+        elif name == "stop" and started and started[0] in model:
+            rid = started[0]
+            salvaged = dict(model[rid], state="pending", duration=None)
+            then = body.get("then")
+            done = None if then == "discard" else dict(model[rid], state="ready" if then == "save" else "pending",
+                                                        title=body.get("title") if then == "save" else model[rid]["title"],
+                                                        duration=None)
+            alternatives[rid] = [salvaged, done]
+    if op == "play" and begun and not begun.get("settled"):
+        target = begun.get("target")
+        if target in model:   # the take may have played to its end (and counted) before the stop
+            alternatives[target] = alternatives.get(target, [model[target]]) + [dict(model[target], playCount=model[target]["playCount"] + 1)]
+    # A recording cut mid-take comes back pending, salvaged, all but the last moments.
+    if op == "record" and started:
+        rid, t_start = started
+        alternatives[rid] = [dict(model[rid], state="pending", duration=None)]
+        if rid in after_rows and cut_at is not None:
+            got = after_rows[rid].get("duration") or 0.0
+            lost = (cut_at - t_start) - got
+            if not after_rows[rid].get("recovered"):
+                problems.append(f"{rid} was not marked recovered")
+            if lost > LOSS_LIMIT:
+                problems.append(f"salvaged {got:.2f} s of {cut_at - t_start:.2f} s: lost {lost:.2f} s")
+
+    if alternatives is None:   # delete-all in flight
+        kept = [rid for rid in model if rid in after_rows]
+        if kept and len(kept) != len(model):
+            problems.append(f"delete-all left {len(kept)} of {len(model)}")
+        alternatives = {rid: [model[rid]] if kept else [None] for rid in model}
+    for rid, options in alternatives.items():
+        actual = after_rows.get(rid)
+        if actual is None:
+            if None not in options:
+                problems.append(f"{rid} ({options[0].get('state')}, acknowledged) is gone")
+            continue
+        candidates = [o for o in options if o is not None]
+        if not candidates:
+            problems.append(f"{rid} was acknowledged as removed but is there ({actual['state']})")
+            continue
+        results = [same(o, actual) for o in candidates]
+        if not any(not r for r in results):
+            problems.append(f"{rid}: {min(results, key=len)}")
+    for rid in after_rows:
+        if rid not in alternatives:
+            problems.append(f"{rid} is there ({after_rows[rid]['state']}) but no reply created it")
+    return problems, lost
+
+
+def main():
+    out = sys.argv[1]
+    rounds = []
+    for line in open(os.path.join(out, "rounds.txt")):
+        parts = line.split()
+        if len(parts) >= 4:
+            rounds.append((int(parts[0]), parts[1], int(parts[2]), int(parts[3])))
+    cuts = [r for r in rounds if r[1] != "check"]
+    passed = failed = 0
+    per_op, losses = {}, []
+    for rnd, op, delay, status in cuts:
+        here, nxt = os.path.join(out, f"round-{rnd}"), os.path.join(out, f"round-{rnd + 1}")
+        problems = []
+        if status != 125:
+            problems.append(f"the guest ended with status {status}, not by the power cut (125)")
+        # (Round R's own start-up state was judged with round R-1.)
+        _, before_rows = startup_problems(here) if os.path.exists(os.path.join(here, "after.json")) else ([], {})
+        if not os.path.exists(os.path.join(nxt, "after.json")):
+            problems.append("the next guest dumped nothing")
+            after_rows = {}
+        else:
+            after_problems, after_rows = startup_problems(nxt)
+            problems += after_problems
+        judged, lost = judge(rnd, op, before_rows, lines(os.path.join(here, "acks.jsonl")), after_rows, nxt)
+        problems += judged
+        if lost is not None:
+            losses.append(lost)
+        ok = not problems
+        passed += ok
+        failed += not ok
+        stats = per_op.setdefault(op, [0, 0])
+        stats[0 if ok else 1] += 1
+        extra = f", lost {lost:.2f} s" if lost is not None else ""
+        print(f"round {rnd}: {op}, cut {delay} ms in: {'ok' if ok else 'FAILED'}{extra}")
+        for p in problems:
+            print(f"    {p}")
+    print("cuts survived per operation: " + ", ".join(f"{op} {s[0]}/{s[0] + s[1]}" for op, s in sorted(per_op.items())))
+    if losses:
+        print(f"seconds lost per recording cut mid-take: median {statistics.median(losses):.2f}, max {max(losses):.2f}, "
+              f"min {min(losses):.2f} ({len(losses)} recordings)")
+    summary = {"passed": passed, "failed": failed, "perOperation": per_op, "secondsLost": losses}
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
