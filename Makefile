@@ -61,6 +61,7 @@ bench: test-deps build
 	bench/metering.py
 	bench/video.py
 	bench/webapp.py
+	RECD_BIN_DIR=$(RELEASE_DIR) bench/power-cut.py
 
 clean:
 	rm -rf .build

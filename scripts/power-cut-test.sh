@@ -46,8 +46,9 @@ sox -n -r 48000 -c 1 -b 16 "$out/tone.wav" synth 90 sine 1000 vol 0.5 || exit 2
 # Every operation equally often (a shuffled cycle), each cut a random moment after it began, in a
 # window that covers its whole course in the emulated guest (measured: see BENCHMARKS.md).
 ops=(record stop save edit played play delete discard delete-all trim)
-declare -A window=([record]="1000 3000" [stop]="0 1500" [save]="0 400" [edit]="0 400" [played]="0 400"
-                   [play]="0 400" [delete]="0 500" [discard]="0 500" [delete-all]="0 800" [trim]="0 1500")
+# (A request takes 0.3-0.6 s there, curl's start included; a stop 0.6-1.2 s, a trim about 1.4 s.)
+declare -A window=([record]="1000 3000" [stop]="0 1500" [save]="0 700" [edit]="0 700" [played]="0 700"
+                   [play]="0 700" [delete]="0 700" [discard]="0 700" [delete-all]="0 900" [trim]="0 1600")
 cycle=()
 started=$(date +%s)
 for ((r = 1; r <= n + 1; r++)); do

@@ -137,7 +137,7 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
     """Problems of one cut: what the acknowledged replies say against what is there after it."""
     problems = []
     model = {k: dict(v) for k, v in before_rows.items()}
-    begun, acked_inflight, cut_at, started = None, None, None, None
+    begun, acked_inflight, cut_at, started, captured = None, None, None, None, None
     for entry in acks:
         if "unparsable" in entry:
             problems.append(f"unparsable log line {entry['unparsable'][:100]}")
@@ -154,6 +154,12 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
             acked_inflight = entry
         if not (200 <= status < 300):
             continue   # refused: nothing changed
+        if path == "/v1/status":
+            active = (reply or {}).get("active") or {}
+            frames = (active.get("capture") or {}).get("framesCaptured")
+            if frames is not None:
+                captured = (frames / reply["sampleRate"], entry["t1"])
+            continue
         if path == "/v1/record/start":
             model[reply["recording"]["id"]] = reply["recording"]
             started = (reply["recording"]["id"], entry["t1"])
@@ -219,11 +225,14 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
         alternatives[rid] = [dict(model[rid], state="pending", duration=None)]
         if rid in after_rows and cut_at is not None:
             got = after_rows[rid].get("duration") or 0.0
-            lost = (cut_at - t_start) - got
+            # Recorded at the cut: what the status reply just before it said was captured, and the
+            # time from that reply to the cut (else the time since the start reply).
+            recorded = captured[0] + (cut_at - captured[1]) if captured else cut_at - t_start
+            lost = recorded - got
             if not after_rows[rid].get("recovered"):
                 problems.append(f"{rid} was not marked recovered")
             if lost > LOSS_LIMIT:
-                problems.append(f"salvaged {got:.2f} s of {cut_at - t_start:.2f} s: lost {lost:.2f} s")
+                problems.append(f"salvaged {got:.2f} s of {recorded:.2f} s: lost {lost:.2f} s")
 
     if alternatives is None:   # delete-all in flight
         kept = [rid for rid in model if rid in after_rows]

@@ -108,6 +108,9 @@ case $op in
   *) echo "power-cut: unknown operation $op" >&2; exit 2 ;;
 esac
 sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
+# A take cut mid-way: what had been captured just before the cut (the status reply's frame count),
+# to measure what the cut lost against.
+[ "$op" = record ] && call status GET /v1/status
 note "{\"cut\": $(now)}"
 echo b > /proc/sysrq-trigger
 sleep 10
