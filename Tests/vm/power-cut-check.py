@@ -2,6 +2,7 @@
 """Checks the rounds of scripts/power-cut-test.sh on the host.
 
 Usage: power-cut-check.py OUTDIR
+       power-cut-check.py --log-writes OUTDIR   (every flush point of one run: Tests/vm/log-writes.sh)
 
 OUTDIR/rounds.txt lists the rounds ("ROUND OP DELAY_MS VM_STATUS SEED"); round R's folder holds what
 its guest saw at start-up (after the previous cut and recd's recovery: after.json, check.json,
@@ -223,6 +224,10 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
     if op == "record" and started:
         rid, t_start = started
         alternatives[rid] = [dict(model[rid], state="pending", duration=None)]
+        if rid not in after_rows and cut_at is not None and cut_at - t_start < LOSS_LIMIT:
+            # Cut before the first fragment was on the disk: recovery removes the empty take.
+            alternatives[rid].append(None)
+            lost = cut_at - t_start
         if rid in after_rows and cut_at is not None:
             got = after_rows[rid].get("duration") or 0.0
             # Recorded at the cut: what the status reply just before it said was captured, and the
@@ -234,6 +239,11 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
             if lost > LOSS_LIMIT:
                 problems.append(f"salvaged {got:.2f} s of {recorded:.2f} s: lost {lost:.2f} s")
 
+    if begun and acked_inflight is None and begun["begin"] == "start":
+        # A start in flight: its row may be there (salvaged, or still empty and removed).
+        for rid, row in after_rows.items():
+            if rid not in alternatives and row["state"] == "pending" and row.get("recovered"):
+                alternatives[rid] = [row]
     if alternatives is None:   # delete-all in flight
         kept = [rid for rid in model if rid in after_rows]
         if kept and len(kept) != len(model):
@@ -258,7 +268,68 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
     return problems, lost
 
 
+def log_writes(out):
+    """Every flush point of one logged run (Tests/vm/log-writes.sh): each state against the replies
+    acknowledged before that point in the log."""
+    entries = lines(os.path.join(out, "entries.jsonl"))
+    acks = lines(os.path.join(out, "acks.jsonl"))
+    # Ours are NAME:TIME; the kernel adds one of its own at the end ("dm-log-writes-end").
+    marks = [(e["index"], e["mark"].split(":")[0], float(e["mark"].split(":")[1]))
+             for e in entries if e["kind"] == "mark" and ":" in e["mark"]]
+    def mark_index(name):
+        return next((i for i, m, _ in marks if m == name), None)
+    points = sorted(int(d.split("-", 1)[1]) for d in os.listdir(out) if d.startswith("round-"))
+    passed = failed = 0
+    losses, per_context = [], {}
+    for p in points:
+        acked = {a["n"] for a in acks if "call" in a and (mark_index(f"a{a['n']}") or 1 << 60) < p}
+        begun = {a["n"] for a in acks if "begin" in a and (mark_index(f"b{a['n']}") or 1 << 60) < p}
+        inflight = begun - acked
+        cut_at = next((t for i, _, t in marks if i > p), None)
+        synthetic = [a for a in acks if "call" in a and a["n"] in acked]
+        synthetic += [a for a in acks if "begin" in a and a["n"] in inflight]
+        synthetic.append({"cut": cut_at})
+        # The context: a recording running (its start acknowledged, its stop not begun), else the
+        # operation in flight, else none.
+        starts = [a["n"] for a in acks if a.get("call") == "start" and a["n"] in acked]
+        stops = [a["n"] for a in acks if a.get("begin") == "stop" and a["n"] in begun]
+        op = next((a["begin"] for a in acks if "begin" in a and a["n"] in inflight), "none")
+        if starts and (not stops or max(stops) < max(starts)) and not inflight:
+            op = "record"
+        d = os.path.join(out, f"round-{p}")
+        problems = []
+        if not os.path.exists(os.path.join(d, "after.json")):
+            problems.append("recd did not start on this state (see points.log)")
+            rows = {}
+        else:
+            problems, rows = startup_problems(d)
+        judged, lost = judge(p, op, {}, synthetic, rows, d)
+        problems += [x for x in judged if x != "no cut logged (the guest ended before cutting)"]
+        if lost is not None:
+            losses.append(lost)
+        ok = not problems
+        passed += ok
+        failed += not ok
+        stats = per_context.setdefault(op, [0, 0])
+        stats[0 if ok else 1] += 1
+        extra = f", lost at most {lost:.2f} s" if lost is not None else ""
+        print(f"flush point {p} ({op}): {'ok' if ok else 'FAILED'}{extra}")
+        for x in problems:
+            print(f"    {x}")
+    print("flush points survived per operation in flight: "
+          + ", ".join(f"{op} {s[0]}/{s[0] + s[1]}" for op, s in sorted(per_context.items())))
+    if losses:
+        print(f"seconds lost (at most) per flush point while recording: median {statistics.median(losses):.2f}, "
+              f"max {max(losses):.2f} ({len(losses)} points)")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"passed": passed, "failed": failed, "perOperation": per_context, "secondsLost": losses}, f, indent=1)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
 def main():
+    if sys.argv[1] == "--log-writes":
+        return log_writes(sys.argv[2])
     out = sys.argv[1]
     rounds = []
     for line in open(os.path.join(out, "rounds.txt")):

@@ -20,11 +20,13 @@ now() { echo "${EPOCHREALTIME}"; }
 note() { printf '%s\n' "$1" >> "$rd/acks.jsonl"; }
 
 mkdir -p /mnt/recd-disk
-mount -t ext4 /dev/vda /mnt/recd-disk || { echo "power-cut: cannot mount /dev/vda" >&2; exit 2; }
+# RECD_PC_DEVICE: another block device (Tests/vm/log-writes.sh checks replayed states on loop devices).
+device=${RECD_PC_DEVICE:-/dev/vda}
+mount -t ext4 "$device" /mnt/recd-disk || { echo "power-cut: cannot mount $device" >&2; exit 2; }
 data=/mnt/recd-disk/data
 work=$(mktemp -d /tmp/recd-pc.XXXXXX)
 sock=$work/recd.sock
-aplay -q -D hw:Loopback,0,0 "$tone" &
+[ "$op" = check ] || aplay -q -D hw:Loopback,0,0 "$tone" &
 t_boot=$(cut -d' ' -f1 /proc/uptime)
 "$recd" --data-dir "$data" --socket "$sock" --capture-device hw:Loopback,1,0 --playback-device plughw:Loopback,0,1 \
   --min-free-mb 10 --log-level info > "$rd/recd.log" 2>&1 &
@@ -44,7 +46,12 @@ curl -s --unix-socket "$sock" http://recd/v1/check -o "$rd/check.json"
 (cd "$data" && find . -printf '%y %s %p\n' | sort -k3) > "$rd/tree.txt"
 sqlite3 "$data/catalog.sqlite" 'PRAGMA integrity_check' > "$rd/integrity.txt" 2>&1
 for f in "$data"/Recordings/*; do [ -f "$f" ] && cp "$f" "$rd/files/"; done
-[ "$op" = check ] && { echo "power-cut: round $round checked"; exit 0; }
+if [ "$op" = check ]; then
+  kill $recd_pid; wait $recd_pid 2>/dev/null
+  umount /mnt/recd-disk
+  echo "power-cut: round $round checked"
+  exit 0
+fi
 
 # --- 2. something to work on, acknowledged like the rest -------------------------------------------
 # call NAME METHOD PATH [BODY]: one request; its reply (status and JSON) goes to the log on arrival.
