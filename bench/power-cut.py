@@ -12,7 +12,9 @@
 Writes its section of BENCHMARKS.md (not with --no-write or BENCH_NO_WRITE=1). Env: RECD_BIN_DIR
 (recd and recctl; default .build/debug, as CI builds), CUTS (30), SECONDS (60), POWER_CUT_OUT (the
 folder of an earlier scripts/power-cut-test.sh run kept with RECD_POWER_CUT_OUT: its result is used
-instead of new cuts), SYNC_COST_JSON (an earlier sync-cost.json: no VM run for the cadence). Without
+instead of new cuts), SYNC_COST_JSON (an earlier sync-cost.json: no VM run for the cadence),
+LOG_WRITES=1 (also replay every flush point of one run: scripts/power-cut-replay.sh, ~15 min) or
+LOG_WRITES_OUT (the kept folder of such a run). Without
 ../shared/vm/run-in-vm.sh it says why and exits 0.
 """
 import datetime, json, os, statistics, subprocess, sys, tempfile
@@ -42,6 +44,18 @@ def cuts():
     summary = json.load(open(os.path.join(out, "summary.json")))
     cut_rounds = sum(1 for line in open(os.path.join(out, "rounds.txt")) if line.split()[1] != "check")
     return summary, cut_rounds
+
+
+def log_writes():
+    """The dm-log-writes replay's summary (every flush point of one run), or None when not asked for."""
+    out = os.environ.get("LOG_WRITES_OUT")
+    if not out and os.environ.get("LOG_WRITES") == "1":
+        out = tempfile.mkdtemp(prefix="recd-log-writes-bench.")
+        log(f"every flush point of one run into {out}")
+        subprocess.run(["scripts/power-cut-replay.sh"], env=dict(os.environ, RECD_POWER_CUT_OUT=out, RECD_BIN_DIR=BIN_DIR))
+    if not out:
+        return None
+    return json.load(open(os.path.join(out, "summary.json")))
 
 
 def cadence():
@@ -90,6 +104,21 @@ def main():
         lines.append(f"**Seconds lost per recording cut mid-take** ({len(lost)} recordings, cut 1–3 s after the start "
                      f"reply): median {statistics.median(lost):.2f} s, max {max(lost):.2f} s, min {min(lost):.2f} s. "
                      "Before this change a cut 6.2 s into a take left 0 s and 0.98 s (issue 16).")
+        lines.append("")
+    replay = log_writes()
+    if replay:
+        ctx = replay["perOperation"]
+        ok = sum(v[0] for v in ctx.values())
+        total = sum(v[0] + v[1] for v in ctx.values())
+        lines.append(f"**Every flush point of one run** (`scripts/power-cut-replay.sh`: dm-log-writes logged every write, "
+                     "flush and FUA of one run — three takes, a 4 s recording, stop and save, save, edit, played, trim, "
+                     "delete, discard, delete-all — and the disk was rebuilt as a cut right after each flush or FUA "
+                     f"would leave it, then recovered by recd): {ok} of {total} states pass every check; by what was in "
+                     "flight: " + ", ".join(f"{op} {v[0]}/{v[0] + v[1]}" for op, v in sorted(ctx.items())) + ".")
+        if replay["secondsLost"]:
+            rl = replay["secondsLost"]
+            lines.append(f"While recording ({len(rl)} flush points), at most {statistics.median(rl):.2f} s lost at the median "
+                         f"and {max(rl):.2f} s at worst (an upper bound: measured to the log mark after the flush, marks every 0.25 s).")
         lines.append("")
     lines += ["**The sync cadence's cost while recording** (`bench/vm-sync-cost.sh`: "
               f"{SECS} s of 48 kHz mono AAC at 128 kbit/s; disk figures from /sys/block/vda/stat from the start reply to a "

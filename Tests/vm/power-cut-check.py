@@ -213,9 +213,13 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
             salvaged = dict(model[rid], state="pending", duration=None)
             then = body.get("then")
             done = None if then == "discard" else dict(model[rid], state="ready" if then == "save" else "pending",
-                                                        title=body.get("title") if then == "save" else model[rid]["title"],
-                                                        duration=None)
+                                                        title=body.get("title", model[rid]["title"]) if then == "save"
+                                                        else model[rid]["title"], duration=None)
             alternatives[rid] = [salvaged, done]
+            if cut_at is not None and cut_at - started[1] < LOSS_LIMIT:
+                # A take shorter than that, cut before its first fragment or its finalized file was
+                # on the disk: recovery removes it (it lost less than the limit).
+                alternatives[rid].append(None)
     if op == "play" and begun and not begun.get("settled"):
         target = begun.get("target")
         if target in model:   # the take may have played to its end (and counted) before the stop
