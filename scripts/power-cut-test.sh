@@ -12,6 +12,7 @@
 #   RECD_POWER_CUT_SEED=S  replays a run (the seed is printed)
 #   RECD_POWER_CUT_OUT=DIR keeps the rounds there (default: a temporary folder, removed when all pass)
 #   RECD_BIN_DIR=DIR       recd and recctl to test (default .build/debug; built if missing)
+# Exit status: 0 every cut passed, 1 some failed, 2 something is missing here, 125 the VM could not run.
 # Needs qemu and a kernel (shared/vm installs them on first use), mkfs.ext4 (e2fsprogs), sox,
 # ffmpeg, curl, sqlite3, aplay (alsa-utils) and python3: scripts/install-deps.sh --test.
 set -uo pipefail
@@ -70,6 +71,12 @@ for ((r = 1; r <= n + 1; r++)); do
   status=$?
   echo "$r $op $delay $status" >> "$out/rounds.txt"
   echo "round $r/$n: $op, cut $delay ms in: guest status $status ($(( $(date +%s) - t0 )) s)"
+  if [ "$r" = 1 ] && [ ! -d "$out/round-1" ]; then
+    # The guest never ran the script (qemu or the kernel could not start here): not recd's failure.
+    echo "power-cut-test: the VM could not run the test:" >&2
+    tail -20 "$out/round-1.vm.log" >&2
+    exit 125
+  fi
 done
 echo "power-cut test: $(( $(date +%s) - started )) s of VM runs; checking"
 python3 "$root/Tests/vm/power-cut-check.py" "$out" | tee "$out/result.txt"
