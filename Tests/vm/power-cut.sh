@@ -9,6 +9,8 @@
 #   2. unless OP is "check", makes sure there is something to work on (two saved recordings, one
 #      pending; a delete-all when the library has grown past 8), then starts OP and, DELAY_MS later,
 #      cuts the power: `echo b > /proc/sysrq-trigger` (no sync, no unmount).
+#   With OP "check" it stops there (recd stopped, the disk unmounted): the last boot, and each replayed
+#   state of Tests/vm/log-writes.sh (RECD_PC_DEVICE: the device to mount instead of /dev/vda).
 # Every reply recd gave is appended to round-ROUND/acks.jsonl as it arrives, on the VM_RW share
 # (9p, written through to the host at each write): the log of what was acknowledged before the cut.
 set -uo pipefail
