@@ -17,6 +17,10 @@ import Synchronization
 ///   or when it has changed for a whole interval without settling (a file written in a trickle).
 ///   So with one-second fragments each fragment is on the disk ~0.1 s after it was written, about
 ///   one fdatasync a second, and never more than two per interval.
+/// - at `stop()` (the writer has closed the file), one last fdatasync if it changed: the whole
+///   fragmented file is on the disk before finalization starts, so a cut while the stop is under way
+///   loses nothing (the VM's flush-point replay found a take lost whole when its first fragment
+///   landed just before the stop).
 /// An error (EIO, ENOSPC on a filesystem that allocates at writeback) goes to `onError` once, as
 /// other disk errors of a recording do, and the thread ends. `stop()` wakes and joins it.
 final class PeriodicDataSync: @unchecked Sendable {
@@ -61,7 +65,7 @@ final class PeriodicDataSync: @unchecked Sendable {
         thread.start()
     }
 
-    /// Wakes the thread and waits for it to end (an fdatasync under way finishes first). Idempotent.
+    /// Wakes the thread and waits for it to end, after its last fdatasync. Idempotent.
     func stop() {
         guard started.load(ordering: .relaxed), !stopped.exchange(true, ordering: .relaxed) else { return }
         stopRequest.signal()
@@ -92,7 +96,9 @@ final class PeriodicDataSync: @unchecked Sendable {
         defer { close(fd) }
         var synced = Version(), previous = Version()
         var lastSync = DispatchTime.now().uptimeNanoseconds
-        while stopRequest.wait(timeout: .now() + .milliseconds(pollMs)) == .timedOut {
+        var stopping = false
+        while !stopping {
+            stopping = stopRequest.wait(timeout: .now() + .milliseconds(pollMs)) == .success
             var st = stat()
             guard fstat(fd, &st) == 0 else {
                 onError(.storage(file: path, operation: "fstat", underlying: FileOps.errnoText()))
@@ -101,24 +107,31 @@ final class PeriodicDataSync: @unchecked Sendable {
             let now = Version(st)
             let elapsedMs = Double(DispatchTime.now().uptimeNanoseconds - lastSync) / 1e6
             defer { previous = now }
-            guard Self.shouldSync(changed: now != synced, settled: now == previous, sinceSyncMs: elapsedMs,
-                                  intervalMs: intervalMs) else { continue }
-            let t0 = DispatchTime.now().uptimeNanoseconds
-            var result = syncCall(fd)
-            while result != 0 && errno == EINTR { result = syncCall(fd) }
-            guard result == 0 else {
-                onError(.storage(file: path, operation: "fdatasync", underlying: FileOps.errnoText()))
-                return
-            }
-            let t1 = DispatchTime.now().uptimeNanoseconds
+            guard stopping ? now != synced
+                           : Self.shouldSync(changed: now != synced, settled: now == previous, sinceSyncMs: elapsedMs,
+                                             intervalMs: intervalMs) else { continue }
+            guard sync(fd, size: now.size) else { return }
             synced = now
-            lastSync = t1
-            counters.withLock {
-                $0.syncs += 1
-                $0.syncedBytes = now.size
-                $0.longestSyncMs = max($0.longestSyncMs, Double(t1 - t0) / 1e6)
-            }
+            lastSync = DispatchTime.now().uptimeNanoseconds
         }
+    }
+
+    /// One fdatasync, counted; false (reported) when it failed.
+    private func sync(_ fd: Int32, size: Int64) -> Bool {
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        var result = syncCall(fd)
+        while result != 0 && errno == EINTR { result = syncCall(fd) }
+        guard result == 0 else {
+            onError(.storage(file: path, operation: "fdatasync", underlying: FileOps.errnoText()))
+            return false
+        }
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+        counters.withLock {
+            $0.syncs += 1
+            $0.syncedBytes = size
+            $0.longestSyncMs = max($0.longestSyncMs, ms)
+        }
+        return true
     }
 
     /// What tells that a file changed: its size and modification time.

@@ -87,8 +87,8 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     func stop() -> (CaptureStats, (any Error)?) {
         faults.stop()
         let error = audio.stop()
-        // After the writer has closed the file: what it wrote last is made durable by the
-        // finalizer (or, for a file it could not finalize, by `RecordingFinalizer`'s fallback).
+        // After the writer has closed the file: its last fdatasync puts all of it on the disk
+        // before the finalizer starts.
         dataSync?.stop()
         return (stats, error)
     }

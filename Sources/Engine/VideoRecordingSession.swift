@@ -333,7 +333,8 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         let audioError = audio?.stop()
         var error: (any Error)? = videoError.withLock { $0 } ?? audioError
         do { try writer.close() } catch let closeError { if error == nil { error = closeError } }
-        // After the file is closed: what was written last is made durable by the finalizer.
+        // After the file is closed: its last fdatasync puts all of it on the disk before the
+        // finalizer starts.
         dataSync?.stop()
         camera.close()
         let result = (stats, error)

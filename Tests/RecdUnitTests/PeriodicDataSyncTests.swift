@@ -38,14 +38,19 @@ final class PeriodicDataSyncTests: XCTestCase {
             handle.write(Data(count: 12_000))
         }
         Thread.sleep(forTimeInterval: 0.3)   // the last one settles and is synced
+        let settled = sync.stats
+        XCTAssertEqual(settled.syncedBytes, 28 + 10 * 12_000, "the last fragment reached the disk")
+        XCTAssertGreaterThanOrEqual(settled.syncs, 8, "\(settled)")
+        XCTAssertLessThanOrEqual(settled.syncs, 13, "about one sync per fragment: \(settled)")
+        // The trailer, written just before the stop: the stop syncs it before it returns.
+        handle.write(Data(count: 500))
         let t0 = Date()
         sync.stop()
-        XCTAssertLessThan(Date().timeIntervalSince(t0), 0.2, "stop waits at most for one poll")
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 0.2, "stop waits at most for one poll and one sync")
         try handle.close()
         let stats = sync.stats
-        XCTAssertEqual(stats.syncedBytes, 28 + 10 * 12_000, "the last fragment reached the disk")
-        XCTAssertGreaterThanOrEqual(stats.syncs, 8, "\(stats)")
-        XCTAssertLessThanOrEqual(stats.syncs, 13, "about one sync per fragment: \(stats)")
+        XCTAssertEqual(stats.syncedBytes, 28 + 10 * 12_000 + 500, "all of the file is on the disk after the stop")
+        XCTAssertEqual(stats.syncs, settled.syncs + 1)
         XCTAssertTrue(errors.withLock { $0 }.isEmpty)
         sync.stop()   // idempotent
     }
