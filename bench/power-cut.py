@@ -13,7 +13,7 @@ Writes its section of BENCHMARKS.md (not with --no-write or BENCH_NO_WRITE=1). E
 (recd and recctl; default .build/debug, as CI builds), CUTS (30), SECONDS (60), POWER_CUT_OUT (the
 folder of an earlier scripts/power-cut-test.sh run kept with RECD_POWER_CUT_OUT: its result is used
 instead of new cuts), SYNC_COST_JSON (an earlier sync-cost.json: no VM run for the cadence),
-LOG_WRITES=1 (also replay every flush point of one run: scripts/power-cut-replay.sh, ~15 min) or
+LOG_WRITES=1 (also replay every flush point of one run: scripts/power-cut-replay.sh, ~20 min) or
 LOG_WRITES_OUT (the kept folder of such a run). Without
 ../shared/vm/run-in-vm.sh it says why and exits 0.
 """
