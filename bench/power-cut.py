@@ -102,8 +102,10 @@ def main():
     lines.append("")
     if lost:
         lines.append(f"**Seconds lost per recording cut mid-take** ({len(lost)} recordings, cut 1–3 s after the start "
-                     f"reply): median {statistics.median(lost):.2f} s, max {max(lost):.2f} s, min {min(lost):.2f} s. "
-                     "Before this change a cut 6.2 s into a take left 0 s and 0.98 s (issue 16).")
+                     f"reply): median {statistics.median(lost):.2f} s, max {max(lost):.2f} s, min {min(lost):.2f} s — what was captured "
+                     "by a status reply just before the cut plus the time since, less what recovery salvaged (the status "
+                     "request's own time makes it up to ~0.2 s low, hence a minimum below 0). Before this change a cut "
+                     "6.2 s into a take left 0 s and 0.98 s (issue 16); reproduced here: 0 s of 6.3 s.")
         lines.append("")
     replay = log_writes()
     if replay:

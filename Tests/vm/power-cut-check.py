@@ -212,9 +212,9 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
             rid = started[0]
             salvaged = dict(model[rid], state="pending", duration=None)
             then = body.get("then")
+            # (A stop's title applies whether the take is saved or kept.)
             done = None if then == "discard" else dict(model[rid], state="ready" if then == "save" else "pending",
-                                                        title=body.get("title", model[rid]["title"]) if then == "save"
-                                                        else model[rid]["title"], duration=None)
+                                                        title=body.get("title", model[rid]["title"]), duration=None)
             alternatives[rid] = [salvaged, done]
             if cut_at is not None and cut_at - started[1] < LOSS_LIMIT:
                 # A take shorter than that, cut before its first fragment or its finalized file was
