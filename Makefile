@@ -62,6 +62,7 @@ bench: test-deps build
 	bench/video.py
 	bench/webapp.py
 	bench/idle.py
+	RECD_BIN_DIR=$(RELEASE_DIR) bench/power-cut.py
 
 clean:
 	rm -rf .build

@@ -10,8 +10,9 @@ run_pkgs=(libasound2-plugins)
 # independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
 # The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font.
 # The API fuzz test: schemathesis (PyPI, in a venv of Debian's python3) reaching the socket through socat.
+# The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
-           chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv)
+           chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv e2fsprogs)
 # Pinned: the fuzz test's expectations (checks, phases, options) are those of this version.
 schemathesis_version=4.32.5
 fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"

@@ -59,12 +59,13 @@ public final class Catalog: Sendable {
         self.path = path
         var config = Configuration()
         config.busyMode = .timeout(5)
-        config.prepareDatabase { db in
-            // FULL: a committed state change survives power loss, not only a process crash.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         do {
             pool = try DatabasePool(path: path, configuration: config)
+            // FULL: a committed state change survives power loss, not only a process crash (each
+            // commit fsyncs the WAL). Set here, on the pool's one writer connection, after the pool
+            // is open: GRDB's WAL set-up sets NORMAL after `prepareDatabase` runs (NORMAL lost
+            // acknowledged changes to power cuts in the VM test).
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(pool)
         } catch {
             throw CatalogError.open(path: path, underlying: "\(error)")

@@ -63,7 +63,9 @@ enum DeleteAll {
                 stuck += 1
                 logger.error("delete all: cannot move \(name) back from \(trash): \(FileOps.errnoText())")
             }
-            if stuck == 0 && (rmdir(trash) == 0 || errno == ENOENT) {
+            // The journal ends only once the files are back on the disk: an ended journal with the
+            // files still in the trash would read as "committed" after a power cut.
+            if stuck == 0 && (rmdir(trash) == 0 || errno == ENOENT) && (try? FileOps.sync(dir)) != nil {
                 try? catalog.endJournal(id: journal)
                 logger.error("delete all failed and was rolled back: \(error)")
             } else {
@@ -101,6 +103,11 @@ enum DeleteAll {
             for name in names where Glibc.rename(trash + "/" + name, dir + "/" + name) != 0 {
                 ok = false
                 report.problems.append("cannot move \(trash)/\(name) back: \(FileOps.errnoText())")
+            }
+            // As above: the files are back on the disk before the journal says so.
+            if ok, (try? FileOps.sync(dir)) == nil {
+                ok = false
+                report.problems.append("cannot fsync \(dir) after moving the files of \(trash) back")
             }
             if ok {
                 rmdir(trash)

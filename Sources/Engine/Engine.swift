@@ -48,6 +48,11 @@ public final class Engine: Sendable {
         } catch {
             throw .unexpected("\(error)")
         }
+        // A new data directory, catalog and folders: their entries durable before anything is
+        // committed in them (SQLite syncs its WAL's directory entry, not the database's).
+        for dir in [config.dataDirectory.root.deletingLastPathComponent(), config.dataDirectory.root] {
+            do { try FileOps.sync(dir.path) } catch { logger.warning("\(error)") }
+        }
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)

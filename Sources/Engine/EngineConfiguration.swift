@@ -27,6 +27,12 @@ public struct EngineConfiguration: Sendable {
     public var maxImportBytes: Int64 = 2_048_000_000
     /// Video recordings: the camera and what to ask it for, and the H.264 settings.
     public var video: VideoSettings
+    /// A recording's file is fdatasynced about this often while it is written
+    /// (`--sync-interval-ms`, see `PeriodicDataSync`): a power cut loses about this much and the
+    /// fragment being built. 0: off (only kill -9 is survived with at most a fragment lost).
+    public var syncIntervalMs: Int = Self.defaultSyncIntervalMs
+    public static let defaultSyncIntervalMs = 1000
+    public static let syncIntervalRange = 0...60_000
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
                 sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,

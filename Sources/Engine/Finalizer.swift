@@ -36,6 +36,8 @@ enum RecordingFinalizer {
         } catch {
             try? FileOps.remove(tmp)
             logger.warning("could not finalize \(path); keeping the fragmented file: \(error)")
+            // Kept as it is, it is the file the reply (and the row) speak of: durable before them.
+            do { try FileOps.sync(path) } catch { logger.warning("\(error)") }
             let info = try? MediaProbe.probe(path)
             return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: nil)
         }

@@ -159,6 +159,7 @@ public actor Recorder {
                                 gate: EventGate) -> @Sendable () throws -> any RecordingSession {
         let events = self.events
         let interval = config.meterIntervalMs
+        let syncInterval = config.syncIntervalMs
         let rate = Double(config.sampleRate)
         let logger = self.logger
         let onMeter: @Sendable (LevelReading) -> Void = { reading in
@@ -177,7 +178,7 @@ public actor Recorder {
         case .audio:
             return {
                 try AudioRecordingSession(path: path, capture: capture, encoding: encoding, meterIntervalMs: interval,
-                                          onMeter: onMeter, onFault: onFault)
+                                          syncIntervalMs: syncInterval, onMeter: onMeter, onFault: onFault)
             }
         case .video:
             let v = config.video
@@ -187,7 +188,7 @@ public actor Recorder {
             let audio = request.audio ? (capture, encoding) : nil
             return {
                 try VideoRecordingSession(path: path, camera: camera, video: h264, audio: audio, meterIntervalMs: interval,
-                                          onMeter: onMeter, onFault: onFault)
+                                          syncIntervalMs: syncInterval, onMeter: onMeter, onFault: onFault)
             }
         }
     }

@@ -40,11 +40,14 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     let path: String
     private let audio: AudioPipeline
     private let faults: FaultLatch
+    /// Makes the file durable while it is written (nil: `syncIntervalMs` 0, off).
+    private let dataSync: PeriodicDataSync?
 
     /// How long start waits for the first captured buffer before giving up on the device.
     static let firstBufferTimeoutMs = 5000
 
     init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
+         syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
          onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
          onFault: @escaping @Sendable (any Error) -> Void) throws {
         self.path = path
@@ -56,7 +59,9 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
             source.stop()
             throw error
         }
-        faults = FaultLatch(onFault)
+        let faults = FaultLatch(onFault)
+        self.faults = faults
+        dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         do {
             audio = try AudioPipeline(source: source, sink: writer, meterIntervalMs: meterIntervalMs, onMeter: onMeter, faults: faults)
         } catch {
@@ -68,6 +73,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
 
     func start() throws -> UInt64 {
         audio.start()
+        dataSync?.start()
         do {
             return try audio.first.wait(ms: Self.firstBufferTimeoutMs) {
                 CaptureError.noData(device: audio.device, waitedMs: Self.firstBufferTimeoutMs)
@@ -81,6 +87,9 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     func stop() -> (CaptureStats, (any Error)?) {
         faults.stop()
         let error = audio.stop()
+        // After the writer has closed the file: its last fdatasync puts all of it on the disk
+        // before the finalizer starts.
+        dataSync?.stop()
         return (stats, error)
     }
 

@@ -66,6 +66,9 @@ struct RecordingTrim {
         do {
             let cut = try MP4Trimmer.trim(from: source, to: temporary, start: start, end: end)
             try FileOps.sync(temporary)
+            // Its name too, before the commit names it: a committed journal entry whose file's entry
+            // did not reach the disk would be closed as "already renamed" after a power cut.
+            try FileOps.sync(data.recordings.path)
             let info = try MediaProbe.probe(temporary)
             result.duration = info.duration
             result.sizeBytes = FileOps.size(temporary)

@@ -33,6 +33,9 @@ struct Recovery {
         settleHiddenFiles(except: activeID, &report)
         salvageInterrupted(except: activeID, &report)
         reconcile(except: activeID, &report)
+        // What was moved (files put back, quarantined) stays moved after a power cut; were it
+        // lost, the next recovery would only do it again, but the library would flicker.
+        do { try FileOps.sync(dir) } catch { report.problems.append("\(error)") }
         if report.isClean {
             logger.info("recovery: catalog and Recordings/ agree")
         } else {

@@ -5,8 +5,8 @@ import Logging
 import RecdAPI
 
 /// The journaled removal of one recording, shared by `discard` and `record stop --discard`:
-/// 1. rename the file aside (`.<name>.discarding`, same directory, atomic) — if that fails,
-///    nothing has changed;
+/// 1. rename the file aside (`.<name>.discarding`, same directory, atomic) and fsync the
+///    directory — if either fails, the file is put back and nothing has changed;
 /// 2. delete the row, in one transaction with the check that it is still in the expected state;
 /// 3. unlink the aside file.
 /// After a crash, `settleInterruptedRemoval` (start-up recovery) puts an aside file back if its row
@@ -30,7 +30,15 @@ enum TakeRemoval {
         let path = data.absolute(r.file)
         let aside = data.discardingPath(for: path)
         let hadFile = FileOps.exists(path)
-        if hadFile { try FileOps.rename(path, aside) }
+        if hadFile {
+            try FileOps.rename(path, aside)
+            // The rename must be on the disk before the row's deletion is: after a power cut, a row
+            // gone with its file still under the old name would come back as an adopted orphan.
+            do { try FileOps.sync((path as NSString).deletingLastPathComponent) } catch {
+                try? FileOps.rename(aside, path)
+                throw error
+            }
+        }
         do {
             try catalog.delete(id: r.id, ifStateIn: Set(states.map(\.rawValue)))
         } catch {

@@ -120,6 +120,8 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     private let audio: AudioPipeline?
     private let audioSink: MovAudioSink?
     private let faults: FaultLatch
+    /// Makes the file durable while it is written (nil: `syncIntervalMs` 0, off).
+    private let dataSync: PeriodicDataSync?
     private let queue = FrameQueue()
     private let videoDone = DispatchSemaphore(value: 0)
     private let firstFrame = FirstArrival()
@@ -141,6 +143,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     /// Opens the camera, then the microphone (unless `audio` is nil: a silent video), then the file.
     init(path: String, camera settings: V4L2CaptureSettings, video: VideoEncoding,
          audio: (capture: AlsaCaptureSettings, encoding: AudioEncoding)?, meterIntervalMs: Int = 50,
+         syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
          onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
          onFault: @escaping @Sendable (any Error) -> Void) throws {
         self.path = path
@@ -163,7 +166,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             throw error
         }
         self.camera = camera
-        faults = FaultLatch(onFault)
+        let faults = FaultLatch(onFault)
+        self.faults = faults
+        dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         info = VideoCaptureInfo(device: settings.device, pixelFormat: f.pixelFormat.description, width: f.width,
                                 height: f.height, fps: encoding.fps, encoder: encoding.summary)
         if let microphone, let audio {
@@ -186,6 +191,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         videoThread.name = "recd-video-encoder"
         videoThread.start()
         audio?.start()
+        dataSync?.start()
         do {
             try camera.start(deliver: { [queue] frame in queue.push(frame) }, onEnd: { [self] error in
                 self.queue.close()
@@ -327,6 +333,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         let audioError = audio?.stop()
         var error: (any Error)? = videoError.withLock { $0 } ?? audioError
         do { try writer.close() } catch let closeError { if error == nil { error = closeError } }
+        // After the file is closed: its last fdatasync puts all of it on the disk before the
+        // finalizer starts.
+        dataSync?.stop()
         camera.close()
         let result = (stats, error)
         stopOnce.withLock { $0 = result }

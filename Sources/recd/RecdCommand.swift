@@ -84,6 +84,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Meter readings (events) every this many milliseconds, 10-1000.", valueName: "ms"))
     var meterIntervalMs: Int = 50
 
+    @Option(name: .long, help: ArgumentHelp("While recording, make the file durable (fdatasync) about this often, so a power cut loses about the last second; 0 turns it off (a kill -9 still loses at most the last fragment).", valueName: "ms"))
+    var syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: $RECD_LOG_LEVEL, else info).")
     var logLevel: String = ProcessInfo.processInfo.environment["RECD_LOG_LEVEL"] ?? "info"
 
@@ -105,6 +108,9 @@ struct RecdCommand: AsyncParsableCommand {
             throw ValidationError("--socket-mode \(socketMode) is not an octal file mode such as 660")
         }
         _ = mode
+        guard EngineConfiguration.syncIntervalRange.contains(syncIntervalMs) else {
+            throw ValidationError("--sync-interval-ms must be \(EngineConfiguration.syncIntervalRange.lowerBound)...\(EngineConfiguration.syncIntervalRange.upperBound)")
+        }
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
         guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
@@ -150,6 +156,7 @@ struct RecdCommand: AsyncParsableCommand {
         config.maxImportBytes = Int64(maxImportMb) * 1_000_000
         config.defaultFormat = RecordingFormat(rawValue: defaultFormat) ?? .aac
         config.opusBitRate = opusBitrate
+        config.syncIntervalMs = syncIntervalMs
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         do {
             let engine = try Engine(config: config, logger: logger)
