@@ -58,11 +58,14 @@ op() {
   mark "a$n"
   last=$reply
 }
+# A short take's 0.6 s, with marks on the way: they bound when each flush of the take happened
+# (without them a busy guest can stretch the gap between two marks past the loss limit).
+take_time() { sleep 0.3; mark tick; sleep 0.3; mark tick; }
 # The id of the recording in a reply (the first "id" in it: the recording's own).
 id_of() { grep -o '"id":"[0-9A-F-]*"' <<< "$1" | head -1 | cut -d'"' -f4; }
-op start POST /v1/record/start '{}'; a=$(id_of "$last"); sleep 0.6; op stop POST /v1/record/stop '{"then": "save"}'
-op start POST /v1/record/start '{}'; b=$(id_of "$last"); sleep 0.6; op stop POST /v1/record/stop '{"then": "save"}'
-op start POST /v1/record/start '{}'; c=$(id_of "$last"); sleep 0.6; op stop POST /v1/record/stop '{"then": "keep"}'
+op start POST /v1/record/start '{}'; a=$(id_of "$last"); take_time; op stop POST /v1/record/stop '{"then": "save"}'
+op start POST /v1/record/start '{}'; b=$(id_of "$last"); take_time; op stop POST /v1/record/stop '{"then": "save"}'
+op start POST /v1/record/start '{}'; c=$(id_of "$last"); take_time; op stop POST /v1/record/stop '{"then": "keep"}'
 op start POST /v1/record/start '{}'
 for i in $(seq 16); do sleep 0.25; mark "tick"; done
 op stop POST /v1/record/stop '{"then": "save", "title": "the long take"}'
@@ -71,7 +74,7 @@ op edit PATCH "/v1/recordings/$a" '{"notes": "edited"}' "$a"
 op played POST "/v1/recordings/$a/played" "" "$a"
 op trim POST "/v1/recordings/$b/trim" '{"end": 0.3}' "$b"
 op delete DELETE "/v1/recordings/$b" "" "$b"
-op start POST /v1/record/start '{}'; e=$(id_of "$last"); sleep 0.6; op stop POST /v1/record/stop '{"then": "keep"}'
+op start POST /v1/record/start '{}'; e=$(id_of "$last"); take_time; op stop POST /v1/record/stop '{"then": "keep"}'
 op discard POST "/v1/recordings/$e/discard" "" "$e"
 op delete-all DELETE "/v1/recordings?confirm=all"
 sleep 0.5
