@@ -243,7 +243,12 @@ struct Recovery {
         let listing = try data.listRecordings()
         let files = listing.files.sorted()
         let present = Set(files)
-        let hidden = listing.hidden.filter { $0 != Self.quarantine }
+        // A trash folder that no open journal names is a committed delete-all being emptied after its
+        // reply (`DeleteAll`): settled, not something to repair.
+        let open = Set(try catalogCall { try catalog.openJournal() }.map { DeleteAll.trashPrefix + $0.id })
+        let hidden = listing.hidden.filter {
+            $0 != Self.quarantine && !($0.hasPrefix(DeleteAll.trashPrefix) && !open.contains($0))
+        }
         let active = activeID?.uuidString
         var withoutFile: [UUID] = [], missing: [UUID] = [], interrupted: [UUID] = []
         for (file, row) in rows where row.id != active {

@@ -122,6 +122,7 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(done.deletedFiles, 3)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
         XCTAssertEqual(try visibleFiles(), [], "at the reply the files are out of Recordings/")
+        XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent, "a trash being emptied is settled")
         // The trash they went into is emptied after the reply.
         for _ in 0..<100 where try !allEntries().isEmpty { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertEqual(try allEntries(), [])
