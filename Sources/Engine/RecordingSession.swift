@@ -52,16 +52,17 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
          onFault: @escaping @Sendable (any Error) -> Void) throws {
         self.path = path
         let source = try AlsaCaptureSource(settings: capture)
+        let faults = FaultLatch(onFault)
+        self.faults = faults
+        let dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
+        self.dataSync = dataSync
         let writer: AudioFileWriter
         do {
-            writer = try AudioFileWriter(path: path, encoding: encoding)
+            writer = try AudioFileWriter(path: path, encoding: encoding, onOutputWritten: dataSync.map { sync in { sync.written() } })
         } catch {
             source.stop()
             throw error
         }
-        let faults = FaultLatch(onFault)
-        self.faults = faults
-        dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         do {
             audio = try AudioPipeline(source: source, sink: writer, meterIntervalMs: meterIntervalMs, onMeter: onMeter, faults: faults)
         } catch {

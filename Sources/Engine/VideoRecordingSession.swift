@@ -154,21 +154,22 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         encoding.height = f.height
         encoding.fps = f.rate.fps > 0 ? f.rate.fps : Double(settings.fps)
         var microphone: AlsaCaptureSource?
+        let faults = FaultLatch(onFault)
+        self.faults = faults
+        let dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
+        self.dataSync = dataSync
         do {
             if let audio { microphone = try AlsaCaptureSource(settings: audio.capture) }
             writer = try VideoFileWriter(path: path, video: encoding,
                                          camera: CameraFrameFormat(fourcc: f.pixelFormat.rawValue, width: f.width, height: f.height,
                                                                    bytesPerLine: f.bytesPerLine),
-                                         audio: audio?.encoding)
+                                         audio: audio?.encoding, onOutputWritten: dataSync.map { sync in { sync.written() } })
         } catch {
             microphone?.stop()
             camera.close()
             throw error
         }
         self.camera = camera
-        let faults = FaultLatch(onFault)
-        self.faults = faults
-        dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         info = VideoCaptureInfo(device: settings.device, pixelFormat: f.pixelFormat.description, width: f.width,
                                 height: f.height, fps: encoding.fps, encoder: encoding.summary)
         if let microphone, let audio {

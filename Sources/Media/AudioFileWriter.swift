@@ -19,10 +19,12 @@ public final class AudioFileWriter {
     /// Samples per channel written so far.
     public var samplesWritten: Int64 { track.samplesWritten }
 
-    public init(path: String, encoding: AudioEncoding) throws {
+    /// `onOutputWritten` is called on the writing thread each time a fragment has reached the file.
+    public init(path: String, encoding: AudioEncoding, onOutputWritten: (() -> Void)? = nil) throws {
         self.path = path
         self.encoding = encoding
         let muxer = try FFmpegMuxer(path: path)
+        muxer.onOutputWritten = onOutputWritten
         track = try AudioTrackEncoder(muxer: muxer, encoding: encoding) { try muxer.write($0) }
         try muxer.open(layout: .fragmented)
         self.muxer = muxer

@@ -30,6 +30,12 @@ final class FFmpegMuxer {
     let path: String
     private var headerWritten = false
     private var closed = false
+    /// Called on the writing thread after a write or flush that put bytes into the file (in a
+    /// fragmented file: a whole fragment, which `flush_packets` pushes out before the call returns).
+    /// Lets the recording's `PeriodicDataSync` sync a fragment when it lands instead of polling.
+    var onOutputWritten: (() -> Void)?
+    /// The file offset after the last write that was reported.
+    private var reportedOffset: Int64 = 0
 
     /// The container for a file name: QuickTime for `.mov` (video recordings), else MP4.
     static func formatName(for path: String) -> String {
@@ -79,6 +85,17 @@ final class FFmpegMuxer {
     /// Writes one packet (timestamps already in the stream's time base); takes the packet's reference.
     func write(_ packet: UnsafeMutablePointer<AVPacket>) throws {
         try FFmpegError.check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame", file: path)
+        reportOutput()
+    }
+
+    /// Tells `onOutputWritten` when the file grew (`avio_tell` counts what the AVIOContext still
+    /// buffers, which `flush_packets` has just pushed out).
+    private func reportOutput() {
+        guard let onOutputWritten, let pb = context.pointee.pb else { return }
+        let offset = avio_tell(pb)
+        guard offset != reportedOffset else { return }
+        reportedOffset = offset
+        onOutputWritten()
     }
 
     /// Writes every packet handed over so far into the file now: the interleaving queue is emptied
@@ -89,6 +106,7 @@ final class FFmpegMuxer {
         guard headerWritten, !closed else { return }
         try FFmpegError.check(av_interleaved_write_frame(context, nil), "av_interleaved_write_frame(flush)", file: path)
         try FFmpegError.check(av_write_frame(context, nil), "av_write_frame(flush)", file: path)
+        reportOutput()
     }
 
     /// Writes the trailer and closes the file.

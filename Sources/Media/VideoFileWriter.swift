@@ -42,11 +42,15 @@ public final class VideoFileWriter: @unchecked Sendable {
     public var framesSkipped: Int64 { skipped.load(ordering: .relaxed) }
 
     /// Opens the file and writes its header. `audio` nil: a silent video (no audio stream).
-    public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?) throws {
+    /// `onOutputWritten` is called (under the muxer's lock, on the thread that wrote) each time a
+    /// fragment has reached the file.
+    public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?,
+                onOutputWritten: (() -> Void)? = nil) throws {
         self.path = path
         self.video = video
         self.camera = camera
         let muxer = try FFmpegMuxer(path: path)
+        muxer.onOutputWritten = onOutputWritten
         encoder = try FFmpegH264Encoder(video, globalHeader: muxer.wantsGlobalHeader)
         stream = try muxer.addStream()
         try FFmpegError.check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context),

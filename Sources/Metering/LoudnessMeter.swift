@@ -3,8 +3,9 @@ import CEbur128
 import Foundation
 import RecdAPI
 
-/// Owns one `ebur128_state` (integrated loudness, loudness range, sample peak) and a `TruePeakMeter`
-/// (true peak: libebur128's own true-peak mode cost most of a recording's CPU; see there), fed
+/// Owns one `ebur128_state` (integrated loudness, loudness range) and a `TruePeakMeter` (true peak,
+/// which includes the sample peak: libebur128's own true-peak mode cost most of a recording's CPU,
+/// and its sample-peak mode is a pass the true peak's zero phase already makes; see there), fed
 /// interleaved S16 blocks by one thread (the encoder thread: the samples as they are encoded, no
 /// second decode) and read once at the end.
 ///
@@ -18,7 +19,7 @@ public final class LoudnessMeter {
 
     /// Nil when libebur128 refuses the format (a rate or channel count it cannot measure).
     public init?(sampleRate: Int, channels: Int) {
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_SAMPLE_PEAK.rawValue)
+        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue)
         guard channels > 0, let s = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
         state = s
         truePeak = TruePeakMeter(sampleRate: sampleRate, channels: channels)
@@ -45,13 +46,9 @@ public final class LoudnessMeter {
         var integrated = 0.0, range = 0.0
         let i = ebur128_loudness_global(state, &integrated) == 0 && integrated.isFinite ? integrated : nil
         let r = ebur128_loudness_range(state, &range) == 0 && range.isFinite ? range : nil
-        var peak = 0.0
-        for c in 0..<channels {
-            // As libebur128 reports it: the oversampled peak, or the sample peak if that is higher.
-            var p = 0.0
-            if ebur128_sample_peak(state, UInt32(c), &p) == 0 { peak = max(peak, p) }
-            peak = max(peak, truePeak.peaks[c])
-        }
+        // As libebur128 reports it: the oversampled peak, or the sample peak if that is higher (the
+        // oversampled signal holds every sample: its phase 0 is the sample itself).
+        let peak = truePeak.peaks.max() ?? 0
         let truePeak = peak > 0 ? 20 * log10(peak) : nil
         return Loudness(integrated: i.map(Self.round), range: r.map(Self.round), truePeak: truePeak.map(Self.round))
     }

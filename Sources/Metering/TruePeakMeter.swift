@@ -19,6 +19,12 @@ public final class TruePeakMeter {
     let phases: [[(coefficient: Float, back: Int)]]
     /// Input samples a phase reaches back at most (the history kept between blocks).
     let reach: Int
+    /// The largest sum of a phase's |coefficients|: no oversampled value exceeds the largest input
+    /// magnitude in its window times this. A block whose samples (with the history) times this stay
+    /// at or below the peak already found cannot raise it, and is not filtered: exact, and most
+    /// blocks of a recording (all but the loudest passages; every block of a steady tone after the
+    /// first) cost a scan for their largest sample only.
+    let gainBound: Float
     /// Per channel: the last `reach` samples, then room for a block (scaled to [-1, 1)).
     private var work: [[Float]]
     /// The largest magnitude seen, per channel (linear, 1.0 = full scale).
@@ -41,6 +47,8 @@ public final class TruePeakMeter {
         }
         self.phases = phases
         reach = phases.flatMap { $0.map(\.back) }.max() ?? 0
+        // A hair above the exact sum: the filter's own float rounding cannot slip past the bound.
+        gainBound = (phases.map { $0.reduce(Float(0)) { $0 + abs($1.coefficient) } }.max() ?? 1) * 1.0001
         work = Array(repeating: Array(repeating: 0, count: reach), count: channels)
         peaks = Array(repeating: 0, count: channels)
     }
@@ -60,8 +68,21 @@ public final class TruePeakMeter {
         if work[c].count != reach + frames { work[c].replaceSubrange(reach..., with: repeatElement(0, count: frames)) }
         let channels = self.channels
         let phases = self.phases
+        let found = Float(peaks[c])
+        let gainBound = self.gainBound
         return work[c].withUnsafeMutableBufferPointer { w -> Double in
-            for i in 0..<frames { w[reach + i] = Float(samples[i * channels + c]) * (1 / 32768) }
+            var largest: Int32 = 0
+            for i in 0..<frames {
+                let v = samples[i * channels + c]
+                largest = max(largest, abs(Int32(v)))
+                w[reach + i] = Float(v) * (1 / 32768)
+            }
+            var inWindow = Float(largest) * (1 / 32768)
+            for i in 0..<reach { inWindow = max(inWindow, abs(w[i])) }
+            if inWindow * gainBound <= found {
+                for i in 0..<reach { w[i] = w[frames + i] }
+                return 0
+            }
             let raw = UnsafeRawPointer(w.baseAddress!)
             var peak8 = SIMD8<Float>(repeating: 0)
             var peak: Float = 0

@@ -117,4 +117,23 @@ final class TruePeakMeterTests: XCTestCase {
             if rate == 48_000 { XCTAssertEqual(20 * log10(meter.peaks[0]), 20 * log10(0.9), accuracy: 0.1, "the peak between samples") }
         }
     }
+
+    /// Blocks that cannot raise the peak are skipped (see `gainBound`): a later block whose samples
+    /// all stay below the peak found so far, but whose peak between samples exceeds it, still counts.
+    func testABlockQuieterInItsSamplesButLouderBetweenThemStillCounts() throws {
+        let rate = 48_000, frames = 9_600
+        var samples = [Int16](repeating: 0, count: frames)
+        for i in 0..<frames {
+            // A click of 0.8 first; then fs/4 at 45°: samples at 0.95 × 0.707 = 0.67, peaks at 0.95 between them.
+            let v = i == 100 ? 0.8 : i < 4_800 ? 0.0 : 0.95 * sin(2 * .pi * Double(i) / 4 + .pi / 4)
+            samples[i] = Int16(v * 32767)
+        }
+        let meter = TruePeakMeter(sampleRate: rate, channels: 1)
+        for at in stride(from: 0, to: frames, by: 480) {
+            samples[at..<(at + 480)].withUnsafeBufferPointer { meter.add($0, frames: 480) }
+        }
+        let theirs = try libebur128TruePeak(samples, channels: 1, rate: rate)
+        XCTAssertEqual(20 * log10(meter.peaks[0]), 20 * log10(theirs[0]), accuracy: 0.01)
+        XCTAssertGreaterThan(meter.peaks[0], 0.9)
+    }
 }
