@@ -4,7 +4,8 @@
 // Feeds SECONDS of 48 kHz audio through LevelMeter (1920-frame periods, as the capture thread
 // does) and WaveformBuilder (4096-frame blocks, as the encoder thread does), and through
 // AudioFileWriter (AAC + fragmented MP4 into a temporary file) for scale, timing each with the
-// thread's CPU clock.
+// thread's CPU clock; and through TruePeakMeter and LoudnessMeter (4096-frame blocks, the encoder
+// thread's work for the loudness of every recording).
 import Foundation
 import Media
 import Metering
@@ -62,6 +63,22 @@ let waveformCPU = samples.withUnsafeBufferPointer { all in
     }
 }
 let pixels = builder.finish().length
+@MainActor func blocks(_ body: (UnsafeBufferPointer<Int16>, Int) -> Void) -> Double {
+    samples.withUnsafeBufferPointer { all in
+        timed {
+            var f = 0
+            while f < frames {
+                let n = min(4096, frames - f)
+                body(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), n)
+                f += n
+            }
+        }
+    }
+}
+let truePeak = TruePeakMeter(sampleRate: rate, channels: channels)
+let truePeakCPU = blocks { truePeak.add($0, frames: $1) }
+let loudness = LoudnessMeter(sampleRate: rate, channels: channels)!
+let loudnessCPU = blocks { loudness.add($0, frames: $1) }
 let path = NSTemporaryDirectory() + "recd-bench-\(getpid()).m4a"
 defer { try? FileManager.default.removeItem(atPath: path) }
 let encodeCPU = try samples.withUnsafeBufferPointer { all in
@@ -77,6 +94,8 @@ let encodeCPU = try samples.withUnsafeBufferPointer { all in
     }
 }
 let result: [String: Any] = ["seconds": seconds, "channels": channels, "meterCPU": meterCPU, "waveformCPU": waveformCPU,
-                             "encodeCPU": encodeCPU, "readings": readings, "pixels": pixels]
+                             "encodeCPU": encodeCPU, "readings": readings, "pixels": pixels,
+                             "truePeakCPU": truePeakCPU, "loudnessCPU": loudnessCPU,
+                             "truePeak": truePeak.peaks.max() ?? 0, "integrated": loudness.result().integrated ?? .nan]
 let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
 FileHandle.standardOutput.write(json + Data("\n".utf8))
