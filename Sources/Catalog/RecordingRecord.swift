@@ -71,8 +71,9 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
 
     init(row: Row) throws {
         id = row[0]; type = row[1]; state = row[2]; title = row[3]; notes = row[4]; purpose = row[5]
-        createdAt = row[6]; duration = row[7]; sizeBytes = row[8]; file = row[9]; playCount = row[10]
-        lastPlayedAt = row[11]; recovered = row[12]; droppedFrames = row[13]; loudness = row[14]; format = row[15]
+        guard let created = StoredDate.read(row, 6) else { throw DatabaseError(message: "recording.createdAt is NULL") }
+        createdAt = created; duration = row[7]; sizeBytes = row[8]; file = row[9]; playCount = row[10]
+        lastPlayedAt = StoredDate.read(row, 11); recovered = row[12]; droppedFrames = row[13]; loudness = row[14]; format = row[15]
         readLoudness = loudness == nil ? nil : Loudness(integrated: row[16], range: row[17], truePeak: row[18])
     }
 
