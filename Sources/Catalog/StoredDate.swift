@@ -60,11 +60,6 @@ enum StoredDate {
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468
         let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second
-        // Half a microsecond on top: a millisecond such as .910 has no exact double, and the nearest
-        // one may lie just below it, which the API's ISO 8601 formatting (it truncates) then prints as
-        // .909. GRDB's own reading does that to about one date in six; this reads every stored
-        // millisecond back as itself (the unit test checks both).
-        // (A whole second is exact, and read back as itself.)
-        return Date(timeIntervalSince1970: Double(seconds) + (nanoseconds == 0 ? 0 : (Double(nanoseconds) + 500) / 1e9))
+        return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
     }
 }

@@ -29,7 +29,7 @@ public enum APIJSON {
     /// `2025-10-25T15:42:07.123Z`. (One style, made once: making it per date was a tenth of a
     /// listing's time.)
     public static func formatDate(_ date: Date) -> String {
-        date.formatted(isoWithMilliseconds)
+        DateText.format(date)
     }
     private static let isoWithMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 

@@ -24,7 +24,6 @@ final class StoredDateTests: XCTestCase {
             try db.execute(sql: "INSERT INTO t VALUES (1761406927.25), (NULL), ('yesterday'), ('2025-13-01 00:00:00')")
             let rows = try Row.fetchAll(db, sql: "SELECT d FROM t")
             XCTAssertEqual(rows.count, dates.count + 8)
-            var grdbOff = 0
             for row in rows {
                 let theirs = Date.fromDatabaseValue(row[0] as DatabaseValue)
                 let ours = StoredDate.read(row, 0)
@@ -35,10 +34,43 @@ final class StoredDateTests: XCTestCase {
                 if let text = String.fromDatabaseValue(row[0] as DatabaseValue), text.count >= 23, text.dropFirst(19).first == "." {
                     let stored = String(text.prefix(23)).replacingOccurrences(of: " ", with: "T") + "Z"
                     XCTAssertEqual(APIJSON.formatDate(ours), stored.replacingOccurrences(of: "TT", with: "T"), "\(row)")
-                    if APIJSON.formatDate(theirs) != APIJSON.formatDate(ours) { grdbOff += 1 }
                 }
             }
-            print("GRDB's reading printed \(grdbOff) of \(dates.count) stored milliseconds one off")
+        }
+    }
+}
+
+/// The API's dates written by hand are what Foundation's ISO 8601 style writes.
+final class DateTextTests: XCTestCase {
+    let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// The text of a whole number of milliseconds since 1970: the style's for the whole second (no
+    /// fraction to misread), then the milliseconds.
+    func text(ms: Int64) -> String {
+        let whole = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        return String(Date(timeIntervalSince1970: Double(whole)).formatted(style).dropLast(4)) + String(format: "%03dZ", Int(ms - whole * 1000))
+    }
+
+    func testItWritesWhatTheISO8601StyleWrites() {
+        var rng = SystemRandomNumberGenerator()
+        // Any double: the style's text, or (where the style lost the millisecond to the double's
+        // fraction) the millisecond the double is in, or the next one when within a microsecond of it.
+        var dates = (0..<20_000).map { _ in Date(timeIntervalSince1970: Double.random(in: -2_208_988_800...7_258_118_400, using: &rng)) }
+        dates += [0, -0.001, -0.0005, 0.0009999, 951_782_400.999, 951_868_799.9999, -86_400, -62_135_596_800, 253_402_300_799.999]
+            .map { Date(timeIntervalSince1970: $0) }
+        var off: [String] = []
+        for d in dates {
+            let ours = DateText.format(d)
+            if ours == d.formatted(style) { continue }
+            let x = d.timeIntervalSince1970 * 1000
+            let allowed = [text(ms: Int64(x.rounded(.down)))] + (abs(x - x.rounded()) < 0.001 ? [text(ms: Int64(x.rounded()))] : [])
+            if !allowed.contains(ours) { off.append("\(d.timeIntervalSince1970): \(ours) vs \(d.formatted(style))") }
+        }
+        XCTAssertEqual(off, [], "\(off.count) of \(dates.count) differ")
+        // A date made from whole milliseconds prints those milliseconds.
+        for _ in 0..<20_000 {
+            let ms = Int64.random(in: -2_208_988_800_000...7_258_118_400_000, using: &rng)
+            XCTAssertEqual(DateText.format(Date(timeIntervalSince1970: Double(ms) / 1000)), text(ms: ms))
         }
     }
 }
