@@ -260,18 +260,23 @@ public final class Catalog: Sendable {
         let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
         let page = try wrap("list") {
             try pool.read { db in
-                var request = RecordingRecord.all()
-                if let s = q.state { request = request.filter(RecordingRecord.Columns.state == s.rawValue) }
-                if let t = q.type { request = request.filter(RecordingRecord.Columns.type == t.rawValue) }
-                let total = try cached ?? request.fetchCount(db)
-                switch q.order {
-                case .recent:
-                    request = request.order(RecordingRecord.Columns.createdAt.desc, RecordingRecord.Columns.id)
-                case .plays:
-                    request = request.order(RecordingRecord.Columns.playCount.desc,
-                                            RecordingRecord.Columns.createdAt.desc, RecordingRecord.Columns.id)
+                // Written out and compiled once per connection and shape (`cachedStatement`): the
+                // query interface built and compiled the SQL on every page.
+                var conditions: [String] = [], arguments: StatementArguments = []
+                if let s = q.state { conditions.append("state = ?"); arguments += [s.rawValue] }
+                if let t = q.type { conditions.append("type = ?"); arguments += [t.rawValue] }
+                let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+                let total: Int
+                if let cached { total = cached } else {
+                    total = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM recording" + filter), arguments: arguments) ?? 0
                 }
-                let rows = try request.limit(q.limit, offset: q.offset).fetchAll(db)
+                let order = switch q.order {
+                case .recent: "createdAt DESC, id"
+                case .plays: "playCount DESC, createdAt DESC, id"
+                }
+                let statement = try db.cachedStatement(
+                    sql: "SELECT \(RecordingRecord.selection) FROM recording\(filter) ORDER BY \(order) LIMIT ? OFFSET ?")
+                let rows = try RecordingRecord.fetchAll(statement, arguments: arguments + [q.limit, q.offset])
                 return (try rows.map { try $0.recording() }, total)
             }
         }
@@ -284,10 +289,11 @@ public final class Catalog: Sendable {
     public func top(limit: Int) throws -> [Recording] {
         try wrap("top") {
             try pool.read { db in
-                try RecordingRecord.filter(RecordingRecord.Columns.state == RecordingState.ready.rawValue)
-                    .order(RecordingRecord.Columns.playCount.desc, RecordingRecord.Columns.createdAt.desc,
-                           RecordingRecord.Columns.id)
-                    .limit(limit).fetchAll(db).map { try $0.recording() }
+                let statement = try db.cachedStatement(sql: """
+                    SELECT \(RecordingRecord.selection) FROM recording WHERE state = 'ready'
+                    ORDER BY playCount DESC, createdAt DESC, id LIMIT ?
+                    """)
+                return try RecordingRecord.fetchAll(statement, arguments: [limit]).map { try $0.recording() }
             }
         }
     }

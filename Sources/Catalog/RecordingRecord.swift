@@ -66,8 +66,9 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
     static func fetch(_ db: Database, id: String) throws -> RecordingRecord? {
         try fetchOne(db.cachedStatement(sql: selectByID), arguments: [id])
     }
-    private static let selectByID =
-        "SELECT " + (selectedColumns.map { "\"\($0)\"" } + selectedLoudness).joined(separator: ", ") + " FROM recording WHERE id = ?"
+    private static let selectByID = "SELECT \(selection) FROM recording WHERE id = ?"
+    /// The selected columns as SQL, for statements written out (and compiled once: `cachedStatement`).
+    static let selection = (selectedColumns.map { "\"\($0)\"" } + selectedLoudness).joined(separator: ", ")
 
     init(row: Row) throws {
         id = row[0]; type = row[1]; state = row[2]; title = row[3]; notes = row[4]; purpose = row[5]
