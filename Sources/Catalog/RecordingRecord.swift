@@ -104,8 +104,38 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
     }
 
     /// Converts to the API type. A row that does not parse is a corrupt catalog, reported with its id.
+    /// The id as a UUID: the stored upper-case form read digit by digit (`UUID(uuidString:)` went
+    /// through sscanf, a tenth of a listing's reply), anything else by Foundation.
+    static func uuid(_ text: String) -> UUID? {
+        var text = text
+        let fast = text.withUTF8 { b -> UUID? in
+            guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }
+            var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let ok = withUnsafeMutableBytes(of: &bytes) { out -> Bool in
+                var at = 0
+                for i in 0..<16 {
+                    if at == 8 || at == 13 || at == 18 || at == 23 { at += 1 }
+                    func digit(_ c: UInt8) -> UInt8? {
+                        switch c {
+                        case 48...57: c - 48
+                        case 65...70: c - 55
+                        case 97...102: c - 87
+                        default: nil
+                        }
+                    }
+                    guard let high = digit(b[at]), let low = digit(b[at + 1]) else { return false }
+                    out[i] = high << 4 | low
+                    at += 2
+                }
+                return true
+            }
+            return ok ? UUID(uuid: bytes) : nil
+        }
+        return fast ?? UUID(uuidString: text)
+    }
+
     func recording() throws -> Recording {
-        guard let uuid = UUID(uuidString: id),
+        guard let uuid = Self.uuid(id),
               let type = RecordingType(rawValue: type),
               let state = RecordingState(rawValue: state) else {
             throw CatalogError.corruptRow(id: id, detail: "id/type/state '\(id)'/'\(type)'/'\(state)'")

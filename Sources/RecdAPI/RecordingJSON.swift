@@ -45,7 +45,7 @@ public enum RecordingJSON {
         out.append(contentsOf: #","format":"#.utf8)
         optional(r.format?.rawValue, &out, string)
         out.append(contentsOf: #","id":"#.utf8)
-        string(r.id.uuidString, &out)
+        uuid(r.id, &out)
         out.append(contentsOf: #","lastPlayedAt":"#.utf8)
         optional(r.lastPlayedAt.map(APIJSON.formatDate), &out, string)
         out.append(contentsOf: #","loudness":"#.utf8)
@@ -90,9 +90,37 @@ public enum RecordingJSON {
         out.append(contentsOf: s.utf8)
     }
 
-    /// A JSON string: `"` and `\` escaped, control characters as \n \r \t \b \f or \u00XX.
+    /// `"XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX"` as `uuidString` writes it (upper case), from the bytes
+    /// (`uuidString` went through sprintf: a tenth of a listing's reply).
+    private static func uuid(_ id: UUID, _ out: inout [UInt8]) {
+        let hex: StaticString = "0123456789ABCDEF"
+        out.append(UInt8(ascii: "\""))
+        withUnsafeBytes(of: id.uuid) { bytes in
+            hex.withUTF8Buffer { digits in
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+                    out.append(digits[Int(byte >> 4)])
+                    out.append(digits[Int(byte & 0xF)])
+                }
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// A JSON string: `"` and `\` escaped, control characters as \n \r \t \b \f or \u00XX. A string
+    /// with nothing to escape (nearly all) is copied whole.
     private static func string(_ s: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        var s = s
+        let copied = s.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
