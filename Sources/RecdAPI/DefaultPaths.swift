@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where recd and recctl look when `--socket` / `--data-dir` and their variables are not given.
 /// Shared so the client always finds the daemon the daemon's own defaults describe.
@@ -17,7 +20,17 @@ public enum DefaultPaths {
         if let d = env["RECD_DATA_DIR"], !d.isEmpty { return d }
         if uid == 0 { return "/var/lib/recd" }
         if let x = env["XDG_DATA_HOME"], !x.isEmpty { return x + "/recd" }
-        let home = env["HOME"] ?? NSHomeDirectory()
+        let home = env["HOME"] ?? homeDirectory(of: uid)
         return home + "/.local/share/recd"
+    }
+
+    /// The user's home from the password database (what `NSHomeDirectory()` answers without `HOME`);
+    /// "/" when there is no entry.
+    static func homeDirectory(of uid: uid_t) -> String {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let dir = entry.pw_dir else { return "/" }
+        return String(cString: dir)
     }
 }
