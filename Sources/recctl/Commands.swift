@@ -1,6 +1,7 @@
 // recctl's command tree. Each command sends one request and prints the reply.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOHTTP1
 import RecdAPI
 
@@ -17,7 +18,7 @@ struct GlobalOptions: ParsableArguments {
     /// Prints the raw JSON reply (as the daemon sent it) or the readable form.
     func emit(_ raw: Data, _ readable: @autoclosure () -> String) {
         if json {
-            FileHandle.standardOutput.write(raw.last == UInt8(ascii: "\n") ? raw : raw + Data("\n".utf8))
+            Console.out(raw.last == UInt8(ascii: "\n") ? raw : raw + Data("\n".utf8))
         } else {
             print(readable())
         }
@@ -46,7 +47,7 @@ struct MetadataOptions: ParsableArguments {
 
 /// Path segment for a user-given id or prefix.
 func idPath(_ id: String) -> String {
-    id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? id
+    id.percentEncoded(keeping: "-")
 }
 
 struct Status: AsyncParsableCommand {
@@ -148,11 +149,11 @@ struct Record: AsyncParsableCommand {
             var request = kind.request
             request.metadata = metadata.patch
             let (reply, raw) = try await global.client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
-            let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
+            let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(cFormat: "%g", $0.fps)) fps)" }, reply.device]
                 .compactMap { $0 }.joined(separator: " + ")
             let what = reply.video == nil ? "audio" : reply.device == nil ? "frame" : "sound"
             global.emit(raw, Say.started(reply.recording, from: sources)
-                             + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs)
+                             + String(cFormat: ", first \(what) after %.0f ms", reply.startLatencyMs)
                              + Output.conversion(reply.deviceFormat, reply.recordedFormat))
         }
     }
@@ -338,7 +339,7 @@ struct Export: AsyncParsableCommand {
 
     static func fileName(from headers: HTTPHeaders) -> String? {
         guard let d = headers.first(name: "Content-Disposition"),
-              let r = d.range(of: "filename=\"") else { return nil }
+              let r = d.firstRange(of: "filename=\"") else { return nil }
         let rest = d[r.upperBound...]
         guard let end = rest.firstIndex(of: "\"") else { return nil }
         let name = String(rest[..<end])
@@ -402,8 +403,8 @@ struct Delete: AsyncParsableCommand {
 
     /// Asks on the terminal; only an explicit yes confirms.
     static func confirm(_ question: String) -> Bool {
-        FileHandle.standardOutput.write(Data((question + " [y/N] ").utf8))
-        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return false }
+        Console.out(Data((question + " [y/N] ").utf8))
+        guard let answer = readLine()?.trimmingWhitespace().lowercased() else { return false }
         return answer == "y" || answer == "yes"
     }
 }

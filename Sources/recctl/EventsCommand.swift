@@ -1,6 +1,7 @@
 // recctl events: the daemon's event stream as JSON lines.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 extension EventType: ExpressibleByArgument {}
@@ -17,6 +18,6 @@ struct Events: AsyncParsableCommand {
         var path = "/v1/events"
         if !types.isEmpty { path += "?type=" + types.map(\.rawValue).joined(separator: ",") }
         // Written unbuffered: each line as soon as it comes, also into a pipe.
-        try await global.client.events(path) { json in FileHandle.standardOutput.write(Data((json + "\n").utf8)) }
+        try await global.client.events(path) { json in Console.out(Data((json + "\n").utf8)) }
     }
 }

@@ -1,6 +1,8 @@
 // recctl play / playback / played / top / media.
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import NIOHTTP1
 import RecdAPI
 import Synchronization
@@ -38,8 +40,8 @@ struct Play: AsyncParsableCommand {
         let p = reply.playback
         global.emit(raw, "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
                          + "\(Output.duration(p.duration)) on \(p.device)"
-                         + (p.gain == 0 ? "" : String(format: " at %+.1f dB (level-matched)", p.gain))
-                         + String(format: ", first audio after %.0f ms", reply.startLatencyMs)
+                         + (p.gain == 0 ? "" : String(cFormat: " at %+.1f dB (level-matched)", p.gain))
+                         + String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
                          + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
         guard wait else { return }
         try await follow(session: p.session)
@@ -68,9 +70,9 @@ struct Play: AsyncParsableCommand {
         while true {
             if interrupted.load(ordering: .relaxed) {
                 let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
-                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                if live { Console.err(Data("\n".utf8)) }
                 report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
-                Foundation.exit(130)
+                Glibc.exit(130)
             }
             let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             if let p = s.playback, p.session == session {
@@ -78,10 +80,10 @@ struct Play: AsyncParsableCommand {
                     let level = p.state == .paused ? "" : LevelBar.line(levels.withLock { $0 })
                     let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "
                         + level + "\u{1B}[K"
-                    FileHandle.standardError.write(Data(line.utf8))
+                    Console.err(Data(line.utf8))
                 }
             } else {
-                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                if live { Console.err(Data("\n".utf8)) }
                 report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
                 return
             }
@@ -239,13 +241,13 @@ struct Media: AsyncParsableCommand {
     /// "Morning walk.m4a": the title as a file name (no '/', no controls, no leading dot), with the
     /// file's own extension; the stored name when nothing of the title is left.
     static func fileName(title: String, file: String) -> String {
-        let ext = (file as NSString).pathExtension
+        let ext = file.pathExtension
         var base = String(String.UnicodeScalarView(title.unicodeScalars.filter {
             $0 != "/" && $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value)
         }))
-        base = base.trimmingCharacters(in: .whitespaces)
+        base = base.trimmingWhitespace()
         while base.hasPrefix(".") { base.removeFirst() }
-        guard !base.isEmpty else { return (file as NSString).lastPathComponent }
+        guard !base.isEmpty else { return file.lastPathComponent }
         return ext.isEmpty ? base : base + "." + ext
     }
 }
@@ -257,16 +259,16 @@ extension GlobalOptions {
     func save(_ body: Data, to output: String?, defaultName: @autoclosure () -> String,
               summary: (_ name: String, _ size: String) -> String) throws {
         if output == "-" {
-            FileHandle.standardOutput.write(body)
+            Console.out(body)
             return
         }
         let name = output ?? defaultName()
         try writeFile(body, to: name)
         if json {
             let data = try APIJSON.encoder().encode(WrittenFile(file: name, bytes: body.count))
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            Console.out(data + Data("\n".utf8))
         } else {
-            print(summary(name, ByteCountFormatter.string(fromByteCount: Int64(body.count), countStyle: .file)))
+            print(summary(name, byteCountString(Int64(body.count))))
         }
     }
 }
@@ -281,7 +283,7 @@ extension GlobalOptions {
     /// Whether `name` may be written: a new file, `-`, --force, or a person who says yes. Checked
     /// before anything is downloaded.
     func mayWrite(_ name: String, force: Bool) throws {
-        guard name != "-", !force, FileManager.default.fileExists(atPath: name) else { return }
+        guard name != "-", !force, access(name, F_OK) == 0 else { return }
         guard isatty(STDIN_FILENO) != 0 else {
             throw ClientFailure.local("\(name) exists; add --force to replace it, or -o to write elsewhere")
         }
@@ -293,13 +295,25 @@ extension GlobalOptions {
 /// file under the name.
 func writeFile(_ data: Data, to name: String) throws {
     let temporary = name + ".part"
-    do {
-        try data.write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
-    } catch {
-        try? FileManager.default.removeItem(atPath: temporary)
-        throw ClientFailure.local("cannot write \(name): \(error.localizedDescription)")
+    func fail() -> ClientFailure {
+        let reason = errnoText()
+        unlink(temporary)
+        return ClientFailure.local("cannot write \(name): \(reason)")
     }
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+    guard fd >= 0 else { throw fail() }
+    let written = data.withUnsafeBytes { bytes -> Bool in
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            done += n
+        }
+        return true
+    }
+    guard written else { close(fd); throw fail() }
+    guard close(fd) == 0, rename(temporary, name) == 0 else { throw fail() }
 }
 
 struct Poster: AsyncParsableCommand {
@@ -346,7 +360,7 @@ struct Devices: AsyncParsableCommand {
             if let e = c.error { lines.append("    cannot be queried: \(e)") }
             for f in c.formats {
                 let sizes = f.sizes.map { s in
-                    "\(s.width)x\(s.height)" + (s.fps.isEmpty ? "" : "@" + s.fps.map { String(format: "%g", $0) }.joined(separator: "/"))
+                    "\(s.width)x\(s.height)" + (s.fps.isEmpty ? "" : "@" + s.fps.map { String(cFormat: "%g", $0) }.joined(separator: "/"))
                 }
                 lines.append("    \(f.pixelFormat)\(f.compressed ? " (compressed)" : "")  \(sizes.joined(separator: " "))")
             }

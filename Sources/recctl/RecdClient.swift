@@ -1,5 +1,6 @@
 // HTTP/1.1 over the daemon's Unix socket, with SwiftNIO (no TLS stack is compiled for a local socket).
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -60,17 +61,25 @@ struct RecdClient {
     /// not held in memory). recd may refuse before it has read them all (too large, no room) and
     /// close: the reply is read all the same.
     func upload(_ path: String, file: String) async throws -> HTTPReply {
-        guard let handle = FileHandle(forReadingAtPath: file) else {
-            throw ClientFailure.local("cannot read \(file): \(String(cString: strerror(errno)))")
-        }
-        defer { try? handle.close() }
-        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ClientFailure.local("cannot read \(file): \(errnoText())") }
+        defer { close(fd) }
+        var info = stat()
+        let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
         return try await exchange(.POST, path, body: ("application/octet-stream", size)) { head, outbound in
             try await outbound.write(.head(head))
             var sent: Int64 = 0
-            while sent < size, let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
-                sent += Int64(chunk.count)
+            var chunk = ByteBufferAllocator().buffer(capacity: 1 << 20)
+            while sent < size {
+                chunk.clear()
+                let n = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { buffer in
+                    var n: Int
+                    repeat { n = read(fd, buffer.baseAddress, buffer.count) } while n < 0 && errno == EINTR
+                    return max(0, n)
+                }
+                if n == 0 { break }
+                try await outbound.write(.body(.byteBuffer(chunk)))
+                sent += Int64(n)
             }
             try await outbound.write(.end(nil))
         }
@@ -171,7 +180,7 @@ struct RecdClient {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        if let e = error as? IOError { return errnoText(e.errnoCode) }
         if let e = error as? NIOConnectionError, let first = e.connectionErrors.first {
             return describe(first.error)
         }

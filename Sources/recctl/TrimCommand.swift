@@ -1,6 +1,7 @@
 // `recctl trim`: cut the dead air off a recording's ends, losslessly.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 struct Trim: AsyncParsableCommand {
