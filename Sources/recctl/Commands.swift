@@ -51,7 +51,7 @@ func idPath(_ id: String) -> String {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show what recd is doing.")
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what recd is doing.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -111,6 +111,7 @@ struct RecordingKindOptions: ParsableArguments {
 
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "record",
         abstract: "Record in the terminal (no subcommand), or start, pause, resume or stop a recording.",
         discussion: """
         With no subcommand: starts recording, shows a timer and a level bar per channel, pauses and resumes
@@ -124,6 +125,7 @@ struct Record: AsyncParsableCommand {
     /// flags of `record`, which ArgumentParser would also take from `record start --video`.
     struct Screen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "screen",
             abstract: "The recording screen (what `recctl record` runs): timer, level bars, Enter stops, then play/save/discard.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var kind: RecordingKindOptions
@@ -135,6 +137,7 @@ struct Record: AsyncParsableCommand {
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "start",
             abstract: "Start recording from the microphone (or, with --video, the camera and the microphone).",
             discussion: """
             --video records the camera with sound into a .mov; when the camera is missing or busy recd says so
@@ -160,6 +163,7 @@ struct Record: AsyncParsableCommand {
 
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Pause the recording: the sound (and picture) meanwhile stays out of the file; resume goes on in the same file.")
         @OptionGroup var global: GlobalOptions
 
@@ -171,7 +175,7 @@ struct Record: AsyncParsableCommand {
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Resume a paused recording, in the same file.")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused recording, in the same file.")
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
@@ -183,6 +187,7 @@ struct Record: AsyncParsableCommand {
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stop",
             abstract: "Stop the recording: keep it pending (default), --save it, or --discard it.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var metadata: MetadataOptions
@@ -211,7 +216,7 @@ struct Record: AsyncParsableCommand {
 }
 
 struct Save: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Save a pending recording into the library.")
+    static let configuration = CommandConfiguration(commandName: "save", abstract: "Save a pending recording into the library.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var metadata: MetadataOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
@@ -225,6 +230,7 @@ struct Save: AsyncParsableCommand {
 
 struct Discard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "discard",
         abstract: "Discard a pending recording (file and metadata).",
         discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
     @OptionGroup var global: GlobalOptions
@@ -248,7 +254,7 @@ struct Discard: AsyncParsableCommand {
 }
 
 struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List recordings (newest first by default).")
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List recordings (newest first by default).")
     @OptionGroup var global: GlobalOptions
     @Option(help: "Order: recent (newest first) or plays (most played first).") var by: ListOrder = .recent
     @Option(help: "At most this many (1-1000).") var limit: Int = 100
@@ -286,7 +292,7 @@ struct List: AsyncParsableCommand {
 }
 
 struct Show: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show one recording.")
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one recording.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
 
@@ -298,6 +304,7 @@ struct Show: AsyncParsableCommand {
 
 struct Edit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "edit",
         abstract: "Change a recording's title, notes or purpose (a blank title becomes the automatic one).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var metadata: MetadataOptions
@@ -316,6 +323,7 @@ struct Edit: AsyncParsableCommand {
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Export the library's metadata (not the files) as CSV or JSON.",
         discussion: """
         Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).
@@ -359,6 +367,7 @@ extension ExportFormat: ExpressibleByArgument {}
 
 struct Delete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "delete",
         abstract: "Delete a recording, or all of them, for good (file and metadata).",
         discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
     @OptionGroup var global: GlobalOptions
@@ -411,6 +420,7 @@ struct Delete: AsyncParsableCommand {
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Check the catalog against Recordings/ and show what recovery found; --repair fixes what it can.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Apply the start-up recovery now (salvage, adopt, quarantine, mark missing, settle interrupted removals).")

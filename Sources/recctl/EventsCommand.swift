@@ -8,6 +8,7 @@ extension EventType: ExpressibleByArgument {}
 
 struct Events: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "events",
         abstract: "Print recd's events as JSON lines until interrupted (meter levels, recording and playback changes, library changes).",
         discussion: "Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")).")
     @OptionGroup var global: GlobalOptions

@@ -6,6 +6,7 @@ import RecdAPI
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Add audio or video files made elsewhere to the library (saved at once).",
         discussion: """
         The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC in MP4/M4A,

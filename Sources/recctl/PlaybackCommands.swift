@@ -12,6 +12,7 @@ let interrupted = Atomic<Bool>(false)
 
 struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "play",
         abstract: "Play a recording through recd's playback device (a saved one counts as a play; a pending one is a preview).",
         discussion: """
         Returns once the first audio is written to the device, unless --wait: then it shows position / duration
@@ -112,6 +113,7 @@ struct Play: AsyncParsableCommand {
 
 struct Playback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "playback",
         abstract: "Control the playback in progress: pause, resume, seek, stop, or show it.",
         subcommands: [Show.self, Pause.self, Resume.self, Seek.self, Stop.self], defaultSubcommand: Show.self)
 
@@ -139,19 +141,20 @@ struct Playback: AsyncParsableCommand {
     }
 
     struct Pause: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Pause the playback.")
+        static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause the playback.")
         @OptionGroup var global: GlobalOptions
         func run() async throws { try await Playback.control(global, .POST, "/v1/playback/pause") }
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Resume a paused playback.")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused playback.")
         @OptionGroup var global: GlobalOptions
         func run() async throws { try await Playback.control(global, .POST, "/v1/playback/resume") }
     }
 
     struct Seek: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "seek",
             abstract: "Move the playback: +15 / -15 (seconds, default +15), or to a position (90, 1:30). Clamped to the recording.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: ArgumentHelp("+N, -N, seconds or m:ss.", valueName: "where")) var target: String?
@@ -177,7 +180,7 @@ struct Playback: AsyncParsableCommand {
     }
 
     struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop the playback (it counts as a play, unless a preview).")
+        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the playback (it counts as a play, unless a preview).")
         @OptionGroup var global: GlobalOptions
         func run() async throws {
             let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
@@ -189,6 +192,7 @@ struct Playback: AsyncParsableCommand {
 
 struct Played: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "played",
         abstract: "Count a playback that happened elsewhere (a GUI's own player) as one play of a saved recording.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
@@ -202,6 +206,7 @@ struct Played: AsyncParsableCommand {
 
 struct Top: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "top",
         abstract: "Quick Play: the most played saved recordings (3 unless N is given).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "How many (1-1000).") var count: Int = 3
@@ -216,6 +221,7 @@ struct Top: AsyncParsableCommand {
 
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "media",
         abstract: "Copy a recording's media file out of recd (not counted as a play).",
         discussion: """
         Writes "<title>.m4a" (or .mov) in the current directory unless -o names a file or - (stdout).
@@ -318,6 +324,7 @@ func writeFile(_ data: Data, to name: String) throws {
 
 struct Poster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "poster",
         abstract: "Save a video recording's poster: a JPEG of its first frame.",
         discussion: "Writes poster_<id>.jpg in the current directory unless -o names a file or - (stdout).")
     @OptionGroup var global: GlobalOptions
@@ -338,6 +345,7 @@ struct Poster: AsyncParsableCommand {
 
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "devices",
         abstract: "List capture devices: ALSA PCMs and V4L2 cameras with their formats, sizes and rates.")
     @OptionGroup var global: GlobalOptions
 

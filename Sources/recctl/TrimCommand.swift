@@ -6,6 +6,7 @@ import RecdAPI
 
 struct Trim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "trim",
         abstract: "Keep only --start to --end of a recording (no re-encoding); --as-new keeps the original.",
         discussion: """
         Times are seconds or m:ss from the recording's start (90, 1:30.5); --start defaults to the start,

@@ -15,6 +15,7 @@ import Synchronization
 
 struct UI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ui",
         abstract: "Open recd's web app: serve it on 127.0.0.1 for your browser, forwarding to recd's socket.",
         discussion: """
         Prints the address to open (with a one-time token) as the first line, then serves until Ctrl-C.

@@ -6,6 +6,7 @@ import RecdAPI
 
 struct Waveform: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "waveform",
         abstract: "Draw a recording's waveform in the terminal, or write it as SVG or audiowaveform data (json, dat).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
