@@ -44,17 +44,24 @@ struct RecdClient {
         }
     }
 
+    /// One request with its whole body, and the whole reply: on a blocking connection of its own
+    /// (`BlockingExchange`), with no event loop. A command that makes one request starts no thread.
     func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
-        try await exchange(method, path, body: body.map { ("application/json", Int64($0.count)) }) { head, outbound in
-            // The whole request in one write (one flush): written part by part, a reply that recd sends
-            // and closes on (`Connection: close`) as soon as it has the head could close the channel
-            // between our writes, and the next write failed with "I/O on closed channel" although the reply
-            // had arrived (seen 1 in 400 under load).
-            var parts: [HTTPClientRequestPart] = [.head(head)]
-            if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-            parts.append(.end(nil))
-            try await outbound.write(contentsOf: parts)
+        var head = Self.head(method, path)
+        if let body {
+            head.headers.add(name: "Content-Type", value: "application/json")
+            head.headers.add(name: "Content-Length", value: String(body.count))
         }
+        return try BlockingExchange(socketPath: socketPath).run(head, body: body)
+    }
+
+    /// The head every request carries: one request per connection (`Connection: close`).
+    static func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+        head.headers.add(name: "Host", value: "recd")
+        head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+        head.headers.add(name: "Connection", value: "close")
+        return head
     }
 
     /// POSTs the bytes of `file` as the body, read and sent a MiB at a time (an hour of WAV is
@@ -94,10 +101,7 @@ struct RecdClient {
         let channel = try await connect()
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-                head.headers.add(name: "Host", value: "recd")
-                head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
-                head.headers.add(name: "Connection", value: "close")
+                var head = Self.head(method, path)
                 if let body {
                     head.headers.add(name: "Content-Type", value: body.contentType)
                     head.headers.add(name: "Content-Length", value: String(body.length))
