@@ -23,6 +23,17 @@ struct GlobalOptions: ParsableArguments {
             print(readable())
         }
     }
+
+    /// A request whose reply is only shown. With --json the daemon's reply is printed as it came and
+    /// nil returned, without decoding it (an error reply fails as with `call`): decoding it was a tenth
+    /// of `recctl --json top 3`. Otherwise the decoded reply and its bytes, for `emit`.
+    func fetchToShow<T: Decodable>(_ method: HTTPMethod, _ path: String, as type: T.Type) async throws -> (T, Data)? {
+        guard json else { return try await client.call(method, path, as: type) }
+        let reply = try await client.send(method, path)
+        try RecdClient.check(reply)
+        emit(reply.body, "")
+        return nil
+    }
 }
 
 /// --title/--notes/--purpose as a metadata patch.
@@ -55,7 +66,7 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let (s, raw) = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
+        guard case let (s, raw)? = try await global.fetchToShow(.GET, "/v1/status", as: DaemonStatus.self) else { return }
         var lines = ["recd \(s.version) (pid \(s.pid)), up \(Output.duration(s.uptime))"]
         if let a = s.active {
             let what = "'\(Output.text(a.recording.title))' (\(Output.shortID(a.recording.id)))"
@@ -266,8 +277,8 @@ struct List: AsyncParsableCommand {
         var q = ["by=\(by.rawValue)", "limit=\(limit)", "offset=\(offset)"]
         if let state { q.append("state=\(state.rawValue)") }
         if let type { q.append("type=\(type.rawValue)") }
-        let (list, raw) = try await global.client.call(.GET, "/v1/recordings?" + q.joined(separator: "&"),
-                                                       as: RecordingList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/recordings?" + q.joined(separator: "&"),
+                                                                   as: RecordingList.self) else { return }
         global.emit(raw, describe(list))
     }
 
@@ -297,7 +308,8 @@ struct Show: AsyncParsableCommand {
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
 
     func run() async throws {
-        let (r, raw) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        guard case let (r, raw)? = try await global.fetchToShow(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        else { return }
         global.emit(raw, Output.details(r))
     }
 }
@@ -427,9 +439,9 @@ struct Check: AsyncParsableCommand {
     var repair = false
 
     func run() async throws {
-        let (report, raw) = repair
-            ? try await global.client.call(.POST, "/v1/check/repair", as: ConsistencyReport.self)
-            : try await global.client.call(.GET, "/v1/check", as: ConsistencyReport.self)
+        guard case let (report, raw)? = repair
+            ? try await global.fetchToShow(.POST, "/v1/check/repair", as: ConsistencyReport.self)
+            : try await global.fetchToShow(.GET, "/v1/check", as: ConsistencyReport.self) else { return }
         var lines: [String] = []
         if let done = report.repaired { lines.append("repair: " + Self.summary(done)) }
         if report.isConsistent {

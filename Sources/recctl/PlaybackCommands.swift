@@ -130,7 +130,7 @@ struct Playback: AsyncParsableCommand {
 
     /// Sends one transport request and prints the playback it leaves.
     static func control(_ global: GlobalOptions, _ method: HTTPMethod, _ path: String) async throws {
-        let (s, raw) = try await global.client.call(method, path, as: PlaybackStatus.self)
+        guard case let (s, raw)? = try await global.fetchToShow(method, path, as: PlaybackStatus.self) else { return }
         global.emit(raw, Playback.describe(s))
     }
 
@@ -212,7 +212,7 @@ struct Top: AsyncParsableCommand {
     @Argument(help: "How many (1-1000).") var count: Int = 3
 
     func run() async throws {
-        let (list, raw) = try await global.client.call(.GET, "/v1/top?limit=\(count)", as: RecordingList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/top?limit=\(count)", as: RecordingList.self) else { return }
         global.emit(raw, list.recordings.isEmpty
                     ? "No saved recordings yet. Create motivational content to play during cravings: recctl record start"
                     : "Quick Play:\n" + Output.table(list.recordings))
@@ -350,7 +350,7 @@ struct Devices: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let (list, raw) = try await global.client.call(.GET, "/v1/devices", as: DeviceList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/devices", as: DeviceList.self) else { return }
         var lines = ["Microphones (ALSA PCMs; recd records from \(list.configuredAudio)):"]
         if list.audio.isEmpty { lines.append("  (none)") }
         for a in list.audio {
