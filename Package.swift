@@ -96,7 +96,13 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
-        ], swiftSettings: strict),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ], swiftSettings: strict,
+        // The Swift runtime and FoundationEssentials linked in (the daemon keeps the shared ones): no
+        // dynamic loading and symbol binding of ten libraries at each start, 3 of recctl's 9 ms
+        // (BENCHMARKS.md, "Client start-up"). The two libraries named are Essentials' own, which the
+        // driver's -static-stdlib does not add.
+        linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])]),
 
         // Not a product: bench/metering.py builds and runs it.
         .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media"], swiftSettings: strict),

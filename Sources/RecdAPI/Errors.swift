@@ -1,5 +1,5 @@
 // The error body every failing request returns: {"error": {"code": "...", "message": "..."}}.
-import Foundation
+import FoundationEssentials
 
 /// Machine-readable error codes. The HTTP status for each is decided in one place (Server).
 public enum APIErrorCode: String, Codable, Sendable, CaseIterable {

@@ -1,5 +1,5 @@
 // The event stream (`GET /v1/events`, Server-Sent Events): one JSON object per event.
-import Foundation
+import FoundationEssentials
 
 /// The meter interval's allowed range (milliseconds).
 public enum LevelMeterInterval {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one JSON dialect of the API: ISO 8601 dates with milliseconds, sorted keys (stable output).
 public enum APIJSON {

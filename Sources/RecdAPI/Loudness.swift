@@ -1,5 +1,5 @@
 // A recording's loudness by EBU R128 / ITU-R BS.1770.
-import Foundation
+import FoundationEssentials
 
 /// What EBU R128 says of a recording. `integrated` is null for silence (−∞ LUFS: nothing passes the
 /// gates), `truePeak` for a recording of digital silence.

@@ -1,5 +1,5 @@
 // Request and response bodies of the /v1 HTTP API (see openapi.yaml).
-import Foundation
+import FoundationEssentials
 
 /// A field that a request may leave out, set to a value, or set to JSON `null`.
 /// `.absent` means "leave unchanged"; `.null` and `.value` both change it.

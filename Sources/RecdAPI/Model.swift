@@ -1,5 +1,8 @@
 // Wire types shared by the daemon, recctl and the tests. Pure Swift: no C, no server code.
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a recording holds. Decides the file name: `audio_<UUID>.m4a` or `video_<UUID>.mov`.
 public enum RecordingType: String, Codable, Sendable, CaseIterable {
@@ -111,13 +114,37 @@ public enum ExportFormat: String, Codable, Sendable, CaseIterable {
     case csv, json
 }
 
-/// How dates are shown to people: "Oct 25, 2025 3:42 PM" (also the form of automatic titles).
+/// How dates are shown to people: "Oct 25, 2025 3:42 PM" (also the form of automatic titles), as
+/// `DateFormatter` writes `MMM d, yyyy h:mm a` in `en_US_POSIX`, from FoundationEssentials' Gregorian
+/// calendar: no ICU (recctl does not load FoundationInternationalization).
 public enum DisplayDate {
-    public static func string(_ date: Date, timeZone: TimeZone = .current) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = timeZone
-        f.dateFormat = "MMM d, yyyy h:mm a"
-        return f.string(from: date)
+    /// In the local time zone: libc's (`TZ`, else /etc/localtime), which is the zone Foundation's
+    /// `TimeZone.current` names; FoundationEssentials alone knows only GMT.
+    public static func string(_ date: Date) -> String {
+        var t = time_t(toMilliseconds(date).timeIntervalSince1970.rounded(.down))
+        var local = tm()
+        localtime_r(&t, &local)
+        return string(date, secondsFromGMT: Int(local.tm_gmtoff))
+    }
+
+    public static func string(_ date: Date, timeZone: TimeZone) -> String {
+        string(date, secondsFromGMT: timeZone.secondsFromGMT(for: date))
+    }
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func string(_ date: Date, secondsFromGMT offset: Int) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(secondsFromGMT: offset) ?? .gmt
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: toMilliseconds(date))
+        let (year, month, day, hour, minute) = (c.year ?? 0, c.month ?? 1, c.day ?? 1, c.hour ?? 0, c.minute ?? 0)
+        let yyyy = String(year), mm = String(minute)
+        return "\(months[month - 1]) \(day), \(String(repeating: "0", count: max(0, 4 - yyyy.count)) + yyyy) "
+            + "\(hour % 12 == 0 ? 12 : hour % 12):\(mm.count < 2 ? "0" + mm : mm) \(hour < 12 ? "AM" : "PM")"
+    }
+
+    /// ICU formats the date rounded to the millisecond: 15:42:59.9996 reads 3:43.
+    private static func toMilliseconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000)
     }
 }

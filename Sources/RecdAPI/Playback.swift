@@ -1,5 +1,5 @@
 // Wire types of playback: play, transport controls, what is playing, how a playback ended.
-import Foundation
+import FoundationEssentials
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
 public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
@@ -149,7 +149,7 @@ public enum SeekArgument {
     }
 
     public static func parse(_ text: String?) throws(ParseError) -> SeekRequest {
-        let t = (text ?? "").trimmingCharacters(in: .whitespaces)
+        let t = (text ?? "").trimmingWhitespace()
         if t.isEmpty || t == "+" { return SeekRequest(by: SeekRequest.defaultSkipSeconds) }
         if t == "-" { return SeekRequest(by: -SeekRequest.defaultSkipSeconds) }
         if let sign = t.first, sign == "+" || sign == "-" {

@@ -1,5 +1,5 @@
 // The API's hottest replies — recordings and lists of them — written straight to bytes.
-import Foundation
+import FoundationEssentials
 
 /// Writes a `Recording` or a `RecordingList` as JSON, byte for byte what `APIJSON.encoder()` writes
 /// (sorted keys, slashes as they are, declared nulls, dates with milliseconds, numbers as Foundation

@@ -1,6 +1,6 @@
 // Waveforms in the BBC audiowaveform data format (version 2): min/max pairs per pixel per channel.
 // One definition of the format for recd (which writes it) and recctl (which reads it).
-import Foundation
+import FoundationEssentials
 
 /// Waveform data as audiowaveform writes it, so peaks.js and the waveform-data libraries load it
 /// unchanged. `data` holds, for each pixel, for each channel, min then max.

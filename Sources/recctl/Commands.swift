@@ -1,6 +1,7 @@
 // recctl's command tree. Each command sends one request and prints the reply.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOHTTP1
 import RecdAPI
 
@@ -17,10 +18,21 @@ struct GlobalOptions: ParsableArguments {
     /// Prints the raw JSON reply (as the daemon sent it) or the readable form.
     func emit(_ raw: Data, _ readable: @autoclosure () -> String) {
         if json {
-            FileHandle.standardOutput.write(raw.last == UInt8(ascii: "\n") ? raw : raw + Data("\n".utf8))
+            Console.out(raw.last == UInt8(ascii: "\n") ? raw : raw + Data("\n".utf8))
         } else {
             print(readable())
         }
+    }
+
+    /// A request whose reply is only shown. With --json the daemon's reply is printed as it came and
+    /// nil returned, without decoding it (an error reply fails as with `call`): decoding it was a tenth
+    /// of `recctl --json top 3`. Otherwise the decoded reply and its bytes, for `emit`.
+    func fetchToShow<T: Decodable>(_ method: HTTPMethod, _ path: String, as type: T.Type) async throws -> (T, Data)? {
+        guard json else { return try await client.call(method, path, as: type) }
+        let reply = try await client.send(method, path)
+        try RecdClient.check(reply)
+        emit(reply.body, "")
+        return nil
     }
 }
 
@@ -46,15 +58,15 @@ struct MetadataOptions: ParsableArguments {
 
 /// Path segment for a user-given id or prefix.
 func idPath(_ id: String) -> String {
-    id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? id
+    id.percentEncoded(keeping: "-")
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show what recd is doing.")
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what recd is doing.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let (s, raw) = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
+        guard case let (s, raw)? = try await global.fetchToShow(.GET, "/v1/status", as: DaemonStatus.self) else { return }
         var lines = ["recd \(s.version) (pid \(s.pid)), up \(Output.duration(s.uptime))"]
         if let a = s.active {
             let what = "'\(Output.text(a.recording.title))' (\(Output.shortID(a.recording.id)))"
@@ -110,6 +122,7 @@ struct RecordingKindOptions: ParsableArguments {
 
 struct Record: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "record",
         abstract: "Record in the terminal (no subcommand), or start, pause, resume or stop a recording.",
         discussion: """
         With no subcommand: starts recording, shows a timer and a level bar per channel, pauses and resumes
@@ -123,6 +136,7 @@ struct Record: AsyncParsableCommand {
     /// flags of `record`, which ArgumentParser would also take from `record start --video`.
     struct Screen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "screen",
             abstract: "The recording screen (what `recctl record` runs): timer, level bars, Enter stops, then play/save/discard.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var kind: RecordingKindOptions
@@ -134,6 +148,7 @@ struct Record: AsyncParsableCommand {
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "start",
             abstract: "Start recording from the microphone (or, with --video, the camera and the microphone).",
             discussion: """
             --video records the camera with sound into a .mov; when the camera is missing or busy recd says so
@@ -148,17 +163,18 @@ struct Record: AsyncParsableCommand {
             var request = kind.request
             request.metadata = metadata.patch
             let (reply, raw) = try await global.client.call(.POST, "/v1/record/start", body: request, as: StartRecordingResponse.self)
-            let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(format: "%g", $0.fps)) fps)" }, reply.device]
+            let sources = [reply.video.map { "\($0.device) (\($0.width)x\($0.height) at \(String(cFormat: "%g", $0.fps)) fps)" }, reply.device]
                 .compactMap { $0 }.joined(separator: " + ")
             let what = reply.video == nil ? "audio" : reply.device == nil ? "frame" : "sound"
             global.emit(raw, Say.started(reply.recording, from: sources)
-                             + String(format: ", first \(what) after %.0f ms", reply.startLatencyMs)
+                             + String(cFormat: ", first \(what) after %.0f ms", reply.startLatencyMs)
                              + Output.conversion(reply.deviceFormat, reply.recordedFormat))
         }
     }
 
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Pause the recording: the sound (and picture) meanwhile stays out of the file; resume goes on in the same file.")
         @OptionGroup var global: GlobalOptions
 
@@ -170,7 +186,7 @@ struct Record: AsyncParsableCommand {
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Resume a paused recording, in the same file.")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused recording, in the same file.")
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
@@ -182,6 +198,7 @@ struct Record: AsyncParsableCommand {
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stop",
             abstract: "Stop the recording: keep it pending (default), --save it, or --discard it.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var metadata: MetadataOptions
@@ -210,7 +227,7 @@ struct Record: AsyncParsableCommand {
 }
 
 struct Save: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Save a pending recording into the library.")
+    static let configuration = CommandConfiguration(commandName: "save", abstract: "Save a pending recording into the library.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var metadata: MetadataOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
@@ -224,6 +241,7 @@ struct Save: AsyncParsableCommand {
 
 struct Discard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "discard",
         abstract: "Discard a pending recording (file and metadata).",
         discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
     @OptionGroup var global: GlobalOptions
@@ -247,7 +265,7 @@ struct Discard: AsyncParsableCommand {
 }
 
 struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List recordings (newest first by default).")
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List recordings (newest first by default).")
     @OptionGroup var global: GlobalOptions
     @Option(help: "Order: recent (newest first) or plays (most played first).") var by: ListOrder = .recent
     @Option(help: "At most this many (1-1000).") var limit: Int = 100
@@ -259,8 +277,8 @@ struct List: AsyncParsableCommand {
         var q = ["by=\(by.rawValue)", "limit=\(limit)", "offset=\(offset)"]
         if let state { q.append("state=\(state.rawValue)") }
         if let type { q.append("type=\(type.rawValue)") }
-        let (list, raw) = try await global.client.call(.GET, "/v1/recordings?" + q.joined(separator: "&"),
-                                                       as: RecordingList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/recordings?" + q.joined(separator: "&"),
+                                                                   as: RecordingList.self) else { return }
         global.emit(raw, describe(list))
     }
 
@@ -285,18 +303,20 @@ struct List: AsyncParsableCommand {
 }
 
 struct Show: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show one recording.")
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one recording.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
 
     func run() async throws {
-        let (r, raw) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        guard case let (r, raw)? = try await global.fetchToShow(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        else { return }
         global.emit(raw, Output.details(r))
     }
 }
 
 struct Edit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "edit",
         abstract: "Change a recording's title, notes or purpose (a blank title becomes the automatic one).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var metadata: MetadataOptions
@@ -315,6 +335,7 @@ struct Edit: AsyncParsableCommand {
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Export the library's metadata (not the files) as CSV or JSON.",
         discussion: """
         Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).
@@ -338,7 +359,7 @@ struct Export: AsyncParsableCommand {
 
     static func fileName(from headers: HTTPHeaders) -> String? {
         guard let d = headers.first(name: "Content-Disposition"),
-              let r = d.range(of: "filename=\"") else { return nil }
+              let r = d.firstRange(of: "filename=\"") else { return nil }
         let rest = d[r.upperBound...]
         guard let end = rest.firstIndex(of: "\"") else { return nil }
         let name = String(rest[..<end])
@@ -358,6 +379,7 @@ extension ExportFormat: ExpressibleByArgument {}
 
 struct Delete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "delete",
         abstract: "Delete a recording, or all of them, for good (file and metadata).",
         discussion: "Asks for confirmation unless --yes is given; without --yes and without a terminal to ask on, refuses.")
     @OptionGroup var global: GlobalOptions
@@ -402,23 +424,24 @@ struct Delete: AsyncParsableCommand {
 
     /// Asks on the terminal; only an explicit yes confirms.
     static func confirm(_ question: String) -> Bool {
-        FileHandle.standardOutput.write(Data((question + " [y/N] ").utf8))
-        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return false }
+        Console.out(Data((question + " [y/N] ").utf8))
+        guard let answer = readLine()?.trimmingWhitespace().lowercased() else { return false }
         return answer == "y" || answer == "yes"
     }
 }
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Check the catalog against Recordings/ and show what recovery found; --repair fixes what it can.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Apply the start-up recovery now (salvage, adopt, quarantine, mark missing, settle interrupted removals).")
     var repair = false
 
     func run() async throws {
-        let (report, raw) = repair
-            ? try await global.client.call(.POST, "/v1/check/repair", as: ConsistencyReport.self)
-            : try await global.client.call(.GET, "/v1/check", as: ConsistencyReport.self)
+        guard case let (report, raw)? = repair
+            ? try await global.fetchToShow(.POST, "/v1/check/repair", as: ConsistencyReport.self)
+            : try await global.fetchToShow(.GET, "/v1/check", as: ConsistencyReport.self) else { return }
         var lines: [String] = []
         if let done = report.repaired { lines.append("repair: " + Self.summary(done)) }
         if report.isConsistent {

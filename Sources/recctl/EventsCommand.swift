@@ -1,12 +1,14 @@
 // recctl events: the daemon's event stream as JSON lines.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 extension EventType: ExpressibleByArgument {}
 
 struct Events: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "events",
         abstract: "Print recd's events as JSON lines until interrupted (meter levels, recording and playback changes, library changes).",
         discussion: "Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")).")
     @OptionGroup var global: GlobalOptions
@@ -17,6 +19,6 @@ struct Events: AsyncParsableCommand {
         var path = "/v1/events"
         if !types.isEmpty { path += "?type=" + types.map(\.rawValue).joined(separator: ",") }
         // Written unbuffered: each line as soon as it comes, also into a pipe.
-        try await global.client.events(path) { json in FileHandle.standardOutput.write(Data((json + "\n").utf8)) }
+        try await global.client.events(path) { json in Console.out(Data((json + "\n").utf8)) }
     }
 }

@@ -1,10 +1,12 @@
 // `recctl import`: bring recordings made elsewhere into the library.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Add audio or video files made elsewhere to the library (saved at once).",
         discussion: """
         The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC in MP4/M4A,
@@ -27,8 +29,7 @@ struct Import: AsyncParsableCommand {
 
     /// `?name=…&title=…` with every value percent-encoded (a query value may hold '&', '=', '+').
     static func query(_ items: [(String, String?)]) -> String {
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        return items.compactMap { k, v in v.map { "\(k)=\($0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0)" } }
+        items.compactMap { k, v in v.map { "\(k)=\($0.percentEncoded(keeping: "-._~"))" } }
             .joined(separator: "&")
     }
 
@@ -36,14 +37,15 @@ struct Import: AsyncParsableCommand {
         var failed = 0
         for file in files {
             let url = URL(fileURLWithPath: file)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                FileHandle.standardError.write(Data("recctl: \(file): no such file\n".utf8))
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & S_IFMT != S_IFDIR else {
+                Console.err(Data("recctl: \(file): no such file\n".utf8))
                 failed += 1
                 continue
             }
-            let modified = (try? FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date)?
-                .map { String(format: "%.3f", $0.timeIntervalSince1970) }
+            // As Foundation's FileManager gave the modification date (a `Date` of seconds and nanoseconds).
+            let modified = String(cFormat: "%.3f", Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                .timeIntervalSince1970)
             let path = "/v1/recordings/import?" + Self.query([
                 ("name", url.lastPathComponent), ("title", metadata.title), ("notes", metadata.notes),
                 ("purpose", metadata.purpose.map { $0.lowercased() }), ("modified", modified), ("format", format?.rawValue)])
@@ -54,9 +56,9 @@ struct Import: AsyncParsableCommand {
                 global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)")
             } catch ClientFailure.refused(_, let body) {
                 if global.json {
-                    FileHandle.standardOutput.write((try? APIJSON.encoder().encode(body)).map { $0 + Data("\n".utf8) } ?? Data())
+                    Console.out((try? APIJSON.encoder().encode(body)).map { $0 + Data("\n".utf8) } ?? Data())
                 } else {
-                    FileHandle.standardError.write(Data("recctl: \(body.error.message)\n".utf8))
+                    Console.err(Data("recctl: \(body.error.message)\n".utf8))
                 }
                 failed += 1
             }

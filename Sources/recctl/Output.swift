@@ -1,5 +1,6 @@
 // How recctl prints recordings for people.
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 enum Output {
@@ -9,7 +10,7 @@ enum Output {
         guard let seconds, seconds.isFinite, seconds >= 0 else { return "-" }
         let total = Int(seconds)
         let (h, m, s) = (total / 3600, (total % 3600) / 60, total % 60)
-        return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
+        return h > 0 ? String(cFormat: "%d:%02d:%02d", h, m, s) : String(cFormat: "%d:%02d", m, s)
     }
 
     /// "Oct 25, 2025 3:42 PM" in the local time zone.
@@ -104,7 +105,7 @@ enum Output {
         var rows: [(String, String)] = [
             ("id", r.id.uuidString), ("title", text(r.title)), ("type", r.type.rawValue), ("state", r.state.spoken),
             ("created", date(r.createdAt)), ("duration", duration(r.duration)),
-            ("size", r.sizeBytes.map { ByteCountFormatter.string(fromByteCount: $0, countStyle: .file) } ?? "-"),
+            ("size", r.sizeBytes.map { byteCountString($0) } ?? "-"),
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
             ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file),
         ]
@@ -113,7 +114,7 @@ enum Output {
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
         if r.droppedFrames > 0 { rows.append(("dropped frames", String(r.droppedFrames))) }
         if !r.notes.isEmpty {
-            rows.append(("notes", text(r.notes, multiline: true).replacingOccurrences(of: "\n", with: "\n" + cell("", 16))))
+            rows.append(("notes", text(r.notes, multiline: true).replacingScalar("\n", with: "\n" + cell("", 16))))
         }
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
     }
@@ -131,9 +132,9 @@ enum Output {
     /// "-16.2 LUFS, range 4.1 LU, true peak -1.3 dBTP" (EBU R128), or why there is none.
     static func loudness(_ r: Recording) -> String {
         guard let l = r.loudness else { return r.state == .recording ? "-" : "not measured yet" }
-        let i = l.integrated.map { String(format: "%.1f LUFS", $0) } ?? "silent (-∞ LUFS)"
-        let range = l.range.map { String(format: ", range %.1f LU", $0) } ?? ""
-        let peak = l.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? ""
+        let i = l.integrated.map { String(cFormat: "%.1f LUFS", $0) } ?? "silent (-∞ LUFS)"
+        let range = l.range.map { String(cFormat: ", range %.1f LU", $0) } ?? ""
+        let peak = l.truePeak.map { String(cFormat: ", true peak %.1f dBTP", $0) } ?? ""
         return i + range + peak
     }
 

@@ -1,6 +1,8 @@
 // recctl play / playback / played / top / media.
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import NIOHTTP1
 import RecdAPI
 import Synchronization
@@ -10,6 +12,7 @@ let interrupted = Atomic<Bool>(false)
 
 struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "play",
         abstract: "Play a recording through recd's playback device (a saved one counts as a play; a pending one is a preview).",
         discussion: """
         Returns once the first audio is written to the device, unless --wait: then it shows position / duration
@@ -38,8 +41,8 @@ struct Play: AsyncParsableCommand {
         let p = reply.playback
         global.emit(raw, "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
                          + "\(Output.duration(p.duration)) on \(p.device)"
-                         + (p.gain == 0 ? "" : String(format: " at %+.1f dB (level-matched)", p.gain))
-                         + String(format: ", first audio after %.0f ms", reply.startLatencyMs)
+                         + (p.gain == 0 ? "" : String(cFormat: " at %+.1f dB (level-matched)", p.gain))
+                         + String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
                          + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
         guard wait else { return }
         try await follow(session: p.session)
@@ -68,9 +71,9 @@ struct Play: AsyncParsableCommand {
         while true {
             if interrupted.load(ordering: .relaxed) {
                 let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
-                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                if live { Console.err(Data("\n".utf8)) }
                 report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
-                Foundation.exit(130)
+                Glibc.exit(130)
             }
             let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             if let p = s.playback, p.session == session {
@@ -78,10 +81,10 @@ struct Play: AsyncParsableCommand {
                     let level = p.state == .paused ? "" : LevelBar.line(levels.withLock { $0 })
                     let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "
                         + level + "\u{1B}[K"
-                    FileHandle.standardError.write(Data(line.utf8))
+                    Console.err(Data(line.utf8))
                 }
             } else {
-                if live { FileHandle.standardError.write(Data("\n".utf8)) }
+                if live { Console.err(Data("\n".utf8)) }
                 report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
                 return
             }
@@ -110,6 +113,7 @@ struct Play: AsyncParsableCommand {
 
 struct Playback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "playback",
         abstract: "Control the playback in progress: pause, resume, seek, stop, or show it.",
         subcommands: [Show.self, Pause.self, Resume.self, Seek.self, Stop.self], defaultSubcommand: Show.self)
 
@@ -126,7 +130,7 @@ struct Playback: AsyncParsableCommand {
 
     /// Sends one transport request and prints the playback it leaves.
     static func control(_ global: GlobalOptions, _ method: HTTPMethod, _ path: String) async throws {
-        let (s, raw) = try await global.client.call(method, path, as: PlaybackStatus.self)
+        guard case let (s, raw)? = try await global.fetchToShow(method, path, as: PlaybackStatus.self) else { return }
         global.emit(raw, Playback.describe(s))
     }
 
@@ -137,19 +141,20 @@ struct Playback: AsyncParsableCommand {
     }
 
     struct Pause: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Pause the playback.")
+        static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause the playback.")
         @OptionGroup var global: GlobalOptions
         func run() async throws { try await Playback.control(global, .POST, "/v1/playback/pause") }
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Resume a paused playback.")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused playback.")
         @OptionGroup var global: GlobalOptions
         func run() async throws { try await Playback.control(global, .POST, "/v1/playback/resume") }
     }
 
     struct Seek: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "seek",
             abstract: "Move the playback: +15 / -15 (seconds, default +15), or to a position (90, 1:30). Clamped to the recording.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: ArgumentHelp("+N, -N, seconds or m:ss.", valueName: "where")) var target: String?
@@ -175,7 +180,7 @@ struct Playback: AsyncParsableCommand {
     }
 
     struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop the playback (it counts as a play, unless a preview).")
+        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the playback (it counts as a play, unless a preview).")
         @OptionGroup var global: GlobalOptions
         func run() async throws {
             let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
@@ -187,6 +192,7 @@ struct Playback: AsyncParsableCommand {
 
 struct Played: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "played",
         abstract: "Count a playback that happened elsewhere (a GUI's own player) as one play of a saved recording.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
@@ -200,12 +206,13 @@ struct Played: AsyncParsableCommand {
 
 struct Top: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "top",
         abstract: "Quick Play: the most played saved recordings (3 unless N is given).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "How many (1-1000).") var count: Int = 3
 
     func run() async throws {
-        let (list, raw) = try await global.client.call(.GET, "/v1/top?limit=\(count)", as: RecordingList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/top?limit=\(count)", as: RecordingList.self) else { return }
         global.emit(raw, list.recordings.isEmpty
                     ? "No saved recordings yet. Create motivational content to play during cravings: recctl record start"
                     : "Quick Play:\n" + Output.table(list.recordings))
@@ -214,6 +221,7 @@ struct Top: AsyncParsableCommand {
 
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "media",
         abstract: "Copy a recording's media file out of recd (not counted as a play).",
         discussion: """
         Writes "<title>.m4a" (or .mov) in the current directory unless -o names a file or - (stdout).
@@ -239,13 +247,13 @@ struct Media: AsyncParsableCommand {
     /// "Morning walk.m4a": the title as a file name (no '/', no controls, no leading dot), with the
     /// file's own extension; the stored name when nothing of the title is left.
     static func fileName(title: String, file: String) -> String {
-        let ext = (file as NSString).pathExtension
+        let ext = file.pathExtension
         var base = String(String.UnicodeScalarView(title.unicodeScalars.filter {
             $0 != "/" && $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value)
         }))
-        base = base.trimmingCharacters(in: .whitespaces)
+        base = base.trimmingWhitespace()
         while base.hasPrefix(".") { base.removeFirst() }
-        guard !base.isEmpty else { return (file as NSString).lastPathComponent }
+        guard !base.isEmpty else { return file.lastPathComponent }
         return ext.isEmpty ? base : base + "." + ext
     }
 }
@@ -257,16 +265,16 @@ extension GlobalOptions {
     func save(_ body: Data, to output: String?, defaultName: @autoclosure () -> String,
               summary: (_ name: String, _ size: String) -> String) throws {
         if output == "-" {
-            FileHandle.standardOutput.write(body)
+            Console.out(body)
             return
         }
         let name = output ?? defaultName()
         try writeFile(body, to: name)
         if json {
             let data = try APIJSON.encoder().encode(WrittenFile(file: name, bytes: body.count))
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            Console.out(data + Data("\n".utf8))
         } else {
-            print(summary(name, ByteCountFormatter.string(fromByteCount: Int64(body.count), countStyle: .file)))
+            print(summary(name, byteCountString(Int64(body.count))))
         }
     }
 }
@@ -281,7 +289,7 @@ extension GlobalOptions {
     /// Whether `name` may be written: a new file, `-`, --force, or a person who says yes. Checked
     /// before anything is downloaded.
     func mayWrite(_ name: String, force: Bool) throws {
-        guard name != "-", !force, FileManager.default.fileExists(atPath: name) else { return }
+        guard name != "-", !force, access(name, F_OK) == 0 else { return }
         guard isatty(STDIN_FILENO) != 0 else {
             throw ClientFailure.local("\(name) exists; add --force to replace it, or -o to write elsewhere")
         }
@@ -293,17 +301,30 @@ extension GlobalOptions {
 /// file under the name.
 func writeFile(_ data: Data, to name: String) throws {
     let temporary = name + ".part"
-    do {
-        try data.write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, name) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
-    } catch {
-        try? FileManager.default.removeItem(atPath: temporary)
-        throw ClientFailure.local("cannot write \(name): \(error.localizedDescription)")
+    func fail() -> ClientFailure {
+        let reason = errnoText()
+        unlink(temporary)
+        return ClientFailure.local("cannot write \(name): \(reason)")
     }
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+    guard fd >= 0 else { throw fail() }
+    let written = data.withUnsafeBytes { bytes -> Bool in
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            done += n
+        }
+        return true
+    }
+    guard written else { close(fd); throw fail() }
+    guard close(fd) == 0, rename(temporary, name) == 0 else { throw fail() }
 }
 
 struct Poster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "poster",
         abstract: "Save a video recording's poster: a JPEG of its first frame.",
         discussion: "Writes poster_<id>.jpg in the current directory unless -o names a file or - (stdout).")
     @OptionGroup var global: GlobalOptions
@@ -324,11 +345,12 @@ struct Poster: AsyncParsableCommand {
 
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "devices",
         abstract: "List capture devices: ALSA PCMs and V4L2 cameras with their formats, sizes and rates.")
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let (list, raw) = try await global.client.call(.GET, "/v1/devices", as: DeviceList.self)
+        guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/devices", as: DeviceList.self) else { return }
         var lines = ["Microphones (ALSA PCMs; recd records from \(list.configuredAudio)):"]
         if list.audio.isEmpty { lines.append("  (none)") }
         for a in list.audio {
@@ -346,7 +368,7 @@ struct Devices: AsyncParsableCommand {
             if let e = c.error { lines.append("    cannot be queried: \(e)") }
             for f in c.formats {
                 let sizes = f.sizes.map { s in
-                    "\(s.width)x\(s.height)" + (s.fps.isEmpty ? "" : "@" + s.fps.map { String(format: "%g", $0) }.joined(separator: "/"))
+                    "\(s.width)x\(s.height)" + (s.fps.isEmpty ? "" : "@" + s.fps.map { String(cFormat: "%g", $0) }.joined(separator: "/"))
                 }
                 lines.append("    \(f.pixelFormat)\(f.compressed ? " (compressed)" : "")  \(sizes.joined(separator: " "))")
             }

@@ -1,6 +1,7 @@
 // recctl: the command-line client of recd.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 struct RecCtl: AsyncParsableCommand {
@@ -124,14 +125,14 @@ enum Main {
             case .refused(let status, let body):
                 if jsonErrors {
                     let raw = (try? APIJSON.encoder().encode(body)) ?? Data()
-                    FileHandle.standardOutput.write(raw + Data("\n".utf8))
+                    Console.out(raw + Data("\n".utf8))
                     exit(ExitStatus.refused)
                 }
                 var message = "recctl: \(body.error.message)"
                 if let m = body.error.matches, !m.isEmpty, status == 409 {
                     message += "\n" + (await describeMatches(m)).map { "  " + $0 }.joined(separator: "\n")
                 }
-                FileHandle.standardError.write(Data((message + "\n").utf8))
+                Console.err(Data((message + "\n").utf8))
                 exit(ExitStatus.refused)
             case .unreachable(let socket, let reason):
                 let start = getuid() == 0 || socket.hasPrefix("/run/recd/") ? "systemctl start recd" : "systemctl --user start recd"
@@ -160,7 +161,7 @@ enum Main {
             exit(ExitStatus.ok)
         }
         if jsonErrors { fail(code: "usage", RecCtl.message(for: error), status: ExitStatus.usage) }
-        FileHandle.standardError.write(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
+        Console.err(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
         exit(ExitStatus.usage)
     }
 
@@ -171,9 +172,9 @@ enum Main {
             var detail = ["code": code, "message": message]
             if let hint { detail["hint"] = hint }
             let raw = (try? APIJSON.encoder().encode(["error": detail])) ?? Data()
-            FileHandle.standardOutput.write(raw + Data("\n".utf8))
+            Console.out(raw + Data("\n".utf8))
         } else {
-            FileHandle.standardError.write(Data(("recctl: \(message)\n" + (hint.map { $0 + "\n" } ?? "")).utf8))
+            Console.err(Data(("recctl: \(message)\n" + (hint.map { $0 + "\n" } ?? "")).utf8))
         }
         exit(status)
     }

@@ -1,5 +1,6 @@
 // HTTP/1.1 over the daemon's Unix socket, with SwiftNIO (no TLS stack is compiled for a local socket).
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -43,34 +44,49 @@ struct RecdClient {
         }
     }
 
+    /// One request with its whole body, and the whole reply: on a blocking connection of its own
+    /// (`BlockingExchange`), with no event loop. A command that makes one request starts no thread.
     func send(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> HTTPReply {
-        try await exchange(method, path, body: body.map { ("application/json", Int64($0.count)) }) { head, outbound in
-            // The whole request in one write (one flush): written part by part, a reply that recd sends
-            // and closes on (`Connection: close`) as soon as it has the head could close the channel
-            // between our writes, and the next write failed with "I/O on closed channel" although the reply
-            // had arrived (seen 1 in 400 under load).
-            var parts: [HTTPClientRequestPart] = [.head(head)]
-            if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-            parts.append(.end(nil))
-            try await outbound.write(contentsOf: parts)
+        var head = Self.head(method, path)
+        if let body {
+            head.headers.add(name: "Content-Type", value: "application/json")
+            head.headers.add(name: "Content-Length", value: String(body.count))
         }
+        return try BlockingExchange(socketPath: socketPath).run(head, body: body)
+    }
+
+    /// The head every request carries: one request per connection (`Connection: close`).
+    static func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+        head.headers.add(name: "Host", value: "recd")
+        head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+        head.headers.add(name: "Connection", value: "close")
+        return head
     }
 
     /// POSTs the bytes of `file` as the body, read and sent a MiB at a time (an hour of WAV is
     /// not held in memory). recd may refuse before it has read them all (too large, no room) and
     /// close: the reply is read all the same.
     func upload(_ path: String, file: String) async throws -> HTTPReply {
-        guard let handle = FileHandle(forReadingAtPath: file) else {
-            throw ClientFailure.local("cannot read \(file): \(String(cString: strerror(errno)))")
-        }
-        defer { try? handle.close() }
-        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ClientFailure.local("cannot read \(file): \(errnoText())") }
+        defer { close(fd) }
+        var info = stat()
+        let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
         return try await exchange(.POST, path, body: ("application/octet-stream", size)) { head, outbound in
             try await outbound.write(.head(head))
             var sent: Int64 = 0
-            while sent < size, let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
-                sent += Int64(chunk.count)
+            var chunk = ByteBufferAllocator().buffer(capacity: 1 << 20)
+            while sent < size {
+                chunk.clear()
+                let n = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { buffer in
+                    var n: Int
+                    repeat { n = read(fd, buffer.baseAddress, buffer.count) } while n < 0 && errno == EINTR
+                    return max(0, n)
+                }
+                if n == 0 { break }
+                try await outbound.write(.body(.byteBuffer(chunk)))
+                sent += Int64(n)
             }
             try await outbound.write(.end(nil))
         }
@@ -85,10 +101,7 @@ struct RecdClient {
         let channel = try await connect()
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-                head.headers.add(name: "Host", value: "recd")
-                head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
-                head.headers.add(name: "Connection", value: "close")
+                var head = Self.head(method, path)
                 if let body {
                     head.headers.add(name: "Content-Type", value: body.contentType)
                     head.headers.add(name: "Content-Length", value: String(body.length))
@@ -171,7 +184,7 @@ struct RecdClient {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        if let e = error as? IOError { return errnoText(e.errnoCode) }
         if let e = error as? NIOConnectionError, let first = e.connectionErrors.first {
             return describe(first.error)
         }

@@ -1,7 +1,9 @@
 // `recctl record` with no subcommand: the seed's recording screen (5.3.2) and preview-then-save
 // (5.3.3) in a terminal.
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import NIOHTTP1
 import RecdAPI
 import Synchronization
@@ -14,7 +16,7 @@ final class InputReader: Sendable {
     private let buffer = Mutex(Buffer())
 
     init() {
-        let thread = Thread { [self] in
+        detachThread { [self] in
             var chunk = [UInt8](repeating: 0, count: 256)
             while true {
                 let n = read(STDIN_FILENO, &chunk, chunk.count)
@@ -25,7 +27,6 @@ final class InputReader: Sendable {
                 if n <= 0 { return }
             }
         }
-        thread.start()
     }
 
     /// Whether something (or the end of input) is waiting.
@@ -59,7 +60,7 @@ final class InputReader: Sendable {
     func nextKey(keyMode: Bool, wait: Bool = true) async -> Character? {
         guard keyMode else {
             if !wait && !ready { return nil }
-            return await nextLine().map { $0.trimmingCharacters(in: .whitespaces).lowercased().first ?? "\n" }
+            return await nextLine().map { $0.trimmingWhitespace().lowercased().first ?? "\n" }
         }
         while !interrupted.load(ordering: .relaxed) {
             let taken = buffer.withLock { b -> Character?? in
@@ -120,7 +121,7 @@ enum LevelBar {
     static func line(_ channels: [ChannelLevel]) -> String {
         let labels = channels.count == 2 ? ["L ", "R "] : channels.indices.map { channels.count == 1 ? "" : "\($0 + 1) " }
         return channels.enumerated().map { i, c in
-            labels[i] + bar(c.peak) + (c.peak <= -160 ? "   -∞ dB" : String(format: " %4.0f dB", c.peak))
+            labels[i] + bar(c.peak) + (c.peak <= -160 ? "   -∞ dB" : String(cFormat: " %4.0f dB", c.peak))
         }.joined(separator: "  ")
     }
 }
@@ -211,13 +212,13 @@ extension Record {
                 let line = s.paused
                     ? "\r⏸ \(Output.duration(s.elapsed(startedAt: startedAt)))  paused: p resumes, Enter stops"
                     : "\r⏺ \(Output.duration(s.elapsed(startedAt: startedAt)))  " + LevelBar.line(s.levels)
-                FileHandle.standardOutput.write(Data((line + "\u{1B}[K").utf8))
+                Console.out(Data((line + "\u{1B}[K").utf8))
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
         if keyMode { KeyMode.leave() }
         interrupted.store(false, ordering: .relaxed)   // a Ctrl-C that stopped the recording is used up
-        if tty { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if tty { Console.out(Data("\n".utf8)) }
 
         let recording: Recording
         if let ended = state.withLock({ $0.stoppedByItself }), let kept = ended.recording {
@@ -292,19 +293,19 @@ extension Record {
             let pressed = await input.nextKey(keyMode: keyMode, wait: false) != nil
             if interrupted.load(ordering: .relaxed) || pressed {
                 let (s, _) = try await client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
-                if live { FileHandle.standardOutput.write(Data("\n".utf8)) }
+                if live { Console.out(Data("\n".utf8)) }
                 say("⏹ Stopped at \(Output.duration(s.lastEnded?.position ?? position)).")
                 return
             }
             let (s, _) = try await client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             guard let p = s.playback, p.session == session else {
-                if live { FileHandle.standardOutput.write(Data("\n".utf8)) }
+                if live { Console.out(Data("\n".utf8)) }
                 say("⏹ Played to the end.")
                 return
             }
             position = p.position
             if live {
-                FileHandle.standardOutput.write(Data("\r▶ \(Output.duration(p.position)) / \(Output.duration(p.duration))\u{1B}[K".utf8))
+                Console.out(Data("\r▶ \(Output.duration(p.position)) / \(Output.duration(p.duration))\u{1B}[K".utf8))
             }
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -316,7 +317,7 @@ extension Record {
             while true {
                 prompt(question)
                 guard let line = await input.nextLine() else { return .none }
-                let text = line.trimmingCharacters(in: .whitespaces)
+                let text = line.trimmingWhitespace()
                 if let problem = valid(text) { say(problem); continue }
                 return .some(text.isEmpty ? nil : text)
             }
@@ -340,12 +341,12 @@ extension Record {
     private static func leftPending(_ r: Recording) {
         KeyMode.leave()
         say("\n" + Say.leftPending(r))
-        if interrupted.load(ordering: .relaxed) { Foundation.exit(130) }
+        if interrupted.load(ordering: .relaxed) { Glibc.exit(130) }
     }
 }
 
 /// Output of the screen goes straight to the file descriptor (no stdio buffer): a prompt shows at
 /// once, and nothing waits on stdio's locks, which the thread blocked in readLine holds (fflush(NULL)
 /// would wait for the next line typed).
-func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-func prompt(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+func say(_ text: String) { Console.out(Data((text + "\n").utf8)) }
+func prompt(_ text: String) { Console.out(Data(text.utf8)) }

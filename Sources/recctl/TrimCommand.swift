@@ -1,10 +1,12 @@
 // `recctl trim`: cut the dead air off a recording's ends, losslessly.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 struct Trim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "trim",
         abstract: "Keep only --start to --end of a recording (no re-encoding); --as-new keeps the original.",
         discussion: """
         Times are seconds or m:ss from the recording's start (90, 1:30.5); --start defaults to the start,

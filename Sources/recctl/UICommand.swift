@@ -4,7 +4,9 @@
 // it gates (one-time token → cookie, Host, Origin) and forwards, streaming responses unbuffered
 // (the event stream, Range requests of media).
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,6 +15,7 @@ import Synchronization
 
 struct UI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ui",
         abstract: "Open recd's web app: serve it on 127.0.0.1 for your browser, forwarding to recd's socket.",
         discussion: """
         Prints the address to open (with a one-time token) as the first line, then serves until Ctrl-C.
@@ -46,14 +49,12 @@ struct UI: AsyncParsableCommand {
         gate.port = bound
         let url = "http://127.0.0.1:\(bound)/?token=\(gate.token)"
         // First line, flushed at once: a script reads it from a pipe.
-        FileHandle.standardOutput.write(Data((url + "\n").utf8))
-        FileHandle.standardError.write(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)/ (Ctrl-C stops)\n".utf8))
+        Console.out(Data((url + "\n").utf8))
+        Console.err(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)/ (Ctrl-C stops)\n".utf8))
         if open {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["xdg-open", url]
-            do { try p.run() } catch {
-                FileHandle.standardError.write(Data("recctl ui: could not run xdg-open (\(error)); open the address yourself\n".utf8))
+            let status = spawn(["/usr/bin/env", "xdg-open", url])
+            if status != 0 {
+                Console.err(Data("recctl ui: could not run xdg-open (\(errnoText(status))); open the address yourself\n".utf8))
             }
         }
         signal(SIGINT, SIG_IGN)
@@ -74,17 +75,16 @@ struct UI: AsyncParsableCommand {
 final class BridgeGate: @unchecked Sendable {
     let token = BridgeGate.random()
     let cookie = BridgeGate.random()
-    private let lock = NSLock()
-    private var used = false
-    private var boundPort = 0
+    private let used = Mutex(false)
+    private let boundPort = Mutex(0)
     var port: Int {
-        get { lock.withLock { boundPort } }
-        set { lock.withLock { boundPort = newValue } }
+        get { boundPort.withLock { $0 } }
+        set { boundPort.withLock { $0 = newValue } }
     }
 
     /// True once, for the right token.
     func redeem(_ candidate: Substring) -> Bool {
-        lock.withLock {
+        used.withLock { used in
             guard !used, candidate == token else { return false }
             used = true
             return true
@@ -94,7 +94,7 @@ final class BridgeGate: @unchecked Sendable {
     static func random() -> String {
         var bytes = [UInt8](repeating: 0, count: 32)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }   // SystemRandomNumberGenerator: getrandom(2)
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        return bytes.map { String(cFormat: "%02x", $0) }.joined()
     }
 
     var hosts: Set<String> { ["127.0.0.1:\(port)", "localhost:\(port)"] }
@@ -167,7 +167,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             return (.seeOther, "", [("Location", "/"),
                                     ("Set-Cookie", "recd_ui=\(gate.cookie); HttpOnly; SameSite=Strict; Path=/")])
         }
-        let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace() }
         guard cookies.contains("recd_ui=\(gate.cookie)") else {
             return (.unauthorized, "Open the address `recctl ui` printed (it carries a one-time token), or run `recctl ui` again.", [])
         }
@@ -214,7 +214,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
 
     static func unreachablePage(socket: String, error: String) -> String {
         func escaped(_ s: String) -> String {
-            s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            s.replacingScalar("&", with: "&amp;").replacingScalar("<", with: "&lt;").replacingScalar(">", with: "&gt;")
         }
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

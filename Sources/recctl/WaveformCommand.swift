@@ -1,10 +1,12 @@
 // recctl waveform: a recording's waveform in the terminal, as SVG, or as audiowaveform data.
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import RecdAPI
 
 struct Waveform: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "waveform",
         abstract: "Draw a recording's waveform in the terminal, or write it as SVG or audiowaveform data (json, dat).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
@@ -46,7 +48,7 @@ struct Waveform: AsyncParsableCommand {
     }
 
     func write(_ data: Data, to path: String) throws {
-        if path == "-" { FileHandle.standardOutput.write(data); return }
+        if path == "-" { Console.out(data); return }
         try writeFile(data, to: path)
     }
 
@@ -88,12 +90,12 @@ struct Waveform: AsyncParsableCommand {
             var d = ""
             for p in 0..<w.length {
                 let lo = Double(w.data[(p * w.channels + c) * 2]) / full, hi = Double(w.data[(p * w.channels + c) * 2 + 1]) / full
-                d += String(format: "M%d %.1fV%.1f", p, middle - hi * middle, middle - lo * middle + 0.5)
+                d += String(cFormat: "M%d %.1fV%.1f", p, middle - hi * middle, middle - lo * middle + 0.5)
             }
             let colour = c == 0 ? "#2a6fdb" : "#db6f2a"
             paths.append("<path d=\"\(d)\" stroke=\"\(colour)\" stroke-width=\"1\" fill=\"none\" opacity=\"\(c == 0 ? "1" : "0.6")\"/>")
         }
-        let escaped = title.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        let escaped = title.replacingScalar("&", with: "&amp;").replacingScalar("<", with: "&lt;")
         return """
             <?xml version="1.0" encoding="UTF-8"?>
             <svg xmlns="http://www.w3.org/2000/svg" width="\(w.length)" height="\(Int(height))" viewBox="0 0 \(w.length) \(Int(height))">
