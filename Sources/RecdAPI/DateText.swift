@@ -1,5 +1,5 @@
 // The API's one date form, written without a formatter.
-import Foundation
+import FoundationEssentials
 
 /// `2025-10-25T15:42:07.123Z` for a `Date`: UTC, milliseconds truncated, the form
 /// `Date.ISO8601FormatStyle(includingFractionalSeconds: true)` writes. The style went through an ICU
