@@ -191,28 +191,25 @@ run_ffmpeg_cli() {   # $1 = run number, $2 = format
     log "ffmpeg-cli run $1 ($2): $RESULT s CPU; file: $(probe "$out")"
 }
 
-# --- 3. encode-only floor ---------------------------------------------------------------------
-run_floor() {   # $1 = run number, $2 = format
-    local out="$WORK/floor$1$2.m4a"
+# --- 3. encode-only floor, and the floor's own start -------------------------------------------
+# ffmpeg encoding raw input into MP4 with recd's settings; sets RESULT, and the file as $ENCODED.
+encode_raw() {   # $1 = name, $2 = format, $3 = raw input
+    ENCODED="$WORK/$1.m4a"
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%U %S" -o "$WORK/floor$1$2.time" \
-        ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$WORK/tone.raw" \
-        $(codec_args "$2") -f mp4 -y "$out" >"$WORK/floor$1$2.log" 2>&1 \
-        || die "ffmpeg encode failed; see $WORK/floor$1$2.log"
-    RESULT=$(time_cpu "$WORK/floor$1$2.time")
-    PER_MINUTE=$(per_minute "$out")
-    log "floor run $1 ($2): $RESULT s CPU; file: $(probe "$out")"
+    /usr/bin/time -f "%U %S" -o "$WORK/$1.time" \
+        ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$3" \
+        $(codec_args "$2") -f mp4 -y "$ENCODED" >"$WORK/$1.log" 2>&1 \
+        || die "ffmpeg encode failed; see $WORK/$1.log"
+    RESULT=$(time_cpu "$WORK/$1.time")
 }
-
-# --- 3b. the floor's own start ------------------------------------------------------------------
+run_floor() {   # $1 = run number, $2 = format
+    encode_raw "floor$1$2" "$2" "$WORK/tone.raw"
+    PER_MINUTE=$(per_minute "$ENCODED")
+    log "floor run $1 ($2): $RESULT s CPU; file: $(probe "$ENCODED")"
+}
+# The same command on 0.1 s of input: ffmpeg's own start and set-up.
 run_start() {   # $1 = run number, $2 = format
-    local out="$WORK/start$1$2.m4a"
-    # shellcheck disable=SC2046
-    /usr/bin/time -f "%U %S" -o "$WORK/start$1$2.time" \
-        ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$WORK/short.raw" \
-        $(codec_args "$2") -f mp4 -y "$out" >"$WORK/start$1$2.log" 2>&1 \
-        || die "ffmpeg encode failed; see $WORK/start$1$2.log"
-    RESULT=$(time_cpu "$WORK/start$1$2.time")
+    encode_raw "start$1$2" "$2" "$WORK/short.raw"
 }
 
 # --- 4. capture alone -------------------------------------------------------------------------
