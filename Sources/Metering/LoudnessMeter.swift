@@ -3,7 +3,9 @@ import CEbur128
 import Foundation
 import RecdAPI
 
-/// Owns one `ebur128_state` (integrated loudness, loudness range) and a `TruePeakMeter` (true peak,
+/// Integrated loudness and loudness range by `GatedLoudness` for mono and stereo (libebur128's
+/// measurement with the K-weighting in SIMD; held to libebur128 by a unit test), by an
+/// `ebur128_state` for more channels; and a `TruePeakMeter` (true peak,
 /// which includes the sample peak: libebur128's own true-peak mode cost most of a recording's CPU,
 /// and its sample-peak mode is a pass the true peak's zero phase already makes; see there), fed
 /// interleaved S16 blocks by one thread (the encoder thread: the samples as they are encoded, no
@@ -13,39 +15,54 @@ import RecdAPI
 /// has, no filter graph to build and no frame metadata to parse, the reference implementation MPD and
 /// others use, and a Debian package (`libebur128-dev`).
 public final class LoudnessMeter {
-    private let state: UnsafeMutablePointer<ebur128_state>
+    /// libebur128, for more than two channels (its channel map); nil for mono and stereo.
+    private let state: UnsafeMutablePointer<ebur128_state>?
+    /// Mono and stereo: the same measurement with the K-weighting in SIMD (see `GatedLoudness`).
+    private let gated: GatedLoudness?
     private let truePeak: TruePeakMeter
     public let channels: Int
 
     /// Nil when libebur128 refuses the format (a rate or channel count it cannot measure).
     public init?(sampleRate: Int, channels: Int) {
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue)
-        guard channels > 0, let s = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
-        state = s
+        guard channels > 0, sampleRate >= 8_000, sampleRate <= 2_822_400 else { return nil }
+        if channels <= 2 {
+            // Mono is one channel of a stereo pair in BS.1770 (a mono file played on two
+            // speakers): counted twice, so a mono and a stereo recording of the same sound read the same.
+            gated = GatedLoudness(sampleRate: sampleRate, channels: channels)
+            state = nil
+        } else {
+            let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue)
+            guard let s = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
+            state = s
+            gated = nil
+        }
         truePeak = TruePeakMeter(sampleRate: sampleRate, channels: channels)
         self.channels = channels
-        // Mono is one channel of a stereo pair in BS.1770 (a mono file played on two speakers):
-        // counted twice, so a mono and a stereo recording of the same sound read the same.
-        if channels == 1 { _ = ebur128_set_channel(s, 0, Int32(EBUR128_DUAL_MONO.rawValue)) }
     }
 
     deinit {
         var s: UnsafeMutablePointer<ebur128_state>? = state
-        ebur128_destroy(&s)
+        if s != nil { ebur128_destroy(&s) }
     }
 
     /// Adds `frames` interleaved frames.
     public func add(_ samples: UnsafeBufferPointer<Int16>, frames: Int) {
         guard frames > 0, let base = samples.baseAddress else { return }
-        _ = ebur128_add_frames_short(state, base, frames)
+        if let gated { gated.add(samples, frames: frames) } else { _ = ebur128_add_frames_short(state, base, frames) }
         truePeak.add(samples, frames: frames)
     }
 
     /// The measurement of everything added.
     public func result() -> Loudness {
         var integrated = 0.0, range = 0.0
-        let i = ebur128_loudness_global(state, &integrated) == 0 && integrated.isFinite ? integrated : nil
-        let r = ebur128_loudness_range(state, &range) == 0 && range.isFinite ? range : nil
+        let i: Double?, r: Double?
+        if let gated {
+            i = gated.integrated().flatMap { $0.isFinite ? $0 : nil }
+            r = gated.range().flatMap { $0.isFinite ? $0 : nil }
+        } else {
+            i = ebur128_loudness_global(state, &integrated) == 0 && integrated.isFinite ? integrated : nil
+            r = ebur128_loudness_range(state, &range) == 0 && range.isFinite ? range : nil
+        }
         // As libebur128 reports it: the oversampled peak, or the sample peak if that is higher (the
         // oversampled signal holds every sample: its phase 0 is the sample itself).
         let peak = truePeak.peaks.max() ?? 0

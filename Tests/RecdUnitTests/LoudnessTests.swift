@@ -137,3 +137,58 @@ final class TruePeakMeterTests: XCTestCase {
         XCTAssertGreaterThan(meter.peaks[0], 0.9)
     }
 }
+
+/// recd's own gating and K-weighting for mono and stereo (`GatedLoudness`, behind `LoudnessMeter`)
+/// reads what libebur128 reads: integrated loudness and loudness range, on noise, tones and speech-
+/// like bursts at varying levels, short and silent takes, 44.1 and 48 kHz, in awkward block sizes.
+final class GatedLoudnessTests: XCTestCase {
+    func libebur128(_ samples: [Int16], channels: Int, rate: Int) throws -> (Double?, Double?) {
+        var s: UnsafeMutablePointer<ebur128_state>? = try XCTUnwrap(ebur128_init(UInt32(channels), UInt(rate),
+                                                                               Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue)))
+        defer { ebur128_destroy(&s) }
+        if channels == 1 { _ = ebur128_set_channel(s, 0, Int32(EBUR128_DUAL_MONO.rawValue)) }
+        samples.withUnsafeBufferPointer { _ = ebur128_add_frames_short(s, $0.baseAddress, samples.count / channels) }
+        var i = 0.0, r = 0.0
+        return (ebur128_loudness_global(s, &i) == 0 && i.isFinite ? i : nil, ebur128_loudness_range(s, &r) == 0 && r.isFinite ? r : nil)
+    }
+
+    func testItReadsWhatLibebur128Reads() throws {
+        var rng = SystemRandomNumberGenerator()
+        let cases: [(rate: Int, channels: Int, seconds: Double, kind: Int)] = [
+            (48_000, 2, 20, 0), (48_000, 1, 12, 1), (44_100, 2, 15, 2), (48_000, 2, 2.5, 0), (48_000, 2, 3.05, 1),
+            (48_000, 1, 0.3, 0), (48_000, 2, 6, 3), (44_100, 1, 9.9, 2), (96_000, 2, 5, 0),
+        ]
+        for c in cases {
+            let frames = Int(c.seconds * Double(c.rate))
+            var samples = [Int16](repeating: 0, count: frames * c.channels)
+            var level = 0.3
+            for i in 0..<frames {
+                if i % (c.rate / 2) == 0 { level = Double.random(in: 0.001...0.9, using: &rng) }   // a new level every 0.5 s
+                for ch in 0..<c.channels {
+                    let t = Double(i) / Double(c.rate)
+                    let v: Double = switch c.kind {
+                    case 0: Double.random(in: -1...1, using: &rng) * level                       // noise
+                    case 1: sin(2 * .pi * (100 + 900 * Double(ch)) * t) * level                // tones, 100 Hz and 1 kHz
+                    case 2: (sin(2 * .pi * 3 * t) > 0 ? 1 : 0.01) * Double.random(in: -1...1, using: &rng) * level   // bursts
+                    default: 0                                                                  // silence
+                    }
+                    samples[i * c.channels + ch] = Int16(max(-32768, min(32767, (v * 32767).rounded())))
+                }
+            }
+            let meter = try XCTUnwrap(LoudnessMeter(sampleRate: c.rate, channels: c.channels))
+            var at = 0
+            while at < frames {
+                let n = min(frames - at, [4096, 333, 1, 1920, 7000][at % 5])
+                samples[(at * c.channels)..<((at + n) * c.channels)].withUnsafeBufferPointer { meter.add($0, frames: n) }
+                at += n
+            }
+            let ours = meter.result()
+            let (i, r) = try libebur128(samples, channels: c.channels, rate: c.rate)
+            let label = "\(c.rate) Hz, \(c.channels) ch, \(c.seconds) s, kind \(c.kind)"
+            XCTAssertEqual(ours.integrated == nil, i == nil, "\(label): \(String(describing: ours.integrated)) vs \(String(describing: i))")
+            XCTAssertEqual(ours.range == nil, r == nil, "\(label): \(String(describing: ours.range)) vs \(String(describing: r))")
+            if let a = ours.integrated, let b = i { XCTAssertEqual(a, b, accuracy: 0.011, label) }
+            if let a = ours.range, let b = r { XCTAssertEqual(a, b, accuracy: 0.011, label) }
+        }
+    }
+}
