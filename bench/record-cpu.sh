@@ -8,6 +8,9 @@
 #               through this device: recd pays it too, the encode-only floor does not)
 #   start       the floor's command on 0.1 s of input: ffmpeg's own process start and set-up, which
 #               the floor pays and recd (a running daemon) does not; floor − start is the encode alone
+# CPU is perf's task-clock (every thread's run time, in nanoseconds, threads started later
+# included): /proc's and time(1)'s 10 ms ticks made the ratios of these 0.1 s values move by ±0.1
+# between runs.
 # Each is run RUNS times (default 5) per format; medians, the ratios recd/floor and ffmpeg-cli/floor
 # and the file size per minute are printed and written into BENCHMARKS.md (only this script's section
 # is replaced). FORMATS (default "aac opus flac") picks the formats.
@@ -48,8 +51,7 @@ need pactl pulseaudio-utils
 need sox sox
 need ffmpeg ffmpeg
 need ffprobe ffmpeg
-need getconf libc-bin
-[[ -x /usr/bin/time ]] || missing+=(time)
+need perf linux-perf
 if ! compgen -G '/usr/lib/*/alsa-lib/libasound_module_pcm_pulse.so' >/dev/null \
    && ! compgen -G '/usr/lib/alsa-lib/libasound_module_pcm_pulse.so' >/dev/null; then
     missing+=(libasound2-plugins)
@@ -124,12 +126,11 @@ stop_tone() {
     kill "$PAPLAY_PID" 2>/dev/null || true; wait "$PAPLAY_PID" 2>/dev/null || true; PAPLAY_PID=""
 }
 
-CLK_TCK=$(getconf CLK_TCK)
-# utime+stime of all threads of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat;
-# counted after the ")" that ends the command name, which may contain spaces).
-proc_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{ print $12 + $13 }' <<<"$s"; }
-# "%U %S" from /usr/bin/time -> user+sys seconds
-time_cpu() { awk '{ printf "%.2f\n", $1 + $2 }' "$1"; }
+# perf stat's CSV (-x,) -> task-clock in seconds, three decimals. task-clock counts the time every
+# thread of the process spent on a CPU (user and kernel), exactly rather than in clock ticks.
+task_clock() { awk -F, '$3 == "task-clock" { printf "%.3f\n", $1 / 1000 }' "$1"; }
+# Runs a command under perf stat: $1 = output file for perf's counts, then the command.
+timed() { local out=$1; shift; perf stat -x, -e task-clock -o "$out" -- "$@"; }
 # duration (s) and max volume (dB) of a recorded file, for the log: catches silent or short takes
 probe() {
     local d v
@@ -150,7 +151,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # Each run_* sets RESULT (CPU seconds) and logs to stderr; they run in this shell, not in $(...),
 # so the PIDs they start stay visible to the cleanup trap.
 run_recd() {   # $1 = run number, $2 = format
-    local dir="$WORK/recd$1$2" sock="$WORK/recd$1$2.sock" before after reply
+    local dir="$WORK/recd$1$2" sock="$WORK/recd$1$2.sock" perf_pid reply
     mkdir -p "$dir"
     "$RECD_BIN" --data-dir "$dir" --socket "$sock" --capture-device pulse:mic.monitor \
         --channels 2 --bitrate 128000 --opus-bitrate 32000 >"$WORK/recd$1$2.log" 2>&1 & RECD_PID=$!
@@ -162,17 +163,21 @@ run_recd() {   # $1 = run number, $2 = format
     "$RECCTL_BIN" --socket "$sock" status >/dev/null || die "recd does not answer on $sock"
     sleep 0.5   # let start-up settle
     start_tone
-    before=$(proc_ticks "$RECD_PID")
+    # perf counts recd's threads from here on, and the capture and encoder threads the recording
+    # starts; it stops counting at SIGINT, just after record stop has replied.
+    perf stat -x, -e task-clock -p "$RECD_PID" -o "$WORK/recd$1$2.perf" & perf_pid=$!
+    sleep 0.2   # perf is attached
     "$RECCTL_BIN" --socket "$sock" record start --format "$2" >/dev/null
     sleep "$SECONDS_RECORDED"
     reply=$("$RECCTL_BIN" --socket "$sock" --json record stop)
-    after=$(proc_ticks "$RECD_PID")
+    kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
     stop_tone
     kill "$RECD_PID"; wait "$RECD_PID" 2>/dev/null || true; RECD_PID=""
     local file overruns
     file=$(find "$dir" -name '*.m4a' -o -name '*.mp4' | head -n 1)
     overruns=$(grep -o '"overruns" *: *[0-9]*' <<<"$reply" | grep -o '[0-9]*$' || echo "?")
-    RESULT=$(awk -v t="$((after - before))" -v h="$CLK_TCK" 'BEGIN { printf "%.2f", t / h }')
+    RESULT=$(task_clock "$WORK/recd$1$2.perf")
+    [[ -n "$RESULT" ]] || die "perf stat counted nothing for recd; see $WORK/recd$1$2.perf"
     PER_MINUTE=$(per_minute "$file")
     log "recd run $1 ($2): $RESULT s CPU; file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
 }
@@ -182,12 +187,12 @@ run_ffmpeg_cli() {   # $1 = run number, $2 = format
     local out="$WORK/cli$1$2.m4a"
     start_tone
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%U %S" -o "$WORK/cli$1$2.time" \
+    timed "$WORK/cli$1$2.perf" \
         ffmpeg -nostdin -f alsa -channels 2 -sample_rate 48000 -i pulse:mic.monitor \
         -t "$SECONDS_RECORDED" $(codec_args "$2") -f mp4 -y "$out" >"$WORK/cli$1$2.log" 2>&1 \
         || die "ffmpeg capture failed; see $WORK/cli$1$2.log"
     stop_tone
-    RESULT=$(time_cpu "$WORK/cli$1$2.time")
+    RESULT=$(task_clock "$WORK/cli$1$2.perf")
     log "ffmpeg-cli run $1 ($2): $RESULT s CPU; file: $(probe "$out")"
 }
 
@@ -196,11 +201,11 @@ run_ffmpeg_cli() {   # $1 = run number, $2 = format
 encode_raw() {   # $1 = name, $2 = format, $3 = raw input
     ENCODED="$WORK/$1.m4a"
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%U %S" -o "$WORK/$1.time" \
+    timed "$WORK/$1.perf" \
         ffmpeg -nostdin -f s16le -ar 48000 -ac 2 -i "$3" \
         $(codec_args "$2") -f mp4 -y "$ENCODED" >"$WORK/$1.log" 2>&1 \
         || die "ffmpeg encode failed; see $WORK/$1.log"
-    RESULT=$(time_cpu "$WORK/$1.time")
+    RESULT=$(task_clock "$WORK/$1.perf")
 }
 run_floor() {   # $1 = run number, $2 = format
     encode_raw "floor$1$2" "$2" "$WORK/tone.raw"
@@ -215,12 +220,12 @@ run_start() {   # $1 = run number, $2 = format
 # --- 4. capture alone -------------------------------------------------------------------------
 run_capture() {
     start_tone
-    /usr/bin/time -f "%U %S" -o "$WORK/cap$1.time" \
+    timed "$WORK/cap$1.perf" \
         arecord -q -D pulse:mic.monitor -f S16_LE -r 48000 -c 2 --period-size=1920 --buffer-size=24000 \
         -d "$SECONDS_RECORDED" -t raw /dev/null >"$WORK/cap$1.log" 2>&1 \
         || die "arecord failed; see $WORK/cap$1.log"
     stop_tone
-    RESULT=$(time_cpu "$WORK/cap$1.time")
+    RESULT=$(task_clock "$WORK/cap$1.perf")
     log "capture run $1: $RESULT s CPU"
 }
 
@@ -250,8 +255,8 @@ for f in $FORMATS; do
     # shellcheck disable=SC2086
     { r_m=$(median ${recd_t[$f]}); fl_m=$(median ${floor_t[$f]}); c_m=$(median ${cli_t[$f]});
       rs=$(median ${recd_size[$f]}); fs=$(median ${floor_size[$f]}); st_m=$(median ${start_t[$f]}); }
-    both=$(awk -v a="$fl_m" -v b="$cap_m" 'BEGIN { printf "%.2f", a + b }')
-    alone=$(awk -v a="$fl_m" -v s="$st_m" -v b="$cap_m" 'BEGIN { v = a - s; if (v < 0.01) v = 0.01; printf "%.2f", v + b }')
+    both=$(awk -v a="$fl_m" -v b="$cap_m" 'BEGIN { printf "%.3f", a + b }')
+    alone=$(awk -v a="$fl_m" -v s="$st_m" -v b="$cap_m" 'BEGIN { v = a - s; if (v < 0.001) v = 0.001; printf "%.3f", v + b }')
     verdict=$(awk -v a="$r_m" -v b="$fl_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
     table+="
 | $f | $r_m ($(join ${recd_t[$f]})) | $fl_m ($(join ${floor_t[$f]})) | $(ratio "$r_m" "$fl_m") | $(ratio "$r_m" "$both") | $st_m | $(ratio "$r_m" "$alone") | $c_m ($(ratio "$c_m" "$fl_m")) | $rs / $fs |"
@@ -264,10 +269,12 @@ $SECTION_TITLE
 
 Written by \`bench/record-cpu.sh\` on $(date -u +%F) — $(nproc) CPUs, $cpu_model; recd: $BUILD_KIND build (\`$RECD_SHOWN\`).
 
-CPU seconds (user+sys) to record ${SECONDS_RECORDED} s of 48 kHz stereo: AAC-LC at 128 kbit/s, Opus (libopus) at
-32 kbit/s VBR with 20 ms frames, FLAC at compression level 5, each into MP4. recd: utime+stime
-from \`/proc/PID/stat\` between just before \`record start\` and just after \`record stop\` returns
-(finalization included, daemon start-up excluded). ffmpeg: \`/usr/bin/time\` of the whole process.
+CPU seconds to record ${SECONDS_RECORDED} s of 48 kHz stereo: AAC-LC at 128 kbit/s, Opus (libopus) at
+32 kbit/s VBR with 20 ms frames, FLAC at compression level 5, each into MP4. CPU is perf's
+\`task-clock\` (the time every thread spent on a CPU, user and kernel, counted exactly rather than in
+10 ms ticks). recd: \`perf stat -p\` attached before \`record start\` and stopped just after \`record stop\`
+returns (the recording's threads, finalization included; daemon start-up excluded). ffmpeg and
+arecord: \`perf stat\` of the whole process.
 Capture source: a private PulseAudio null sink playing a 440 Hz tone, through ALSA's pulse plugin.
 The floor: the ffmpeg CLI encoding the same ${SECONDS_RECORDED} s from a raw file with the same settings
 (\`$(codec_args aac)\`, \`$(codec_args opus)\`, \`$(codec_args flac)\`, \`-f mp4\`). Sizes: MB per minute of the
@@ -275,8 +282,7 @@ finished file (a pure tone: speech compresses FLAC less and Opus alike).
 The floor is a whole process: most of it is ffmpeg's own start (loading its libraries, set-up), which
 a running daemon does not pay per recording. "ffmpeg's start" is the floor's command on 0.1 s of
 input; "encode alone + capture" is floor − start + capture alone: the per-recording work both must
-do, and the stricter comparison. Times are in 10 ms ticks (\`/proc\` and \`time\`), so each run is
-±0.01 s.
+do, and the stricter comparison.
 
 $table
 
