@@ -6,7 +6,21 @@ import Logging
 import RecdAPI
 import Server
 
+/// The entry point: synchronous, so that Swift concurrency's global executor is replaced before the
+/// first job runs (an async `main` hops to the global executor before its first line), then the
+/// command runs as a task and the main thread serves the main queue (`dispatchMain`).
 @main
+enum RecdMain {
+    static func main() {
+        ConcurrencyOnEventLoops.install()   // why: in ConcurrencyOnEventLoops
+        Task {
+            await RecdCommand.main()   // exits by itself on an error or --help
+            exit(0)
+        }
+        dispatchMain()
+    }
+}
+
 struct RecdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recd",

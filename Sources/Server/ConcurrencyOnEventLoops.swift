@@ -1,0 +1,79 @@
+// Swift concurrency's jobs run on NIO's event loops instead of Dispatch's global queues.
+import Glibc
+import NIOCore
+import NIOPosix
+
+/// Makes NIO's singleton event loops (the threads that already serve the socket) Swift concurrency's
+/// global executor, for immediate jobs and for timed ones (`Task.sleep`).
+///
+/// Why: on Linux, the first job that runs on one of Dispatch's global (non-overcommit) queues
+/// starts libdispatch's thread-pool monitor, a one-second timer on its manager thread that never
+/// stops: an idle recd woke 1–1.5 times a second for it alone (issue 17; any Swift program that
+/// awaits does, see bench/idle.py). With every job on the event loops, no such queue ever runs
+/// and an idle recd sleeps in `epoll_wait`. It also spares a request two thread hand-offs: its
+/// handler runs on the event loop that read it (NIO picks the current loop when there is one).
+///
+/// What stays as it was: blocking work keeps its own threads (`BlockingPool`, the capture,
+/// encoder and sync threads), so the loops are no more blocked than the cooperative pool was; the
+/// main actor stays on the main thread; Dispatch still runs the signal sources.
+public enum ConcurrencyOnEventLoops {
+    /// Installs the hooks; call first thing in `main`, before any task runs. False when another
+    /// global executor was installed before (nothing changed then: jobs stay on Dispatch).
+    @discardableResult
+    public static func install() -> Bool {
+        // NIO's own take-over: immediate jobs (`swift_task_enqueueGlobal_hook`).
+        guard NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() else { return false }
+        // Timed jobs have their own hooks, which NIO leaves to Dispatch (a `dispatch_after` on a
+        // global queue: the same monitor). Here they become event-loop timers that enqueue the
+        // job, when due, through the hook above.
+        guard let delayHook = hookVariable("swift_task_enqueueGlobalWithDelay_hook"),
+              let deadlineHook = hookVariable("swift_task_enqueueGlobalWithDeadline_hook") else { return true }
+        let afterDelay: DelayHook = { nanoseconds, job, _ in
+            ConcurrencyOnEventLoops.enqueue(job, in: Int64(clamping: nanoseconds))
+        }
+        let atDeadline: DeadlineHook = { seconds, nanoseconds, _, _, clock, job, _ in
+            // The deadline is on the sleeping clock (continuous or suspending); the delay from now
+            // on that clock is what the event loop's timer needs.
+            var nowSeconds: Int64 = 0, nowNanoseconds: Int64 = 0
+            swiftGetTime(&nowSeconds, &nowNanoseconds, clock)
+            // In floating point: a far deadline saturates rather than overflows (NIO's timers
+            // saturate too).
+            let delay = Double(seconds &- nowSeconds) * 1e9 + Double(nanoseconds &- nowNanoseconds)
+            ConcurrencyOnEventLoops.enqueue(job, in: delay >= 9.2e18 ? .max : Int64(delay))
+        }
+        delayHook.pointee = unsafeBitCast(afterDelay, to: UnsafeRawPointer.self)
+        deadlineHook.pointee = unsafeBitCast(atDeadline, to: UnsafeRawPointer.self)
+        return true
+    }
+
+    // The hooks' types as the runtime declares them (Runtime/Concurrency.h): plain function
+    // pointers with Swift's calling convention, the last argument the runtime's own implementation.
+    private typealias DelayHook = @convention(thin) (UInt64, UnownedJob, @convention(thin) (UInt64, UnownedJob) -> Void) -> Void
+    private typealias DeadlineHook = @convention(thin) (Int64, Int64, Int64, Int64, Int32, UnownedJob,
+                                                        @convention(thin) (Int64, Int64, Int64, Int64, Int32, UnownedJob) -> Void) -> Void
+
+    private static func hookVariable(_ name: String) -> UnsafeMutablePointer<UnsafeRawPointer?>? {
+        dlsym(dlopen(nil, RTLD_NOW), name)?.assumingMemoryBound(to: UnsafeRawPointer?.self)
+    }
+
+    /// Runs `job` on an event loop once `nanoseconds` have passed (at once when ≤ 0).
+    private static func enqueue(_ job: UnownedJob, in nanoseconds: Int64) {
+        guard nanoseconds > 0 else { return enqueueGlobal(job) }
+        // A cancelled sleep still gets its job run when the timer fires (the runtime then finds
+        // the sleep already resumed): the timer is not cancelled, as Dispatch's is not.
+        let timerJob = SendableJob(job: job)
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(nanoseconds)) {
+            enqueueGlobal(timerJob.job)
+        }
+    }
+
+    private struct SendableJob: @unchecked Sendable { let job: UnownedJob }
+}
+
+/// The runtime's global enqueue: with NIO's hook installed, onto an event loop.
+@_silgen_name("swift_task_enqueueGlobal")
+private func enqueueGlobal(_ job: UnownedJob)
+
+/// The runtime's clock reading for a clock id of `Task.sleep` (1 continuous, 2 suspending).
+@_silgen_name("swift_get_time")
+private func swiftGetTime(_ seconds: UnsafeMutablePointer<Int64>, _ nanoseconds: UnsafeMutablePointer<Int64>, _ clock: Int32)
