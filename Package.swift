@@ -36,6 +36,7 @@ let package = Package(
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
         // V4L2 request numbers (macros), the variadic ioctl, mmap's MAP_FAILED: nothing else.
         .target(name: "CV4L2"),
+        .target(name: "CFileOps"),
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
@@ -67,7 +68,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "Alsa", "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog",
+            "Alsa", "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog", "CFileOps",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOPosix", package: "swift-nio"),

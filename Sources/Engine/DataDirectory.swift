@@ -1,4 +1,5 @@
 // Layout of the data directory and the file operations on recordings.
+import CFileOps
 import Foundation
 import RecdAPI
 
@@ -147,6 +148,41 @@ enum FileOps {
         guard Glibc.rename(from, to) == 0 else {
             throw .storage(file: from, operation: "rename", underlying: "\(errnoText()) (renaming it to \(to))")
         }
+    }
+
+    /// Swaps two directories (or files) of one filesystem atomically: see `CFileOps_exchange`.
+    static func exchange(_ a: String, _ b: String) throws(EngineError) {
+        guard CFileOps_exchange(a, b) == 0 else {
+            throw .storage(file: b, operation: "exchange", underlying: "\(errnoText()) (swapping it with \(a))")
+        }
+    }
+
+    /// Removes a directory and everything in it (readdir's d_type, no stat per file); what is
+    /// already gone is not an error. Returns the files it could not remove (they stay, and so does
+    /// their directory).
+    @discardableResult
+    static func removeTree(_ path: String) -> Int {
+        guard let handle = opendir(path) else { return errno == ENOENT ? 0 : 1 }
+        var stuck = 0
+        var subdirectories: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            let child = path + "/" + name
+            var isDirectory = entry.pointee.d_type == UInt8(DT_DIR)
+            if entry.pointee.d_type == UInt8(DT_UNKNOWN) {
+                var st = stat()
+                isDirectory = lstat(child, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+            }
+            if isDirectory { subdirectories.append(child) }
+            else if unlink(child) != 0 && errno != ENOENT { stuck += 1 }
+        }
+        closedir(handle)
+        for child in subdirectories { stuck += removeTree(child) }
+        if rmdir(path) != 0 && errno != ENOENT && stuck == 0 { stuck = 1 }
+        return stuck
     }
 
     /// Removes a file; a file that is already gone is not an error.

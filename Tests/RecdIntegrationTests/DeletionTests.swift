@@ -93,22 +93,30 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(try allEntries(), [URL(fileURLWithPath: path).lastPathComponent])
     }
 
+    var trashFolders: [String] {
+        get throws { try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.path).filter { $0.hasPrefix(".trash-") } }
+    }
+
     func testDeleteAllIsAllOrNothing() throws {
         try record(seconds: 0.3, stopArgs: ["--save"])
         try record(seconds: 0.3, stopArgs: ["--save"])
-        let pending = try XCTUnwrap(try record(seconds: 0.3).recording)
+        try record(seconds: 0.3)
         XCTAssertEqual(try visibleFiles().count, 3)
 
-        // One file cannot move: the whole operation is refused and nothing changes.
-        let stuck = daemon.path(of: pending)
-        try immutable(stuck, true)
+        // recd's quarantine stays in Recordings/ (moved back out of the swapped-away folder); when it
+        // cannot be moved, the whole operation is refused and nothing changes.
+        let quarantine = recordingsDir + "/.quarantine"
+        try FileManager.default.createDirectory(atPath: quarantine, withIntermediateDirectories: false)
+        try "not audio".write(toFile: quarantine + "/notes.txt", atomically: false, encoding: .utf8)
+        try immutable(quarantine, true)
         let failed = try daemon.recctl("delete", "--all", "--yes")
-        try immutable(stuck, false)
+        try immutable(quarantine, false)
         XCTAssertEqual(failed.status, 1)
+        XCTAssertTrue(failed.stderr.contains(".quarantine"), failed.stderr)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 3)
         XCTAssertEqual(try visibleFiles().count, 3)
-        let entries = try allEntries()
-        XCTAssertEqual(entries.count, 3, "no trash folder left behind: \(entries)")
+        XCTAssertEqual(try allEntries().count, 4, "\((try? allEntries()) ?? [])")
+        XCTAssertEqual(try trashFolders, [], "no trash folder left behind")
         XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent)
 
         // A bare DELETE on the collection is refused.
@@ -121,52 +129,101 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(done.deletedRecordings, 4)
         XCTAssertEqual(done.deletedFiles, 3)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
-        XCTAssertEqual(try visibleFiles(), [], "at the reply the files are out of Recordings/")
+        XCTAssertEqual(try allEntries(), [".quarantine"], "at the reply the files are out of Recordings/; the quarantine stays")
+        XCTAssertEqual(try String(contentsOfFile: quarantine + "/notes.txt", encoding: .utf8), "not audio")
         XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent, "a trash being emptied is settled")
-        // The trash they went into is emptied after the reply.
-        for _ in 0..<100 where try !allEntries().isEmpty { Thread.sleep(forTimeInterval: 0.05) }
-        XCTAssertEqual(try allEntries(), [])
+        // The folder they went into is removed after the reply.
+        for _ in 0..<100 where try !trashFolders.isEmpty { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertEqual(try trashFolders, [])
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
+        // Recording goes on into the new folder.
+        XCTAssertNotNil(try record(seconds: 0.3, stopArgs: ["--save"]).recording)
+        XCTAssertEqual(try visibleFiles().count, 1)
         // The seed's wording on a terminal.
         let asked = try recctlOnTTY(["delete", "--all"], answer: "n")
         XCTAssertTrue(asked.stdout.contains("Delete All Data? This will permanently delete all recordings. This cannot be undone."), asked.stdout)
     }
 
+    /// Where `Recordings/` cannot be swapped whole (a symbolic link to a folder elsewhere), the files
+    /// move one by one — all or nothing as well — and the link stays a link.
+    func testDeleteAllOfALinkedRecordingsFolderMovesFileByFile() throws {
+        try record(seconds: 0.3, stopArgs: ["--save"])
+        let pending = try XCTUnwrap(try record(seconds: 0.3).recording)
+        daemon.stop()
+        let elsewhere = daemon.dataDir.deletingLastPathComponent().appendingPathComponent("elsewhere").path
+        try FileManager.default.moveItem(atPath: recordingsDir, toPath: elsewhere)
+        try FileManager.default.createSymbolicLink(atPath: recordingsDir, withDestinationPath: elsewhere)
+        try daemon.start()
+
+        // One file cannot move: refused, nothing changes.
+        let stuck = daemon.path(of: pending)
+        try immutable(stuck, true)
+        let failed = try daemon.recctl("delete", "--all", "--yes")
+        try immutable(stuck, false)
+        XCTAssertEqual(failed.status, 1)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 2)
+        XCTAssertEqual(try allEntries().count, 2, "no trash folder left behind: \((try? allEntries()) ?? [])")
+
+        let done = try daemon.recctlJSON(DeleteAllResponse.self, "delete", "--all", "--yes")
+        XCTAssertEqual(done.deletedRecordings, 2)
+        XCTAssertEqual(done.deletedFiles, 2)
+        XCTAssertEqual(try visibleFiles(), [])
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: recordingsDir), elsewhere)
+        for _ in 0..<100 where try !allEntries().isEmpty { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertEqual(try allEntries(), [])
+        XCTAssertEqual(try trashFolders, [])
+    }
+
     /// The two crash points of "delete all", set up by hand with the daemon stopped: files moved into
     /// the trash with the journal open (→ rolled back), and rows committed away with the trash still
-    /// full (→ finished).
-    func testInterruptedDeleteAllIsRolledBackOrFinished() throws {
+    /// full (→ finished). `intoTrash` does step 2 as one of recd's versions does.
+    func checkInterruptedDeleteAll(intoTrash: (_ journal: String, _ names: [String]) throws -> Void) throws {
         let a = try XCTUnwrap(try record(seconds: 0.3, stopArgs: ["--save"]).recording)
         let b = try XCTUnwrap(try record(seconds: 0.3).recording)
         daemon.stop()
         let db = daemon.dataDir.appendingPathComponent("catalog.sqlite").path
         let journal = UUID().uuidString
-        let trash = recordingsDir + "/.trash-" + journal
-        /// Step 2 of the protocol, done by hand: every file into the trash folder.
-        func moveIntoTrash() throws {
-            try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: false)
-            for r in [a, b] {
-                let name = URL(fileURLWithPath: r.file).lastPathComponent
-                try FileManager.default.moveItem(atPath: recordingsDir + "/" + name, toPath: trash + "/" + name)
-            }
-        }
-        try moveIntoTrash()
+        let names = [a, b].map { URL(fileURLWithPath: $0.file).lastPathComponent }
+        try intoTrash(journal, names)
         XCTAssertEqual(try Tools.run("sqlite3", [db, "INSERT INTO journal (id, kind, startedAt) VALUES ('\(journal)', 'delete-all', '2026-01-01 00:00:00.000')"]).status, 0)
         try daemon.start()
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 2)
-        XCTAssertEqual(try visibleFiles().count, 2)
+        XCTAssertEqual(try visibleFiles(), names.sorted())
         XCTAssertEqual(try allEntries().count, 2)
+        XCTAssertEqual(try trashFolders, [])
         let status = try daemon.recctlJSON(DaemonStatus.self, "status")
         XCTAssertEqual(status.recovery?.deleteAllRolledBack, true)
+        XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent)
 
         // Past the commit: rows gone, files still in the trash.
         daemon.stop()
-        try moveIntoTrash()
+        try intoTrash(journal, names)
         XCTAssertEqual(try Tools.run("sqlite3", [db, "DELETE FROM recording"]).status, 0)
         try daemon.start()
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
         XCTAssertEqual(try allEntries(), [])
+        XCTAssertEqual(try trashFolders, [])
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").recovery?.deleteAllFinished, true)
+    }
+
+    /// Step 2 as this version does it: `Recordings/` swapped whole with an empty folder.
+    func testInterruptedDeleteAllBySwapIsRolledBackOrFinished() throws {
+        try checkInterruptedDeleteAll { journal, _ in
+            let trash = daemon.dataDir.appendingPathComponent(".trash-" + journal).path
+            try FileManager.default.moveItem(atPath: recordingsDir, toPath: trash)
+            try FileManager.default.createDirectory(atPath: recordingsDir, withIntermediateDirectories: false)
+        }
+    }
+
+    /// Step 2 file by file into `Recordings/.trash-<id>/` (a linked `Recordings/`, and earlier versions).
+    func testInterruptedDeleteAllFileByFileIsRolledBackOrFinished() throws {
+        try checkInterruptedDeleteAll { journal, names in
+            let trash = recordingsDir + "/.trash-" + journal
+            try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: false)
+            for name in names {
+                try FileManager.default.moveItem(atPath: recordingsDir + "/" + name, toPath: trash + "/" + name)
+            }
+        }
     }
 
     func testRecoveryAdoptsOrphansQuarantinesNonMediaAndMarksMissing() throws {
