@@ -24,8 +24,11 @@ public final class LoudnessMeter {
 
     /// Nil when libebur128 refuses the format (a rate or channel count it cannot measure).
     public init?(sampleRate: Int, channels: Int) {
-        guard channels > 0, sampleRate >= 8_000, sampleRate <= 2_822_400 else { return nil }
-        if channels <= 2 {
+        // libebur128's own limits (16 Hz to 2.8 MHz): a 6 kHz WAV is measured as it was when
+        // libebur128 measured everything. GatedLoudness from 8 kHz (it is tested against
+        // libebur128 from there; at a few hundred Hz their loudness ranges part).
+        guard channels > 0, sampleRate >= 16, sampleRate <= 2_822_400 else { return nil }
+        if channels <= 2 && sampleRate >= 8_000 {
             // Mono is one channel of a stereo pair in BS.1770 (a mono file played on two
             // speakers): counted twice, so a mono and a stereo recording of the same sound read the same.
             gated = GatedLoudness(sampleRate: sampleRate, channels: channels)
@@ -33,6 +36,8 @@ public final class LoudnessMeter {
         } else {
             let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue)
             guard let s = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
+            // Mono counted twice, as GatedLoudness does (below 8 kHz mono comes here).
+            if channels == 1 { _ = ebur128_set_channel(s, 0, Int32(EBUR128_DUAL_MONO.rawValue)) }
             state = s
             gated = nil
         }

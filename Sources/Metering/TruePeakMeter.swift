@@ -13,10 +13,6 @@
 /// Used by one thread at a time.
 public final class TruePeakMeter {
     public let channels: Int
-    /// Oversampling factor: 4, 2 or 1.
-    let factor: Int
-    /// Per phase: (coefficient, how many input samples back it reaches).
-    let phases: [[(coefficient: Float, back: Int)]]
     /// Input samples a phase reaches back at most (the history kept between blocks).
     let reach: Int
     /// The phases other than the identity, as three rows of `reach + 1` coefficients indexed by how
@@ -36,7 +32,8 @@ public final class TruePeakMeter {
 
     public init(sampleRate: Int, channels: Int) {
         self.channels = channels
-        factor = sampleRate < 96_000 ? 4 : sampleRate < 192_000 ? 2 : 1
+        // Oversampling factor: 4, 2 or 1; per phase, (coefficient, how many input samples back it reaches).
+        let factor = sampleRate < 96_000 ? 4 : sampleRate < 192_000 ? 2 : 1
         let taps = 49
         var phases = [[(coefficient: Float, back: Int)]](repeating: [], count: factor)
         if factor == 1 {
@@ -49,7 +46,6 @@ public final class TruePeakMeter {
                 if abs(c) > 1e-6 { phases[j % factor].append((Float(c), j / factor)) }
             }
         }
-        self.phases = phases
         reach = phases.flatMap { $0.map(\.back) }.max() ?? 0
         var matrix = [Float](repeating: 0, count: 3 * (reach + 1))
         for (row, phase) in phases.filter({ !($0.count == 1 && $0[0].coefficient == 1) }).enumerated() {

@@ -157,6 +157,9 @@ final class GatedLoudnessTests: XCTestCase {
         let cases: [(rate: Int, channels: Int, seconds: Double, kind: Int)] = [
             (48_000, 2, 20, 0), (48_000, 1, 12, 1), (44_100, 2, 15, 2), (48_000, 2, 2.5, 0), (48_000, 2, 3.05, 1),
             (48_000, 1, 0.3, 0), (48_000, 2, 6, 3), (44_100, 1, 9.9, 2), (96_000, 2, 5, 0),
+            // Rates below what recordings use, which imports can have: GatedLoudness from 8 kHz,
+            // libebur128 itself below (measured, as before, rather than refused).
+            (8_000, 2, 6, 1), (8_000, 1, 8, 2), (6_000, 1, 8, 2), (16, 1, 40, 0),
         ]
         for c in cases {
             let frames = Int(c.seconds * Double(c.rate))
