@@ -4,7 +4,7 @@ DESTDIR ?=
 SWIFT ?= swift
 RELEASE_DIR = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: run test deps test-deps build debug install bench clean
+.PHONY: run test deps test-deps bench-deps build debug install bench clean
 
 ## Install what is missing, build a release, run the daemon in the foreground.
 run: deps build
@@ -20,6 +20,9 @@ deps:
 
 test-deps:
 	scripts/install-deps.sh --test
+
+bench-deps:
+	scripts/install-deps.sh --bench
 
 build:
 	$(SWIFT) build -c release --product recd
@@ -54,7 +57,7 @@ install: build
 		.build/plugins/GenerateManual/outputs/recd/recd.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 ## Benchmarks against peers run in the same scripts; they write BENCHMARKS.md.
-bench: test-deps build
+bench: bench-deps build
 	bench/record-cpu.sh
 	bench/catalog-ops.py
 	bench/playback.py

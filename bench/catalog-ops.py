@@ -16,7 +16,7 @@
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/...).
 """
 import os, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
-from benchmarks_md import write_section
+from benchmarks_md import launch_recd, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -43,18 +43,7 @@ def log(*a):
 
 def start_recd(data, sock):
     """Starts recd; returns (process, seconds until its socket answered)."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null", "--log-level", "error"],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "recd.log"), "a"))
-    procs.append(p)
-    while True:
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
-                            "http://recd/v1/status"], capture_output=True, text=True)
-        if r.stdout == "200":
-            return p, time.perf_counter() - t0
-        if p.poll() is not None:
-            sys.exit(f"recd exited: see {WORK}/recd.log")
-        time.sleep(0.005)
+    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), procs=procs)
 
 
 def stop_recd(p):

@@ -17,7 +17,7 @@ RECORDINGS, KEEP_WORK=1 (keep the temporary directory), RECCTL_BASELINE_BIN (an 
 release build of the commit before a change: its two cases are run beside the others and compared).
 """
 import datetime, os, random, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import write_section
+from benchmarks_md import launch_recd, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -46,18 +46,8 @@ def log(*a):
 
 
 def start_recd(data, sock):
-    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null",
-                          "--playback-device", "null", "--log-level", "error"],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "recd.log"), "a"))
-    procs.append(p)
-    while True:
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
-                            "http://recd/v1/status"], capture_output=True, text=True)
-        if r.stdout == "200":
-            return p
-        if p.poll() is not None:
-            sys.exit(f"recd exited: see {WORK}/recd.log (KEEP_WORK=1 keeps it)")
-        time.sleep(0.01)
+    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), "--playback-device", "null", procs=procs)[0]
+
 
 
 def spawn_to_exit(argv):

@@ -13,7 +13,7 @@
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN (default .build/release/recd), IDLE_SECONDS (60).
 """
-import collections, datetime, os, shutil, subprocess, sys, tempfile, time
+import collections, datetime, json, os, shutil, subprocess, sys, tempfile, time
 from benchmarks_md import write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -114,14 +114,30 @@ try:
     subprocess.run(["swiftc", "-O", peer_src, "-o", peer_bin], check=True, capture_output=True)
 
     data, sock = os.path.join(WORK, "data"), os.path.join(WORK, "recd.sock")
-    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null", "--log-level", "error"],
+    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null", "--playback-device", "null",
+                          "--log-level", "error"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs.append(p)
     for _ in range(200):
         if subprocess.run(["curl", "-s", "-o", "/dev/null", "--unix-socket", sock, "http://recd/v1/status"]).returncode == 0:
             break
         time.sleep(0.05)
-    time.sleep(3)   # start-up settles (recovery, the loudness pass of an empty library)
+    # Some work first, as a daemon that runs all day has done: a recording (from ALSA's null
+    # device), saved, listed, played and deleted; whatever it started must be quiet again after.
+    def api(method, path, body=None):
+        args = ["curl", "-s", "-f", "--unix-socket", sock, "-X", method, "http://recd" + path]
+        if body is not None:
+            args += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+        return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout or "null")
+    api("POST", "/v1/record/start", {})
+    time.sleep(0.5)
+    rid = api("POST", "/v1/record/stop", {"then": "save"})["recording"]["id"]
+    api("GET", "/v1/recordings?limit=50")
+    api("POST", f"/v1/recordings/{rid}/play", {})
+    time.sleep(0.5)
+    api("POST", "/v1/playback/stop", {})
+    api("DELETE", f"/v1/recordings/{rid}")
+    time.sleep(3)   # settles (recovery, the loudness pass, the trash)
     log(f"recd idle for {SECONDS} s")
     recd_rate, recd_threads = wakeups(p.pid, SECONDS)
     note_ffmpeg_deps(p.pid)
@@ -153,7 +169,7 @@ kind = "release" if "release" in os.path.realpath(RECD) else "debug"
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
 lines = [TITLE, "",
          f"Written by `bench/idle.py` on {datetime.date.today()} — {os.cpu_count()} CPUs, {cpu}; recd: {kind} build, no",
-         f"watchdog (not under systemd), no recording, playback or client, {SECONDS} s.", "",
+         f"watchdog (not under systemd), no recording, playback or client, {SECONDS} s, after a recording was made, listed, played and deleted.", "",
          "| Process | wake-ups per second | context switches per thread name | RSS |", "|---|---:|---|---:|",
          f"| recd | {recd_rate:.2f} | {threads_text(recd_threads)} | {recd_rss / 1024:.1f} MB |"]
 for label, rate, threads, rss in peers:

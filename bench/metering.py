@@ -17,7 +17,7 @@ built with `swift build -c release` first, which is quick when they are up to da
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import write_section
+from benchmarks_md import launch_recd, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -76,18 +76,7 @@ def stop_pulse():
 
 
 def start_recd(data, sock, *extra):
-    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--log-level", "error", *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "recd.log"), "a"))
-    procs.append(p)
-    for _ in range(3000):
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
-                            "http://recd/v1/status"], capture_output=True, text=True)
-        if r.stdout == "200":
-            return p
-        if p.poll() is not None:
-            break
-        time.sleep(0.02)
-    sys.exit(f"recd did not start: see {WORK}/recd.log (KEEP_WORK=1 keeps it)")
+    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), *extra, procs=procs)[0]
 
 
 def cpu_of(pid):

@@ -24,7 +24,7 @@ Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/r
 missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), KEEP_WORK=1.
 """
 import ctypes, ctypes.util, datetime, json, math, os, random, resource, shutil, sqlite3, statistics, subprocess, sys, tempfile
-from benchmarks_md import write_section
+from benchmarks_md import launch_recd, write_section
 import time, uuid, wave
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -105,18 +105,7 @@ def stop_pulse():
 
 
 def start_recd(data, sock):
-    p = subprocess.Popen([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "null",
-                          "--playback-device", DEVICE, "--log-level", "error"],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "recd.log"), "a"))
-    procs.append(p)
-    while True:
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock,
-                            "http://recd/v1/status"], capture_output=True, text=True)
-        if r.stdout == "200":
-            return p
-        if p.poll() is not None:
-            sys.exit(f"recd exited: see {WORK}/recd.log (KEEP_WORK=1 keeps it)")
-        time.sleep(0.01)
+    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), "--playback-device", DEVICE, procs=procs)[0]
 
 
 def stop_recd(p):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages recd needs (and, with --test, what its tests and benchmarks use).
+# Installs the Debian 12 packages recd needs (with --test, what its tests use; with --bench, also perf).
 # Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
 set -euo pipefail
 
@@ -13,15 +13,18 @@ run_pkgs=(libasound2-plugins)
 # The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
            chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv e2fsprogs)
+# Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads.
+bench_pkgs=(linux-perf)
 # Pinned: the fuzz test's expectations (checks, phases, options) are those of this version.
 schemathesis_version=4.32.5
 fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi
+if [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]]; then want+=("${test_pkgs[@]}"); fi
+if [[ "${1:-}" == "--bench" ]]; then want+=("${bench_pkgs[@]}"); fi
 
 install_fuzzer() {
-  [[ "${1:-}" == "--test" ]] || return 0
+  [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
   if "$fuzz_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$schemathesis_version"; then return 0; fi
   echo "install-deps: schemathesis $schemathesis_version into $fuzz_venv"
   /usr/bin/python3 -m venv "$fuzz_venv"
