@@ -384,14 +384,15 @@ public final class Catalog: Sendable {
     }
 
     /// Every row's file (relative path) with its id and state, for matching against `Recordings/`.
-    /// Ids stay text here: parsing 100,000 UUIDs is a noticeable part of start-up.
-    public func filesByPath() throws -> [String: (id: String, state: String)] {
+    /// Ids stay text here: parsing 100,000 UUIDs is a noticeable part of start-up; and an array,
+    /// not a dictionary by file: the caller looks the files up in the listing, not the other way.
+    public func fileRows() throws -> [(file: String, id: String, state: String)] {
         try wrap("read") {
             try pool.read { db in
-                var out: [String: (id: String, state: String)] = [:]
-                let rows = try Row.fetchCursor(db, sql: "SELECT id, file, state FROM recording")
+                var out: [(file: String, id: String, state: String)] = []
                 out.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM recording") ?? 0)
-                while let row = try rows.next() { out[row[1]] = (row[0], row[2]) }
+                let rows = try Row.fetchCursor(db, sql: "SELECT file, id, state FROM recording")
+                while let row = try rows.next() { out.append((row[0], row[1], row[2])) }
                 return out
             }
         }

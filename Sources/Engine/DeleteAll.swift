@@ -161,7 +161,8 @@ enum DeleteAll {
     }
 
     /// Start-up half: settles a delete-all a crash interrupted, of either kind of step 2.
-    static func recover(catalog: Catalog, data: DataDirectory, report: inout RecoveryReport, logger: Logger) {
+    /// `hidden`: the hidden entries of `Recordings/` if just listed (else listed here).
+    static func recover(catalog: Catalog, data: DataDirectory, hidden: [String]? = nil, report: inout RecoveryReport, logger: Logger) {
         let dir = data.recordings.path
         let open: [(id: String, kind: String)]
         do { open = try catalog.openJournal() }
@@ -211,7 +212,7 @@ enum DeleteAll {
         }
         // Committed (no journal row any more): finish emptying the trash, beside `Recordings/` or
         // (one by one, and before this version) inside it. Hidden entries only.
-        let inside = ((try? data.listRecordings().hidden) ?? []).map { dir + "/" + $0 }
+        let inside = ((try? hidden ?? data.listRecordings().hidden) ?? []).map { dir + "/" + $0 }
         let beside = ((try? FileManager.default.contentsOfDirectory(atPath: data.root.path)) ?? [])
             .filter { $0.hasPrefix(trashPrefix) }.map { data.root.path + "/" + $0 }
         for trash in inside + beside {

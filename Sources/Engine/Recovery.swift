@@ -29,10 +29,14 @@ struct Recovery {
 
     private func runLocked(activeID: UUID?) -> RecoveryReport {
         var report = RecoveryReport()
-        DeleteAll.recover(catalog: catalog, data: data, report: &report, logger: logger)
-        settleHiddenFiles(except: activeID, &report)
+        // One listing of `Recordings/` (100,000 names are a third of start-up's system time) serves
+        // every step, unless one of the first three moved something: then reconcile lists again.
+        var listing = try? data.listRecordings()
+        DeleteAll.recover(catalog: catalog, data: data, hidden: listing?.hidden, report: &report, logger: logger)
+        if !report.isClean { listing = nil }
+        settleHiddenFiles(except: activeID, hidden: listing?.hidden, &report)
         salvageInterrupted(except: activeID, &report)
-        reconcile(except: activeID, &report)
+        reconcile(except: activeID, listed: report.isClean ? listing?.files : nil, &report)
         // What was moved (files put back, quarantined) stays moved after a power cut; were it
         // lost, the next recovery would only do it again, but the library would flicker.
         do { try FileOps.sync(dir) } catch { report.problems.append("\(error)") }
@@ -47,13 +51,13 @@ struct Recovery {
     private var dir: String { data.recordings.path }
 
     /// `except`: the recording in progress, whose finalization file may be being written right now.
-    private func settleHiddenFiles(except activeID: UUID?, _ report: inout RecoveryReport) {
+    private func settleHiddenFiles(except activeID: UUID?, hidden: [String]?, _ report: inout RecoveryReport) {
         defer {
             do { _ = try FileReplacement.closeSettledEntries(catalog: catalog, data: data) }
             catch { report.problems.append("cannot close settled replacements in the journal: \(error)") }
         }
         let names: [String]
-        do { names = try data.listRecordings().hidden }
+        do { names = try hidden ?? data.listRecordings().hidden }
         catch { report.problems.append("cannot list Recordings/: \(error)"); return }
         for name in names.sorted() {
             let path = dir + "/" + name
@@ -144,45 +148,51 @@ struct Recovery {
         logger.warning("recovery: salvaged interrupted recording \(id) (\(r.title)): \(finished.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown")")
     }
 
-    private func reconcile(except activeID: UUID?, _ report: inout RecoveryReport) {
-        let rows: [String: (id: String, state: String)]
+    /// `listed`: the names of `Recordings/`' files if listed since nothing moved (else listed here).
+    private func reconcile(except activeID: UUID?, listed: [String]?, _ report: inout RecoveryReport) {
+        let rows: [(file: String, id: String, state: String)]
         let files: [String]
         do {
-            rows = try catalog.filesByPath()
-            files = try data.listRecordings().files
+            rows = try catalog.fileRows()
+            files = try listed ?? data.listRecordings().files
         } catch {
             report.problems.append("cannot compare catalog and Recordings/: \(error)")
             return
         }
-        let present = Set(files)
+        let present = Set(files.map { Substring($0) })
         let active = activeID?.uuidString
-        for (file, row) in rows where row.id != active
-            && (row.state == RecordingState.pending.rawValue || row.state == RecordingState.ready.rawValue)
-            && !exists(file, in: present) {
-            do {
-                guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
-                try catalog.modify(id: id) { $0.state = .missing }
-                report.markedMissing.append(id)
-                logger.warning("recovery: the file of recording \(row.id) is gone (\(file)); marked missing")
-            } catch {
-                report.problems.append("cannot mark \(row.id) missing: \(error)")
+        let (pending, ready, missing) = (RecordingState.pending.rawValue, RecordingState.ready.rawValue, RecordingState.missing.rawValue)
+        // Rows whose file is one of the listing's: each names another (`file` is unique), so when
+        // they are as many as the files, no file is without a row.
+        var matched = 0
+        for row in rows {
+            let there = exists(row.file, in: present)
+            if there && Self.name(inRecordings: row.file) != nil { matched += 1 }
+            if !there && (row.state == pending || row.state == ready) && row.id != active {
+                do {
+                    guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
+                    try catalog.modify(id: id) { $0.state = .missing }
+                    report.markedMissing.append(id)
+                    logger.warning("recovery: the file of recording \(row.id) is gone (\(row.file)); marked missing")
+                } catch {
+                    report.problems.append("cannot mark \(row.id) missing: \(error)")
+                }
+            } else if there && row.state == missing, let id = UUID(uuidString: row.id) {
+                // A missing recording whose file is back (put back by hand, or by a later
+                // rollback) is pending again: its earlier state is not known, and pending asks the
+                // user to look.
+                do {
+                    try catalog.modify(id: id) { $0.state = .pending; $0.recovered = true }
+                    report.foundAgain.append(id)
+                    logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is pending again")
+                } catch {
+                    report.problems.append("cannot restore \(id): \(error)")
+                }
             }
         }
-        // A missing recording whose file is back (put back by hand, or by a later rollback) is
-        // pending again: its earlier state is not known, and pending asks the user to look.
-        for (file, row) in rows where row.state == RecordingState.missing.rawValue && exists(file, in: present) {
-            guard let id = UUID(uuidString: row.id) else { continue }
-            do {
-                try catalog.modify(id: id) { $0.state = .pending; $0.recovered = true }
-                report.foundAgain.append(id)
-                logger.warning("recovery: the file of missing recording \(id) is back (\(file)); it is pending again")
-            } catch {
-                report.problems.append("cannot restore \(id): \(error)")
-            }
-        }
-        // Files no row names (few, if any: sorted for a stable order of adoption; the 100,000 that
-        // are in the catalog are not sorted for nothing).
-        let named = Set(rows.keys.compactMap { $0.hasPrefix("Recordings/") ? $0.dropFirst("Recordings/".count) : nil })
+        guard matched < files.count else { return }
+        // Files no row names (few, if any: sorted for a stable order of adoption).
+        let named = Set(rows.compactMap { Self.name(inRecordings: $0.file) })
         for name in files.filter({ !named.contains(Substring($0)) }).sorted() {
             adoptOrQuarantine(name, &report)
         }
@@ -227,22 +237,28 @@ struct Recovery {
 
     /// Whether a row's file is there: looked up in the listing of `Recordings/` (no system call),
     /// with a real check for a path elsewhere.
-    private func exists(_ relative: String, in listing: Set<String>) -> Bool {
-        let prefix = "Recordings/"
-        // (A Character, not a String: `contains("/")` is Foundation's substring search, CFStringFind
-        // per row, most of a 100,000-row start-up's time.)
-        if relative.hasPrefix(prefix), case let name = relative.dropFirst(prefix.count), !name.contains(Character("/")) {
-            return listing.contains(String(name))
-        }
+    private func exists(_ relative: String, in listing: Set<Substring>) -> Bool {
+        if let name = Self.name(inRecordings: relative) { return listing.contains(name) }
         return FileOps.exists(data.absolute(relative))
+    }
+
+    /// `Recordings/<name>` → `<name>` (no copy); nil for a path elsewhere. By UTF-8 bytes: Character
+    /// by Character (`hasPrefix`, `contains("/")`) this was most of a 100,000-row start-up.
+    static func name(inRecordings relative: String) -> Substring? {
+        let prefix = "Recordings/".utf8
+        let utf8 = relative.utf8
+        guard utf8.starts(with: prefix) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.count)
+        guard start < utf8.endIndex, !utf8[start...].contains(UInt8(ascii: "/")) else { return nil }
+        return relative[start...]
     }
 
     /// The check without repairs.
     func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
-        let rows = try catalogCall { try catalog.filesByPath() }
+        let rows = try catalogCall { try catalog.fileRows() }
         let listing = try data.listRecordings()
         let files = listing.files.sorted()
-        let present = Set(files)
+        let present = Set(files.map { Substring($0) })
         // A trash folder that no open journal names is a committed delete-all being emptied after its
         // reply (`DeleteAll`): settled, not something to repair.
         let open = Set(try catalogCall { try catalog.openJournal() }.map { DeleteAll.trashPrefix + $0.id })
@@ -250,11 +266,12 @@ struct Recovery {
             $0 != Self.quarantine && !($0.hasPrefix(DeleteAll.trashPrefix) && !open.contains($0))
         }
         let active = activeID?.uuidString
+        let named = Set(rows.compactMap { Self.name(inRecordings: $0.file) })
         var withoutFile: [UUID] = [], missing: [UUID] = [], interrupted: [UUID] = []
-        for (file, row) in rows where row.id != active {
+        for row in rows where row.id != active {
             guard let id = UUID(uuidString: row.id) else { continue }
             switch RecordingState(rawValue: row.state) {
-            case .pending?, .ready?: if !exists(file, in: present) { withoutFile.append(id) }
+            case .pending?, .ready?: if !exists(row.file, in: present) { withoutFile.append(id) }
             case .missing?: missing.append(id)
             case .recording?: interrupted.append(id)
             case nil: break
@@ -262,7 +279,7 @@ struct Recovery {
         }
         return ConsistencyReport(checkedAt: Date(), rowsWithoutFile: withoutFile.sorted { $0.uuidString < $1.uuidString },
                                  missing: missing.sorted { $0.uuidString < $1.uuidString },
-                                 filesWithoutRow: files.filter { rows["Recordings/" + $0] == nil },
+                                 filesWithoutRow: files.filter { !named.contains(Substring($0)) },
                                  interruptedRecordings: interrupted, unsettled: hidden.sorted(),
                                  lastRecovery: nil, repaired: nil)
     }
