@@ -41,16 +41,17 @@ public struct DataDirectory: Sendable {
         return names
     }
 
-    /// The entries of `Recordings/`: its regular visible files (recordings), and its hidden entries
-    /// (recd's own: temporaries, aside files, trash and quarantine folders). Unsorted. Read with
+    /// The entries of `Recordings/`: its regular visible files (recordings), its hidden entries
+    /// (recd's own: temporaries, aside files, trash and quarantine folders), and the other visible
+    /// ones (folders, links: not recd's, never moved or deleted by it). Unsorted. Read with
     /// readdir's d_type: no lstat per file (with 100,000 files that is most of start-up).
-    public func listRecordings() throws(EngineError) -> (files: [String], hidden: [String]) {
+    public func listRecordings() throws(EngineError) -> (files: [String], hidden: [String], other: [String]) {
         let dir = recordings.path
         guard let handle = opendir(dir) else {
             throw .storage(file: dir, operation: "list", underlying: FileOps.errnoText())
         }
         defer { closedir(handle) }
-        var files: [String] = [], hidden: [String] = []
+        var files: [String] = [], hidden: [String] = [], other: [String] = []
         while let entry = readdir(handle) {
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
@@ -62,9 +63,9 @@ public struct DataDirectory: Sendable {
                 var st = stat()
                 isRegular = lstat(dir + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
             }
-            if isRegular { files.append(name) }
+            if isRegular { files.append(name) } else { other.append(name) }
         }
-        return (files, hidden)
+        return (files, hidden, other)
     }
 
     /// `Recordings/audio_<UUID>.m4a`, relative to the data directory (as stored in the catalog).

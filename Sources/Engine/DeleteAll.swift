@@ -9,8 +9,8 @@ import RecdAPI
 /// 1. a journal row says "delete-all <id>" started;
 /// 2. `Recordings/` is swapped whole with a new empty folder (`<data>/.trash-<id>`, made beside it
 ///    with its owner and mode) by one `renameat2(RENAME_EXCHANGE)`: afterwards `Recordings/` is the
-///    empty folder and `.trash-<id>` holds every file. recd's own hidden entries (the quarantine)
-///    are moved back. The data directory and both folders are fsynced;
+///    empty folder and `.trash-<id>` holds every file. What is not a recording is moved back: recd's
+///    own hidden entries (the quarantine) and anything visible that is not a regular file. The data directory and both folders are fsynced;
 /// 3. commit: all rows and the journal row are deleted in one transaction;
 /// 4. the trash folder is removed — after the reply, on `BackgroundPool`: from the commit on, the
 ///    library is empty and the files are out of `Recordings/` for good (a crash meanwhile: recovery
@@ -73,9 +73,10 @@ enum DeleteAll {
         // From here `trash` holds everything and `Recordings/` is empty.
         var movedBack: [String] = []
         do {
-            // recd's own hidden entries stay (the quarantine, for a person to look at); the trash
-            // folders of earlier deletions go with this one.
-            for name in listing.hidden where !name.hasPrefix(trashPrefix) {
+            // Only the recordings go: recd's own hidden entries stay (the quarantine, for a person to
+            // look at), and so does what is not a regular file (a folder or link someone put there),
+            // as file by file; the trash folders of earlier deletions go with this one.
+            for name in listing.hidden.filter({ !$0.hasPrefix(trashPrefix) }) + listing.other {
                 try FileOps.rename(trash + "/" + name, dir + "/" + name)
                 movedBack.append(name)
             }

@@ -122,6 +122,11 @@ final class DeletionTests: DaemonTestCase {
         // A bare DELETE on the collection is refused.
         XCTAssertEqual(try daemon.curl("DELETE", "/v1/recordings").0, 400)
 
+        // A folder someone put in Recordings/ is not a recording: it stays, with what it holds.
+        let mine = recordingsDir + "/mine"
+        try FileManager.default.createDirectory(atPath: mine, withIntermediateDirectories: false)
+        try "keep me".write(toFile: mine + "/keep.txt", atomically: false, encoding: .utf8)
+
         // With a recording in progress: it is stopped and discarded as part of it.
         XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
         Thread.sleep(forTimeInterval: 0.4)
@@ -129,8 +134,9 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(done.deletedRecordings, 4)
         XCTAssertEqual(done.deletedFiles, 3)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
-        XCTAssertEqual(try allEntries(), [".quarantine"], "at the reply the files are out of Recordings/; the quarantine stays")
+        XCTAssertEqual(try allEntries(), [".quarantine", "mine"], "at the reply the files are out of Recordings/; the quarantine and the folder stay")
         XCTAssertEqual(try String(contentsOfFile: quarantine + "/notes.txt", encoding: .utf8), "not audio")
+        XCTAssertEqual(try String(contentsOfFile: mine + "/keep.txt", encoding: .utf8), "keep me")
         XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent, "a trash being emptied is settled")
         // The folder they went into is removed after the reply.
         for _ in 0..<100 where try !trashFolders.isEmpty { Thread.sleep(forTimeInterval: 0.05) }
@@ -138,7 +144,7 @@ final class DeletionTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctlJSON(DaemonStatus.self, "status").activity, .idle)
         // Recording goes on into the new folder.
         XCTAssertNotNil(try record(seconds: 0.3, stopArgs: ["--save"]).recording)
-        XCTAssertEqual(try visibleFiles().count, 1)
+        XCTAssertEqual(try visibleFiles().count, 2, "the recording and the folder")
         // The seed's wording on a terminal.
         let asked = try recctlOnTTY(["delete", "--all"], answer: "n")
         XCTAssertTrue(asked.stdout.contains("Delete All Data? This will permanently delete all recordings. This cannot be undone."), asked.stdout)
