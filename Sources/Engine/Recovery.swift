@@ -166,8 +166,9 @@ struct Recovery {
         // they are as many as the files, no file is without a row.
         var matched = 0
         for row in rows {
-            let there = exists(row.file, in: present)
-            if there && Self.name(inRecordings: row.file) != nil { matched += 1 }
+            let name = Self.name(inRecordings: row.file)
+            let there = name.map { present.contains($0) } ?? FileOps.exists(data.absolute(row.file))
+            if there && name != nil { matched += 1 }
             if !there && (row.state == pending || row.state == ready) && row.id != active {
                 do {
                     guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
