@@ -40,6 +40,7 @@ TITLE = "## Playback and play counts"
 DEVICE = "pulse:speaker"
 TOP_SQL = ("SELECT * FROM recording WHERE state = 'ready' "
            "ORDER BY playCount DESC, createdAt DESC, id LIMIT 50")
+LIST_SQL = "SELECT * FROM recording ORDER BY createdAt DESC, id LIMIT 50 OFFSET 0"
 UPDATE_SQL = "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'"
 
 
@@ -128,6 +129,48 @@ def curl(sock, method, path, want):
         if line.lower().startswith("server-timing:") and "dur=" in line:
             server = float(line.split("dur=", 1)[1].split(";")[0].split(",")[0])
     return body, float(total), server
+
+
+def keepalive(sock, requests):
+    """Server-Timing ms of each (method, path) in `requests`, sent one after another on one kept-alive
+    connection (a warm client, as the sqlite3 peers are warm processes); every reply must be 200."""
+    import socket as socketlib
+    c = socketlib.socket(socketlib.AF_UNIX)
+    c.connect(sock)
+    out = []
+    try:
+        for method, path in requests:
+            c.sendall(f"{method} {path} HTTP/1.1\r\nHost: recd\r\nContent-Length: 0\r\n\r\n".encode())
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = c.recv(65536)
+                if not chunk:
+                    sys.exit(f"{method} {path}: recd closed the connection")
+                buf += chunk
+            head, body = buf.split(b"\r\n\r\n", 1)
+            lines = head.decode().split("\r\n")
+            fields = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:]}
+            while len(body) < int(fields["content-length"]):
+                body += c.recv(65536)
+            if lines[0].split()[1] != "200":
+                sys.exit(f"{method} {path}: {lines[0]}: {body[:300]}")
+            out.append(float(fields["server-timing"].split("dur=", 1)[1]))
+    finally:
+        c.close()
+    return out
+
+
+def cli_query_times(db_path, sql, runs):
+    """The query alone, warm: one sqlite3 process running it `runs` times (rows to /dev/null; the timer
+    still prints). "Run Time: real 0.000 user 0.000139 sys 0.000000": real is printed to the
+    millisecond only, so the figure kept is user+sys (µs; a warm query is CPU-bound, so it is the
+    query's time). The first, cold run is dropped."""
+    script = ".timer on\n.output /dev/null\n" + (sql + ";\n") * (runs + 1)
+    out = subprocess.run(["sqlite3", db_path], input=script, capture_output=True, text=True, check=True).stdout
+    times = [(float(l.split()[5]) + float(l.split()[7])) * 1000 for l in out.splitlines() if l.startswith("Run Time:")][1:]
+    if len(times) != runs:
+        sys.exit(f"expected {runs} 'Run Time:' lines from sqlite3, got: {out[:300]}")
+    return times
 
 
 def timed(fn):
@@ -258,14 +301,19 @@ try:
         if state == "ready":
             ready_ids.append(rid)
         created = (now - datetime.timedelta(seconds=ROWS - i)).strftime("%Y-%m-%d %H:%M:%S.000")
-        batch.append((rid, "audio", state, f"Recording {i}", "", created, 0.5, size, f, rnd.randint(0, 1000), 0, 0))
+        # Measured as recd measures every take it stops (loudness, format): an unmeasured library
+        # would run recd's background loudness pass, whose writes and CPU would be timed too.
+        loud = json.dumps({"integrated": round(rnd.uniform(-40, -10), 2), "range": round(rnd.uniform(0, 15), 2),
+                           "truePeak": round(rnd.uniform(-20, 0), 2)}, separators=(",", ":"))
+        batch.append((rid, "audio", state, f"Recording {i}", "", created, 0.5, size, f, rnd.randint(0, 1000), 0, 0,
+                      loud, "aac"))
     song_id = str(uuid.uuid4()).upper()
     song_file = f"Recordings/audio_{song_id}.m4a"
     shutil.copyfile(song, os.path.join(data, song_file))
     batch.append((song_id, "audio", "ready", "Song", "", now.strftime("%Y-%m-%d %H:%M:%S.000"), 3.0,
-                  os.path.getsize(song), song_file, 0, 0, 0))
+                  os.path.getsize(song), song_file, 0, 0, 0, None, "aac"))
     db.executemany("INSERT INTO recording (id, type, state, title, notes, createdAt, duration, sizeBytes, file,"
-                   " playCount, recovered, droppedFrames) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+                   " playCount, recovered, droppedFrames, loudness, format) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
     db.commit()
     db.close()
     del batch
@@ -328,21 +376,22 @@ try:
                                                    stdout=subprocess.DEVNULL, check=True)) * 1000)
         cli_proc.append(timed(lambda: subprocess.run(["sqlite3", db_path, TOP_SQL + ";"],
                                                      stdout=subprocess.DEVNULL, check=True)) * 1000)
-    # The query alone, warm: one sqlite3 process running it TOP_RUNS times (rows to /dev/null; the
-    # timer still prints), and one sqlite3-module connection (its clock has µs resolution).
-    script = ".timer on\n.output /dev/null\n" + (TOP_SQL + ";\n") * (TOP_RUNS + 1)
-    out = subprocess.run(["sqlite3", db_path], input=script, capture_output=True, text=True, check=True).stdout
-    # "Run Time: real 0.000 user 0.000139 sys 0.000000": real is printed to the millisecond only, so
-    # the figure kept is user+sys (µs; a warm query is CPU-bound, so it is the query's time). The
-    # first, cold run is dropped.
-    cli_query = [(float(l.split()[5]) + float(l.split()[7])) * 1000 for l in out.splitlines() if l.startswith("Run Time:")][1:]
-    if len(cli_query) != TOP_RUNS:
-        sys.exit(f"expected {TOP_RUNS} 'Run Time:' lines from sqlite3, got: {out[:300]}")
+    cli_query = cli_query_times(db_path, TOP_SQL, TOP_RUNS)
+    # Warm: one kept-alive connection, after as many warm-up requests. Top 50 and a page of the
+    # library; and top 50 right after a play of one of its rows (a write: the rows' kept JSON of
+    # that row is dropped, so that reply renders it anew).
+    keepalive(sock, [("GET", "/v1/top?limit=50")] * TOP_RUNS)
+    warm_top = keepalive(sock, [("GET", "/v1/top?limit=50")] * TOP_RUNS)
+    keepalive(sock, [("GET", "/v1/recordings?limit=50")] * TOP_RUNS)
+    warm_list = keepalive(sock, [("GET", "/v1/recordings?limit=50")] * TOP_RUNS)
+    cli_list = cli_query_times(db_path, LIST_SQL, TOP_RUNS)
+    after_play = keepalive(sock, [("POST", f"/v1/recordings/{want[-1]}/played"), ("GET", "/v1/top?limit=50")] * TOP_RUNS)[1::2]
     conn = sqlite3.connect(db_path)
     conn.execute(TOP_SQL).fetchall()
     py_query = [timed(lambda: conn.execute(TOP_SQL).fetchall()) * 1000 for _ in range(TOP_RUNS)]
     conn.close()
     results["top"] = (server, via_curl, recctl, cli_proc, cli_query, py_query)
+    results["warm"] = (warm_top, warm_list, cli_list, after_play)
     log(f"top 50: recd {statistics.median(server):.3f} ms in-server, {statistics.median(via_curl):.2f} ms curl, "
         f"{statistics.median(recctl):.1f} ms recctl; sqlite3 process {statistics.median(cli_proc):.1f} ms, "
         f"query {statistics.median(py_query):.3f} ms")
@@ -423,6 +472,7 @@ def spread(xs):
 
 lat, lat_curl, lat_peer = results["play"]
 server, via_curl, recctl, cli_proc, cli_query, py_query = results["top"]
+warm_top, warm_list, cli_list, after_play = results["warm"]
 wall, peer_wall, total_n, recd_cpu, curl_cpu, peer_cpu = results["count"]
 rate, peer_rate = total_n / wall, total_n / peer_wall
 cli_q = med(cli_query)
@@ -452,6 +502,18 @@ lines = [
     f"- recd in-server / sqlite3 CLI query alone: {med(server) / cli_q:.2f}× "
     f"(/ Python sqlite3 module: {med(server) / med(py_query):.2f}×)",
     f"- recctl end to end / sqlite3 CLI process: {med(recctl) / med(cli_proc):.2f}×", "",
+    f"**Warm**: in-server time of {TOP_RUNS} requests on one kept-alive connection (after {TOP_RUNS} warm-up "
+    "requests), beside the query alone in one warm sqlite3 process. The curl figures above pay a new "
+    "connection and a cold cache per request (the process starts between them); these compare like with like. "
+    f"The page of the library is `GET /v1/recordings?limit=50` (its floor: `{LIST_SQL}`; its `total` "
+    "counted once and kept until a write). \"After a play\": each top 50 follows a counted play of one of "
+    "its rows, so recd renders that row anew.", "",
+    "| Warm, in-server | median | p90 | min | max | / query alone (medians) |", "|---|---:|---:|---:|---:|---:|",
+    f"| top 50 | {spread(warm_top)} | {med(warm_top) / cli_q:.2f}× |",
+    f"| top 50 right after a play of one of its rows | {spread(after_play)} | {med(after_play) / cli_q:.2f}× |",
+    f"| library page of 50 (`list`) | {spread(warm_list)} | {med(warm_list) / med(cli_list):.2f}× |",
+    f"| sqlite3 CLI, top 50 query alone | {spread(cli_query)} | 1.00× |",
+    f"| sqlite3 CLI, library page query alone | {spread(cli_list)} | 1.00× |", "",
     f"**Play counts**: {CLIENTS} curl processes, each sending {PER_CLIENT} `POST /v1/recordings/{{id}}/played` "
     f"for one recording on one keep-alive connection. The final play count was checked: +{total_n:,}. "
     "The peer runs with recd stopped: one Python sqlite3-module connection on the same file, WAL, "

@@ -54,6 +54,8 @@ public final class Catalog: Sendable {
     /// but a play count), so paging through a large library does not count every row for each page.
     /// The generation tells a count that raced a write (read before it, stored after) from a good one.
     private let totals = Mutex<(generation: Int, counts: [String: Int])>((0, [:]))
+    /// Rows as the API's JSON, kept between listings (see `RenderedRows`).
+    let rendered = RenderedRows()
 
     public init(path: String) throws {
         self.path = path
@@ -74,8 +76,13 @@ public final class Catalog: Sendable {
 
     /// Every write but a play count: the transaction, then the cached totals are dropped (a row added,
     /// removed, or moved to another state or type).
+    /// The rendered rows are dropped before and after (see `RenderedRows`).
     private func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        defer { totals.withLock { $0.generation += 1; $0.counts.removeAll() } }
+        rendered.beginWrite()
+        defer {
+            rendered.endWrite()
+            totals.withLock { $0.generation += 1; $0.counts.removeAll() }
+        }
         return try pool.write(updates)
     }
 
@@ -256,32 +263,113 @@ public final class Catalog: Sendable {
     }
 
     public func list(_ q: ListQuery) throws -> (recordings: [Recording], total: Int) {
-        let key = "\(q.state?.rawValue ?? "*") \(q.type?.rawValue ?? "*")"
+        let page = Self.listSQL(q)
+        let key = Self.totalKey(q)
         let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
-        let page = try wrap("list") {
+        let (rows, total) = try wrap("list") {
             try pool.read { db in
+                let total = try cached ?? count(db, page)
                 // Written out and compiled once per connection and shape (`cachedStatement`): the
                 // query interface built and compiled the SQL on every page.
-                var conditions: [String] = [], arguments: StatementArguments = []
-                if let s = q.state { conditions.append("state = ?"); arguments += [s.rawValue] }
-                if let t = q.type { conditions.append("type = ?"); arguments += [t.rawValue] }
-                let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-                let total: Int
-                if let cached { total = cached } else {
-                    total = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM recording" + filter), arguments: arguments) ?? 0
-                }
-                let order = switch q.order {
-                case .recent: "createdAt DESC, id"
-                case .plays: "playCount DESC, createdAt DESC, id"
-                }
-                let statement = try db.cachedStatement(
-                    sql: "SELECT \(RecordingRecord.selection) FROM recording\(filter) ORDER BY \(order) LIMIT ? OFFSET ?")
-                let rows = try RecordingRecord.fetchAll(statement, arguments: arguments + [q.limit, q.offset])
+                let rows = try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments)
                 return (try rows.map { try $0.recording() }, total)
             }
         }
-        if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = page.1 } } }
-        return page
+        if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = total } } }
+        return (rows, total)
+    }
+
+    /// `list` as the API's JSON (`RecordingJSON`): the page's rows, and the total of its filter.
+    public func listJSON(_ q: ListQuery) throws -> (page: RenderedPage, total: Int) {
+        let page = Self.listSQL(q)
+        let key = Self.totalKey(q)
+        let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
+        let rowsGeneration = rendered.readerGeneration()
+        let result = try wrap("list") {
+            try pool.read { db in (try render(db, page, at: rowsGeneration), try cached ?? count(db, page)) }
+        }
+        if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = result.1 } } }
+        return result
+    }
+
+    private static func totalKey(_ q: ListQuery) -> String { "\(q.state?.rawValue ?? "*") \(q.type?.rawValue ?? "*")" }
+
+    /// The SQL of a page: its rows, their ids alone, and the count of its filter's rows; the
+    /// arguments of the filter, then of the page (`count` takes the filter's alone).
+    struct PageSQL {
+        var rows: String
+        var ids: String
+        var count: String
+        var arguments: StatementArguments
+        var filterArguments: [any DatabaseValueConvertible]
+    }
+
+    static func listSQL(_ q: ListQuery) -> PageSQL {
+        var conditions: [String] = [], filter: [any DatabaseValueConvertible] = []
+        if let s = q.state { conditions.append("state = ?"); filter.append(s.rawValue) }
+        if let t = q.type { conditions.append("type = ?"); filter.append(t.rawValue) }
+        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let order = switch q.order {
+        case .recent: "createdAt DESC, id"
+        case .plays: "playCount DESC, createdAt DESC, id"
+        }
+        let tail = "FROM recording\(whereClause) ORDER BY \(order) LIMIT ? OFFSET ?"
+        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)", ids: "SELECT id \(tail)",
+                       count: "SELECT count(*) FROM recording" + whereClause,
+                       arguments: StatementArguments(filter + [q.limit, q.offset]), filterArguments: filter)
+    }
+
+    static func topSQL(limit: Int) -> PageSQL {
+        let tail = "FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
+        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)", ids: "SELECT id \(tail)",
+                       count: "SELECT count(*) FROM recording WHERE state = 'ready'", arguments: [limit], filterArguments: [])
+    }
+
+    private func count(_ db: Database, _ page: PageSQL) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: page.count), arguments: StatementArguments(page.filterArguments)) ?? 0
+    }
+
+    /// A page's rows as JSON, inside the caller's read transaction. First one query for the page's
+    /// ids, which an index answers without reading the rows; the rows kept in `rendered` (valid for
+    /// this snapshot while `generation` holds) are copied, a few missing ones (a row just played or
+    /// edited) read by id and rendered; a page mostly missing (after a write that dropped them all)
+    /// is read whole, in one query, and rendered. What was rendered is kept.
+    private func render(_ db: Database, _ page: PageSQL, at generation: Int?) throws -> RenderedPage {
+        if let generation {
+            let ids = try String.fetchAll(db.cachedStatement(sql: page.ids), arguments: page.arguments)
+            if let kept = rendered.lookup(ids, at: generation),
+               kept.lazy.filter({ $0 == nil }).count <= Self.rowsReadByID {
+                var rows: [[UInt8]] = [], fresh: [(id: String, json: [UInt8])] = []
+                rows.reserveCapacity(ids.count)
+                for (id, json) in zip(ids, kept) {
+                    if let json { rows.append(json); continue }
+                    guard let record = try RecordingRecord.fetch(db, id: id) else { break }   // not in this snapshot: cannot be
+                    fresh.append((id, Self.json(try record.recording())))
+                    rows.append(fresh[fresh.count - 1].json)
+                }
+                if rows.count == ids.count {
+                    if !fresh.isEmpty { rendered.store(fresh, at: generation) }
+                    return RenderedPage(rows: rows)
+                }
+            }
+        }
+        let records = try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments)
+        var fresh: [(id: String, json: [UInt8])] = []
+        fresh.reserveCapacity(records.count)
+        for record in records { fresh.append((record.id, Self.json(try record.recording()))) }
+        if let generation { rendered.store(fresh, at: generation) }
+        return RenderedPage(rows: fresh.map(\.json))
+    }
+
+    /// Missing rows of a page read one by one, at most; more, and the page is read whole (measured:
+    /// a row by id costs about a tenth of a page of 50 in one query).
+    static let rowsReadByID = 8
+
+    private static func json(_ r: Recording) -> [UInt8] {
+        var json: [UInt8] = []
+        json.reserveCapacity(640)
+        RecordingJSON.append(r, to: &json)
+        return json
     }
 
     /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
@@ -289,13 +377,17 @@ public final class Catalog: Sendable {
     public func top(limit: Int) throws -> [Recording] {
         try wrap("top") {
             try pool.read { db in
-                let statement = try db.cachedStatement(sql: """
-                    SELECT \(RecordingRecord.selection) FROM recording WHERE state = 'ready'
-                    ORDER BY playCount DESC, createdAt DESC, id LIMIT ?
-                    """)
-                return try RecordingRecord.fetchAll(statement, arguments: [limit]).map { try $0.recording() }
+                try RecordingRecord.fetchAll(db.cachedStatement(sql: Self.topSQL(limit: limit).rows), arguments: [limit])
+                    .map { try $0.recording() }
             }
         }
+    }
+
+    /// `top` as the API's JSON (`RecordingJSON`).
+    public func topJSON(limit: Int) throws -> RenderedPage {
+        let page = Self.topSQL(limit: limit)
+        let generation = rendered.readerGeneration()
+        return try wrap("top") { try pool.read { db in try render(db, page, at: generation) } }
     }
 
     /// Number of recordings per state (states with none are absent).
@@ -351,17 +443,22 @@ public final class Catalog: Sendable {
     /// recording is not `ready`: previews never count) — one refused play does not undo the others.
     /// Throws only when the transaction itself fails (then none counted).
     public func countPlays(_ plays: [(id: UUID, at: Date)]) throws -> [Result<Recording, CatalogError>] {
-        try wrap("count plays") {
+        let ids = plays.map { $0.id.uuidString }
+        rendered.beginWrite(changing: ids)
+        defer { rendered.endWrite(changing: ids) }
+        return try wrap("count plays") {
             try pool.write { db in
-                try plays.map { play -> Result<Recording, CatalogError> in
-                    try db.cachedStatement(sql: "UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'")
-                        .execute(arguments: [play.at, play.id.uuidString])
-                    let changed = db.changesCount
-                    guard let record = try RecordingRecord.fetch(db, id: play.id.uuidString) else {
-                        return .failure(.notFound(id: play.id.uuidString))
+                // The row after the play from the UPDATE itself (RETURNING): one statement per play.
+                let count = try db.cachedStatement(sql: """
+                    UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'
+                    RETURNING \(RecordingRecord.selection)
+                    """)
+                return try zip(plays, ids).map { play, id -> Result<Recording, CatalogError> in
+                    if let record = try RecordingRecord.fetchOne(count, arguments: [play.at, id]) {
+                        return .success(try record.recording())
                     }
-                    if changed == 0 { return .failure(.unexpectedState(id: play.id.uuidString, state: record.state)) }
-                    return .success(try record.recording())
+                    guard let record = try RecordingRecord.fetch(db, id: id) else { return .failure(.notFound(id: id)) }
+                    return .failure(.unexpectedState(id: id, state: record.state))
                 }
             }
         }

@@ -24,13 +24,19 @@ public struct Library: Sendable {
         try catalogCall { try catalog.resolve(idOrPrefix) }
     }
 
-    public func list(_ query: ListQuery) throws(EngineError) -> RecordingList {
-        guard (1...1000).contains(query.limit) else {
-            throw .invalidValue(field: "limit", detail: "\(query.limit) is not between 1 and 1000")
-        }
+    /// A page of the library as the API's `RecordingList` JSON (with its newline), written from the
+    /// rows' JSON the catalog keeps between listings.
+    public func listJSON(_ query: ListQuery) throws(EngineError) -> [UInt8] {
+        try Self.checkLimit(query.limit)
         guard query.offset >= 0 else { throw .invalidValue(field: "offset", detail: "must not be negative") }
-        let (rows, total) = try catalogCall { try catalog.list(query) }
-        return RecordingList(recordings: rows, total: total, limit: query.limit, offset: query.offset)
+        let (page, total) = try catalogCall { try catalog.listJSON(query) }
+        return RecordingJSON.encode(page, total: total, limit: query.limit, offset: query.offset)
+    }
+
+    private static func checkLimit(_ limit: Int) throws(EngineError) {
+        guard (1...1000).contains(limit) else {
+            throw .invalidValue(field: "limit", detail: "\(limit) is not between 1 and 1000")
+        }
     }
 
     /// Changes title, notes and purpose. A blank title becomes the auto title again.
@@ -148,11 +154,15 @@ public struct Library: Sendable {
     /// A playback that happened elsewhere (a GUI's own player): counts exactly as one here does.
     /// Saved recordings only: a preview of a pending one never counts.
     public func played(_ idOrPrefix: String) async throws(EngineError) -> Recording {
-        let id = try resolve(idOrPrefix).id
+        // A whole id goes straight to the count (which tells an unknown one); a prefix is resolved.
+        let id: UUID
+        if let whole = UUID(uuidString: idOrPrefix) { id = whole } else { id = try resolve(idOrPrefix).id }
         do {
             let r = try await plays.count(id: id)
             events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .played)))
             return r
+        } catch CatalogError.notFound {
+            throw .notFound(id: idOrPrefix)
         } catch CatalogError.unexpectedState(_, let state) {
             throw .invalidState(id: id, state: RecordingState(rawValue: state) ?? .missing, action: "count a play of",
                                 allowed: [.ready])
@@ -163,12 +173,11 @@ public struct Library: Sendable {
         }
     }
 
-    /// The seed's Quick Play: the `limit` most played saved recordings.
-    public func top(limit: Int) throws(EngineError) -> [Recording] {
-        guard (1...1000).contains(limit) else {
-            throw .invalidValue(field: "limit", detail: "\(limit) is not between 1 and 1000")
-        }
-        return try catalogCall { try catalog.top(limit: limit) }
+    /// The seed's Quick Play: the `limit` most played saved recordings, as the API's `RecordingList` JSON (with its newline; `total` is the page's length).
+    public func topJSON(limit: Int) throws(EngineError) -> [UInt8] {
+        try Self.checkLimit(limit)
+        let page = try catalogCall { try catalog.topJSON(limit: limit) }
+        return RecordingJSON.encode(page, total: page.rows.count, limit: limit, offset: 0)
     }
 
     /// The recording's waveform at its stored resolution (16-bit min/max per 256 samples). One not

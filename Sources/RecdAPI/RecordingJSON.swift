@@ -8,21 +8,36 @@ import FoundationEssentials
 /// `RecordingJSONTests` holds it to the encoder's output.
 public enum RecordingJSON {
     public static func encode(_ list: RecordingList) -> Data {
+        Data(listing(count: list.recordings.count, total: list.total, limit: list.limit, offset: list.offset,
+                     rowBytes: list.recordings.count * 560) { i, out in append(list.recordings[i], to: &out) })
+    }
+
+    /// A listing whose rows are already JSON (`RenderedPage`), with a newline after it: the bytes
+    /// of `encode(RecordingList)` + "\n" for the same rows.
+    public static func encode(_ page: RenderedPage, total: Int, limit: Int, offset: Int) -> [UInt8] {
+        var out = listing(count: page.rows.count, total: total, limit: limit, offset: offset,
+                          rowBytes: page.rows.reduce(1) { $0 + $1.count + 1 }) { i, out in out.append(contentsOf: page.rows[i]) }
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
+    private static func listing(count: Int, total: Int, limit: Int, offset: Int, rowBytes: Int,
+                                row: (Int, inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + list.recordings.count * 560)
+        out.reserveCapacity(64 + rowBytes)
         out.append(contentsOf: #"{"limit":"#.utf8)
-        int(list.limit, &out)
+        int(limit, &out)
         out.append(contentsOf: #","offset":"#.utf8)
-        int(list.offset, &out)
+        int(offset, &out)
         out.append(contentsOf: #","recordings":["#.utf8)
-        for (i, r) in list.recordings.enumerated() {
+        for i in 0..<count {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            append(r, to: &out)
+            row(i, &out)
         }
         out.append(contentsOf: #"],"total":"#.utf8)
-        int(list.total, &out)
+        int(total, &out)
         out.append(UInt8(ascii: "}"))
-        return Data(out)
+        return out
     }
 
     public static func encode(_ r: Recording) -> Data {
@@ -32,8 +47,8 @@ public enum RecordingJSON {
         return Data(out)
     }
 
-    /// The keys in the encoder's sorted order.
-    static func append(_ r: Recording, to out: inout [UInt8]) {
+    /// One recording's JSON object, appended; the keys in the encoder's sorted order.
+    public static func append(_ r: Recording, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"createdAt":"#.utf8)
         string(APIJSON.formatDate(r.createdAt), &out)
         out.append(contentsOf: #","droppedFrames":"#.utf8)
@@ -140,4 +155,11 @@ public enum RecordingJSON {
         }
         out.append(UInt8(ascii: "\""))
     }
+}
+
+/// Recordings already written as JSON objects (`RecordingJSON.append`), in the order of a listing's
+/// page: what the catalog keeps between listings.
+public struct RenderedPage: Sendable {
+    public var rows: [[UInt8]]
+    public init(rows: [[UInt8]]) { self.rows = rows }
 }

@@ -108,7 +108,7 @@ public enum RecdRoutes {
             if let t = q["type"] { query.type = try enumValue(RecordingType.self, String(t), field: "type") }
             if let l = q["limit"] { query.limit = try intValue(String(l), field: "limit") }
             if let o = q["offset"] { query.offset = try intValue(String(o), field: "offset") }
-            return JSONResponse.make(try engine.library.list(query))
+            return JSONResponse.json(try engine.library.listJSON(query))
         }
 
         v1.get("recordings/:id") { _, context in
@@ -167,8 +167,7 @@ public enum RecdRoutes {
 
         v1.get("top") { request, _ in
             let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
-            let top = try engine.library.top(limit: limit)
-            return JSONResponse.make(RecordingList(recordings: top, total: top.count, limit: limit, offset: 0))
+            return JSONResponse.json(try engine.library.topJSON(limit: limit))
         }
 
         v1.get("export") { request, _ in
