@@ -4,7 +4,8 @@
   delete one      recd: DELETE /v1/recordings/{id} on a 10,000-recording library (curl's time_total),
                   median of 20; peer: the sqlite3 CLI deleting the row + unlinking the file.
   delete all      recd: DELETE /v1/recordings?confirm=all on 10,000 recordings (journal, moves, one
-                  commit, unlinks); peer: sqlite3 CLI `DELETE FROM recording` + unlinking the files.
+                  commit, unlinks); peer: sqlite3 CLI `DELETE FROM recording` + unlinking the files;
+                  median of DELETE_ALL_RUNS, each on a fresh pair of libraries.
   status          the slowest `GET /v1/status` while a repair and a delete-all of 50,000 recordings run
                   (issue 13: blocking work off the actors; goal ≤ 100 ms); peer: the median status of
                   the same daemon idle.
@@ -13,7 +14,8 @@
                   listing every row's file + a directory listing and a stat per file (the floor of
                   comparing both sides), and ffprobe run on the 1,000 orphans.
 
-Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/...).
+Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/...),
+DELETE_ALL_RUNS (5).
 """
 import os, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
 from benchmarks_md import launch_recd, write_section
@@ -22,6 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
 RECD = os.environ.get("RECD_BIN", ".build/release/recd")
 RECCTL = os.environ.get("RECCTL_BIN", ".build/release/recctl")
+DELETE_ALL_RUNS = int(os.environ.get("DELETE_ALL_RUNS", "5"))
 TITLE = "## Deletion and start-up recovery"
 for b in (RECD, RECCTL):
     if not os.access(b, os.X_OK):
@@ -117,20 +120,32 @@ try:
                     "sqlite3 CLI `DELETE … WHERE id` + unlink"))
     log(f"delete one: recd {statistics.median(one) * 1000:.1f} ms, peer {statistics.median(peer_one) * 1000:.1f} ms")
 
+    # Delete all: one run is one number of a few tens of milliseconds, which moved 73–145 ms between
+    # runs here; so DELETE_ALL_RUNS rounds, each on a fresh pair of libraries, medians compared.
     left = 10_000 - 20
-    t_all = curl_time(sock, "DELETE", "/v1/recordings?confirm=all")
-    stop_recd(p)
-    assert not [f for f in os.listdir(os.path.join(data, "Recordings")) if not f.startswith(".")]
+    all_recd, all_peer = [], []
+    for round_ in range(DELETE_ALL_RUNS):
+        if round_ > 0:
+            data, sock, _ = library(f"lib10k-{round_}", left)
+            peer, _, _ = library(f"peer10k-{round_}", left)
+            peer_db = os.path.join(peer, "catalog.sqlite")
+            p, _ = start_recd(data, sock)
+        all_recd.append(curl_time(sock, "DELETE", "/v1/recordings?confirm=all"))
+        stop_recd(p)
+        assert not [f for f in os.listdir(os.path.join(data, "Recordings")) if not f.startswith(".")]
 
-    def peer_delete_all():
-        sqlite_cli(peer_db, "DELETE FROM recording")
-        rec = os.path.join(peer, "Recordings")
-        for f in os.listdir(rec):
-            os.unlink(os.path.join(rec, f))
-    t_peer_all = timed(peer_delete_all)
-    results.append((f"delete all ({left:,} recordings)", t_all, t_peer_all, "sqlite3 CLI `DELETE FROM recording` + unlink of every file"))
-    log(f"delete all: recd {t_all:.2f} s, peer {t_peer_all:.2f} s")
-    shutil.rmtree(data); shutil.rmtree(peer)
+        def peer_delete_all():
+            sqlite_cli(peer_db, "DELETE FROM recording")
+            rec = os.path.join(peer, "Recordings")
+            for f in os.listdir(rec):
+                os.unlink(os.path.join(rec, f))
+        all_peer.append(timed(peer_delete_all))
+        shutil.rmtree(data); shutil.rmtree(peer)
+    t_all, t_peer_all = statistics.median(all_recd), statistics.median(all_peer)
+    results.append((f"delete all ({left:,} recordings), median of {DELETE_ALL_RUNS}", t_all, t_peer_all,
+                    "sqlite3 CLI `DELETE FROM recording` + unlink of every file"))
+    log(f"delete all: recd {' '.join(f'{t * 1000:.0f}' for t in all_recd)} ms, "
+        f"peer {' '.join(f'{t * 1000:.0f}' for t in all_peer)} ms")
 
     # 3. status while a repair and a delete-all of 50,000 run on recd's blocking pool.
     log("building a 50,000-recording library")

@@ -89,20 +89,28 @@ def group(path):
 
 
 def memory(pid):
-    """VmRSS (kB), resident kB per group and per mapped file."""
-    groups, files = collections.Counter(), collections.Counter()
-    current, path = None, ""
+    """VmRSS (kB); per group resident, private (Private_Clean + Private_Dirty: this process's alone,
+    relocated library data included) and shared-clean kB (file pages also in the page cache, which
+    the kernel can drop and read again); resident kB per mapped file; and the whole process's PSS."""
+    groups, files = collections.defaultdict(collections.Counter), collections.Counter()
+    current, path, pss = None, "", 0
     for line in open(f"/proc/{pid}/smaps"):
         fields = line.split()
         if "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
             path = fields[5] if len(fields) > 5 else ""
             current = group(path)
         elif fields[0] == "Rss:":
-            groups[current] += int(fields[1])
+            groups[current]["rss"] += int(fields[1])
             if path.startswith("/"):
                 files[os.path.basename(path)] += int(fields[1])
+        elif fields[0] in ("Private_Clean:", "Private_Dirty:"):
+            groups[current]["private"] += int(fields[1])
+        elif fields[0] == "Shared_Clean:":
+            groups[current]["shared"] += int(fields[1])
+        elif fields[0] == "Pss:":
+            pss += int(fields[1])
     rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS"))
-    return rss, groups, files
+    return rss, groups, files, pss
 
 
 procs = []
@@ -122,6 +130,8 @@ try:
         if subprocess.run(["curl", "-s", "-o", "/dev/null", "--unix-socket", sock, "http://recd/v1/status"]).returncode == 0:
             break
         time.sleep(0.05)
+    time.sleep(2)
+    start_rss, start_groups, _, start_pss = memory(p.pid)
     # Some work first, as a daemon that runs all day has done: a recording (from ALSA's null
     # device), saved, listed, played and deleted; whatever it started must be quiet again after.
     def api(method, path, body=None, check=True):
@@ -141,7 +151,7 @@ try:
     log(f"recd idle for {SECONDS} s")
     recd_rate, recd_threads = wakeups(p.pid, SECONDS)
     note_ffmpeg_deps(p.pid)
-    recd_rss, recd_groups, recd_files = memory(p.pid)
+    recd_rss, recd_groups, recd_files, recd_pss = memory(p.pid)
 
     peers = []
     for label, cmd in (("Swift program awaiting in Swift concurrency (`Task.sleep`)", [peer_bin]), ("`sleep` (C)", ["sleep", "100000"])):
@@ -150,7 +160,7 @@ try:
         time.sleep(2)
         log(f"{label} for {SECONDS} s")
         rate, threads = wakeups(q.pid, SECONDS)
-        rss, _, _ = memory(q.pid)
+        rss, _, _, _ = memory(q.pid)
         peers.append((label, rate, threads, rss))
         q.kill()
 finally:
@@ -174,10 +184,27 @@ lines = [TITLE, "",
          f"| recd | {recd_rate:.2f} | {threads_text(recd_threads)} | {recd_rss / 1024:.1f} MB |"]
 for label, rate, threads, rss in peers:
     lines.append(f"| {label} | {rate:.2f} | {threads_text(threads)} | {rss / 1024:.1f} MB |")
+def private(groups):
+    return sum(g["private"] for g in groups.values())
+
+
+def shared(groups):
+    return sum(g["shared"] for g in groups.values())
+
+
 lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog's; RSS ≤ 30 MB.", "",
-          "recd's resident memory by what it maps (`/proc/PID/smaps`):", "", "| Part | RSS |", "|---|---:|"]
-for name, kb in recd_groups.most_common():
-    lines.append(f"| {name} | {kb / 1024:.1f} MB |")
+          "recd's memory (`/proc/PID/smaps`): *private* is this process's alone (heaps, stacks, library data the "
+          "loader relocated); *shared clean* is file pages of code and read-only data, also in the page cache "
+          "(the kernel maps up to 16 neighbouring pages per fault, and can drop them and read them again). "
+          "RSS is both.", "",
+          "| recd | RSS | private | shared clean | PSS |", "|---|---:|---:|---:|---:|",
+          f"| idle, 2 s after start-up | {start_rss / 1024:.1f} MB | {private(start_groups) / 1024:.1f} MB "
+          f"| {shared(start_groups) / 1024:.1f} MB | {start_pss / 1024:.1f} MB |",
+          f"| idle, after the work above | {recd_rss / 1024:.1f} MB | {private(recd_groups) / 1024:.1f} MB "
+          f"| {shared(recd_groups) / 1024:.1f} MB | {recd_pss / 1024:.1f} MB |", "",
+          "By what it maps, after the work:", "", "| Part | RSS | private | shared clean |", "|---|---:|---:|---:|"]
+for name, g in sorted(recd_groups.items(), key=lambda kv: -kv[1]["rss"]):
+    lines.append(f"| {name} | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB | {g['shared'] / 1024:.1f} MB |")
 lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
 section = "\n".join(lines) + "\n"
 print(section)
