@@ -361,8 +361,8 @@ public final class Catalog: Sendable {
         return RenderedPage(rows: fresh.map(\.json))
     }
 
-    /// Missing rows of a page read one by one, at most; more, and the page is read whole (measured:
-    /// a row by id costs about a tenth of a page of 50 in one query).
+    /// Missing rows of a page read one by one, at most; more, and the page is read whole. (A top 50
+    /// after a play of one of its rows: 0.12 ms so, 0.35 ms when the page was read whole.)
     static let rowsReadByID = 8
 
     private static func json(_ r: Recording) -> [UInt8] {

@@ -173,7 +173,8 @@ public struct Library: Sendable {
         }
     }
 
-    /// The seed's Quick Play: the `limit` most played saved recordings, as the API's `RecordingList` JSON (with its newline; `total` is the page's length).
+    /// The seed's Quick Play: the `limit` most played saved recordings, as the API's `RecordingList`
+    /// JSON (with its newline; `total` is the page's length).
     public func topJSON(limit: Int) throws(EngineError) -> [UInt8] {
         try Self.checkLimit(limit)
         let page = try catalogCall { try catalog.topJSON(limit: limit) }
