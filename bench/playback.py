@@ -21,7 +21,7 @@
                   running the same UPDATE CLIENTS × PER_CLIENT times, each in its own transaction.
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/release/..., built if
-missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), KEEP_WORK=1.
+missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), COUNT_ROUNDS (3), KEEP_WORK=1.
 """
 import ctypes, ctypes.util, datetime, json, math, os, random, resource, shutil, sqlite3, statistics, subprocess, sys, tempfile
 from benchmarks_md import launch_recd, write_section
@@ -36,6 +36,7 @@ PLAYS = int(os.environ.get("PLAYS", "20"))
 TOP_RUNS = int(os.environ.get("TOP_RUNS", "50"))
 CLIENTS = int(os.environ.get("CLIENTS", "32"))
 PER_CLIENT = int(os.environ.get("PER_CLIENT", "500"))
+COUNT_ROUNDS = int(os.environ.get("COUNT_ROUNDS", "3"))
 TITLE = "## Playback and play counts"
 DEVICE = "pulse:speaker"
 TOP_SQL = ("SELECT * FROM recording WHERE state = 'ready' "
@@ -398,7 +399,6 @@ try:
 
     # --- 3. play counts -----------------------------------------------------------------------------
     target = ready_ids[len(ready_ids) // 2]
-    before = json.loads(curl(sock, "GET", f"/v1/recordings/{target}", 200)[0])["playCount"]
     cfg = os.path.join(WORK, "played.curlrc")
     open(cfg, "w").write(f'url = "http://recd/v1/recordings/{target}/played"\noutput = "/dev/null"\n' * PER_CLIENT)
     log(f"play counts: {CLIENTS} clients × {PER_CLIENT} played")
@@ -407,43 +407,66 @@ try:
         f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
-    recd_cpu0, kids0 = cpu_of(p.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    clients = [subprocess.Popen(["curl", "-s", "--unix-socket", sock, "-X", "POST", "-K", cfg, "-w", "%{http_code}\n"],
-                                stdout=open(o, "w"), stderr=subprocess.DEVNULL) for o in outs]
-    procs.extend(clients)
-    for c in clients:
-        c.wait()
-    wall = time.perf_counter() - t0
-    recd_cpu, kids1 = cpu_of(p.pid) - recd_cpu0, resource.getrusage(resource.RUSAGE_CHILDREN)
-    curl_cpu = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
-    codes = {}
-    for o in outs:
-        for line in open(o).read().split():
-            codes[line] = codes.get(line, 0) + 1
-    after = json.loads(curl(sock, "GET", f"/v1/recordings/{target}", 200)[0])["playCount"]
-    stop_recd(p)
     total_n = CLIENTS * PER_CLIENT
-    if codes != {"200": total_n} or after != before + total_n:
-        log(f"error: replies {codes}; playCount {before} → {after}, expected {before + total_n}")
-        sys.exit(1)
 
-    # Peer: recd is stopped; the same file, the same statement and durability, one writer.
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    conn.execute("PRAGMA synchronous = FULL")
-    p0 = conn.execute("SELECT playCount FROM recording WHERE id = ?", (target,)).fetchone()[0]
-    t0, peer_cpu0 = time.perf_counter(), time.process_time()
-    for _ in range(total_n):
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-        conn.execute(UPDATE_SQL, (stamp, target))
-    peer_wall = time.perf_counter() - t0
-    peer_cpu = time.process_time() - peer_cpu0
-    p1 = conn.execute("SELECT playCount FROM recording WHERE id = ?", (target,)).fetchone()[0]
-    conn.close()
-    if mode != "wal" or p1 != p0 + total_n:
-        sys.exit(f"peer: journal_mode {mode}, playCount {p0} → {p1}")
+    def recd_round(p):
+        """The clients against recd `p`, which is stopped after. (wall s, recd CPU s, curl CPU s)."""
+        before = json.loads(curl(sock, "GET", f"/v1/recordings/{target}", 200)[0])["playCount"]
+        recd_cpu0, kids0 = cpu_of(p.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        clients = [subprocess.Popen(["curl", "-s", "--unix-socket", sock, "-X", "POST", "-K", cfg, "-w", "%{http_code}\n"],
+                                    stdout=open(o, "w"), stderr=subprocess.DEVNULL) for o in outs]
+        procs.extend(clients)
+        for c in clients:
+            c.wait()
+        wall = time.perf_counter() - t0
+        recd_cpu, kids1 = cpu_of(p.pid) - recd_cpu0, resource.getrusage(resource.RUSAGE_CHILDREN)
+        curl_cpu = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
+        codes = {}
+        for o in outs:
+            for line in open(o).read().split():
+                codes[line] = codes.get(line, 0) + 1
+        after = json.loads(curl(sock, "GET", f"/v1/recordings/{target}", 200)[0])["playCount"]
+        stop_recd(p)
+        if codes != {"200": total_n} or after != before + total_n:
+            log(f"error: replies {codes}; playCount {before} → {after}, expected {before + total_n}")
+            sys.exit(1)
+        return wall, recd_cpu, curl_cpu
+
+    def peer_round():
+        """Peer: recd is stopped; the same file, the same statement and durability, one writer.
+        (wall s, CPU s)."""
+        conn = sqlite3.connect(db_path, isolation_level=None)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn.execute("PRAGMA synchronous = FULL")
+        p0 = conn.execute("SELECT playCount FROM recording WHERE id = ?", (target,)).fetchone()[0]
+        t0, peer_cpu0 = time.perf_counter(), time.process_time()
+        for _ in range(total_n):
+            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            conn.execute(UPDATE_SQL, (stamp, target))
+        peer_wall = time.perf_counter() - t0
+        peer_cpu = time.process_time() - peer_cpu0
+        p1 = conn.execute("SELECT playCount FROM recording WHERE id = ?", (target,)).fetchone()[0]
+        conn.close()
+        if mode != "wal" or p1 != p0 + total_n:
+            sys.exit(f"peer: journal_mode {mode}, playCount {p0} → {p1}")
+        return peer_wall, peer_cpu
+
+    # Rounds alternate (recd, then the peer, COUNT_ROUNDS times), so a change in the machine's
+    # speed between them (seen here: the same clients took 1.6 s of CPU in one run, 2.6 s in the
+    # next) touches both sides; the medians are compared.
+    recd_rounds, peer_rounds = [], []
+    for round_ in range(COUNT_ROUNDS):
+        if round_ > 0:
+            p = start_recd(data, sock)
+        recd_rounds.append(recd_round(p))
+        peer_rounds.append(peer_round())
+        log(f"play counts, round {round_ + 1}: recd {total_n / recd_rounds[-1][0]:,.0f}/s, "
+            f"peer {total_n / peer_rounds[-1][0]:,.0f}/s")
+    wall, recd_cpu, curl_cpu = (statistics.median(r[i] for r in recd_rounds) for i in range(3))
+    peer_wall, peer_cpu = (statistics.median(r[i] for r in peer_rounds) for i in range(2))
     results["count"] = (wall, peer_wall, total_n, recd_cpu, curl_cpu, peer_cpu)
+    results["count_rounds"] = [pr[0] / rr[0] for rr, pr in zip(recd_rounds, peer_rounds)]
     log(f"play counts: recd {total_n / wall:,.0f}/s (recd {recd_cpu:.2f} s CPU, curl clients {curl_cpu:.2f} s), "
         f"peer {total_n / peer_wall:,.0f}/s ({peer_cpu:.2f} s CPU)")
 finally:
@@ -515,15 +538,17 @@ lines = [
     f"| sqlite3 CLI, top 50 query alone | {spread(cli_query)} | 1.00× |",
     f"| sqlite3 CLI, library page query alone | {spread(cli_list)} | 1.00× |", "",
     f"**Play counts**: {CLIENTS} curl processes, each sending {PER_CLIENT} `POST /v1/recordings/{{id}}/played` "
-    f"for one recording on one keep-alive connection. The final play count was checked: +{total_n:,}. "
+    f"for one recording on one keep-alive connection. Each round's final play count was checked: +{total_n:,}. "
     "The peer runs with recd stopped: one Python sqlite3-module connection on the same file, WAL, "
-    "`synchronous=FULL` as recd, the same `UPDATE`, each in its own transaction.", "",
+    "`synchronous=FULL` as recd, the same `UPDATE`, each in its own transaction. "
+    f"{COUNT_ROUNDS} rounds, recd and the peer alternating; medians.", "",
     "| Play counts | increments | wall time | increments/s | recd / peer | CPU s used meanwhile |",
     "|---|---:|---:|---:|---:|---|",
     f"| recd, {CLIENTS} clients | {total_n:,} | {wall:.2f} s | {rate:,.0f} | {rate / peer_rate:.2f}× "
     f"| recd {recd_cpu:.2f}, curl clients {curl_cpu:.2f} |",
     f"| peer: one SQLite writer, autocommit `UPDATE`s | {total_n:,} | {peer_wall:.2f} s | {peer_rate:,.0f} | 1.00× "
-    f"| {peer_cpu:.2f} |",
+    f"| {peer_cpu:.2f} |", "",
+    "- recd / peer in each round: " + ", ".join(f"{x:.2f}×" for x in results["count_rounds"]),
 ]
 section = "\n".join(lines) + "\n"
 print(section)
