@@ -454,7 +454,7 @@ public final class Catalog: Sendable {
                     RETURNING \(RecordingRecord.selection)
                     """)
                 return try zip(plays, ids).map { play, id -> Result<Recording, CatalogError> in
-                    if let record = try RecordingRecord.fetchOne(count, arguments: [play.at, id]) {
+                    if let record = try RecordingRecord.fetchOne(count, arguments: [StoredDate.value(play.at), id]) {
                         return .success(try record.recording())
                     }
                     guard let record = try RecordingRecord.fetch(db, id: id) else { return .failure(.notFound(id: id)) }

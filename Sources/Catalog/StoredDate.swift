@@ -1,6 +1,7 @@
 // Dates as the catalog stores them, read without a Calendar.
 import Foundation
 import GRDB
+import RecdAPI
 
 /// Reads the `createdAt` / `lastPlayedAt` columns: GRDB writes a `Date` as UTC text
 /// `YYYY-MM-DD HH:MM:SS.SSS` and reads it back through `DateComponents` and a Gregorian `Calendar`
@@ -21,6 +22,18 @@ enum StoredDate {
         case .date(let date): return date
         case .other: return Date.fromDatabaseValue(row[index] as DatabaseValue)   // nil, not a trap, for garbage
         }
+    }
+
+    /// What a date is stored as: GRDB's text, `YYYY-MM-DD HH:MM:SS.SSS` UTC, written from `DateText`'s
+    /// ISO form (GRDB's own writing goes through a DateFormatter: ICU, a few percent of a counted
+    /// play's CPU). Outside DateText's own range (before 1600, after 9999) the date itself, for GRDB.
+    static func value(_ date: Date) -> any DatabaseValueConvertible & Sendable {
+        let t = date.timeIntervalSince1970
+        guard t.isFinite, t >= -11_676_096_000, t < 253_402_300_800 else { return date }
+        var bytes = Array(DateText.format(date).utf8)
+        guard bytes.count == 24, bytes[10] == UInt8(ascii: "T") else { return date }
+        bytes[10] = UInt8(ascii: " ")
+        return String(decoding: bytes.prefix(23), as: UTF8.self)
     }
 
     /// `YYYY-MM-DD HH:MM:SS.SSS` (also `T` for the space, 1–9 fraction digits read to the

@@ -7,6 +7,28 @@ import XCTest
 /// The catalog's own reading of stored dates gives what GRDB's reading gives, for every form a
 /// catalog holds, down to the API's milliseconds.
 final class StoredDateTests: XCTestCase {
+    /// The catalog's writing of a date stores GRDB's text for it (dates made of whole milliseconds,
+    /// as GRDB keeps them), and any date within a millisecond below it (GRDB cuts, as DateText does).
+    func testItWritesWhatGRDBWrites() throws {
+        var rng = SystemRandomNumberGenerator()
+        var dates = (0..<5_000).map { _ in Date(timeIntervalSince1970: Double(Int64.random(in: -2_208_988_800_000...7_258_118_400_000, using: &rng)) / 1000) }
+        dates += [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 951_782_400.999), Date(timeIntervalSince1970: -0.001),
+                  Date(timeIntervalSince1970: 1_764_090_000.123)]
+        for d in dates {
+            XCTAssertEqual(StoredDate.value(d).databaseValue, d.databaseValue, "\(d.timeIntervalSince1970)")
+        }
+        for _ in 0..<5_000 {   // now-ish dates with microseconds, as Date() gives: the same millisecond, read back
+            let d = Date(timeIntervalSince1970: Double.random(in: 1_700_000_000...1_900_000_000, using: &rng))
+            let text = try XCTUnwrap(String.fromDatabaseValue(StoredDate.value(d).databaseValue))
+            let back = try XCTUnwrap(text.utf8.withContiguousStorageIfAvailable { StoredDate.parse(UnsafeRawBufferPointer($0)) } ?? nil)
+            XCTAssertEqual(back.timeIntervalSince1970, d.timeIntervalSince1970, accuracy: 0.001, text)
+            XCTAssertLessThanOrEqual(back.timeIntervalSince1970, d.timeIntervalSince1970 + 1e-6, text)
+        }
+        // Outside DateText's range, GRDB's own value.
+        let old = Date(timeIntervalSince1970: -20_000_000_000)
+        XCTAssertEqual(StoredDate.value(old).databaseValue, old.databaseValue)
+    }
+
     func testItReadsWhatGRDBReads() throws {
         let db = try DatabaseQueue()
         try db.write { db in
