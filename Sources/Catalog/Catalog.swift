@@ -264,35 +264,29 @@ public final class Catalog: Sendable {
 
     public func list(_ q: ListQuery) throws -> (recordings: [Recording], total: Int) {
         let page = Self.listSQL(q)
-        let key = Self.totalKey(q)
-        let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
-        let (rows, total) = try wrap("list") {
-            try pool.read { db in
-                let total = try cached ?? count(db, page)
-                // Written out and compiled once per connection and shape (`cachedStatement`): the
-                // query interface built and compiled the SQL on every page.
-                let rows = try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments)
-                return (try rows.map { try $0.recording() }, total)
-            }
+        return try withTotal(q, page) { db in
+            // Written out and compiled once per connection and shape (`cachedStatement`): the
+            // query interface built and compiled the SQL on every page.
+            try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments).map { try $0.recording() }
         }
-        if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = total } } }
-        return (rows, total)
     }
 
     /// `list` as the API's JSON (`RecordingJSON`): the page's rows, and the total of its filter.
     public func listJSON(_ q: ListQuery) throws -> (page: RenderedPage, total: Int) {
         let page = Self.listSQL(q)
-        let key = Self.totalKey(q)
+        let generation = rendered.readerGeneration()   // before the read transaction (see `RenderedRows`)
+        return try withTotal(q, page) { db in try render(db, page, at: generation) }
+    }
+
+    /// A page read by `read`, with its filter's total in the same read transaction: the one kept
+    /// since the last write that could change it, or counted now and kept.
+    private func withTotal<T>(_ q: ListQuery, _ page: PageSQL, _ read: (Database) throws -> T) throws -> (T, Int) {
+        let key = "\(q.state?.rawValue ?? "*") \(q.type?.rawValue ?? "*")"
         let (generation, cached) = totals.withLock { ($0.generation, $0.counts[key]) }
-        let rowsGeneration = rendered.readerGeneration()
-        let result = try wrap("list") {
-            try pool.read { db in (try render(db, page, at: rowsGeneration), try cached ?? count(db, page)) }
-        }
+        let result = try wrap("list") { try pool.read { db in (try read(db), try cached ?? count(db, page)) } }
         if cached == nil { totals.withLock { if $0.generation == generation { $0.counts[key] = result.1 } } }
         return result
     }
-
-    private static func totalKey(_ q: ListQuery) -> String { "\(q.state?.rawValue ?? "*") \(q.type?.rawValue ?? "*")" }
 
     /// The SQL of a page: its rows, their ids alone, and the count of its filter's rows; the
     /// arguments of the filter, then of the page (`count` takes the filter's alone).

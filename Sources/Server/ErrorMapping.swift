@@ -119,23 +119,23 @@ enum JSONResponse {
         return raw(data + Data("\n".utf8), contentType: "application/json", status: status)
     }
 
-    /// Recordings and lists of them, the most frequent replies, by the hand-written writer (the same
-    /// bytes as the encoder's; see `RecordingJSON`).
+    /// A recording, the most frequent reply, by the hand-written writer (the same bytes as the
+    /// encoder's; see `RecordingJSON`). Lists come as bytes already (`json`).
     static func make(_ recording: Recording, status: HTTPResponse.Status = .ok) -> Response {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(640)
         buffer.writeBytes(RecordingJSON.encode(recording))
         buffer.writeInteger(UInt8(ascii: "\n"))
-        return Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: buffer))
-    }
-
-    static func make(_ list: RecordingList, status: HTTPResponse.Status = .ok) -> Response {
-        raw(RecordingJSON.encode(list) + Data("\n".utf8), contentType: "application/json", status: status)
+        return json(buffer, status: status)
     }
 
     /// JSON already written out, its newline included (listings: `RecordingJSON`): one copy, into the body.
     static func json(_ bytes: [UInt8]) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        json(ByteBuffer(bytes: bytes), status: .ok)
+    }
+
+    private static func json(_ body: ByteBuffer, status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
     }
 
     static func raw(_ data: Data, contentType: String, status: HTTPResponse.Status = .ok,
