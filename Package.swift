@@ -29,7 +29,11 @@ let package = Package(
         .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // EBU R128 loudness (ITU-R BS.1770): integrated, range, true peak.
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+        // FFmpeg's headers only: recd loads its libraries on first use (CFFmpegShim's FFmpegLoader.c,
+        // docs/design.md "FFmpeg on demand"), so nothing links them. Not through pkg-config, whose
+        // --libs would put libavformat (and so ~130 libraries) back into every start-up; its --cflags
+        // are Debian's multiarch include directory, which the compiler searches anyway.
+        .systemLibrary(name: "CFFmpeg",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
         // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
         .target(name: "CAlsaShim", dependencies: ["CAlsa"]),

@@ -110,6 +110,7 @@ def memory(pid):
         elif fields[0] == "Pss:":
             pss += int(fields[1])
     rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS"))
+    groups["libraries"]["count"] = len({l.split()[-1] for l in open(f"/proc/{pid}/maps") if ".so" in l.split()[-1]})
     return rss, groups, files, pss
 
 
@@ -197,14 +198,17 @@ lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog
           "loader relocated); *shared clean* is file pages of code and read-only data, also in the page cache "
           "(the kernel maps up to 16 neighbouring pages per fault, and can drop them and read them again). "
           "RSS is both.", "",
-          "| recd | RSS | private | shared clean | PSS |", "|---|---:|---:|---:|---:|",
+          "| recd | RSS | private | shared clean | PSS | libraries mapped |", "|---|---:|---:|---:|---:|---:|",
           f"| idle, 2 s after start-up | {start_rss / 1024:.1f} MB | {private(start_groups) / 1024:.1f} MB "
-          f"| {shared(start_groups) / 1024:.1f} MB | {start_pss / 1024:.1f} MB |",
+          f"| {shared(start_groups) / 1024:.1f} MB | {start_pss / 1024:.1f} MB | {start_groups['libraries']['count']} |",
           f"| idle, after the work above | {recd_rss / 1024:.1f} MB | {private(recd_groups) / 1024:.1f} MB "
-          f"| {shared(recd_groups) / 1024:.1f} MB | {recd_pss / 1024:.1f} MB |", "",
-          "By what it maps, after the work:", "", "| Part | RSS | private | shared clean |", "|---|---:|---:|---:|"]
-for name, g in sorted(recd_groups.items(), key=lambda kv: -kv[1]["rss"]):
-    lines.append(f"| {name} | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB | {g['shared'] / 1024:.1f} MB |")
+          f"| {shared(recd_groups) / 1024:.1f} MB | {recd_pss / 1024:.1f} MB | {recd_groups['libraries']['count']} |", "",
+          "By what it maps (FFmpeg's libraries are loaded at the first recording, playback or import; "
+          "docs/design.md, \"FFmpeg on demand\"):", "", "| Part | RSS at start-up | RSS after the work | private after | shared clean after |",
+          "|---|---:|---:|---:|---:|"]
+for name, g in sorted(((n, g) for n, g in recd_groups.items() if n != "libraries"), key=lambda kv: -kv[1]["rss"]):
+    lines.append(f"| {name} | {start_groups[name]['rss'] / 1024:.1f} MB | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB "
+                 f"| {g['shared'] / 1024:.1f} MB |")
 lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
 section = "\n".join(lines) + "\n"
 print(section)

@@ -55,6 +55,7 @@ public final class Engine: Sendable {
         }
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
+        FFmpegLibraries.unloadWhenIdle(after: config.ffmpegIdleUnloadSeconds)
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)

@@ -32,6 +32,10 @@ public struct EngineConfiguration: Sendable {
     /// fragment being built. 0: off (only kill -9 is survived with at most a fragment lost).
     public var syncIntervalMs: Int = Self.defaultSyncIntervalMs
     public static let defaultSyncIntervalMs = 1000
+    /// FFmpeg's libraries are closed this long after the last recording, playback or import used
+    /// them (`--ffmpeg-idle-unload`); nil: kept once loaded.
+    public var ffmpegIdleUnloadSeconds: Double? = Self.defaultFFmpegIdleUnloadSeconds
+    public static let defaultFFmpegIdleUnloadSeconds: Double = 30
     public static let syncIntervalRange = 0...60_000
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",

@@ -19,7 +19,7 @@ public final class UploadFile: @unchecked Sendable {
         do { hash = try ContentHash() } catch {
             close(fd)
             unlink(path)
-            throw .unexpected("\(error)")
+            throw .media(file: path, underlying: error)
         }
     }
 

@@ -39,6 +39,8 @@ public enum AudioCodec: String, Sendable, CaseIterable {
 /// Owns an opened AVCodecContext for one of `AudioCodec` and the one AVFrame it is fed through.
 /// Used from a single thread (the recording's encoder thread).
 final class FFmpegAudioEncoder {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     /// Reused input frame: `frameSize` samples per channel in `sampleFormat`.

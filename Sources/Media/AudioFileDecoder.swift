@@ -9,6 +9,8 @@ import Foundation
 ///
 /// Not thread-safe: one playback thread owns it.
 public final class AudioFileDecoder {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     /// The stream as stored.
     public let sourceSampleRate: Int

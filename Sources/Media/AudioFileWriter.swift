@@ -10,6 +10,8 @@ import Foundation
 ///
 /// Not thread-safe: one thread (the recording's encoder thread) calls every method.
 public final class AudioFileWriter {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     public let encoding: AudioEncoding
     private let muxer: FFmpegMuxer

@@ -18,6 +18,8 @@ public struct AudioEncoding: Sendable, Equatable {
 /// them by sample count (the capture is continuous) and hands each packet to the muxer.
 /// Used by one thread (the recording's audio encoder thread).
 final class AudioTrackEncoder {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     let encoding: AudioEncoding
     private let encoder: FFmpegAudioEncoder
     private let stream: UnsafeMutablePointer<AVStream>

@@ -40,6 +40,8 @@ public struct CameraFrameFormat: Sendable, Equatable {
 /// when the camera already sends YU12). MJPEG frames are decoded with libavcodec first.
 /// Used from one thread (the recording's video thread).
 final class CameraFrameConverter {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     let input: CameraFrameFormat
     let output: FFmpegFrame
     private let sourceFormat: AVPixelFormat
@@ -152,6 +154,8 @@ extension FFmpegFrame {
 
 /// Decodes MJPEG camera frames with libavcodec's mjpeg decoder.
 final class MJPEGDecoder {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     private var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     private let packet: FFmpegPacket

@@ -43,6 +43,8 @@ public enum CapturedSampleFormat: String, Sendable, CaseIterable {
 /// depending on the format); a mono device recorded as stereo is copied to both channels at full
 /// level. Other counts use swresample's default matrix.
 public final class CapturedPCMConverter {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     public let input: (format: CapturedSampleFormat, rate: Int, channels: Int)
     public let output: (rate: Int, channels: Int)
     private let resampler: FFmpegResampler
@@ -51,7 +53,8 @@ public final class CapturedPCMConverter {
     private var out: [Int16] = []
 
     public init(from format: CapturedSampleFormat, rate: Int, channels: Int,
-                toRate: Int, toChannels: Int) throws(FFmpegError) {
+                toRate: Int, toChannels: Int) throws {
+        try FFmpegLibraries.load()
         input = (format, rate, channels)
         output = (toRate, toChannels)
         var inLayout = AVChannelLayout(), outLayout = AVChannelLayout()

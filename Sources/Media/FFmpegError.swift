@@ -51,6 +51,8 @@ public enum MediaError: Error, CustomStringConvertible, Sendable {
     case unsupportedFormat(String)
     /// The file has no stream of the kind asked for (a poster from an audio file).
     case noStream(kind: String, file: String)
+    /// FFmpeg's shared libraries could not be loaded (loaded on first use): what failed, dlerror's text.
+    case librariesUnavailable(String)
 
     public var description: String {
         switch self {
@@ -59,6 +61,7 @@ public enum MediaError: Error, CustomStringConvertible, Sendable {
         case .allocationFailed(let call): return "\(call) returned NULL (out of memory)"
         case .unsupportedFormat(let what): return what
         case .noStream(let kind, let file): return "\(file) has no \(kind) stream"
+        case .librariesUnavailable(let why): return "FFmpeg's libraries could not be loaded: \(why)"
         }
     }
 }

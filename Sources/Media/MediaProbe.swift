@@ -5,10 +5,13 @@ import Foundation
 
 /// Owns an input AVFormatContext with its stream info read.
 final class FFmpegInput {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     let context: UnsafeMutablePointer<AVFormatContext>
     let path: String
 
     init(path: String) throws {
+        try FFmpegLibraries.load()
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         try FFmpegError.check(avformat_open_input(&ctx, path, nil, nil), "avformat_open_input", file: path)
         guard let ctx else { throw MediaError.allocationFailed("avformat_open_input") }

@@ -36,6 +36,8 @@ public struct VideoEncoding: Sendable, Equatable {
 /// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
 /// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
 final class FFmpegH264Encoder {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
 
@@ -85,6 +87,8 @@ final class FFmpegH264Encoder {
 /// Owns one AVFrame: a picture or a block of audio with its own buffers, or an empty frame for a
 /// decoder to fill; freed in `deinit` (also when filling in its buffers throws).
 final class FFmpegFrame {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     let frame: UnsafeMutablePointer<AVFrame>
 
     init(format: AVPixelFormat, width: Int, height: Int) throws {

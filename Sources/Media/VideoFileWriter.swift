@@ -21,6 +21,8 @@ public struct FrameRejected: Error, CustomStringConvertible, Sendable {
 /// thread-safe; `av_interleaved_write_frame` orders the two streams' packets by time). `close()` is
 /// called once both have finished.
 public final class VideoFileWriter: @unchecked Sendable {
+    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
+    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     public let video: VideoEncoding
     public let camera: CameraFrameFormat

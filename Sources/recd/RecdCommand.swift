@@ -28,7 +28,7 @@ struct RecdCommand: AsyncParsableCommand {
         discussion: """
         Serves HTTP/1.1 with JSON bodies on a Unix socket, e.g.
           curl --unix-socket "$RECD_SOCKET" http://recd/v1/status
-        Environment: RECD_DATA_DIR, RECD_SOCKET, RECD_LOG_LEVEL (same meaning as the options).
+        Environment: RECD_DATA_DIR, RECD_SOCKET, RECD_LOG_LEVEL, RECD_FFMPEG_IDLE_UNLOAD (same meaning as the options).
         Under systemd: Type=notify readiness (READY=1 after recovery, STATUS=, WATCHDOG=1, STOPPING=1),
         and log lines with syslog priority prefixes when stderr is the journal.
         """,
@@ -101,6 +101,16 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("While recording, make the file durable (fdatasync) about this often, so a power cut loses about the last second; 0 turns it off (a kill -9 still loses at most the last fragment).", valueName: "ms"))
     var syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs
 
+    @Option(name: .long, help: ArgumentHelp("Close FFmpeg's libraries (loaded at the first recording, playback or import) this many seconds after their last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
+    var ffmpegIdleUnload: String = ProcessInfo.processInfo.environment["RECD_FFMPEG_IDLE_UNLOAD"] ?? "30"
+
+    /// --ffmpeg-idle-unload: `.some(seconds)`, `.some(nil)` for never; nil when it is neither (validate refuses it).
+    var ffmpegIdleUnloadSeconds: Double?? {
+        if ffmpegIdleUnload == "never" { return .some(nil) }
+        guard let s = Double(ffmpegIdleUnload), (0...86_400).contains(s) else { return nil }
+        return .some(s)
+    }
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: $RECD_LOG_LEVEL, else info).")
     var logLevel: String = ProcessInfo.processInfo.environment["RECD_LOG_LEVEL"] ?? "info"
 
@@ -130,6 +140,9 @@ struct RecdCommand: AsyncParsableCommand {
         guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
         guard playbackLoudness == "off" || Double(playbackLoudness).map({ (-70...0).contains($0) }) == true else {
             throw ValidationError("--playback-loudness must be off or a loudness in LUFS from -70 to 0, such as -18")
+        }
+        guard ffmpegIdleUnloadSeconds != nil else {
+            throw ValidationError("--ffmpeg-idle-unload must be never or seconds from 0 to 86400, such as 30")
         }
         guard Self.size(videoSize) != nil else { throw ValidationError("--video-size \(videoSize) is not WIDTHxHEIGHT such as 1280x720") }
         guard (1...240).contains(videoFps) else { throw ValidationError("--video-fps must be 1...240") }
@@ -171,6 +184,7 @@ struct RecdCommand: AsyncParsableCommand {
         config.defaultFormat = RecordingFormat(rawValue: defaultFormat) ?? .aac
         config.opusBitRate = opusBitrate
         config.syncIntervalMs = syncIntervalMs
+        config.ffmpegIdleUnloadSeconds = ffmpegIdleUnloadSeconds ?? EngineConfiguration.defaultFFmpegIdleUnloadSeconds
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         do {
             let engine = try Engine(config: config, logger: logger)
