@@ -58,8 +58,10 @@ FFMPEG_DEPS = set()
 
 
 def note_ffmpeg_deps(pid):
-    """The libraries FFmpeg's own pull in (ldd of each libav*/libsw* recd maps), minus what recd needs itself."""
-    libs = {l.split()[-1] for l in open(f"/proc/{pid}/maps") if "/libav" in l or "/libsw" in l and "libswift" not in l}
+    """The libraries FFmpeg's own pull in (ldd of libavformat, libavcodec, libswscale, libswresample as
+    installed: recd loads them at first use and closes them when idle), minus what recd needs itself."""
+    libdir = subprocess.run(["pkg-config", "--variable=libdir", "libavformat"], capture_output=True, text=True).stdout.strip() or "/usr/lib/x86_64-linux-gnu"
+    libs = [os.path.join(libdir, f"lib{n}.so") for n in ("avformat", "avcodec", "swscale", "swresample", "avutil")]
     own = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libasound.so.2", "libsqlite3.so.0"}
     for lib in libs:
         for line in subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.splitlines():
@@ -71,7 +73,7 @@ def note_ffmpeg_deps(pid):
 def group(path):
     base = os.path.basename(path)
     if any(base.startswith(d.split(".so")[0] + ".so") for d in FFMPEG_DEPS) and not base.startswith(("libav", "libsw")):
-        return "libraries FFmpeg loads (codecs, TLS, XML, SVG, …)"
+        return "libraries FFmpeg loads (codecs, TLS, XML, SVG, …; what stays after FFmpeg is closed)"
     if base.startswith(("libswiftCore", "libswift_", "libswiftGlibc", "libswiftDispatch", "libdispatch", "libBlocksRuntime",
                         "libswiftSynchronization")):
         return "Swift runtime, Concurrency, Dispatch"
@@ -132,6 +134,7 @@ try:
             break
         time.sleep(0.05)
     time.sleep(2)
+    note_ffmpeg_deps(p.pid)
     start_rss, start_groups, _, start_pss = memory(p.pid)
     # Some work first, as a daemon that runs all day has done: a recording (from ALSA's null
     # device), saved, listed, played and deleted; whatever it started must be quiet again after.
@@ -151,7 +154,6 @@ try:
     time.sleep(3)   # settles (recovery, the loudness pass, the trash)
     log(f"recd idle for {SECONDS} s")
     recd_rate, recd_threads = wakeups(p.pid, SECONDS)
-    note_ffmpeg_deps(p.pid)
     recd_rss, recd_groups, recd_files, recd_pss = memory(p.pid)
 
     peers = []

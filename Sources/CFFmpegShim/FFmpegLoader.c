@@ -6,10 +6,12 @@
 //
 // And unloaded when idle: every Swift type that owns an FFmpeg object holds the libraries
 // (recd_ffmpeg_hold/release: an AVCodecContext points into libavcodec's data and code); once
-// nothing has held them for `idle_unload_seconds` (the daemon's --ffmpeg-idle-unload), a thread of this file closes them. Every call
-// runs under the read side of `calls`, the unload under its write side (only tried, never waited
-// for), so no call is ever inside a library being closed; a call after the unload loads them again.
+// nothing has held them for `idle_unload_seconds` (the daemon's --ffmpeg-idle-unload), a thread of
+// this file closes them. Every call runs under the read side of `calls`, the unload under its write
+// side (only tried, never waited for), so no call is ever inside a library being closed; a call
+// after the unload loads them again.
 // What FFmpeg's dependencies mark NODELETE (glib, libcrypto, libx265 …) stays in memory.
+#define _GNU_SOURCE   // pthread_setname_np
 #include "FFmpegLoader.h"
 #include "CFFmpegShim.h"
 #include <dlfcn.h>
@@ -162,6 +164,7 @@ static struct timespec plus(struct timespec t, double seconds) {
 /// at once (a call in progress: it tries again a second later).
 static void *unloader(void *unused) {
     (void)unused;
+    pthread_setname_np(pthread_self(), "ffmpeg-unload");
     bool trim = false;
     pthread_mutex_lock(&loading);
     for (;;) {

@@ -16,7 +16,10 @@ public struct EngineConfiguration: Sendable {
     public var defaultFormat: RecordingFormat = .aac
     /// Opus's bit rate (`--opus-bitrate`, 24–64 kbit/s: speech-grade).
     public var opusBitRate: Int = 32_000
-    public var timeZone: TimeZone
+    /// The zone of auto titles; nil (the default): the system's, read through libc when a title is
+    /// made. (Not Foundation's `TimeZone.current`: resolving it loads ICU's zone data at start-up,
+    /// 3 MB of an idle daemon's memory.)
+    public var timeZone: TimeZone?
     /// A start is refused when the filesystem of `Recordings/` has less free space than this.
     public var minFreeBytes: Int64
     /// Meter readings (events) every this many milliseconds, 10–1000.
@@ -39,7 +42,7 @@ public struct EngineConfiguration: Sendable {
     public static let syncIntervalRange = 0...60_000
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
-                sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone = .current,
+                sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone? = nil,
                 minFreeBytes: Int64 = 200_000_000, meterIntervalMs: Int = 50, video: VideoSettings = VideoSettings()) {
         self.dataDirectory = DataDirectory(root: dataDirectory)
         self.captureDevice = captureDevice; self.playbackDevice = playbackDevice

@@ -98,13 +98,13 @@ public enum MetadataRules {
     /// `U+001B` for the error message.
     static func name(_ c: Unicode.Scalar) -> String { String(format: "U+%04X", c.value) }
 
-    /// "Recording Oct 25, 2025 3:42 PM": the creation time in the daemon's time zone.
-    public static func autoTitle(for date: Date, timeZone: TimeZone = .current) -> String {
-        "Recording " + DisplayDate.string(date, timeZone: timeZone)
+    /// "Recording Oct 25, 2025 3:42 PM": the creation time in `timeZone`, nil: the system's (libc's).
+    public static func autoTitle(for date: Date, timeZone: TimeZone? = nil) -> String {
+        "Recording " + (timeZone.map { DisplayDate.string(date, timeZone: $0) } ?? DisplayDate.string(date))
     }
 
     /// Applies `change` to `r`; a blank title becomes the auto title of `r.createdAt`.
-    public static func apply(_ change: MetadataChange, to r: inout Recording, timeZone: TimeZone = .current) {
+    public static func apply(_ change: MetadataChange, to r: inout Recording, timeZone: TimeZone? = nil) {
         if let title = change.title { r.title = title ?? autoTitle(for: r.createdAt, timeZone: timeZone) }
         if let notes = change.notes { r.notes = notes }
         if let purpose = change.purpose { r.purpose = purpose }

@@ -15,7 +15,7 @@ import RecdAPI
 struct Recovery {
     let catalog: Catalog
     let data: DataDirectory
-    let timeZone: TimeZone
+    let timeZone: TimeZone?
     let logger: Logger
 
     static let quarantine = ".quarantine"

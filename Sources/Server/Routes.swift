@@ -176,7 +176,7 @@ public enum RecdRoutes {
             } ?? .csv
             let rows = try engine.library.export()
             let now = Date()
-            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone)
+            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone ?? .current)
             let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
             switch format {
             case .csv:
