@@ -15,7 +15,6 @@
 #include "FFmpegLoader.h"
 #include "CFFmpegShim.h"
 #include <dlfcn.h>
-#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>

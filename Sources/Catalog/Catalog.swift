@@ -528,7 +528,7 @@ public final class Catalog: Sendable {
         try wrap("journal") {
             try write { db in
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
-                               arguments: [id, kind, Date()])
+                               arguments: [id, kind, StoredDate.value(Date())])
             }
         }
         return id
@@ -607,7 +607,7 @@ public final class Catalog: Sendable {
                     }
                 }
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
-                               arguments: [temporary, Self.replacementKind, Date()])
+                               arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])
                 guard let after = try RecordingRecord.fetch(db, id: r.id.uuidString) else {
                     throw CatalogError.notFound(id: r.id.uuidString)
                 }

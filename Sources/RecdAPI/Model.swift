@@ -133,11 +133,14 @@ public enum DisplayDate {
 
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
+    /// The civil time `offset` seconds east of UTC, by libc's gmtime_r (a Gregorian `Calendar` looks up
+    /// the current time zone when made, even one given a zone after: ICU's zone data, loaded by the
+    /// first auto title).
     static func string(_ date: Date, secondsFromGMT offset: Int) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: offset) ?? .gmt
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: toMilliseconds(date))
-        let (year, month, day, hour, minute) = (c.year ?? 0, c.month ?? 1, c.day ?? 1, c.hour ?? 0, c.minute ?? 0)
+        var t = time_t(toMilliseconds(date).timeIntervalSince1970.rounded(.down)) + time_t(offset)
+        var c = tm()
+        gmtime_r(&t, &c)
+        let (year, month, day, hour, minute) = (Int(c.tm_year) + 1900, Int(c.tm_mon) + 1, Int(c.tm_mday), Int(c.tm_hour), Int(c.tm_min))
         let yyyy = String(year), mm = String(minute)
         return "\(months[month - 1]) \(day), \(String(repeating: "0", count: max(0, 4 - yyyy.count)) + yyyy) "
             + "\(hour % 12 == 0 ? 12 : hour % 12):\(mm.count < 2 ? "0" + mm : mm) \(hour < 12 ? "AM" : "PM")"

@@ -16,6 +16,30 @@ final class MetadataRulesTests: XCTestCase {
                                  MetadataLimits.titleMaxCharacters)
     }
 
+    /// Auto titles are written from libc's civil time (no Calendar, which loads ICU's zone data): the
+    /// same text as a Gregorian Calendar in that zone gives, for dates across centuries and zones,
+    /// the millisecond rounding included; without a zone, the system's (TZ) as Foundation reads it.
+    func testAutoTitlesMatchAGregorianCalendar() throws {
+        let zones = ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Chatham", "America/St_Johns"]
+        var generator = SystemRandomNumberGenerator()
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        for i in 0..<3000 {
+            let zone = TimeZone(identifier: zones[i % zones.count])!
+            let date = Date(timeIntervalSince1970: i == 0 ? 1_761_406_919.9996 : Double.random(in: -2_000_000_000...4_000_000_000, using: &generator))
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            let rounded = Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000)
+            let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: rounded)
+            let hour = c.hour!, minute = c.minute!
+            let expected = "Recording \(months[c.month! - 1]) \(c.day!), \(c.year!) \(hour % 12 == 0 ? 12 : hour % 12):"
+                + "\(minute < 10 ? "0" : "")\(minute) \(hour < 12 ? "AM" : "PM")"
+            XCTAssertEqual(MetadataRules.autoTitle(for: date, timeZone: zone), expected, "\(date) in \(zone.identifier)")
+        }
+        // No zone: libc's local time, which is the zone TimeZone.current names.
+        let date = Date(timeIntervalSince1970: 1_761_406_920)
+        XCTAssertEqual(MetadataRules.autoTitle(for: date), MetadataRules.autoTitle(for: date, timeZone: .current))
+    }
+
     func testTitleLimitCountsWhatAPersonSees() throws {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: "x", count: 40)))).title,
                        .some(String(repeating: "x", count: 40)))
