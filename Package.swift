@@ -35,7 +35,8 @@ let package = Package(
         // are Debian's multiarch include directory, which the compiler searches anyway.
         .systemLibrary(name: "CFFmpeg",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
-        // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
+        // C shims: only what Swift cannot call (variadic callbacks, function-like macros), and
+        // FFmpeg's loader with its generated trampolines (functions of FFmpeg's own names).
         .target(name: "CAlsaShim", dependencies: ["CAlsa"]),
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
         // V4L2 request numbers (macros), the variadic ioctl, mmap's MAP_FAILED: nothing else.
