@@ -1,4 +1,4 @@
-// SHA-256 of a file's bytes, with libavutil (FFmpeg is recd's already: no crypto package for one digest).
+// SHA-256 of a file's bytes, with libavutil (recd has it already: no crypto package for one digest).
 import CFFmpeg
 import Foundation
 

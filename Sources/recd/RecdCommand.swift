@@ -102,7 +102,8 @@ struct RecdCommand: AsyncParsableCommand {
     var syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs
 
     @Option(name: .long, help: ArgumentHelp("Close FFmpeg's libraries (loaded at the first recording, playback or import) this many seconds after their last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
-    var ffmpegIdleUnload: String = ProcessInfo.processInfo.environment["RECD_FFMPEG_IDLE_UNLOAD"] ?? "30"
+    var ffmpegIdleUnload: String = ProcessInfo.processInfo.environment["RECD_FFMPEG_IDLE_UNLOAD"]
+        ?? String(Int(EngineConfiguration.defaultFFmpegIdleUnloadSeconds))
 
     /// --ffmpeg-idle-unload: `.some(seconds)`, `.some(nil)` for never; nil when it is neither (validate refuses it).
     var ffmpegIdleUnloadSeconds: Double?? {
@@ -184,7 +185,7 @@ struct RecdCommand: AsyncParsableCommand {
         config.defaultFormat = RecordingFormat(rawValue: defaultFormat) ?? .aac
         config.opusBitRate = opusBitrate
         config.syncIntervalMs = syncIntervalMs
-        config.ffmpegIdleUnloadSeconds = ffmpegIdleUnloadSeconds ?? EngineConfiguration.defaultFFmpegIdleUnloadSeconds
+        if let seconds = ffmpegIdleUnloadSeconds { config.ffmpegIdleUnloadSeconds = seconds }
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         do {
             let engine = try Engine(config: config, logger: logger)
