@@ -204,7 +204,7 @@ def shared(groups):
 
 
 lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog's; RSS ≤ 30 MB. The first window's "
-          "switches are the one close of FFmpeg's libraries (`ffmpeg-unload`: a timed wait ending, dlclose, malloc_trim), "
+          "switches are the one close of FFmpeg's libraries (`ffmpeg-unload`: a timed wait ending, dlclose), "
           "not a periodic wake-up: the second window is the daemon left alone.", "",
           "recd's memory (`/proc/PID/smaps`): *private* is this process's alone (heaps, stacks, library data the "
           "loader relocated); *shared clean* is file pages of code and read-only data, also in the page cache "

@@ -15,7 +15,6 @@
 #include "FFmpegLoader.h"
 #include "CFFmpegShim.h"
 #include <dlfcn.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -164,7 +163,6 @@ static struct timespec plus(struct timespec t, double seconds) {
 static void *unloader(void *unused) {
     (void)unused;
     pthread_setname_np(pthread_self(), "ffmpeg-unload");
-    bool trim = false;
     pthread_mutex_lock(&loading);
     for (;;) {
         while (!(atomic_load(&loaded) && holds == 0 && idle_unload_seconds >= 0))
@@ -187,17 +185,8 @@ static void *unloader(void *unused) {
                 close_libraries_locked();
                 snprintf(load_error, sizeof load_error, "unloaded");
                 atomic_fetch_add(&unloads, 1);
-                trim = true;
             }
             pthread_rwlock_unlock(&calls);
-            if (trim) {
-                // The recording, playback or import that needed FFmpeg left free heap behind in
-                // glibc's arenas (one per thread that allocated): give those pages back too.
-                pthread_mutex_unlock(&loading);
-                malloc_trim(0);
-                pthread_mutex_lock(&loading);
-                trim = false;
-            }
         } else {
             idle_since = plus(now, 1 - idle_unload_seconds);
         }
