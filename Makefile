@@ -24,9 +24,10 @@ test-deps:
 bench-deps:
 	scripts/install-deps.sh --bench
 
+## Release binaries, compiled as scripts/swift-build-release says why (recd's code layout).
 build:
-	$(SWIFT) build -c release --product recd
-	$(SWIFT) build -c release --product recctl
+	SWIFT=$(SWIFT) scripts/swift-build-release --product recd
+	SWIFT=$(SWIFT) scripts/swift-build-release --product recctl
 
 debug:
 	$(SWIFT) build

@@ -12,6 +12,7 @@ import Server
 @main
 enum RecdMain {
     static func main() {
+        MallocTuning.apply()   // before any thread allocates
         ConcurrencyOnEventLoops.install()   // why: in ConcurrencyOnEventLoops
         Task {
             await RecdCommand.main()   // exits by itself on an error or --help
