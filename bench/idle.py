@@ -221,6 +221,20 @@ lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog
 for name, g in sorted(((n, g) for n, g in recd_groups.items() if n != "libraries"), key=lambda kv: -kv[1]["rss"]):
     lines.append(f"| {name} | {start_groups[name]['rss'] / 1024:.1f} MB | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB "
                  f"| {g['shared'] / 1024:.1f} MB |")
+def code_layout():
+    """How recd's code is laid out (docs/design.md, "Hot code first"): the size of .text.recd_hot, the
+    functions scripts/link-order/recd-hot.ld put first, and of the rest of the code."""
+    import re
+    headers = subprocess.run(["readelf", "-SW", RECD], capture_output=True, text=True).stdout
+    sizes = {m.group(1): int(m.group(2), 16)
+             for m in re.finditer(r"(\.text(?:\.recd_hot)?)\s+PROGBITS\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", headers)}
+    if ".text.recd_hot" not in sizes:
+        return "recd's code is not laid out hot first (no `.text.recd_hot`: linked without scripts/link-order/recd-hot.ld)."
+    return (f"recd's code is laid out hot first: {sizes['.text.recd_hot'] / 1024:.0f} KB of functions it runs "
+            f"(scripts/link-order/recd-hot.ld), then {sizes.get('.text', 0) / 1024 / 1024:.1f} MB of the rest.")
+
+
+lines += ["", code_layout()]
 lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
 section = "\n".join(lines) + "\n"
 print(section)

@@ -196,6 +196,11 @@ def main():
         f.write("\n".join(lines))
     t1 = [o for o in ordered if o[0] == 1]
     t2 = [o for o in ordered if o[0] == 2]
+    # SwiftPM does not know the script is an input of the link: make the next build link again.
+    stale = os.path.join(REPO, ".build", "release", "recd")
+    if os.path.exists(stale):
+        os.remove(stale)
+        log("removed .build/release/recd: the next build links it with the new script")
     log(f"wrote {os.path.relpath(OUT, REPO)}: tier 1 {len(t1)} functions ({sum(o[3] for o in t1) // 1024} KB), "
         f"tier 2 {len(t2)} ({sum(o[3] for o in t2) // 1024} KB); {unplaced} touches outside movable code")
 
