@@ -55,7 +55,8 @@ def build():
 def trace(binary, work):
     """Runs the workload; returns [(tier, address)] in first-touch order."""
     tracer = os.path.join(work, "pagetrace.so")
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", tracer, TRACER_SRC], check=True)
+    compiler = os.environ.get("CC") or shutil.which("cc") or "clang"   # (the Swift toolchain has clang)
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", tracer, TRACER_SRC], check=True)
     trace_file = os.path.join(work, "trace.txt")
     sock = os.path.join(work, "recd.sock")
     env = dict(os.environ, LD_PRELOAD=tracer, PAGETRACE_OUT=trace_file, SWIFT_BACKTRACE="enable=no",

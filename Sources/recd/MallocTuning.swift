@@ -5,9 +5,9 @@ import Glibc
 ///
 /// Left alone, glibc gives every thread that allocates its own arena (up to 8 per CPU), each
 /// keeping what it freed, and raises its mmap threshold to the largest block freed so far (up to
-/// 32 MB), after which big blocks come from the arenas too and stay there. After one recording,
-/// playback and import, an idle recd held 12 MB of heap instead of 4 at start-up; with two arenas
-/// and the threshold fixed at 128 KB, 6.7 (bench/idle.py; docs/design.md, "Hot code first").
+/// 32 MB), after which big blocks come from the arenas too and stay there. After a recording was
+/// made, played and deleted, an idle recd held 12 MB of heap instead of 4 at start-up; with two
+/// arenas and the threshold fixed at 128 KB, 6.7 (docs/design.md, "Hot code first").
 /// Blocks of 128 KB and more (FFmpeg's codec buffers at open, a CSV export) are then mapped and
 /// returned on free; recd's per-period buffers are smaller and reused.
 ///
