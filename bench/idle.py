@@ -14,7 +14,7 @@
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN (default .build/release/recd), IDLE_SECONDS (60).
 """
-import collections, datetime, json, os, shutil, subprocess, sys, tempfile, time
+import collections, datetime, json, os, re, shutil, subprocess, sys, tempfile, time
 from benchmarks_md import write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -221,10 +221,11 @@ lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog
 for name, g in sorted(((n, g) for n, g in recd_groups.items() if n != "libraries"), key=lambda kv: -kv[1]["rss"]):
     lines.append(f"| {name} | {start_groups[name]['rss'] / 1024:.1f} MB | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB "
                  f"| {g['shared'] / 1024:.1f} MB |")
+
+
 def code_layout():
     """How recd's code is laid out (docs/design.md, "Hot code first"): the size of .text.recd_hot, the
     functions scripts/link-order/recd-hot.ld put first, and of the rest of the code."""
-    import re
     headers = subprocess.run(["readelf", "-SW", RECD], capture_output=True, text=True).stdout
     sizes = {m.group(1): int(m.group(2), 16)
              for m in re.finditer(r"(\.text(?:\.recd_hot)?)\s+PROGBITS\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", headers)}
