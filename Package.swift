@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "CFileOps"),
         // mallopt(3): <malloc.h> is not in Swift's Glibc module.
         .target(name: "CMalloc"),
+        // prctl (variadic) and posix_spawn's closefrom (_GNU_SOURCE) for the media workers.
+        .target(name: "CProcessShim"),
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
@@ -60,6 +62,12 @@ let package = Package(
             "CFFmpeg", "CFFmpegShim",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // Media in a worker process (`recd --media-worker`): the requests, the worker's loop, and the
+        // pool and stand-ins recd uses, so FFmpeg never loads into the daemon (docs/design.md).
+        .target(name: "MediaWorker", dependencies: [
+            "Media", "CProcessShim",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
         // Pure code over sample buffers: no C, no I/O.
         // Optimized in debug builds too: its per-sample loops (meters, waveform, true peak: SIMD) run
         // on the capture and encoder threads of the very recordings the test suite makes in real time,
@@ -67,7 +75,7 @@ let package = Package(
         .target(name: "Metering", dependencies: ["RecdAPI", "CEbur128"],
                 swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "Playback", dependencies: [
-            "Alsa", "CAlsa", "Media", "Metering",
+            "Alsa", "CAlsa", "Media", "MediaWorker", "Metering",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Catalog", dependencies: [
@@ -75,7 +83,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "Alsa", "RecdAPI", "Capture", "Media", "Metering", "Playback", "Catalog", "CFileOps",
+            "Alsa", "RecdAPI", "Capture", "Media", "MediaWorker", "Metering", "Playback", "Catalog", "CFileOps",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -93,7 +101,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("openapi.yaml"), .copy("webapp")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
-            "Server", "Engine", "CMalloc",
+            "Server", "Engine", "MediaWorker", "CMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

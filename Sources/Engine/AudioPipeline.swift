@@ -3,6 +3,7 @@ import Alsa
 import Capture
 import Foundation
 import Media
+import MediaWorker
 import Metering
 import RecdAPI
 import Synchronization
@@ -18,7 +19,7 @@ protocol AudioSink: AnyObject {
     func flush() throws
 }
 
-extension AudioFileWriter: AudioSink {
+extension WorkerAudioWriter: AudioSink {
     // `flush()` is the writer's own.
     func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
         try append(interleaved: samples, frames: frames)

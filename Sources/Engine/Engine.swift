@@ -4,6 +4,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import RecdAPI
 import Synchronization
 
@@ -55,6 +56,9 @@ public final class Engine: Sendable {
         }
         AlsaLog.route(to: logger)
         FFmpegLog.route(to: logger)
+        // FFmpeg runs in worker processes (MediaWorker), ended when idle this long; the libraries
+        // also close in recd itself after it (a video recording still uses them in-process).
+        MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue)
         FFmpegLibraries.unloadWhenIdle(after: config.ffmpegIdleUnloadSeconds)
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         let plays = PlayCountCommitter(catalog: catalog)

@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import RecdAPI
 
 /// Facts about a finished file.
@@ -26,11 +27,11 @@ enum RecordingFinalizer {
     static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
         let tmp = data.finalizingPath(for: path)
         do {
-            let result = try MP4Finalizer.remux(from: path, to: tmp)
+            let result = try WorkerMedia.remux(from: path, to: tmp)
             try FileOps.sync(tmp)
             try FileOps.rename(tmp, path)
             try FileOps.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-            let info = try? MediaProbe.probe(path)
+            let info = try? WorkerMedia.probe(path)
             if result.stoppedAtDamage { logger.warning("\(path): a torn last fragment was dropped") }
             return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: result.packets)
         } catch {
@@ -38,7 +39,7 @@ enum RecordingFinalizer {
             logger.warning("could not finalize \(path); keeping the fragmented file: \(error)")
             // Kept as it is, it is the file the reply (and the row) speak of: durable before them.
             do { try FileOps.sync(path) } catch { logger.warning("\(error)") }
-            let info = try? MediaProbe.probe(path)
+            let info = try? WorkerMedia.probe(path)
             return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: nil)
         }
     }

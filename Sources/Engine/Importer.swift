@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import Metering
 import RecdAPI
 
@@ -109,7 +110,7 @@ struct Importer {
             throw .duplicate(name: name, existing: existing)
         }
         let info: MediaInfo
-        do { info = try MediaProbe.probe(upload) } catch {
+        do { info = try WorkerMedia.probe(upload) } catch {
             let why = (error as? FFmpegError).map { " (\($0.message))" } ?? ""
             throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read\(why)")
         }
@@ -130,9 +131,9 @@ struct Importer {
         do {
             switch plan {
             case .remuxAudio(let stream, _):
-                _ = try MP4Finalizer.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false)
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false)
             case .remuxVideo(let video, let audio):
-                _ = try MP4Finalizer.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
             case .encodeAudio:
                 (waveform, loudness) = try encode(upload, to: made, format: format)
             }
@@ -143,11 +144,11 @@ struct Importer {
             if case MediaError.noStream = error { throw .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
             throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
         }
-        let stored = try? MediaProbe.probe(made)
+        let stored = try? WorkerMedia.probe(made)
         // A remuxed file's waveform and loudness are read from its sound (an encoded one's were
         // measured on the way).
         if waveform == nil, let analysis = try? Library.analyze(path: made) { (waveform, loudness) = analysis }
-        let poster = type == .video ? try? PosterExtractor.poster(fromFile: made) : nil
+        let poster = type == .video ? try? WorkerMedia.poster(fromFile: made) : nil
         let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
         var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
                           duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
@@ -182,12 +183,13 @@ struct Importer {
     /// Decodes any audio and encodes it as recordings are (`format`, fragmented, then finalized),
     /// building the waveform of what is written and measuring its loudness. Returns them.
     private func encode(_ source: String, to destination: String, format: RecordingFormat) throws -> (WaveformData, Loudness?) {
-        let decoder = try AudioFileDecoder(path: source)
+        let worker = try MediaWorkerLease()
+        let decoder = try WorkerAudioDecoder(path: source, lease: worker)
         let channels = min(2, max(1, decoder.sourceChannels))
         try decoder.setOutput(rate: config.sampleRate, channels: channels)
         let fragmented = destination + ".fragmented"
         defer { try? FileOps.remove(fragmented) }
-        let writer = try AudioFileWriter(path: fragmented, encoding: config.encoding(format, channels: channels))
+        let writer = try WorkerAudioWriter(path: fragmented, encoding: config.encoding(format, channels: channels), lease: worker)
         let builder = WaveformBuilder(sampleRate: config.sampleRate, channels: channels)
         let meter = LoudnessMeter(sampleRate: config.sampleRate, channels: channels)
         var buffer: [Int16] = []
@@ -205,7 +207,7 @@ struct Importer {
             throw error
         }
         guard writer.samplesWritten > 0 else { throw MediaError.noStream(kind: "audio", file: source) }
-        _ = try MP4Finalizer.remux(from: fragmented, to: destination, container: destination)
+        _ = try WorkerMedia.remux(from: fragmented, to: destination, container: destination, lease: worker)
         return (builder.finish(), meter?.result())
     }
 }

@@ -4,6 +4,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import Metering
 import RecdAPI
 
@@ -200,7 +201,7 @@ public struct Library: Sendable {
         guard r.type == .video else { throw .noMedia(id: r.id, detail: "is an audio recording: it has no picture, so no poster") }
         return try await attachment(of: r, name: "poster", without: "has no decodable video frame, so no poster",
                                     stored: { try catalog.poster(id: r.id) },
-                                    make: { try PosterExtractor.poster(fromFile: $0) },
+                                    make: { try WorkerMedia.poster(fromFile: $0) },
                                     store: { try catalog.storePoster(id: r.id, data: $0) },
                                     size: { "\($0.count) bytes" })
     }
@@ -265,8 +266,8 @@ public struct Library: Sendable {
     static func computeWaveform(path: String) throws -> WaveformData { try analyze(path: path).waveform }
 
     /// The waveform and the EBU R128 loudness of a file's sound, from one decode.
-    static func analyze(path: String) throws -> (waveform: WaveformData, loudness: Loudness?) {
-        let decoder = try AudioFileDecoder(path: path)
+    static func analyze(path: String, priority: MediaWorkerPool.Priority = .normal) throws -> (waveform: WaveformData, loudness: Loudness?) {
+        let decoder = try WorkerAudioDecoder(path: path, priority: priority)
         try decoder.setOutput(rate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let builder = WaveformBuilder(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let meter = LoudnessMeter(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)

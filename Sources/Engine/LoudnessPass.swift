@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import RecdAPI
 
 /// Measures, one at a time, the saved and pending recordings whose loudness is not known: salvaged
@@ -61,7 +62,7 @@ public actor LoudnessPass {
             guard let r = try await runBlocking({ try catalog.recording(id: id) }), r.loudness == nil,
                   r.state == .ready || r.state == .pending else { return }
             let path = data.absolute(r.file)
-            let (size, measured) = try await runInBackground { (FileOps.size(path), try Library.analyze(path: path).loudness) }
+            let (size, measured) = try await runInBackground { (FileOps.size(path), try Library.analyze(path: path, priority: .background).loudness) }
             guard let loudness = measured else { return }
             let stored = try await runBlocking { try catalog.storeLoudness(id: id, loudness, measuredFileSize: size) }
             if stored {

@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import Playback
 import RecdAPI
 
@@ -78,7 +79,7 @@ public actor Player {
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
             if recording.type == .video {
-                let streams = try? await runBlocking { try MediaProbe.probe(path).streams }
+                let streams = try? await runBlocking { try WorkerMedia.probe(path).streams }
                 if let streams, !streams.contains(where: { $0.kind == "audio" }) {
                     throw .playback(.noSound(file: path))
                 }

@@ -2,6 +2,7 @@
 import Capture
 import Foundation
 import Media
+import MediaWorker
 import Metering
 import RecdAPI
 
@@ -56,9 +57,9 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
         self.faults = faults
         let dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         self.dataSync = dataSync
-        let writer: AudioFileWriter
+        let writer: WorkerAudioWriter
         do {
-            writer = try AudioFileWriter(path: path, encoding: encoding, onOutputWritten: dataSync.map { sync in { sync.written() } })
+            writer = try WorkerAudioWriter(path: path, encoding: encoding, onOutputWritten: dataSync.map { sync in { sync.written() } })
         } catch {
             source.stop()
             throw error

@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import RecdAPI
 
 /// Cuts a saved or pending recording to `[start, end)` with `MP4Trimmer` (packets copied, edit
@@ -64,12 +65,12 @@ struct RecordingTrim {
         }
         let waveform: Data?, poster: Data?
         do {
-            let cut = try MP4Trimmer.trim(from: source, to: temporary, start: start, end: end)
+            let cut = try WorkerMedia.trim(from: source, to: temporary, start: start, end: end)
             try FileOps.sync(temporary)
             // Its name too, before the commit names it: a committed journal entry whose file's entry
             // did not reach the disk would be closed as "already renamed" after a power cut.
             try FileOps.sync(data.recordings.path)
-            let info = try MediaProbe.probe(temporary)
+            let info = try WorkerMedia.probe(temporary)
             result.duration = info.duration
             result.sizeBytes = FileOps.size(temporary)
             // The stored waveform, sliced (to 256 samples: no decoding of the hour); none stored
@@ -77,7 +78,7 @@ struct RecordingTrim {
             waveform = (try? catalog.waveform(id: r.id)).flatMap { $0 }.flatMap { try? WaveformData(dat: $0) }?
                 .slice(from: start, to: end).dat()
             // The picture at the cut, not the keyframe it is decoded from.
-            poster = r.type == .video ? try? PosterExtractor.poster(fromFile: temporary) : nil
+            poster = r.type == .video ? try? WorkerMedia.poster(fromFile: temporary) : nil
             logger.info("recording \(r.id): cut \(String(format: "%.3f–%.3f s", start, end)) into \(temporary) (\(cut.packets) packets, video from \(String(format: "%.3f", cut.videoLeadIn)) s before the cut)")
         } catch {
             try? FileOps.remove(temporary)

@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import Media
+import MediaWorker
 import RecdAPI
 
 /// Brings `Recordings/` and the catalog back into agreement. Order matters:
@@ -203,7 +204,7 @@ struct Recovery {
     /// video from it, else moved to `Recordings/.quarantine/` (never deleted).
     private func adoptOrQuarantine(_ name: String, _ report: inout RecoveryReport) {
         let path = dir + "/" + name
-        if let info = try? MediaProbe.probe(path),
+        if let info = try? WorkerMedia.probe(path),
            info.formatName.split(separator: ",").contains(where: { Self.adoptableFormats.contains(String($0)) }),
            info.streams.contains(where: { $0.kind == "audio" || $0.kind == "video" }) {
             let hasVideo = info.streams.contains { $0.kind == "video" && $0.codec != "mjpeg" && $0.codec != "png" }

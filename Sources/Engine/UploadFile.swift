@@ -1,6 +1,7 @@
-// The bytes of an import as they arrive: written to `.uploads/` and hashed, off the event loop.
+// The bytes of an import as they arrive: written to `.uploads/` and hashed (in a media worker), off the event loop.
 import Foundation
 import Media
+import MediaWorker
 
 /// Owns one file in `.uploads/` being written (its descriptor, closed in `deinit`) and the SHA-256
 /// of what was written. The file is removed with `remove()` (the caller's `defer`): an upload is
@@ -8,7 +9,7 @@ import Media
 public final class UploadFile: @unchecked Sendable {
     public let path: String
     private let fd: Int32
-    private let hash: ContentHash
+    private let hash: WorkerContentHash
     public private(set) var bytes: Int64 = 0
 
     public init(in data: DataDirectory) throws(EngineError) {
@@ -16,11 +17,7 @@ public final class UploadFile: @unchecked Sendable {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .storage(file: path, operation: "create", underlying: FileOps.errnoText()) }
         self.fd = fd
-        do { hash = try ContentHash() } catch {
-            close(fd)
-            unlink(path)
-            throw .media(file: path, underlying: error)
-        }
+        hash = WorkerContentHash()
     }
 
     deinit { close(fd) }
@@ -34,7 +31,7 @@ public final class UploadFile: @unchecked Sendable {
     /// Blocking. (Untyped throws: a typed-throws closure here crashed swift-frontend 6.3.1.)
     private func write(_ chunk: Data) throws {
         try chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-            hash.update(raw)
+            do { try hash.update(raw) } catch { throw EngineError.media(file: path, underlying: error) }
             var offset = 0
             while offset < raw.count {
                 let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
@@ -53,7 +50,11 @@ public final class UploadFile: @unchecked Sendable {
     }
 
     /// The SHA-256 of everything appended (hex). Call once, after the last `append`.
-    public func digest() -> String { hash.hex() }
+    public func digest() async throws(EngineError) -> String {
+        try await blockingCatalogCall { [self] in
+            do { return try hash.hex() } catch { throw EngineError.media(file: path, underlying: error) }
+        }
+    }
 
     public func remove() { unlink(path) }
 }

@@ -4,7 +4,7 @@ import CFFmpegShim
 
 /// The codecs recd writes. Each goes into the same fragmented MP4 while recording (see
 /// `MP4Layout.fragmented`), so every one of them is written, salvaged, finalized and trimmed alike.
-public enum AudioCodec: String, Sendable, CaseIterable {
+public enum AudioCodec: String, Sendable, CaseIterable, Codable {
     case aac, opus, flac
 
     /// Sample rates the encoder takes. libopus codes 8, 12, 16, 24 and 48 kHz only.

@@ -3,7 +3,7 @@ import CFFmpeg
 import CFFmpegShim
 
 /// Encoding settings of an audio track.
-public struct AudioEncoding: Sendable, Equatable {
+public struct AudioEncoding: Sendable, Equatable, Codable {
     public var codec: AudioCodec
     public var sampleRate: Int
     public var channels: Int

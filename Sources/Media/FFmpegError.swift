@@ -3,7 +3,8 @@ import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-public struct FFmpegError: Error, CustomStringConvertible, Sendable {
+/// Codable: a media worker process (MediaWorker) sends it to recd as it was thrown.
+public struct FFmpegError: Error, CustomStringConvertible, Sendable, Codable {
     /// The libav* function that failed, e.g. `avformat_write_header`.
     public var call: String
     /// Its return code (a negative AVERROR).
@@ -11,12 +12,13 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
     /// The file being read or written, when there is one.
     public var file: String?
 
+    /// `av_strerror` text for `code`, taken when the error is made (where FFmpeg is loaded).
+    public var message: String
+
     public init(call: String, code: Int32, file: String? = nil) {
         self.call = call; self.code = code; self.file = file
+        message = FFmpegError.describe(code)
     }
-
-    /// `av_strerror` text for `code`.
-    public var message: String { FFmpegError.describe(code) }
 
     /// True when the file does not exist (ENOENT).
     public var isFileMissing: Bool { code == recd_averror_from_errno(ENOENT) }
@@ -43,7 +45,7 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Errors that are not a libav* return code.
-public enum MediaError: Error, CustomStringConvertible, Sendable {
+public enum MediaError: Error, CustomStringConvertible, Sendable, Codable {
     case encoderNotFound(String)
     case decoderNotFound(String)
     case allocationFailed(String)

@@ -4,7 +4,7 @@ import CFFmpegShim
 import Foundation
 
 /// What a remux read and wrote.
-public struct RemuxResult: Sendable {
+public struct RemuxResult: Sendable, Codable {
     public var packets: Int
     /// True when reading stopped at damaged data (a torn last fragment) rather than a clean end.
     public var stoppedAtDamage: Bool

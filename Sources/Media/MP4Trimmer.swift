@@ -4,7 +4,7 @@ import CFFmpegShim
 import Foundation
 
 /// What a lossless trim wrote.
-public struct TrimResult: Sendable, Equatable {
+public struct TrimResult: Sendable, Equatable, Codable {
     public var packets: Int
     /// Seconds from the start of the source to where its first video packet copied begins (the
     /// keyframe the picture has to be decoded from); 0 for audio.

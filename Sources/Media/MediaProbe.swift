@@ -28,8 +28,8 @@ final class FFmpegInput {
 }
 
 /// A media file as libavformat sees it.
-public struct MediaInfo: Sendable, Equatable {
-    public struct Stream: Sendable, Equatable {
+public struct MediaInfo: Sendable, Equatable, Codable {
+    public struct Stream: Sendable, Equatable, Codable {
         public var kind: String   // "audio", "video", ...
         public var codec: String
         public var sampleRate: Int?

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import Media
+import MediaWorker
 import Metering
 import Synchronization
 
@@ -52,7 +53,7 @@ public final class PlaybackSession: @unchecked Sendable {
     fileprivate enum Command { case pause, resume, seek(Double), stop }
     fileprivate struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
 
-    fileprivate let decoder: AudioFileDecoder
+    fileprivate let decoder: WorkerAudioDecoder
     fileprivate let sink: AlsaPlaybackSink
     fileprivate let mailbox = Mutex(Mailbox())
     fileprivate let progressState: Mutex<PlaybackProgress>
@@ -73,9 +74,9 @@ public final class PlaybackSession: @unchecked Sendable {
         self.path = path
         self.device = device
         gain = Float(pow(10, gainDB / 20))
-        let decoder: AudioFileDecoder
+        let decoder: WorkerAudioDecoder
         do {
-            decoder = try AudioFileDecoder(path: path)
+            decoder = try WorkerAudioDecoder(path: path)
         } catch let e as FFmpegError where e.isFileMissing {
             throw .fileMissing(file: path)
         } catch MediaError.noStream {

@@ -3,6 +3,7 @@ import ArgumentParser
 import Engine
 import Foundation
 import Logging
+import MediaWorker
 import RecdAPI
 import Server
 
@@ -12,6 +13,10 @@ import Server
 @main
 enum RecdMain {
     static func main() {
+        // A media worker started by a recd (MediaWorkerPool): none of the daemon's set-up.
+        if CommandLine.arguments.dropFirst().first == MediaWorkerProcess.flag {
+            MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+        }
         MallocTuning.apply()   // before any thread allocates
         ConcurrencyOnEventLoops.install()   // why: in ConcurrencyOnEventLoops
         Task {

@@ -1,0 +1,166 @@
+// The worker's side: `recd --media-worker PARENT_PID` with its socket as descriptor 3. It loads
+// FFmpeg, then answers recd's requests one by one with Media's types until recd closes the socket
+// (or dies: the kernel kills the worker then, see below). docs/design.md, "FFmpeg in a worker".
+import CProcessShim
+import Foundation
+import Logging
+import Media
+
+public enum MediaWorkerProcess {
+    /// The argument recd starts its workers with (`recd --media-worker PARENT_PID`).
+    public static let flag = "--media-worker"
+
+    /// Serves requests on descriptor 3 until it closes; never returns. `arguments`: what follows
+    /// the flag (recd's pid, the priority, the log level).
+    public static func run(arguments: [String]) -> Never {
+        guard let parent = arguments.first.flatMap({ pid_t($0) }) else {
+            FileHandle.standardError.write(Data("recd \(flag) is started by recd itself\n".utf8))
+            exit(64)
+        }
+        if arguments.dropFirst().first == MediaWorkerPool.Priority.background.rawValue {
+            // SCHED_IDLE (5 on Linux) for this process's only thread: runs on CPU time nothing else wants.
+            var param = sched_param(sched_priority: 0)
+            if sched_setscheduler(0, 5, &param) != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
+        }
+        // SIGKILL when recd dies (kill -9 included), so no worker goes on writing a file that
+        // recd's next start recovers; checked after the call too, in case recd died before it.
+        _ = recd_set_parent_death_signal(SIGKILL)
+        if getppid() != parent { _exit(0) }
+        // recd finishes a recording when it is stopped (systemd's SIGTERM to the whole unit, Ctrl-C to
+        // a terminal's process group): the worker must outlive that and ends when recd closes it.
+        // Its name in ps/top (the kernel's would be "exe", from /proc/self/exe).
+        _ = recd_set_process_name("recd-media")
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        var logger = Logger(label: "recd.media-worker") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = arguments.dropFirst(2).first.flatMap(Logger.Level.init(rawValue:)) ?? .info
+        FFmpegLog.route(to: logger)
+        // Loaded now, while recd is still busy with the request that started this worker; a worker
+        // lives only while it is used, so the libraries are never closed in it.
+        FFmpegLibraries.unloadWhenIdle(after: nil)
+        let unavailable: MediaError?
+        do { try FFmpegLibraries.load(); unavailable = nil } catch { unavailable = error }
+        var server = WorkerServer(unavailable: unavailable)
+        var payload: [UInt8] = []
+        let encoder = JSONEncoder(), decoder = JSONDecoder()
+        while true {
+            let request: WorkerRequest
+            do {
+                let header = try WireIO.read(3, payload: &payload)
+                request = try decoder.decode(WorkerRequest.self, from: header)
+            } catch {
+                _exit(0)   // recd closed the socket (the worker is no longer wanted) or broke the protocol
+            }
+            var out: [UInt8] = []
+            let reply = server.handle(request, payload: payload, out: &out)
+            do {
+                let header = try encoder.encode(reply)
+                try out.withUnsafeBytes { try WireIO.write(3, header: header, payload: $0) }
+            } catch {
+                _exit(0)
+            }
+        }
+    }
+}
+
+/// The objects a worker holds between requests, and what each request does with them.
+struct WorkerServer {
+    let unavailable: MediaError?
+    private var decoder: AudioFileDecoder?
+    private var writer: AudioFileWriter?
+    private var hash: ContentHash?
+    private var pcm: [Int16] = []
+    /// The channel count the decoder's output was set to.
+    private var outputChannels = 1
+    /// Counts `onOutputWritten` calls of the writer during one request.
+    private let outputs = OutputCounter()
+
+    init(unavailable: MediaError?) { self.unavailable = unavailable }
+
+    final class OutputCounter: @unchecked Sendable { var count = 0 }
+
+    mutating func handle(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) -> WorkerReply {
+        if case .reset = request {
+            decoder = nil; writer = nil; hash = nil; pcm = []
+            return WorkerReply()
+        }
+        if let unavailable { return WorkerReply(failure: .media(unavailable)) }
+        do { return try perform(request, payload: payload, out: &out) } catch {
+            return WorkerReply(failure: WorkerFailure(error))
+        }
+    }
+
+    private mutating func perform(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) throws -> WorkerReply {
+        var reply = WorkerReply()
+        switch request {
+        case .reset:
+            break
+        case .probe(let path):
+            reply.info = try MediaProbe.probe(path)
+        case .remux(let source, let destination, let streams, let container, let hidePriming):
+            reply.remux = try MP4Finalizer.remux(from: source, to: destination, streams: streams,
+                                                 container: container, hidePriming: hidePriming)
+        case .trim(let source, let destination, let start, let end):
+            reply.trim = try MP4Trimmer.trim(from: source, to: destination, start: start, end: end)
+        case .poster(let path):
+            out = [UInt8](try PosterExtractor.poster(fromFile: path))
+        case .hashUpdate:
+            if hash == nil { hash = try ContentHash() }
+            payload.withUnsafeBytes { hash!.update($0) }
+        case .hashFinish:
+            reply.hex = try (hash ?? ContentHash()).hex()
+            hash = nil
+        case .openDecoder(let path):
+            decoder = nil
+            let d = try AudioFileDecoder(path: path)
+            decoder = d
+            reply.decoder = .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
+        case .decoderSetOutput(let rate, let channels):
+            try openDecoder().setOutput(rate: rate, channels: channels)
+            outputChannels = channels
+        case .decoderSeek(let seconds):
+            try openDecoder().seek(to: seconds)
+        case .decoderRead:
+            if let block = try openDecoder().read(into: &pcm) {
+                reply.block = .init(start: block.start, frames: block.frames)
+                // Only the block's samples go back (the buffer is kept at its largest).
+                let bytes = block.frames * outputChannels * MemoryLayout<Int16>.size
+                out = pcm.withUnsafeBytes { [UInt8](UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
+            }
+        case .openWriter(let path, let encoding):
+            writer = nil
+            let counter = outputs
+            writer = try AudioFileWriter(path: path, encoding: encoding) { counter.count += 1 }
+        case .writerAppend(let frames):
+            let w = try openWriter()
+            try payload.withUnsafeBytes { raw in
+                let samples = raw.bindMemory(to: Int16.self)
+                precondition(samples.count >= frames * w.encoding.channels)
+                try w.append(interleaved: samples, frames: frames)
+            }
+            reply.samplesWritten = w.samplesWritten
+        case .writerFlush:
+            try openWriter().flush()
+        case .writerFinish:
+            let w = try openWriter()
+            try w.finish()
+            reply.samplesWritten = w.samplesWritten
+        }
+        if outputs.count > 0 {
+            reply.outputsWritten = outputs.count
+            outputs.count = 0
+        }
+        return reply
+    }
+
+    private func openDecoder() throws -> AudioFileDecoder {
+        guard let decoder else { throw MediaWorkerError.failed("media worker: no decoder is open") }
+        return decoder
+    }
+
+    private func openWriter() throws -> AudioFileWriter {
+        guard let writer else { throw MediaWorkerError.failed("media worker: no writer is open") }
+        return writer
+    }
+}

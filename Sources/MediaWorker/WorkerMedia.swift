@@ -1,0 +1,153 @@
+// Media's operations as recd calls them: the same shapes as Media's types, done in a worker process.
+// Blocking, like the FFmpeg calls they stand for: call them where those were called (off the
+// cooperative pool). Errors are Media's own (FFmpegError, MediaError) or MediaWorkerError.
+import Foundation
+import Media
+
+/// The one-shot operations.
+public enum WorkerMedia {
+    public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
+        let worker = try lease ?? MediaWorkerLease()
+        return try worker.connection.call(.probe(path: path), operation: "the probe of \(path)").info.unwrapped("info")
+    }
+
+    /// `MP4Finalizer.remux`.
+    public static func remux(from source: String, to destination: String, streams: [Int]? = nil,
+                             container: String? = nil, hidePriming: Bool = true, lease: MediaWorkerLease? = nil) throws -> RemuxResult {
+        let worker = try lease ?? MediaWorkerLease()
+        let request = WorkerRequest.remux(source: source, destination: destination, streams: streams,
+                                          container: container, hidePriming: hidePriming)
+        return try worker.connection.call(request, operation: "the remux of \(source)").remux.unwrapped("remux")
+    }
+
+    /// `MP4Trimmer.trim`.
+    public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
+        let worker = try MediaWorkerLease()
+        let request = WorkerRequest.trim(source: source, destination: destination, start: start, end: end)
+        return try worker.connection.call(request, operation: "the trim of \(source)").trim.unwrapped("trim")
+    }
+
+    /// `PosterExtractor.poster`: a JPEG of the first picture.
+    public static func poster(fromFile path: String) throws -> Data {
+        let worker = try MediaWorkerLease()
+        try worker.connection.call(.poster(path: path), operation: "the poster of \(path)")
+        return Data(worker.connection.payload)
+    }
+}
+
+/// `AudioFileDecoder` in a worker: the decoded blocks come back over the socket.
+public final class WorkerAudioDecoder {
+    public let path: String
+    public let sourceSampleRate: Int
+    public let sourceChannels: Int
+    public let duration: Double?
+    private let worker: MediaWorkerLease
+    private var channels = 0
+
+    public init(path: String, lease: MediaWorkerLease? = nil, priority: MediaWorkerPool.Priority = .normal) throws {
+        worker = try lease ?? MediaWorkerLease(priority)
+        self.path = path
+        let format = try worker.connection.call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
+        sourceSampleRate = format.sampleRate
+        sourceChannels = format.channels
+        duration = format.duration
+    }
+
+    public func setOutput(rate: Int, channels: Int) throws {
+        try worker.connection.call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
+        self.channels = channels
+    }
+
+    public func seek(to seconds: Double) throws {
+        try worker.connection.call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
+    }
+
+    /// As `AudioFileDecoder.read`: the next block into `buffer` (grown to fit, never shrunk).
+    public func read(into buffer: inout [Int16]) throws -> (start: Double, frames: Int)? {
+        let connection = worker.connection
+        guard let block = try connection.call(.decoderRead, operation: "decoding \(path)").block else { return nil }
+        let samples = block.frames * channels
+        guard connection.payload.count == samples * MemoryLayout<Int16>.size else {
+            throw MediaWorkerError.failed("media worker: a block of \(connection.payload.count) bytes for \(block.frames) frames of \(channels) channels")
+        }
+        if buffer.count < samples { buffer = [Int16](repeating: 0, count: samples) }
+        buffer.withUnsafeMutableBytes { out in
+            connection.payload.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        return (block.start, block.frames)
+    }
+}
+
+/// `AudioFileWriter` in a worker: the crash-safe fragmented file is written there.
+public final class WorkerAudioWriter {
+    public let path: String
+    public let encoding: AudioEncoding
+    private let worker: MediaWorkerLease
+    private let onOutputWritten: (() -> Void)?
+    private var finished = false
+    public private(set) var samplesWritten: Int64 = 0
+
+    /// `onOutputWritten` is called on the writing thread each time a fragment has reached the file.
+    public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil,
+                onOutputWritten: (() -> Void)? = nil) throws {
+        worker = try lease ?? MediaWorkerLease()
+        self.path = path
+        self.encoding = encoding
+        self.onOutputWritten = onOutputWritten
+        try call(.openWriter(path: path, encoding: encoding))
+    }
+
+    public func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
+        precondition(samples.count >= frames * encoding.channels)
+        try call(.writerAppend(frames: frames),
+                 sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * encoding.channels * MemoryLayout<Int16>.size))
+    }
+
+    public func flush() throws {
+        guard !finished else { return }
+        try call(.writerFlush)
+    }
+
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        try call(.writerFinish)
+    }
+
+    private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
+        let reply = try worker.connection.call(request, sending: sending, operation: "writing \(path)")
+        if let n = reply.samplesWritten { samplesWritten = n }
+        for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
+    }
+}
+
+/// `ContentHash` (SHA-256) in a worker, started at the first bytes (not where the hash is made: an
+/// upload's first lines run on the event loop).
+public final class WorkerContentHash {
+    private var worker: MediaWorkerLease?
+
+    public init() {}
+
+    private func lease() throws -> MediaWorkerConnection {
+        if worker == nil { worker = try MediaWorkerLease() }
+        return worker!.connection
+    }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) throws {
+        guard bytes.count > 0 else { return }
+        try lease().call(.hashUpdate, sending: bytes, operation: "hashing an upload")
+    }
+
+    /// The digest as 64 lower-case hex digits. Call once.
+    public func hex() throws -> String {
+        try lease().call(.hashFinish, operation: "hashing an upload").hex.unwrapped("hex")
+    }
+}
+
+extension Optional {
+    /// The value a reply of this kind always has; a protocol error when it does not.
+    func unwrapped(_ field: String) throws -> Wrapped {
+        guard let self else { throw MediaWorkerError.failed("media worker: a reply without \(field)") }
+        return self
+    }
+}
