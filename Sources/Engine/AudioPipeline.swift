@@ -98,7 +98,7 @@ final class AudioPipeline: @unchecked Sendable {
     private let leadIn: (@Sendable () -> Int64)?
     /// The device's samples → the recording's format, on the capture thread; nil when the device
     /// delivers the recording's format itself.
-    private let converter: CapturedPCMConverter?
+    private let converter: WorkerPCMConverter?
     /// Pause and resume, applied on the capture thread (see `CapturePause`).
     let pause: CapturePause
     /// The capture thread's copy of a period being faded (the captured buffer is not ours to change).
@@ -126,7 +126,7 @@ final class AudioPipeline: @unchecked Sendable {
         if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
             converter = nil
         } else {
-            converter = try CapturedPCMConverter(from: CapturedSampleFormat(d.format), rate: d.rate, channels: d.channels,
+            converter = try WorkerPCMConverter(from: CapturedSampleFormat(d.format), rate: d.rate, channels: d.channels,
                                                  toRate: capture.sampleRate, toChannels: capture.channels)
         }
     }

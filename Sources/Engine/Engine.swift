@@ -55,11 +55,9 @@ public final class Engine: Sendable {
             do { try FileOps.sync(dir.path) } catch { logger.warning("\(error)") }
         }
         AlsaLog.route(to: logger)
-        FFmpegLog.route(to: logger)
-        // FFmpeg runs in worker processes (MediaWorker), ended when idle this long; the libraries
-        // also close in recd itself after it (a video recording still uses them in-process).
+        // FFmpeg runs in worker processes (MediaWorker), ended when idle this long; never in recd.
         MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue)
-        FFmpegLibraries.unloadWhenIdle(after: config.ffmpegIdleUnloadSeconds)
+        FFmpegLibraries.refuse("recd does its media work in media worker processes, not in the daemon (a bug: please report it)")
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)

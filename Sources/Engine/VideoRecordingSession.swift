@@ -2,6 +2,7 @@
 import Capture
 import Foundation
 import Media
+import MediaWorker
 import Metering
 import RecdAPI
 import Synchronization
@@ -50,19 +51,19 @@ final class Decision<T: Sendable>: Sendable {
     func cancel() { ready.signal() }
 }
 
-/// The audio track of a `VideoFileWriter`, cut where the picture ends.
+/// The audio track of a `WorkerVideoWriter`, cut where the picture ends.
 ///
 /// At a stop the sound must end where the last frame does, which is known only once the video
 /// thread has drained its queue. Meanwhile the audio encoder thread is held at a point that is
 /// surely before that end (`hold(at:)`: it waits there, the ring keeps capturing), then released
 /// with the exact cut (`cut(at:)`), so the track neither stops short nor runs past the picture.
 final class MovAudioSink: AudioSink, @unchecked Sendable {
-    private let writer: VideoFileWriter
+    private let writer: WorkerVideoWriter
     private let condition = NSCondition()
     private var holdAt: Int64 = .max
     private var cutAt: Int64?
     private var written: Int64 = 0
-    init(_ writer: VideoFileWriter) { self.writer = writer }
+    init(_ writer: WorkerVideoWriter) { self.writer = writer }
 
     func hold(at frames: Int64) {
         condition.lock(); defer { condition.unlock() }
@@ -116,7 +117,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     let path: String
     let info: VideoCaptureInfo
     private let camera: V4L2CaptureSource
-    private let writer: VideoFileWriter
+    private let writer: WorkerVideoWriter
     private let audio: AudioPipeline?
     private let audioSink: MovAudioSink?
     private let faults: FaultLatch
@@ -160,7 +161,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         self.dataSync = dataSync
         do {
             if let audio { microphone = try AlsaCaptureSource(settings: audio.capture) }
-            writer = try VideoFileWriter(path: path, video: encoding,
+            writer = try WorkerVideoWriter(path: path, video: encoding,
                                          camera: CameraFrameFormat(fourcc: f.pixelFormat.rawValue, width: f.width, height: f.height,
                                                                    bytesPerLine: f.bytesPerLine),
                                          audio: audio?.encoding, onOutputWritten: dataSync.map { sync in { sync.written() } })

@@ -4,7 +4,7 @@ import CFFmpegShim
 import Foundation
 
 /// A camera's frame layout: V4L2 fourcc, size and the first plane's bytes per line.
-public struct CameraFrameFormat: Sendable, Equatable {
+public struct CameraFrameFormat: Sendable, Equatable, Codable {
     public var fourcc: UInt32
     public var width: Int
     public var height: Int

@@ -4,7 +4,7 @@ import CFFmpeg
 import Foundation
 
 /// Interleaved sample formats ALSA capture devices deliver, as the converter reads them.
-public enum CapturedSampleFormat: String, Sendable, CaseIterable {
+public enum CapturedSampleFormat: String, Sendable, CaseIterable, Codable {
     /// 16-bit signed.
     case s16
     /// 32-bit signed (24-bit interfaces usually deliver this: the sample in the top 24 bits).

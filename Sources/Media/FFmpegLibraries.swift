@@ -4,15 +4,26 @@
 // error at its first recording, playback or import instead of an abort; every type that owns an
 // FFmpeg object keeps a `Hold` for its whole life, so they are never closed under it.
 import CFFmpegShim
+import Synchronization
 
 public enum FFmpegLibraries {
+    private static let refusal = Mutex<String?>(nil)
+
     /// Loads libavutil ... libavformat (later calls return at once while they are loaded).
     public static func load() throws(MediaError) {
         if recd_ffmpeg_is_loaded() != 0 { return }
+        if let why = refusal.withLock({ $0 }) { throw .librariesUnavailable(why) }
         var error = [CChar](repeating: 0, count: 512)
         guard recd_ffmpeg_load(&error, error.count) == 0 else {
             throw .librariesUnavailable(error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         }
+    }
+
+    /// Makes every later `load()` in this process throw `why`: recd itself, whose media work is
+    /// done by worker processes (MediaWorker), so that a call that slipped past them is an error
+    /// and not FFmpeg's ~130 libraries loaded into the daemon for good.
+    public static func refuse(_ why: String) {
+        refusal.withLock { $0 = why }
     }
 
     /// True while they are in memory.

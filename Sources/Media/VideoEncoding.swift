@@ -3,7 +3,7 @@ import CFFmpeg
 import CFFmpegShim
 
 /// Encoding settings of a video track.
-public struct VideoEncoding: Sendable, Equatable {
+public struct VideoEncoding: Sendable, Equatable, Codable {
     public var width: Int
     public var height: Int
     /// The camera's nominal rate: sets the keyframe interval (one a second, so each one-second

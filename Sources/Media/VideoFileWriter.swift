@@ -9,6 +9,7 @@ import Synchronization
 public struct FrameRejected: Error, CustomStringConvertible, Sendable {
     public var reason: String
     public var description: String { "camera frame rejected: \(reason)" }
+    public init(reason: String) { self.reason = reason }
 }
 
 /// Writes a `.mov` while it is being recorded: H.264 (libx264) and, unless the recording is a silent

@@ -70,6 +70,8 @@ struct WorkerServer {
     private var decoder: AudioFileDecoder?
     private var writer: AudioFileWriter?
     private var hash: ContentHash?
+    private var converter: CapturedPCMConverter?
+    private var video: VideoFileWriter?
     private var pcm: [Int16] = []
     /// The channel count the decoder's output was set to.
     private var outputChannels = 1
@@ -82,7 +84,7 @@ struct WorkerServer {
 
     mutating func handle(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) -> WorkerReply {
         if case .reset = request {
-            decoder = nil; writer = nil; hash = nil; pcm = []
+            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; pcm = []
             return WorkerReply()
         }
         if let unavailable { return WorkerReply(failure: .media(unavailable)) }
@@ -146,6 +148,41 @@ struct WorkerServer {
             let w = try openWriter()
             try w.finish()
             reply.samplesWritten = w.samplesWritten
+        case .openConverter(let format, let rate, let channels, let toRate, let toChannels):
+            converter = nil
+            converter = try CapturedPCMConverter(from: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels)
+        case .convert(let frames):
+            guard let converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
+            guard payload.count >= frames * converter.input.channels * converter.input.format.bytesPerSample else {
+                throw MediaWorkerError.failed("media worker: \(payload.count) bytes for \(frames) frames")
+            }
+            let converted = try payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: frames) }
+            out = [UInt8](UnsafeRawBufferPointer(converted))
+        case .openVideoWriter(let path, let encoding, let camera, let audio):
+            video = nil
+            let counter = outputs
+            video = try VideoFileWriter(path: path, video: encoding, camera: camera, audio: audio) { counter.count += 1 }
+        case .videoAppendAudio(let frames):
+            let v = try openVideo()
+            try payload.withUnsafeBytes { raw in
+                let samples = raw.bindMemory(to: Int16.self)
+                precondition(samples.count >= frames * v.audioChannels)
+                try v.appendAudio(interleaved: samples, frames: frames)
+            }
+        case .videoFinishAudio:
+            try openVideo().finishAudio()
+        case .videoFlush:
+            try openVideo().flush()
+        case .videoAppendFrame(let pts, let wantsPoster):
+            var poster: Data?
+            reply.appended = try payload.withUnsafeBytes { raw in
+                try openVideo().appendVideo(raw, pts: pts, poster: wantsPoster ? { poster = $0 } : nil)
+            }
+            if let poster { out = [UInt8](poster) }
+        case .videoFinishFrames:
+            try openVideo().finishVideo()
+        case .videoClose:
+            try openVideo().close()
         }
         if outputs.count > 0 {
             reply.outputsWritten = outputs.count
@@ -157,6 +194,11 @@ struct WorkerServer {
     private func openDecoder() throws -> AudioFileDecoder {
         guard let decoder else { throw MediaWorkerError.failed("media worker: no decoder is open") }
         return decoder
+    }
+
+    private func openVideo() throws -> VideoFileWriter {
+        guard let video else { throw MediaWorkerError.failed("media worker: no video writer is open") }
+        return video
     }
 
     private func openWriter() throws -> AudioFileWriter {

@@ -144,6 +144,128 @@ public final class WorkerContentHash {
     }
 }
 
+/// `CapturedPCMConverter` in a worker: called on the capture thread, one round trip a period (tens
+/// of microseconds; the device's buffer holds far more).
+public final class WorkerPCMConverter {
+    public let input: (format: CapturedSampleFormat, rate: Int, channels: Int)
+    public let output: (rate: Int, channels: Int)
+    private let worker: MediaWorkerLease
+    private var out: [Int16] = []
+
+    public init(from format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int) throws {
+        worker = try MediaWorkerLease()
+        input = (format, rate, channels)
+        output = (toRate, toChannels)
+        try worker.connection.call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
+                                   operation: "converting captured sound")
+    }
+
+    /// As `CapturedPCMConverter.convert`: the result is valid until the next call.
+    public func convert(_ samples: UnsafeRawPointer, frames: Int) throws -> UnsafeBufferPointer<Int16> {
+        let bytes = frames * input.channels * input.format.bytesPerSample
+        let connection = worker.connection
+        try connection.call(.convert(frames: frames), sending: UnsafeRawBufferPointer(start: samples, count: bytes),
+                            operation: "converting captured sound")
+        let count = connection.payload.count / MemoryLayout<Int16>.size
+        if out.count < count { out = [Int16](repeating: 0, count: count) }
+        out.withUnsafeMutableBytes { o in connection.payload.withUnsafeBytes { if $0.count > 0 { o.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } } }
+        return out.withUnsafeBufferPointer { UnsafeBufferPointer(rebasing: $0[0..<count]) }
+    }
+}
+
+/// `VideoFileWriter` in a worker. Its two users (the audio encoder thread, the video thread) take
+/// turns on the one connection, as they took turns on the muxer's lock.
+public final class WorkerVideoWriter: @unchecked Sendable {
+    public let path: String
+    public let video: VideoEncoding
+    public let camera: CameraFrameFormat
+    /// Channels of the sound (0 for a silent video).
+    public let audioChannels: Int
+    private let worker: MediaWorkerLease
+    private let onOutputWritten: (() -> Void)?
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var written: Int64 = 0
+    private var skipped: Int64 = 0
+    private var lastPTS: Int64 = .min
+    private var closed = false
+
+    public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?,
+                onOutputWritten: (() -> Void)? = nil) throws {
+        worker = try MediaWorkerLease()
+        self.path = path; self.video = video; self.camera = camera
+        audioChannels = audio?.channels ?? 0
+        self.onOutputWritten = onOutputWritten
+        try call(.openVideoWriter(path: path, video: video, camera: camera, audio: audio))
+    }
+
+    /// Frames encoded so far. Any thread.
+    public var framesWritten: Int64 { lock.withLock { written } }
+    /// Frames refused because their time was not after the previous one's. Any thread.
+    public var framesSkipped: Int64 { lock.withLock { skipped } }
+
+    public func appendAudio(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
+        guard audioChannels > 0 else { return }
+        precondition(samples.count >= frames * audioChannels)
+        try call(.videoAppendAudio(frames: frames),
+                 sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * audioChannels * MemoryLayout<Int16>.size))
+    }
+
+    public func finishAudio() throws { if audioChannels > 0 { try call(.videoFinishAudio) } }
+
+    public func flush() throws {
+        guard !lock.withLock({ closed }) else { return }
+        try call(.videoFlush)
+    }
+
+    /// As `VideoFileWriter.appendVideo`: false when the frame was skipped; `poster` gets the frame as
+    /// a JPEG when asked for. Throws `FrameRejected` for a frame that does not convert.
+    @discardableResult
+    public func appendVideo(_ bytes: UnsafeRawBufferPointer, pts: Int64, poster: ((Data) -> Void)? = nil) throws -> Bool {
+        var jpeg: Data?
+        let appended: Bool = try lock.withLock {
+            let connection = worker.connection
+            let reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil), sending: bytes, operation: "writing \(path)")
+            outputs(reply)
+            if reply.appended == true {
+                written += 1
+                lastPTS = pts
+                if poster != nil && !connection.payload.isEmpty { jpeg = Data(connection.payload) }
+                return true
+            }
+            skipped += 1
+            return false
+        }
+        if let jpeg { poster?(jpeg) }
+        return appended
+    }
+
+    /// Where the picture ends (`VideoEncoding.timeBase`): as `VideoFileWriter.videoEnd`.
+    public var videoEnd: Int64? {
+        let last = lock.withLock { lastPTS }
+        guard last != .min else { return nil }
+        return last + Int64((Double(VideoEncoding.timeBase.den) / max(1, video.fps)).rounded())
+    }
+
+    public func finishVideo() throws { try call(.videoFinishFrames) }
+
+    /// Writes the trailer and closes the file.
+    public func close() throws {
+        guard !lock.withLock({ closed }) else { return }
+        try call(.videoClose)
+        lock.withLock { closed = true }
+    }
+
+    private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
+        try lock.withLock { outputs(try worker.connection.call(request, sending: sending, operation: "writing \(path)")) }
+    }
+
+    /// Called under `lock`, as `VideoFileWriter` called it under its muxer's.
+    private func outputs(_ reply: WorkerReply) {
+        for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
+    }
+}
+
 extension Optional {
     /// The value a reply of this kind always has; a protocol error when it does not.
     func unwrapped(_ field: String) throws -> Wrapped {

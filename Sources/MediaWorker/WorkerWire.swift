@@ -22,6 +22,18 @@ enum WorkerRequest: Codable, Sendable {
     case writerAppend(frames: Int)
     case writerFlush
     case writerFinish
+    case openConverter(format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int)
+    /// Captured frames in the converter's input format: the frame's payload.
+    case convert(frames: Int)
+    case openVideoWriter(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?)
+    /// Interleaved S16 frames for the video file's sound: the payload.
+    case videoAppendAudio(frames: Int)
+    case videoFinishAudio
+    case videoFlush
+    /// A camera frame: the payload. `poster`: the reply's payload is the frame as a JPEG.
+    case videoAppendFrame(pts: Int64, poster: Bool)
+    case videoFinishFrames
+    case videoClose
     case reset
 }
 
@@ -47,6 +59,8 @@ struct WorkerReply: Codable, Sendable {
     var samplesWritten: Int64?
     /// Writer calls: how many times output reached the file during the call (`onOutputWritten`).
     var outputsWritten: Int?
+    /// videoAppendFrame: false when the frame was skipped (not later than the one before).
+    var appended: Bool?
 
     init(failure: WorkerFailure? = nil) { self.failure = failure }
 }
@@ -56,12 +70,14 @@ struct WorkerReply: Codable, Sendable {
 enum WorkerFailure: Codable, Sendable {
     case ffmpeg(FFmpegError)
     case media(MediaError)
+    case frameRejected(String)
     case other(String)
 
     init(_ error: any Error) {
         switch error {
         case let e as FFmpegError: self = .ffmpeg(e)
         case let e as MediaError: self = .media(e)
+        case let e as FrameRejected: self = .frameRejected(e.reason)
         default: self = .other("\(error)")
         }
     }
@@ -70,6 +86,7 @@ enum WorkerFailure: Codable, Sendable {
         switch self {
         case .ffmpeg(let e): return e
         case .media(let e): return e
+        case .frameRejected(let reason): return FrameRejected(reason: reason)
         case .other(let text): return MediaWorkerError.failed(text)
         }
     }

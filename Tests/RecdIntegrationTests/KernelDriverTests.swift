@@ -87,6 +87,8 @@ final class KernelDriverTests: XCTestCase {
             }
             let stop = try APIJSON.decoder().decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("\(name).stop.json")))
             XCTAssertEqual(try XCTUnwrap(Probe.audio(file).duration), Double(stop.capture.framesCaptured) / 48000, accuracy: 0.15, name)
+            let maps = try String(contentsOf: out.appendingPathComponent("\(name).ffmpeg-maps.txt"), encoding: .utf8)
+            XCTAssertEqual(maps.trimmingCharacters(in: .whitespacesAndNewlines), "0", "\(name): FFmpeg is mapped in recd (it belongs in its media workers)")
         }
     }
 

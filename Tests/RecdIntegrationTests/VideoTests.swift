@@ -28,6 +28,8 @@ final class VideoTests: XCTestCase {
         XCTAssertTrue(started.recording.file.hasPrefix("Recordings/video_") && started.recording.file.hasSuffix(".mov"), started.recording.file)
         let stopped = try decoder.decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("av.json")))
         let av = try VideoProbe.of(file("av.mov"))
+        let maps = try String(contentsOf: out.appendingPathComponent("av-ffmpeg-maps.txt"), encoding: .utf8)
+        XCTAssertEqual(maps.trimmingCharacters(in: .whitespacesAndNewlines), "0", "FFmpeg is mapped in recd after a video recording (it belongs in its media workers)")
         XCTAssertTrue(av.formatName.contains("mov"), av.formatName)
         let h264 = try XCTUnwrap(av.streams.first { $0.codec == "h264" }, "\(av)")
         let aac = try XCTUnwrap(av.streams.first { $0.codec == "aac" }, "\(av)")

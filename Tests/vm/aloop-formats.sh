@@ -4,7 +4,8 @@
 # a stereo-only codec, a 44.1 kHz USB microphone, a 96 kHz interface or a mono-only device would.
 # Usage: aloop-formats.sh RECD RECCTL OUTDIR — OUTDIR holds the tones made on the host:
 #   s32-44k-stereo.wav, s16-48k-mono.wav, s16-96k-stereo.wav
-# Writes OUTDIR/<case>.json (recctl's start reply), OUTDIR/<case>.m4a (the file) for the host to check.
+# Writes OUTDIR/<case>.json (recctl's start reply), OUTDIR/<case>.m4a (the file), OUTDIR/<case>.ffmpeg-maps.txt
+# (how many of recd's mappings are FFmpeg's) for the host to check.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
@@ -30,6 +31,8 @@ take() { # case-name tone.wav
   "$recctl" --socket "$sock" status > "$out/$1.status.txt"
   sleep 2.5
   "$recctl" --socket "$sock" --json record stop > "$out/$1.stop.json"
+  # FFmpeg's libraries mapped in recd (none: the conversion and the encoding ran in a media worker).
+  grep -c -E '/libav|/libsw' "/proc/$recd_pid/maps" > "$out/$1.ffmpeg-maps.txt" || true
   kill "$player" 2>/dev/null || true
   wait "$player" 2>/dev/null || true
   local file

@@ -2,7 +2,7 @@
 # Runs INSIDE the test VM (shared/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
 # snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
 # Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
-# Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound),
+# Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound), av-ffmpeg-maps.txt,
 # silent.mov/silent.json (--video-only), paused-av.* and paused-silent.* (paused and resumed), busy.txt, nocamera.txt, output-node.txt, nomic.txt (refusals),
 # drops.json (frames vivid was told to drop), unplugged.json/unplugged.mov (camera disconnected
 # mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), full.json/
@@ -46,6 +46,8 @@ rc --json devices > "$out/devices.json"
 rc --json record start --video --title "vm video" > "$out/av-start.json"
 sleep 4
 rc --json record stop --save > "$out/av.json"
+# FFmpeg's libraries mapped in recd (none: the camera's conversion, both encoders and the muxer ran in a media worker).
+grep -c -E '/libav|/libsw' "/proc/$recd_pid/maps" > "$out/av-ffmpeg-maps.txt" || true
 cp "$work/data/$(file_of "$out/av.json")" "$out/av.mov"
 rc poster "$(id_of "$out/av.json")" -o "$out/av.jpg"
 
