@@ -132,7 +132,7 @@ let package = Package(
         // Not a product: bench/metering.py builds and runs it.
         .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media"], swiftSettings: strict),
 
-        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "Capture", "Metering", "Playback", "Server"],
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "MediaWorker", "Capture", "Metering", "Playback", "Server"],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
     ],

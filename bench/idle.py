@@ -4,7 +4,9 @@
   wake-ups   context switches (voluntary + involuntary) of all of recd's threads over IDLE_SECONDS
              (60) with no recording, no playback and no client, from /proc/PID/task/*/status; per
              thread name, so a periodic one shows whose it is. Two windows after the work: the first
-             holds the one close of FFmpeg's libraries (30 s after their last use), the second not.
+             holds the end of the idle media worker (30 s after its last use), the second not.
+  worker     the media worker (the process that runs FFmpeg for recd: docs/design.md, "FFmpeg in a
+             worker"): its memory while the playback runs, and that none is left after the windows.
   memory     VmRSS, and the resident memory per mapping from /proc/PID/smaps, grouped: the Swift
              runtime, Foundation (with ICU's data), FFmpeg, SQLite, the rest of the libraries, recd's
              own binary, and anonymous memory (heaps, stacks).
@@ -60,7 +62,7 @@ FFMPEG_DEPS = set()
 
 def note_ffmpeg_deps(pid):
     """The libraries FFmpeg's own pull in (ldd of libavformat, libavcodec, libswscale, libswresample as
-    installed: recd loads them at first use and closes them when idle), minus what recd needs itself."""
+    installed: recd's media workers load them, recd never should), minus what recd needs itself."""
     libdir = subprocess.run(["pkg-config", "--variable=libdir", "libavformat"], capture_output=True, text=True).stdout.strip() or "/usr/lib/x86_64-linux-gnu"
     libs = [os.path.join(libdir, f"lib{n}.so") for n in ("avformat", "avcodec", "swscale", "swresample", "avutil")]
     own = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libasound.so.2", "libsqlite3.so.0"}
@@ -74,7 +76,7 @@ def note_ffmpeg_deps(pid):
 def group(path):
     base = os.path.basename(path)
     if any(base.startswith(d.split(".so")[0] + ".so") for d in FFMPEG_DEPS) and not base.startswith(("libav", "libsw")):
-        return "libraries FFmpeg loads (codecs, TLS, XML, SVG, …; what stays after FFmpeg is closed)"
+        return "libraries FFmpeg loads (codecs, TLS, XML, SVG, …)"
     if base.startswith(("libswiftCore", "libswift_", "libswiftGlibc", "libswiftDispatch", "libdispatch", "libBlocksRuntime",
                         "libswiftSynchronization")):
         return "Swift runtime, Concurrency, Dispatch"
@@ -89,6 +91,12 @@ def group(path):
     if path.startswith("/") and ".so" in base:
         return "other libraries (libc, libstdc++, ALSA, …)"
     return "anonymous (heaps, stacks, caches)"
+
+
+def workers(pid):
+    """recd's media workers: its children named recd-media."""
+    out = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(l.split()[0]) for l in out.splitlines() if l.split()[1:] == ["recd-media"]]
 
 
 def memory(pid):
@@ -150,16 +158,18 @@ try:
     api("GET", "/v1/recordings?limit=50")
     api("POST", f"/v1/recordings/{rid}/play", {})
     time.sleep(0.5)
+    working = [memory(w) for w in workers(p.pid)]
     api("POST", "/v1/playback/stop", {}, check=False)   # (ALSA's null device may have played it all)
     api("DELETE", f"/v1/recordings/{rid}")
     time.sleep(3)   # settles (recovery, the loudness pass, the trash)
     log(f"recd idle for {SECONDS} s")
-    # Two windows: the first holds the one-time close of FFmpeg's libraries (30 s after their last
-    # use, --ffmpeg-idle-unload); the second is the daemon left alone for good.
+    # Two windows: the first holds the end of the idle media worker (30 s after its last use,
+    # --ffmpeg-idle-unload); the second is the daemon left alone for good.
     after_rate, after_threads = wakeups(p.pid, SECONDS)
     log(f"recd idle for another {SECONDS} s")
     recd_rate, recd_threads = wakeups(p.pid, SECONDS)
     recd_rss, recd_groups, recd_files, recd_pss = memory(p.pid)
+    workers_left = workers(p.pid)
 
     peers = []
     for label, cmd in (("Swift program awaiting in Swift concurrency (`Task.sleep`)", [peer_bin]), ("`sleep` (C)", ["sleep", "100000"])):
@@ -190,7 +200,7 @@ lines = [TITLE, "",
          f"watchdog (not under systemd), no recording, playback or client, two windows of {SECONDS} s after a recording was made, listed, "
          f"played and deleted.", "",
          "| Process | wake-ups per second | context switches per thread name | RSS |", "|---|---:|---|---:|",
-         f"| recd, the first {SECONDS} s after the work (FFmpeg's libraries are closed in it, once) | {after_rate:.2f} "
+         f"| recd, the first {SECONDS} s after the work (its idle media worker is ended in it, once) | {after_rate:.2f} "
          f"| {threads_text(after_threads)} | |",
          f"| recd, the next {SECONDS} s | {recd_rate:.2f} | {threads_text(recd_threads)} | {recd_rss / 1024:.1f} MB |"]
 for label, rate, threads, rss in peers:
@@ -204,8 +214,12 @@ def shared(groups):
 
 
 lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog's; RSS ≤ 30 MB. The first window's "
-          "switches are the one close of FFmpeg's libraries (`ffmpeg-unload`: a timed wait ending, dlclose), "
-          "not a periodic wake-up: the second window is the daemon left alone.", "",
+          "switches are the one end of the idle media worker (`media-workers`: a timed wait ending, the socket closed, "
+          "the worker reaped), not a periodic wake-up: the second window is the daemon left alone.", "",
+          "The media worker (`recd --media-worker`, named recd-media: FFmpeg runs there, never in recd) during the "
+          "playback: " + ("; ".join(f"RSS {rss / 1024:.1f} MB, PSS {pss / 1024:.1f} MB, {g['libraries']['count']} libraries mapped"
+                                     for rss, g, _, pss in working) or "none found")
+          + f". Media workers left after the windows: {len(workers_left)}.", "",
           "recd's memory (`/proc/PID/smaps`): *private* is this process's alone (heaps, stacks, library data the "
           "loader relocated); *shared clean* is file pages of code and read-only data, also in the page cache "
           "(the kernel maps up to 16 neighbouring pages per fault, and can drop them and read them again). "
@@ -215,8 +229,8 @@ lines += ["", "Goals (issue 17): ≤ 0.1 wake-ups per second beyond the watchdog
           f"| {shared(start_groups) / 1024:.1f} MB | {start_pss / 1024:.1f} MB | {start_groups['libraries']['count']} |",
           f"| idle, after the work above | {recd_rss / 1024:.1f} MB | {private(recd_groups) / 1024:.1f} MB "
           f"| {shared(recd_groups) / 1024:.1f} MB | {recd_pss / 1024:.1f} MB | {recd_groups['libraries']['count']} |", "",
-          "By what it maps (FFmpeg's libraries are loaded at the first recording, playback or import; "
-          "docs/design.md, \"FFmpeg on demand\"):", "", "| Part | RSS at start-up | RSS after the work | private after | shared clean after |",
+          "By what it maps (FFmpeg and the libraries it loads would be here if recd had loaded them; "
+          "docs/design.md, \"FFmpeg in a worker\"):", "", "| Part | RSS at start-up | RSS after the work | private after | shared clean after |",
           "|---|---:|---:|---:|---:|"]
 for name, g in sorted(((n, g) for n, g in recd_groups.items() if n != "libraries"), key=lambda kv: -kv[1]["rss"]):
     lines.append(f"| {name} | {start_groups[name]['rss'] / 1024:.1f} MB | {g['rss'] / 1024:.1f} MB | {g['private'] / 1024:.1f} MB "

@@ -35,8 +35,8 @@ public struct EngineConfiguration: Sendable {
     /// fragment being built. 0: off (only kill -9 is survived with at most a fragment lost).
     public var syncIntervalMs: Int = Self.defaultSyncIntervalMs
     public static let defaultSyncIntervalMs = 1000
-    /// FFmpeg's libraries are closed this long after the last recording, playback or import used
-    /// them (`--ffmpeg-idle-unload`); nil: kept once loaded.
+    /// An idle media worker (the process that runs FFmpeg: MediaWorker) is ended this long after its
+    /// last use (`--ffmpeg-idle-unload`); nil: kept once started.
     public var ffmpegIdleUnloadSeconds: Double? = Self.defaultFFmpegIdleUnloadSeconds
     public static let defaultFFmpegIdleUnloadSeconds: Double = 30
     public static let syncIntervalRange = 0...60_000

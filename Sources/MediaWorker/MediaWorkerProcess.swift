@@ -11,8 +11,9 @@ public enum MediaWorkerProcess {
     public static let flag = "--media-worker"
 
     /// Serves requests on descriptor 3 until it closes; never returns. `arguments`: what follows
-    /// the flag (recd's pid, the priority, the log level).
-    public static func run(arguments: [String]) -> Never {
+    /// the flag (recd's pid, the priority, the log level). `handler`: recd's log lines (the journal's
+    /// form under systemd), for a label at a level.
+    public static func run(arguments: [String], handler: @escaping @Sendable (String, Logger.Level) -> any LogHandler) -> Never {
         guard let parent = arguments.first.flatMap({ pid_t($0) }) else {
             FileHandle.standardError.write(Data("recd \(flag) is started by recd itself\n".utf8))
             exit(64)
@@ -33,8 +34,8 @@ public enum MediaWorkerProcess {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
-        var logger = Logger(label: "recd.media-worker") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = arguments.dropFirst(2).first.flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = arguments.dropFirst(2).first.flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)
         // Loaded now, while recd is still busy with the request that started this worker; a worker
         // lives only while it is used, so the libraries are never closed in it.

@@ -15,7 +15,13 @@ enum RecdMain {
     static func main() {
         // A media worker started by a recd (MediaWorkerPool): none of the daemon's set-up.
         if CommandLine.arguments.dropFirst().first == MediaWorkerProcess.flag {
-            MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            let journal = JournalLogHandler.stderrIsJournal()
+            MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { label, level in
+                if journal { return JournalLogHandler(label: label, level: level) }
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
         MallocTuning.apply()   // before any thread allocates
         ConcurrencyOnEventLoops.install()   // why: in ConcurrencyOnEventLoops
@@ -107,7 +113,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("While recording, make the file durable (fdatasync) about this often, so a power cut loses about the last second; 0 turns it off (a kill -9 still loses at most the last fragment).", valueName: "ms"))
     var syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs
 
-    @Option(name: .long, help: ArgumentHelp("Close FFmpeg's libraries (loaded at the first recording, playback or import) this many seconds after their last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
+    @Option(name: .long, help: ArgumentHelp("End an idle media worker (the process that runs FFmpeg for recordings, playbacks and imports) this many seconds after its last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
     var ffmpegIdleUnload: String = ProcessInfo.processInfo.environment["RECD_FFMPEG_IDLE_UNLOAD"]
         ?? String(Int(EngineConfiguration.defaultFFmpegIdleUnloadSeconds))
 

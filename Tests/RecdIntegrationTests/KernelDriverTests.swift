@@ -89,6 +89,9 @@ final class KernelDriverTests: XCTestCase {
             XCTAssertEqual(try XCTUnwrap(Probe.audio(file).duration), Double(stop.capture.framesCaptured) / 48000, accuracy: 0.15, name)
             let maps = try String(contentsOf: out.appendingPathComponent("\(name).ffmpeg-maps.txt"), encoding: .utf8)
             XCTAssertEqual(maps.trimmingCharacters(in: .whitespacesAndNewlines), "0", "\(name): FFmpeg is mapped in recd (it belongs in its media workers)")
+            let workerMaps = try String(contentsOf: out.appendingPathComponent("\(name).worker-ffmpeg-maps.txt"), encoding: .utf8)
+            XCTAssertGreaterThanOrEqual(Int(workerMaps.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 5,
+                                        "\(name): the recording's media worker maps FFmpeg (\(workerMaps))")
         }
     }
 

@@ -5,7 +5,8 @@
 # Usage: aloop-formats.sh RECD RECCTL OUTDIR — OUTDIR holds the tones made on the host:
 #   s32-44k-stereo.wav, s16-48k-mono.wav, s16-96k-stereo.wav
 # Writes OUTDIR/<case>.json (recctl's start reply), OUTDIR/<case>.m4a (the file), OUTDIR/<case>.ffmpeg-maps.txt
-# (how many of recd's mappings are FFmpeg's) for the host to check.
+# and <case>.worker-ffmpeg-maps.txt (how many of recd's and of its media worker's mappings are FFmpeg's)
+# for the host to check.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
@@ -29,10 +30,13 @@ take() { # case-name tone.wav
   sleep 0.5
   "$recctl" --socket "$sock" --json record start > "$out/$1.json"
   "$recctl" --socket "$sock" status > "$out/$1.status.txt"
+  # The recording's media worker (recd's child) maps FFmpeg: the count below, which must find it there.
+  for w in $(cat /proc/"$recd_pid"/task/*/children); do grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$w/maps" || true; done \
+    | sort -n | tail -n 1 > "$out/$1.worker-ffmpeg-maps.txt"
   sleep 2.5
   "$recctl" --socket "$sock" --json record stop > "$out/$1.stop.json"
   # FFmpeg's libraries mapped in recd (none: the conversion and the encoding ran in a media worker).
-  grep -c -E '/libav|/libsw' "/proc/$recd_pid/maps" > "$out/$1.ffmpeg-maps.txt" || true
+  grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$recd_pid/maps" > "$out/$1.ffmpeg-maps.txt" || true
   kill "$player" 2>/dev/null || true
   wait "$player" 2>/dev/null || true
   local file

@@ -47,7 +47,7 @@ rc --json record start --video --title "vm video" > "$out/av-start.json"
 sleep 4
 rc --json record stop --save > "$out/av.json"
 # FFmpeg's libraries mapped in recd (none: the camera's conversion, both encoders and the muxer ran in a media worker).
-grep -c -E '/libav|/libsw' "/proc/$recd_pid/maps" > "$out/av-ffmpeg-maps.txt" || true
+grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$recd_pid/maps" > "$out/av-ffmpeg-maps.txt" || true
 cp "$work/data/$(file_of "$out/av.json")" "$out/av.mov"
 rc poster "$(id_of "$out/av.json")" -o "$out/av.jpg"
 

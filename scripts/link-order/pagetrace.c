@@ -65,6 +65,10 @@ __attribute__((constructor)) static void start_tracing(void) {
     const char *path = getenv("PAGETRACE_OUT");
     if (!path) return;
     out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    // The traced process only: recd's media workers (started with its environment) would truncate
+    // the file and trace themselves into it.
+    unsetenv("PAGETRACE_OUT");
+    unsetenv("LD_PRELOAD");
     if (out_fd < 0) return;
     dl_iterate_phdr(find_main_program, NULL);
     if (segment_hi <= segment_lo) return;

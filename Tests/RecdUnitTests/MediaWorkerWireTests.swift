@@ -1,0 +1,68 @@
+// The media worker's wire (MediaWorker): frames over a socket pair, and errors that cross it as the
+// types recd acts on. The workers themselves are driven through the daemon (MediaWorkerTests).
+import Foundation
+import Media
+@testable import MediaWorker
+import XCTest
+
+final class MediaWorkerWireTests: XCTestCase {
+    func socketPair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        return (fds[0], fds[1])
+    }
+
+    func testFramesCarryTheHeaderAndThePayloadAndTheEndIsClosed() throws {
+        let (a, b) = try socketPair()
+        defer { close(b) }
+        let samples: [Int16] = [1, -2, 3, .max, .min]
+        let header = try JSONEncoder().encode(WorkerRequest.writerAppend(frames: 5))
+        try samples.withUnsafeBytes { try WireIO.write(a, header: header, payload: $0) }
+        try WireIO.write(a, header: try JSONEncoder().encode(WorkerRequest.reset), payload: nil)
+        var payload: [UInt8] = [9, 9, 9]
+        let first = try WireIO.read(b, payload: &payload)
+        guard case .writerAppend(let frames) = try JSONDecoder().decode(WorkerRequest.self, from: first) else {
+            return XCTFail("not the request sent")
+        }
+        XCTAssertEqual(frames, 5)
+        XCTAssertEqual(payload.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }, samples)
+        _ = try WireIO.read(b, payload: &payload)
+        XCTAssertEqual(payload, [], "a frame without payload empties the buffer")
+        close(a)
+        XCTAssertThrowsError(try WireIO.read(b, payload: &payload)) { XCTAssertTrue($0 is WireIO.Closed, "\($0)") }
+    }
+
+    func testAnOversizedFrameIsAProtocolErrorNotAnAllocation() throws {
+        let (a, b) = try socketPair()
+        defer { close(a); close(b) }
+        var lengths: (UInt32, UInt32) = (UInt32(WireIO.maxHeader + 1).littleEndian, 0)
+        XCTAssertEqual(withUnsafeBytes(of: &lengths) { send(a, $0.baseAddress, $0.count, 0) }, 8)
+        var payload: [UInt8] = []
+        XCTAssertThrowsError(try WireIO.read(b, payload: &payload)) { error in
+            XCTAssertTrue("\(error)".contains("protocol error"), "\(error)")
+        }
+    }
+
+    func testErrorsCrossAsTheTypesRecdActsOn() throws {
+        func roundTrip(_ error: any Error) throws -> any Error {
+            let reply = WorkerReply(failure: WorkerFailure(error))
+            let back = try JSONDecoder().decode(WorkerReply.self, from: JSONEncoder().encode(reply))
+            return try XCTUnwrap(back.failure?.error)
+        }
+        // A full disk (AVERROR(ENOSPC)) keeps its code, so recd still says "disk full", and its text.
+        let full = FFmpegError(call: "av_write_frame", code: -ENOSPC, file: "/data/Recordings/a.m4a")
+        let fullBack = try XCTUnwrap(try roundTrip(full) as? FFmpegError)
+        XCTAssertTrue(fullBack.isDiskFull)
+        XCTAssertEqual(fullBack.description, full.description)
+        XCTAssertTrue(fullBack.message.contains("No space left"), fullBack.message)
+        let missing = try XCTUnwrap(try roundTrip(FFmpegError(call: "avformat_open_input", code: -ENOENT, file: "/x")) as? FFmpegError)
+        XCTAssertTrue(missing.isFileMissing)
+        guard case .noStream(let kind, let file)? = try roundTrip(MediaError.noStream(kind: "audio", file: "/y.mov")) as? MediaError else {
+            return XCTFail("MediaError.noStream should cross as itself")
+        }
+        XCTAssertEqual([kind, file], ["audio", "/y.mov"])
+        XCTAssertEqual((try roundTrip(FrameRejected(reason: "short frame")) as? FrameRejected)?.reason, "short frame")
+        struct Other: Error, CustomStringConvertible { var description: String { "something else" } }
+        XCTAssertEqual("\(try roundTrip(Other()))", "something else")
+    }
+}
