@@ -144,7 +144,7 @@ try:
         time.sleep(0.05)
     time.sleep(2)
     note_ffmpeg_deps(p.pid)
-    start_rss, start_groups, _, start_pss = memory(p.pid)
+    start_rss, start_groups, start_files, start_pss = memory(p.pid)
     # Some work first, as a daemon that runs all day has done: a recording (from ALSA's null
     # device), saved, listed, played and deleted; whatever it started must be quiet again after.
     def api(method, path, body=None, check=True):
@@ -249,6 +249,13 @@ def code_layout():
             f"(scripts/link-order/recd-hot.ld), then {sizes.get('.text', 0) / 1024 / 1024:.1f} MB of the rest.")
 
 
+added = {name: kb for name, kb in recd_files.items() if name not in start_files and ".so" in name}
+lines += ["", f"Libraries the work left mapped in recd: {len(added)}, {sum(added.values()) / 1024:.1f} MB resident"
+          + (" (" + ", ".join(f"{n} {kb / 1024:.1f} MB" for n, kb in sorted(added.items(), key=lambda kv: -kv[1])[:6]) + " …)" if added else "")
+          + ". libpulse and what it needs come from the system's ALSA configuration, not from recd: libasound2-plugins' "
+          "/etc/alsa/conf.d/99-pulse.conf runs a hook at the first open of any ALSA device that loads libpulse to ask whether "
+          "a PulseAudio server runs, and libpulse is NODELETE (it and its libraries stay); a machine without that file "
+          "loads none of them."]
 lines += ["", code_layout()]
 lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
 section = "\n".join(lines) + "\n"

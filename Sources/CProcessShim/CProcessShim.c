@@ -28,6 +28,6 @@ int recd_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0);
 }
 
-int recd_set_process_name(const char *name) {
+int recd_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }

@@ -85,12 +85,14 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private func startThreadIfNeeded() {
         guard thread == nil else { return }
         let t = Thread { [self] in run() }
-        t.name = "media-workers"
         t.start()
         thread = t
     }
 
     private func run() {
+        // Its name in /proc (Foundation's Thread.name does not reach the kernel's on Linux: a thread
+        // otherwise keeps the name of the one that made it).
+        _ = recd_set_thread_name("media-workers")
         lock.lock()
         while true {
             if !toStart.isEmpty {

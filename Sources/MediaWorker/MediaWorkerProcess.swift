@@ -30,7 +30,7 @@ public enum MediaWorkerProcess {
         // recd finishes a recording when it is stopped (systemd's SIGTERM to the whole unit, Ctrl-C to
         // a terminal's process group): the worker must outlive that and ends when recd closes it.
         // Its name in ps/top (the kernel's would be "exe", from /proc/self/exe).
-        _ = recd_set_process_name("recd-media")
+        _ = recd_set_thread_name("recd-media")
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)

@@ -15,7 +15,8 @@ int recd_spawn_with_channel(const char *path, char *const argv[], int fd, pid_t 
 /// Returns 0 or -1 with errno.
 int recd_set_parent_death_signal(int sig);
 
-/// prctl(PR_SET_NAME, name): the process's name in ps and top (up to 15 bytes).
-int recd_set_process_name(const char *name);
+/// prctl(PR_SET_NAME, name): the calling thread's name (up to 15 bytes); called on a process's main
+/// thread, its name in ps and top.
+int recd_set_thread_name(const char *name);
 
 #endif
