@@ -30,7 +30,6 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private var toStart: [(Priority, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
-    private var started = 0
 
     /// `executable`: the program run as `executable --media-worker PID` (recd's own binary; the
     /// default, /proc/self/exe, is that even after an upgrade replaced the file). `idleSeconds`: how
@@ -44,9 +43,6 @@ public final class MediaWorkerPool: @unchecked Sendable {
         }
         lock.signal()
     }
-
-    /// Workers started so far (tests, logs).
-    public var startedCount: Int { lock.withLock { started } }
 
     /// An idle worker of `priority`, or a new one.
     func checkout(_ priority: Priority) throws(MediaWorkerError) -> MediaWorkerConnection {
@@ -103,7 +99,6 @@ public final class MediaWorkerPool: @unchecked Sendable {
                     try MediaWorkerConnection.start(exe, arguments: [priority.rawValue, level], priority: priority)
                 }
                 lock.lock()
-                if case .success = result { started += 1 }
                 reply(result)
                 continue
             }
@@ -211,9 +206,6 @@ public final class MediaWorkerLease: @unchecked Sendable {
         self.pool = pool
         connection = try pool.checkout(priority)
     }
-
-    /// The worker's process id (logs, tests).
-    public var pid: pid_t { connection.pid }
 
     deinit { pool.checkin(connection) }
 }

@@ -138,9 +138,11 @@ public final class WorkerContentHash {
         try lease().call(.hashUpdate, sending: bytes, operation: "hashing an upload")
     }
 
-    /// The digest as 64 lower-case hex digits. Call once.
+    /// The digest as 64 lower-case hex digits. Call once: the worker goes back to the pool, where the
+    /// import that follows finds it.
     public func hex() throws -> String {
-        try lease().call(.hashFinish, operation: "hashing an upload").hex.unwrapped("hex")
+        defer { worker = nil }
+        return try lease().call(.hashFinish, operation: "hashing an upload").hex.unwrapped("hex")
     }
 }
 
