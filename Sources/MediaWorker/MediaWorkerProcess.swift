@@ -27,10 +27,10 @@ public enum MediaWorkerProcess {
         // recd's next start recovers; checked after the call too, in case recd died before it.
         _ = recd_set_parent_death_signal(SIGKILL)
         if getppid() != parent { _exit(0) }
-        // recd finishes a recording when it is stopped (systemd's SIGTERM to the whole unit, Ctrl-C to
-        // a terminal's process group): the worker must outlive that and ends when recd closes it.
         // Its name in ps/top (the kernel's would be "exe", from /proc/self/exe).
         _ = recd_set_thread_name("recd-media")
+        // recd finishes a recording when it is stopped (systemd's SIGTERM to the whole unit, Ctrl-C to
+        // a terminal's process group): the worker must outlive that and ends when recd closes it.
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
@@ -137,11 +137,7 @@ struct WorkerServer {
             writer = try AudioFileWriter(path: path, encoding: encoding) { counter.count += 1 }
         case .writerAppend(let frames):
             let w = try openWriter()
-            try payload.withUnsafeBytes { raw in
-                let samples = raw.bindMemory(to: Int16.self)
-                precondition(samples.count >= frames * w.encoding.channels)
-                try w.append(interleaved: samples, frames: frames)
-            }
+            try Self.withSamples(payload, frames: frames, channels: w.encoding.channels) { try w.append(interleaved: $0, frames: frames) }
             reply.samplesWritten = w.samplesWritten
         case .writerFlush:
             try openWriter().flush()
@@ -154,7 +150,7 @@ struct WorkerServer {
             converter = try CapturedPCMConverter(from: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels)
         case .convert(let frames):
             guard let converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
-            guard payload.count >= frames * converter.input.channels * converter.input.format.bytesPerSample else {
+            guard frames >= 0, payload.count >= frames * converter.input.channels * converter.input.format.bytesPerSample else {
                 throw MediaWorkerError.failed("media worker: \(payload.count) bytes for \(frames) frames")
             }
             let converted = try payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: frames) }
@@ -165,11 +161,7 @@ struct WorkerServer {
             video = try VideoFileWriter(path: path, video: encoding, camera: camera, audio: audio) { counter.count += 1 }
         case .videoAppendAudio(let frames):
             let v = try openVideo()
-            try payload.withUnsafeBytes { raw in
-                let samples = raw.bindMemory(to: Int16.self)
-                precondition(samples.count >= frames * v.audioChannels)
-                try v.appendAudio(interleaved: samples, frames: frames)
-            }
+            try Self.withSamples(payload, frames: frames, channels: v.audioChannels) { try v.appendAudio(interleaved: $0, frames: frames) }
         case .videoFinishAudio:
             try openVideo().finishAudio()
         case .videoFlush:
@@ -190,6 +182,16 @@ struct WorkerServer {
             outputs.count = 0
         }
         return reply
+    }
+
+    /// `payload` as the interleaved S16 samples of `frames` frames; a payload too short for them is an
+    /// error of that request (a crash here would end a recording's worker).
+    private static func withSamples(_ payload: [UInt8], frames: Int, channels: Int,
+                                    _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        guard frames >= 0, payload.count >= frames * channels * MemoryLayout<Int16>.size else {
+            throw MediaWorkerError.failed("media worker: \(payload.count) bytes for \(frames) frames of \(channels) channels")
+        }
+        try payload.withUnsafeBytes { try body($0.bindMemory(to: Int16.self)) }
     }
 
     private func openDecoder() throws -> AudioFileDecoder {

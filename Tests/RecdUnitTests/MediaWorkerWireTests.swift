@@ -65,4 +65,22 @@ final class MediaWorkerWireTests: XCTestCase {
         struct Other: Error, CustomStringConvertible { var description: String { "something else" } }
         XCTAssertEqual("\(try roundTrip(Other()))", "something else")
     }
+
+    /// A request whose samples are fewer than it says is an error of that request, not the end of
+    /// the worker (which holds a recording's file): the next, right one is written.
+    func testAShortPayloadIsRefusedAndTheWriterGoesOn() throws {
+        let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).m4a"
+        defer { unlink(path) }
+        var server = WorkerServer(unavailable: nil)
+        var out: [UInt8] = []
+        XCTAssertNil(server.handle(.openWriter(path: path, encoding: AudioEncoding()), payload: [], out: &out).failure)
+        let short = server.handle(.writerAppend(frames: 1024), payload: [UInt8](repeating: 0, count: 100), out: &out)
+        guard case .other(let text)? = short.failure else { return XCTFail("a short payload must be refused: \(short)") }
+        XCTAssertTrue(text.contains("100 bytes for 1024 frames"), text)
+        let samples = [UInt8](repeating: 0, count: 2048 * 2)
+        let ok = server.handle(.writerAppend(frames: 2048), payload: samples, out: &out)
+        XCTAssertNil(ok.failure)
+        XCTAssertEqual(ok.samplesWritten, 2048)
+        XCTAssertNil(server.handle(.writerFinish, payload: [], out: &out).failure)
+    }
 }
