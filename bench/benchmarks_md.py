@@ -38,3 +38,30 @@ def launch_recd(recd, data, sock, log_path, *extra, procs=None, timeout=60):
             break
         time.sleep(0.005)
     sys.exit(f"recd did not start: see {log_path} (KEEP_WORK=1 keeps it)")
+
+
+def recd_cpu_seconds(pid):
+    """CPU seconds (user+sys) recd has used so far, its media workers included: recd encodes, decodes and
+    muxes in child processes (`recd --media-worker`), so its own /proc figure leaves that work out.
+    = recd's utime+stime, + cutime+cstime (the workers it has already ended and reaped), + utime+stime of
+    each child still running. Take the difference of two readings."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(p):   # the fields after the ")" that ends the command name (which may hold spaces)
+        return open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+
+    f = fields(pid)
+    total = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+    children = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            children.update(open(f"/proc/{pid}/task/{task}/children").read().split())
+        except OSError:
+            pass   # the thread ended meanwhile
+    for child in children:
+        try:
+            c = fields(child)
+            total += int(c[11]) + int(c[12])
+        except OSError:
+            pass   # ended and reaped meanwhile: its time is in recd's cutime/cstime
+    return total / tick

@@ -5,8 +5,8 @@
                      (1920-frame periods, as the capture thread) and WaveformBuilder (4096-frame
                      blocks, as the encoder thread) over 60 s of 48 kHz stereo, on the thread CPU
                      clock; beside it, the CPU recd itself spends recording 10 s of 48 kHz stereo from
-                     a paced ALSA device (utime+stime of the recd process from /proc, start to stop,
-                     meters published to a listening `recctl events`). Share = metering per 10 s /
+                     a paced ALSA device (utime+stime of the recd process and its media workers from
+                     /proc, start to stop, meters published to a listening `recctl events`). Share = metering per 10 s /
                      recd per 10 s. Goal: <= 3%.
   1-hour waveform    recd computing the waveform of a 1-hour AAC file it has no waveform for (first
                      GET /v1/recordings/{id}/waveform: decode + build + store; Server-Timing), beside
@@ -17,7 +17,7 @@ built with `scripts/swift-build-release` first, which is quick when they are up 
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import launch_recd, write_section
+from benchmarks_md import launch_recd, recd_cpu_seconds, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -27,7 +27,6 @@ BENCH = os.environ.get("BENCH_BIN", ".build/release/recd-bench")
 RUNS = int(os.environ.get("RUNS", "3"))
 HOUR = int(os.environ.get("HOUR_SECONDS", "3600"))
 TITLE = "## Meters and waveforms"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def log(*a):
@@ -79,11 +78,6 @@ def start_recd(data, sock, *extra):
     return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), *extra, procs=procs)[0]
 
 
-def cpu_of(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
 def curl(sock, method, path):
     r = subprocess.run(["curl", "-s", "-D", "-", "-o", os.path.join(WORK, "body"), "-w", "\n%{http_code}",
                         "--unix-socket", sock, "-X", method, "http://recd" + path], capture_output=True, text=True)
@@ -121,11 +115,11 @@ try:
     time.sleep(0.5)
     recd_cpu = []
     for i in range(RUNS):
-        before = cpu_of(recd.pid)
+        before = recd_cpu_seconds(recd.pid)
         subprocess.run([RECCTL, "--socket", sock, "record", "start"], check=True, capture_output=True)
         time.sleep(10)
         subprocess.run([RECCTL, "--socket", sock, "record", "stop", "--discard"], check=True, capture_output=True)
-        recd_cpu.append(cpu_of(recd.pid) - before)
+        recd_cpu.append(recd_cpu_seconds(recd.pid) - before)
         log(f"recd recording 10 s: {recd_cpu[-1]:.2f} s CPU")
     listener.terminate()
     meters_seen = sum(1 for _ in open(os.path.join(WORK, "events")))
@@ -148,11 +142,11 @@ try:
     for i in range(RUNS):
         # Forget the stored waveform, so the next request computes it again.
         subprocess.run(["sqlite3", os.path.join(data2, "catalog.sqlite"), f"DELETE FROM waveform WHERE recordingID = '{rid}';"], check=True)
-        cpu0 = cpu_of(recd2.pid)
+        cpu0 = recd_cpu_seconds(recd2.pid)
         t0 = time.perf_counter()
         body, server = curl(sock2, "GET", f"/v1/recordings/{rid}/waveform?pixels=1000")
         wall = time.perf_counter() - t0
-        recd_wave.append((server / 1000 if server else wall, cpu_of(recd2.pid) - cpu0))
+        recd_wave.append((server / 1000 if server else wall, recd_cpu_seconds(recd2.pid) - cpu0))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", hour, "-f", "null", "-"], check=True)
@@ -180,7 +174,8 @@ lines = [
     f"Written by `bench/metering.py` on {datetime.date.today()} — {os.cpu_count()} CPUs, {cpu}; {kind} build.", "",
     f"**Cost of meters and waveforms**, per 10 s of 48 kHz stereo (medians of {RUNS}). Metering is recd's own "
     "LevelMeter and WaveformBuilder run by `recd-bench` on the thread CPU clock, in the block sizes recd uses; "
-    "recd is the whole daemon recording 10 s from `pulse:mic.monitor` (paced), AAC 128 kbit/s, with a "
+    "recd is the whole daemon (its media worker, which encodes and writes the file, included) recording 10 s from "
+    "`pulse:mic.monitor` (paced), AAC 128 kbit/s, with a "
     f"`recctl events --type meter` listening ({meters_seen} meter events received).", "",
     "| Per 10 s of stereo | CPU | share of recd recording |", "|---|---:|---:|",
     f"| LevelMeter (20 readings/s) | {meter10 * 1000:.2f} ms | {meter10 / recd10 * 100:.2f}% |",
@@ -191,7 +186,7 @@ lines = [
     f"**Waveform of a {HOUR // 60}-minute file by decoding** (mono AAC 128 kbit/s, no stored waveform: the first "
     f"`GET /v1/recordings/{{id}}/waveform` decodes, builds and stores it; medians of {RUNS}), beside ffmpeg decoding "
     "the same file to nothing:", "",
-    "| | wall | CPU | recd / ffmpeg (wall) |", "|---|---:|---:|---:|",
+    "| | wall | CPU (recd's with its media worker's) | recd / ffmpeg (wall) |", "|---|---:|---:|---:|",
     f"| recd, first request (Server-Timing) | {rw:.2f} s | {rc:.2f} s | {rw / med(ff_wall):.2f}× |",
     f"| `ffmpeg -i FILE -f null -` | {med(ff_wall):.2f} s | {med(ff_cpu):.2f} s | 1.00× |",
     f"| recd, stored waveform afterwards (Server-Timing) | {stored:.1f} ms | | |",

@@ -150,8 +150,22 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # --- 1. recd ----------------------------------------------------------------------------------
 # Each run_* sets RESULT (CPU seconds) and logs to stderr; they run in this shell, not in $(...),
 # so the PIDs they start stay visible to the cleanup trap.
+# One take of SECONDS_RECORDED under perf: $1 = perf's output file, $2 = format, $3 = the PIDs to
+# count (comma-separated). perf stops counting at SIGINT, just after record stop has replied
+# (finalization included). Sets REPLY_JSON (the stop reply).
+record_take() {
+    local perf_pid
+    start_tone
+    perf stat -x, -e task-clock -p "$3" -o "$1" & perf_pid=$!
+    sleep 0.2   # perf is attached
+    "$RECCTL_BIN" --socket "$sock" record start --format "$2" >/dev/null
+    sleep "$SECONDS_RECORDED"
+    REPLY_JSON=$("$RECCTL_BIN" --socket "$sock" --json record stop)
+    kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
+    stop_tone
+}
 run_recd() {   # $1 = run number, $2 = format
-    local dir="$WORK/recd$1$2" sock="$WORK/recd$1$2.sock" perf_pid reply
+    local dir="$WORK/recd$1$2" sock="$WORK/recd$1$2.sock"
     mkdir -p "$dir"
     "$RECD_BIN" --data-dir "$dir" --socket "$sock" --capture-device pulse:mic.monitor \
         --channels 2 --bitrate 128000 --opus-bitrate 32000 >"$WORK/recd$1$2.log" 2>&1 & RECD_PID=$!
@@ -162,24 +176,26 @@ run_recd() {   # $1 = run number, $2 = format
     done
     "$RECCTL_BIN" --socket "$sock" status >/dev/null || die "recd does not answer on $sock"
     sleep 0.5   # let start-up settle
-    start_tone
-    # perf counts recd's threads from here on, and the capture and encoder threads the recording
-    # starts; it stops counting at SIGINT, just after record stop has replied.
-    perf stat -x, -e task-clock -p "$RECD_PID" -o "$WORK/recd$1$2.perf" & perf_pid=$!
-    sleep 0.2   # perf is attached
-    "$RECCTL_BIN" --socket "$sock" record start --format "$2" >/dev/null
-    sleep "$SECONDS_RECORDED"
-    reply=$("$RECCTL_BIN" --socket "$sock" --json record stop)
-    kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
-    stop_tone
+    # Two takes per daemon. recd encodes in a media worker (a child process, `recd --media-worker`)
+    # that it starts at the first take and keeps idle for the next. perf counts the processes it
+    # is attached to and every process they start after that (a worker started during a take is
+    # counted: perf's counters are inherited across fork and exec).
+    # Take 1 ("cold"): recd alone is attached; the take starts the worker, so its start is counted.
+    record_take "$WORK/recd$1$2.cold.perf" "$2" "$RECD_PID"
+    COLD_RESULT=$(task_clock "$WORK/recd$1$2.cold.perf")
+    # Take 2 ("warm", the steady state): recd and its idle worker are attached.
+    local workers
+    workers=$(cat /proc/"$RECD_PID"/task/*/children 2>/dev/null | tr -s ' \n' ',' | sed 's/,$//')
+    [[ -n "$workers" ]] || die "recd kept no media worker after its first take; see $WORK/recd$1$2.log"
+    record_take "$WORK/recd$1$2.perf" "$2" "$RECD_PID,$workers"
     kill "$RECD_PID"; wait "$RECD_PID" 2>/dev/null || true; RECD_PID=""
     local file overruns
-    file=$(find "$dir" -name '*.m4a' -o -name '*.mp4' | head -n 1)
-    overruns=$(grep -o '"overruns" *: *[0-9]*' <<<"$reply" | grep -o '[0-9]*$' || echo "?")
+    file=$(find "$dir" \( -name '*.m4a' -o -name '*.mp4' \) -printf '%T@ %p\n' | sort -n | tail -n 1 | cut -d' ' -f2-)   # take 2's
+    overruns=$(grep -o '"overruns" *: *[0-9]*' <<<"$REPLY_JSON" | grep -o '[0-9]*$' || echo "?")
     RESULT=$(task_clock "$WORK/recd$1$2.perf")
     [[ -n "$RESULT" ]] || die "perf stat counted nothing for recd; see $WORK/recd$1$2.perf"
     PER_MINUTE=$(per_minute "$file")
-    log "recd run $1 ($2): $RESULT s CPU; file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
+    log "recd run $1 ($2): $RESULT s CPU (first take, starting its worker: $COLD_RESULT s); file: $( [[ -n "$file" ]] && probe "$file" || echo missing ); overruns: ${overruns:-?}"
 }
 
 # --- 2. ffmpeg CLI from ALSA ------------------------------------------------------------------
@@ -230,11 +246,11 @@ run_capture() {
 }
 
 log "recd: $RECD_SHOWN ($BUILD_KIND); formats: $FORMATS; $RUNS runs each"
-declare -A recd_t cli_t floor_t start_t recd_size floor_size
+declare -A recd_t cold_t cli_t floor_t start_t recd_size floor_size
 cap_t=()
 for i in $(seq "$RUNS"); do   # interleaved, so drift in machine load touches all alike
     for f in $FORMATS; do
-        run_recd "$i" "$f"; recd_t[$f]+="$RESULT "; recd_size[$f]+="$PER_MINUTE "
+        run_recd "$i" "$f"; recd_t[$f]+="$RESULT "; recd_size[$f]+="$PER_MINUTE "; cold_t[$f]+="$COLD_RESULT "
         run_ffmpeg_cli "$i" "$f"; cli_t[$f]+="$RESULT "
         run_floor "$i" "$f"; floor_t[$f]+="$RESULT "; floor_size[$f]+="$PER_MINUTE "
         run_start "$i" "$f"; start_t[$f]+="$RESULT "
@@ -248,18 +264,19 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 [[ -n "$cpu_model" ]] || cpu_model=$(uname -m)
 join() { local IFS=' '; echo "$*"; }
 
-table="| Format | recd CPU s (median of $RUNS) | floor CPU s | recd vs floor | recd vs floor + capture | ffmpeg's start (floor on 0.1 s) | recd vs encode alone + capture | ffmpeg CLI from ALSA | MB per minute (recd / ffmpeg) |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+table="| Format | recd CPU s (median of $RUNS) | recd's first take, starting its worker | floor CPU s | recd vs floor | recd vs floor + capture | ffmpeg's start (floor on 0.1 s) | recd vs encode alone + capture | ffmpeg CLI from ALSA | MB per minute (recd / ffmpeg) |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 goal_line="Goal: recd ≤ ${GOAL}× the floor (ffmpeg encoding the same raw input with the same settings):"
 for f in $FORMATS; do
     # shellcheck disable=SC2086
     { r_m=$(median ${recd_t[$f]}); fl_m=$(median ${floor_t[$f]}); c_m=$(median ${cli_t[$f]});
-      rs=$(median ${recd_size[$f]}); fs=$(median ${floor_size[$f]}); st_m=$(median ${start_t[$f]}); }
+      rs=$(median ${recd_size[$f]}); fs=$(median ${floor_size[$f]}); st_m=$(median ${start_t[$f]});
+      cold_m=$(median ${cold_t[$f]}); }
     both=$(awk -v a="$fl_m" -v b="$cap_m" 'BEGIN { printf "%.3f", a + b }')
     alone=$(awk -v a="$fl_m" -v s="$st_m" -v b="$cap_m" 'BEGIN { v = a - s; if (v < 0.001) v = 0.001; printf "%.3f", v + b }')
     verdict=$(awk -v a="$r_m" -v b="$fl_m" -v g="$GOAL" 'BEGIN { print (b > 0 && a / b <= g) ? "met" : "not met" }')
     table+="
-| $f | $r_m ($(join ${recd_t[$f]})) | $fl_m ($(join ${floor_t[$f]})) | $(ratio "$r_m" "$fl_m") | $(ratio "$r_m" "$both") | $st_m | $(ratio "$r_m" "$alone") | $c_m ($(ratio "$c_m" "$fl_m")) | $rs / $fs |"
+| $f | $r_m ($(join ${recd_t[$f]})) | $cold_m ($(ratio "$cold_m" "$fl_m") of the floor) | $fl_m ($(join ${floor_t[$f]})) | $(ratio "$r_m" "$fl_m") | $(ratio "$r_m" "$both") | $st_m | $(ratio "$r_m" "$alone") | $c_m ($(ratio "$c_m" "$fl_m")) | $rs / $fs |"
     goal_line+=" $f ${verdict} ($(ratio "$r_m" "$fl_m"));"
 done
 goal_line="${goal_line%;}. Capture alone (arecord, same device, to /dev/null): $cap_m s ($(join "${cap_t[@]}"))."
@@ -273,8 +290,11 @@ CPU seconds to record ${SECONDS_RECORDED} s of 48 kHz stereo: AAC-LC at 128 kbit
 32 kbit/s VBR with 20 ms frames, FLAC at compression level 5, each into MP4. CPU is perf's
 \`task-clock\` (the time every thread spent on a CPU, user and kernel, counted exactly rather than in
 10 ms ticks). recd: \`perf stat -p\` attached before \`record start\` and stopped just after \`record stop\`
-returns (the recording's threads, finalization included; daemon start-up excluded). ffmpeg and
-arecord: \`perf stat\` of the whole process.
+returns (the recording's threads, finalization included; daemon start-up excluded). recd encodes in
+a media worker, a child process it starts at the first take and keeps idle for the next (30 s by
+default), so each daemon makes two takes: the first with recd alone attached (the worker it starts
+is counted, start included: perf's counters follow fork and exec), the second — the figure compared
+— with recd and its idle worker attached. ffmpeg and arecord: \`perf stat\` of the whole process.
 Capture source: a private PulseAudio null sink playing a 440 Hz tone, through ALSA's pulse plugin.
 The floor: the ffmpeg CLI encoding the same ${SECONDS_RECORDED} s from a raw file with the same settings
 (\`$(codec_args aac)\`, \`$(codec_args opus)\`, \`$(codec_args flac)\`, \`-f mp4\`). Sizes: MB per minute of the

@@ -173,7 +173,9 @@ lines = [
     "-sample_rate 48000 -channels 1 -i hw:Loopback,1,0 "
     f"-c:v libx264 -preset ultrafast -tune zerolatency -crf 23 -g {FPS} -pix_fmt yuv420p -c:a aac -b:a 128k "
     f"-movflags frag_keyframe+empty_moov+default_base_moof -frag_duration 1000000 -flush_packets 1 -t {SECS} out.mov`.", "",
-    "How it is counted. recd: started fresh each round (its start-up not counted); utime+stime of the daemon from "
+    "How it is counted. recd: started fresh each round (its start-up not counted), then a 2 s take, not counted, "
+    "which starts the media worker (the child process, `recd --media-worker`, that encodes and muxes) kept for "
+    "the measured take, as a running daemon's takes find it; utime+stime of the daemon and its media workers from "
     "`/proc/PID/stat` just before `recctl record start --video` and just after `recctl record stop --save` "
     "returns, over the recording's `duration` in the stop reply. recctl is another process and not counted; "
     "recd's own idle work during the take is. ffmpeg: `/usr/bin/time` of the whole process, over ffprobe's "

@@ -7,8 +7,9 @@
 # CPU seconds of recording SECONDS of H.264 + AAC from /dev/video0 (vivid, 320x180 YU12 at 15 fps)
 # and hw:Loopback,1,0 (snd-aloop, 48 kHz mono; a 1 kHz tone is played into hw:Loopback,0,0 the
 # whole time), ROUNDS times (default 3) alternating:
-#   recd    the daemon (started fresh each round, its start-up not counted) driven by recctl:
-#           utime+stime of the recd process from /proc/PID/stat, read just before `record start
+#   recd    the daemon (started fresh each round, its start-up not counted; a 2 s take first, not
+#           counted, starts its media worker) driven by recctl: utime+stime of the recd process and
+#           its media workers from /proc/PID/stat, read just before `record start
 #           --video` and just after `record stop --save` returns (so the finalizing remux, the
 #           waveform and the poster are included); recorded seconds = the reply's recording.duration.
 #   ffmpeg  the ffmpeg CLI recording the same devices with the same codec and muxer settings, for
@@ -36,16 +37,28 @@ pids+=($!)
 player=$!
 
 TICK=$(getconf CLK_TCK)
-# utime+stime of all threads of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat,
-# counted after the ")" that ends the command name).
-ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{ print $12 + $13 }' <<<"$s"; }
+# CPU of recd and its media workers so far, in clock ticks. recd encodes and muxes in child processes
+# (`recd --media-worker`), so the figure is recd's utime+stime (fields 14, 15 of /proc/PID/stat,
+# counted after the ")" that ends the command name), + cutime+cstime (16, 17: workers it has ended
+# and reaped), + utime+stime of each child still running.
+ticks() {
+    local s total c cs
+    s=$(<"/proc/$1/stat"); s=${s##*) }
+    total=$(awk '{ print $12 + $13 + $14 + $15 }' <<<"$s")
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        cs=$(cat "/proc/$c/stat" 2>/dev/null) || continue   # ended meanwhile: counted in cutime
+        cs=${cs##*) }
+        total=$((total + $(awk '{ print $12 + $13 }' <<<"$cs")))
+    done
+    echo "$total"
+}
 now() { date +%s.%N; }
 
 # --- recd ----------------------------------------------------------------------------------------
 run_recd() {   # $1 = round
     local n=$1 sock=$work/recd$1.sock data=$work/data$1 before after t0 t1 pid
     "$recd" --data-dir "$data" --socket "$sock" --capture-device hw:Loopback,1,0 --channels 1 --bitrate 128000 \
-        --video-device /dev/video0 --video-size $size --video-fps $fps --video-preset ultrafast --video-crf 23 \
+        --video-device /dev/video0 --video-size $size --video-fps $fps --video-preset ultrafast --video-crf 23 --ffmpeg-idle-unload 300 \
         >"$out/recd$n.log" 2>&1 &
     pid=$!
     pids+=($pid)
@@ -55,6 +68,11 @@ run_recd() {   # $1 = round
         sleep 0.1
     done
     "$recctl" --socket "$sock" status >/dev/null
+    # A short take first, not counted: it starts the media worker that the measured take then uses,
+    # as a running daemon's recordings do (its start, like recd's own and ffmpeg's, is not counted).
+    "$recctl" --socket "$sock" record start --video >/dev/null
+    sleep 2
+    "$recctl" --socket "$sock" record stop --discard >/dev/null
     sleep 1   # let start-up settle
     before=$(ticks $pid); t0=$(now)
     "$recctl" --socket "$sock" --json record start --video >"$out/recd$n-start.json"

@@ -162,10 +162,10 @@ final class MediaWorkerConnection: @unchecked Sendable {
         let reply: WorkerReply
         do {
             let header: Data
-            do { header = try encoder.encode(request) } catch { throw MediaWorkerError.failed("could not encode \(request): \(error)") }
+            do { header = try WorkerCoding.encode(request, json: encoder) } catch { throw MediaWorkerError.failed("could not encode \(request): \(error)") }
             try WireIO.write(fd, header: header, payload: sending)
             let answer = try WireIO.read(fd, payload: &payload)
-            do { reply = try decoder.decode(WorkerReply.self, from: answer) } catch {
+            do { reply = try WorkerCoding.decodeReply(answer, json: decoder) } catch {
                 throw WireIO.Closed(reason: "an unreadable reply (\(error))")
             }
         } catch let closed as WireIO.Closed {
@@ -196,16 +196,38 @@ final class MediaWorkerConnection: @unchecked Sendable {
     }
 }
 
-/// A worker lent to one user; returned to the pool when the lease goes. Share one between objects
-/// that work together (an import's decoder and writer: the sound goes through recd once, not twice).
+/// A worker lent to one user; returned to the pool by `release()` or when the lease goes. Share one
+/// between objects that work together (an import's decoder and writer: the sound goes through recd
+/// once, not twice).
 public final class MediaWorkerLease: @unchecked Sendable {
-    let connection: MediaWorkerConnection
     private let pool: MediaWorkerPool
+    /// nil once given back.
+    private let held: Mutex<MediaWorkerConnection?>
 
     public init(_ priority: MediaWorkerPool.Priority = .normal, pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
         self.pool = pool
-        connection = try pool.checkout(priority)
+        held = Mutex(try pool.checkout(priority))
     }
 
-    deinit { pool.checkin(connection) }
+    /// The worker, for `operation`; an error once the lease was given back (the worker may be another
+    /// user's by then, so a late call must not reach it).
+    func connection(for operation: @autoclosure () -> String) throws(MediaWorkerError) -> MediaWorkerConnection {
+        guard let connection = held.withLock({ $0 }) else {
+            throw .failed("\(operation()): its media worker was already given back")
+        }
+        return connection
+    }
+
+    /// Gives the worker back now, for the next user (a recording's writer does when the file is
+    /// finished, so the finalizing remux that follows reuses it rather than start a second worker).
+    /// Idempotent; the lease is of no use after it.
+    public func release() {
+        let connection: MediaWorkerConnection? = held.withLock { c in
+            defer { c = nil }
+            return c
+        }
+        if let connection { pool.checkin(connection) }
+    }
+
+    deinit { release() }
 }

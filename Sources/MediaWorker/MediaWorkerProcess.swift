@@ -49,14 +49,14 @@ public enum MediaWorkerProcess {
             let request: WorkerRequest
             do {
                 let header = try WireIO.read(3, payload: &payload)
-                request = try decoder.decode(WorkerRequest.self, from: header)
+                request = try WorkerCoding.decodeRequest(header, json: decoder)
             } catch {
                 _exit(0)   // recd closed the socket (the worker is no longer wanted) or broke the protocol
             }
             var out: [UInt8] = []
             let reply = server.handle(request, payload: payload, out: &out)
             do {
-                let header = try encoder.encode(reply)
+                let header = try WorkerCoding.encode(reply, json: encoder)
                 try out.withUnsafeBytes { try WireIO.write(3, header: header, payload: $0) }
             } catch {
                 _exit(0)

@@ -8,7 +8,8 @@ import Media
 public enum WorkerMedia {
     public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
         let worker = try lease ?? MediaWorkerLease()
-        return try worker.connection.call(.probe(path: path), operation: "the probe of \(path)").info.unwrapped("info")
+        let operation = "the probe of \(path)"
+        return try worker.connection(for: operation).call(.probe(path: path), operation: operation).info.unwrapped("info")
     }
 
     /// `MP4Finalizer.remux`.
@@ -17,21 +18,25 @@ public enum WorkerMedia {
         let worker = try lease ?? MediaWorkerLease()
         let request = WorkerRequest.remux(source: source, destination: destination, streams: streams,
                                           container: container, hidePriming: hidePriming)
-        return try worker.connection.call(request, operation: "the remux of \(source)").remux.unwrapped("remux")
+        let operation = "the remux of \(source)"
+        return try worker.connection(for: operation).call(request, operation: operation).remux.unwrapped("remux")
     }
 
     /// `MP4Trimmer.trim`.
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
         let worker = try MediaWorkerLease()
         let request = WorkerRequest.trim(source: source, destination: destination, start: start, end: end)
-        return try worker.connection.call(request, operation: "the trim of \(source)").trim.unwrapped("trim")
+        let operation = "the trim of \(source)"
+        return try worker.connection(for: operation).call(request, operation: operation).trim.unwrapped("trim")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.
     public static func poster(fromFile path: String) throws -> Data {
         let worker = try MediaWorkerLease()
-        try worker.connection.call(.poster(path: path), operation: "the poster of \(path)")
-        return Data(worker.connection.payload)
+        let operation = "the poster of \(path)"
+        let connection = try worker.connection(for: operation)
+        try connection.call(.poster(path: path), operation: operation)
+        return Data(connection.payload)
     }
 }
 
@@ -47,24 +52,24 @@ public final class WorkerAudioDecoder {
     public init(path: String, lease: MediaWorkerLease? = nil, priority: MediaWorkerPool.Priority = .normal) throws {
         worker = try lease ?? MediaWorkerLease(priority)
         self.path = path
-        let format = try worker.connection.call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
+        let format = try worker.connection(for: "opening \(path)").call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
         sourceSampleRate = format.sampleRate
         sourceChannels = format.channels
         duration = format.duration
     }
 
     public func setOutput(rate: Int, channels: Int) throws {
-        try worker.connection.call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
+        try worker.connection(for: "decoding \(path)").call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
         self.channels = channels
     }
 
     public func seek(to seconds: Double) throws {
-        try worker.connection.call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
+        try worker.connection(for: "a seek in \(path)").call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
     }
 
     /// As `AudioFileDecoder.read`: the next block into `buffer` (grown to fit, never shrunk).
     public func read(into buffer: inout [Int16]) throws -> (start: Double, frames: Int)? {
-        let connection = worker.connection
+        let connection = try worker.connection(for: "decoding \(path)")
         guard let block = try connection.call(.decoderRead, operation: "decoding \(path)").block else { return nil }
         let samples = block.frames * channels
         guard connection.payload.count == samples * MemoryLayout<Int16>.size else {
@@ -83,14 +88,19 @@ public final class WorkerAudioWriter {
     public let path: String
     public let encoding: AudioEncoding
     private let worker: MediaWorkerLease
+    /// Whether the lease is this writer's own (given back when the file is finished) or its caller's.
+    private let ownsLease: Bool
     private let onOutputWritten: (() -> Void)?
     private var finished = false
     public private(set) var samplesWritten: Int64 = 0
 
     /// `onOutputWritten` is called on the writing thread each time a fragment has reached the file.
+    /// `lease`: a worker shared with the caller, who keeps it; without one the writer takes its own
+    /// and gives it back at `finish()`.
     public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil,
                 onOutputWritten: (() -> Void)? = nil) throws {
         worker = try lease ?? MediaWorkerLease()
+        ownsLease = lease == nil
         self.path = path
         self.encoding = encoding
         self.onOutputWritten = onOutputWritten
@@ -99,6 +109,7 @@ public final class WorkerAudioWriter {
 
     public func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
         precondition(samples.count >= frames * encoding.channels)
+        guard !finished else { throw MediaWorkerError.failed("writing \(path): the file was already finished") }
         try call(.writerAppend(frames: frames),
                  sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * encoding.channels * MemoryLayout<Int16>.size))
     }
@@ -108,14 +119,17 @@ public final class WorkerAudioWriter {
         try call(.writerFlush)
     }
 
+    /// Writes the file's end. Its own worker goes back to the pool then, done or not (the finalizer
+    /// that follows finds it idle).
     public func finish() throws {
         guard !finished else { return }
         finished = true
+        defer { if ownsLease { worker.release() } }
         try call(.writerFinish)
     }
 
     private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
-        let reply = try worker.connection.call(request, sending: sending, operation: "writing \(path)")
+        let reply = try worker.connection(for: "writing \(path)").call(request, sending: sending, operation: "writing \(path)")
         if let n = reply.samplesWritten { samplesWritten = n }
         for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
     }
@@ -130,7 +144,7 @@ public final class WorkerContentHash {
 
     private func lease() throws -> MediaWorkerConnection {
         if worker == nil { worker = try MediaWorkerLease() }
-        return worker!.connection
+        return try worker!.connection(for: "hashing an upload")
     }
 
     public func update(_ bytes: UnsafeRawBufferPointer) throws {
@@ -158,14 +172,14 @@ public final class WorkerPCMConverter {
         worker = try MediaWorkerLease()
         input = (format, rate, channels)
         output = (toRate, toChannels)
-        try worker.connection.call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
+        try worker.connection(for: "converting captured sound").call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
                                    operation: "converting captured sound")
     }
 
     /// As `CapturedPCMConverter.convert`: the result is valid until the next call.
     public func convert(_ samples: UnsafeRawPointer, frames: Int) throws -> UnsafeBufferPointer<Int16> {
         let bytes = frames * input.channels * input.format.bytesPerSample
-        let connection = worker.connection
+        let connection = try worker.connection(for: "converting captured sound")
         try connection.call(.convert(frames: frames), sending: UnsafeRawBufferPointer(start: samples, count: bytes),
                             operation: "converting captured sound")
         let count = connection.payload.count / MemoryLayout<Int16>.size
@@ -226,7 +240,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
     public func appendVideo(_ bytes: UnsafeRawBufferPointer, pts: Int64, poster: ((Data) -> Void)? = nil) throws -> Bool {
         var jpeg: Data?
         let appended: Bool = try lock.withLock {
-            let connection = worker.connection
+            let connection = try worker.connection(for: "writing \(path)")
             let reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil), sending: bytes, operation: "writing \(path)")
             outputs(reply)
             if reply.appended == true {
@@ -251,15 +265,21 @@ public final class WorkerVideoWriter: @unchecked Sendable {
 
     public func finishVideo() throws { try call(.videoFinishFrames) }
 
-    /// Writes the trailer and closes the file.
+    /// Writes the trailer and closes the file. The worker goes back to the pool then, done or not
+    /// (the finalizer that follows finds it idle).
     public func close() throws {
         guard !lock.withLock({ closed }) else { return }
+        defer {
+            lock.withLock { closed = true }
+            worker.release()
+        }
         try call(.videoClose)
-        lock.withLock { closed = true }
     }
 
     private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
-        try lock.withLock { outputs(try worker.connection.call(request, sending: sending, operation: "writing \(path)")) }
+        try lock.withLock {
+            outputs(try worker.connection(for: "writing \(path)").call(request, sending: sending, operation: "writing \(path)"))
+        }
     }
 
     /// Called under `lock`, as `VideoFileWriter` called it under its muxer's.

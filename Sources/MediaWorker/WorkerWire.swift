@@ -1,5 +1,6 @@
 // What recd and a media worker say to each other over their socket pair: one request, one reply,
-// each a frame of a JSON header and raw bytes (PCM, a picture) beside it.
+// each a frame of a header (JSON, or compact binary for the per-block ones: `WorkerCoding`) and raw
+// bytes (PCM, a picture) beside it.
 import Foundation
 import Media
 
@@ -112,6 +113,120 @@ public enum MediaWorkerError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// How headers are written: JSON (Codable) for every request and reply, except the ones that go
+/// with each block of sound or picture (tens a second while recording or playing), which go as a
+/// few fixed binary fields. Measured: decoding a `WorkerRequest` from JSON cost the worker more than
+/// FLAC-encoding the block it came with, and the round trip's JSON about a fifth of a recording's
+/// CPU. A JSON header starts with `{`; a compact one with its tag byte (below 0x20).
+enum WorkerCoding {
+    private enum Tag: UInt8 {
+        case writerAppend = 1, videoAppendAudio, convert, decoderRead, hashUpdate, videoAppendFrame
+        /// A reply with no failure, and only the per-block fields (`CompactReply`).
+        case reply = 0x10
+    }
+
+    static func encode(_ request: WorkerRequest, json: JSONEncoder) throws -> Data {
+        var w = CompactWriter()
+        switch request {
+        case .writerAppend(let frames): w.tag(Tag.writerAppend.rawValue); w.int(Int64(frames))
+        case .videoAppendAudio(let frames): w.tag(Tag.videoAppendAudio.rawValue); w.int(Int64(frames))
+        case .convert(let frames): w.tag(Tag.convert.rawValue); w.int(Int64(frames))
+        case .decoderRead: w.tag(Tag.decoderRead.rawValue)
+        case .hashUpdate: w.tag(Tag.hashUpdate.rawValue)
+        case .videoAppendFrame(let pts, let poster): w.tag(Tag.videoAppendFrame.rawValue); w.int(pts); w.int(poster ? 1 : 0)
+        default: return try json.encode(request)
+        }
+        return w.data
+    }
+
+    static func decodeRequest(_ header: Data, json: JSONDecoder) throws -> WorkerRequest {
+        guard let first = header.first, first < 0x20 else { return try json.decode(WorkerRequest.self, from: header) }
+        var r = CompactReader(header)
+        let request: WorkerRequest
+        switch Tag(rawValue: try r.tag()) {
+        case .writerAppend: request = .writerAppend(frames: Int(try r.int()))
+        case .videoAppendAudio: request = .videoAppendAudio(frames: Int(try r.int()))
+        case .convert: request = .convert(frames: Int(try r.int()))
+        case .decoderRead: request = .decoderRead
+        case .hashUpdate: request = .hashUpdate
+        case .videoAppendFrame: request = .videoAppendFrame(pts: try r.int(), poster: try r.int() != 0)
+        case .reply, nil: throw CompactReader.Malformed(reason: "request tag \(first)")
+        }
+        try r.end()
+        return request
+    }
+
+    static func encode(_ reply: WorkerReply, json: JSONEncoder) throws -> Data {
+        guard reply.failure == nil, reply.info == nil, reply.remux == nil, reply.trim == nil, reply.hex == nil,
+              reply.decoder == nil else { return try json.encode(reply) }
+        // A byte of which fields follow, then each present one.
+        var present: UInt8 = 0
+        if reply.samplesWritten != nil { present |= 1 }
+        if reply.outputsWritten != nil { present |= 2 }
+        if reply.appended != nil { present |= 4 }
+        if reply.block != nil { present |= 8 }
+        var w = CompactWriter()
+        w.tag(Tag.reply.rawValue)
+        w.tag(present)
+        if let n = reply.samplesWritten { w.int(n) }
+        if let n = reply.outputsWritten { w.int(Int64(n)) }
+        if let appended = reply.appended { w.int(appended ? 1 : 0) }
+        if let block = reply.block { w.int(Int64(bitPattern: block.start.bitPattern)); w.int(Int64(block.frames)) }
+        return w.data
+    }
+
+    static func decodeReply(_ header: Data, json: JSONDecoder) throws -> WorkerReply {
+        guard let first = header.first, first < 0x20 else { return try json.decode(WorkerReply.self, from: header) }
+        var r = CompactReader(header)
+        guard try r.tag() == Tag.reply.rawValue else { throw CompactReader.Malformed(reason: "reply tag \(first)") }
+        let present = try r.tag()
+        guard present & ~0x0f == 0 else { throw CompactReader.Malformed(reason: "reply fields \(present)") }
+        var reply = WorkerReply()
+        if present & 1 != 0 { reply.samplesWritten = try r.int() }
+        if present & 2 != 0 { reply.outputsWritten = Int(try r.int()) }
+        if present & 4 != 0 { reply.appended = try r.int() != 0 }
+        if present & 8 != 0 {
+            let start = Double(bitPattern: UInt64(bitPattern: try r.int()))
+            reply.block = .init(start: start, frames: Int(try r.int()))
+        }
+        try r.end()
+        return reply
+    }
+}
+
+/// Bytes of a compact header: tag bytes and little-endian 64-bit integers.
+private struct CompactWriter {
+    var data = Data(capacity: 40)
+    mutating func tag(_ byte: UInt8) { data.append(byte) }
+    mutating func int(_ value: Int64) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+}
+
+private struct CompactReader {
+    struct Malformed: Error { var reason: String }
+    private let data: Data
+    private var offset: Int
+
+    init(_ data: Data) { self.data = data; offset = data.startIndex }
+
+    mutating func tag() throws -> UInt8 {
+        guard offset < data.endIndex else { throw Malformed(reason: "a short header") }
+        defer { offset += 1 }
+        return data[offset]
+    }
+
+    mutating func int() throws -> Int64 {
+        guard data.endIndex - offset >= 8 else { throw Malformed(reason: "a short header") }
+        var value: Int64 = 0
+        withUnsafeMutableBytes(of: &value) { data.copyBytes(to: $0, from: offset..<(offset + 8)) }
+        offset += 8
+        return Int64(littleEndian: value)
+    }
+
+    func end() throws {
+        guard offset == data.endIndex else { throw Malformed(reason: "\(data.endIndex - offset) bytes left in a header") }
+    }
+}
+
 /// Frames on a stream socket: [header length: UInt32 LE][payload length: UInt32 LE][header][payload].
 /// Blocking I/O on the calling thread; EINTR retried; writes never raise SIGPIPE. Throws `Closed`.
 enum WireIO {
@@ -121,11 +236,20 @@ enum WireIO {
     static let maxHeader = 1 << 20
     static let maxPayload = 1 << 28
 
+    /// One `sendmsg` for the whole frame (when the socket's buffer takes it): three sends woke the
+    /// reader up to three times a frame.
     static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?) throws {
         var lengths: (UInt32, UInt32) = (UInt32(header.count).littleEndian, UInt32(payload?.count ?? 0).littleEndian)
-        try withUnsafeBytes(of: &lengths) { (raw) in try sendAll(fd, raw) }
-        try header.withUnsafeBytes { (raw) in try sendAll(fd, raw) }
-        if let payload, payload.count > 0 { try sendAll(fd, payload) }
+        try withUnsafeMutableBytes(of: &lengths) { lengthBytes in
+            try header.withUnsafeBytes { headerBytes in
+                var parts = [iovec(iov_base: lengthBytes.baseAddress, iov_len: lengthBytes.count),
+                             iovec(iov_base: UnsafeMutableRawPointer(mutating: headerBytes.baseAddress), iov_len: headerBytes.count)]
+                if let payload, payload.count > 0 {
+                    parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count))
+                }
+                try sendAll(fd, &parts)
+            }
+        }
     }
 
     /// Reads one frame: its header, and its payload into `payload` (resized to fit; kept between calls).
@@ -143,13 +267,28 @@ enum WireIO {
         return header
     }
 
-    private static func sendAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < raw.count {
-            let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+    /// Sends every byte of `parts` in order, however many calls the socket's buffer takes.
+    private static func sendAll(_ fd: Int32, _ parts: inout [iovec]) throws {
+        var first = 0
+        while first < parts.count {
+            let n = parts.withUnsafeMutableBufferPointer { iov -> Int in
+                var message = msghdr()
+                message.msg_iov = iov.baseAddress! + first
+                message.msg_iovlen = iov.count - first
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw Closed(reason: String(cString: strerror(errno))) }
-            offset += n
+            // Past the parts sent whole, into the one sent in part.
+            var sent = n
+            while first < parts.count && sent >= parts[first].iov_len {
+                sent -= parts[first].iov_len
+                first += 1
+            }
+            if sent > 0 {
+                parts[first].iov_base += sent
+                parts[first].iov_len -= sent
+            }
         }
     }
 

@@ -173,6 +173,24 @@ final class MediaWorkerTests: DaemonTestCase {
         try assertNoFFmpegMapped(pid, "after a recording")
     }
 
+    /// A recording's writer gives its worker back when the file is finished, so the finalizing
+    /// remux and probe at stop run in that same worker: no second worker is started (~40 ms and
+    /// ~50 MB each), and the one kept idle afterwards is the recording's.
+    func testAStoppedRecordingIsFinalizedInItsOwnWorker() throws {
+        let pid = try recdPID
+        try pulse.play(try Tones.sine())
+        for take in 1...2 {
+            XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+            Thread.sleep(forTimeInterval: 1.2)
+            let during = try workers(of: pid)
+            XCTAssertEqual(during.count, 1, "take \(take): one worker writes the recording\n\(daemon.log)")
+            let stop = try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save")
+            XCTAssertEqual(stop.recording?.state, .ready)
+            XCTAssertEqual(try workers(of: pid), during, "take \(take): the finalizing remux reused the recording's worker\n\(daemon.log)")
+        }
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.count, 2)
+    }
+
     /// kill -9 of recd takes its workers with it (PR_SET_PDEATHSIG): none goes on writing a file the
     /// next start recovers.
     func testKillingRecdEndsItsWorkers() throws {

@@ -83,4 +83,80 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(ok.samplesWritten, 2048)
         XCTAssertNil(server.handle(.writerFinish, payload: [], out: &out).failure)
     }
+
+    /// The per-block requests and replies go without JSON (`WorkerCoding`) and come back as sent;
+    /// the others still go as JSON.
+    func testPerBlockMessagesGoCompactAndComeBackAsSent() throws {
+        let json = JSONEncoder(), parse = JSONDecoder()
+        let compact: [WorkerRequest] = [.writerAppend(frames: 4096), .videoAppendAudio(frames: 1), .convert(frames: 0),
+                                        .decoderRead, .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true),
+                                        .videoAppendFrame(pts: 512, poster: false)]
+        for request in compact {
+            let header = try WorkerCoding.encode(request, json: json)
+            XCTAssertLessThan(try XCTUnwrap(header.first), 0x20, "\(request) should go compact")
+            XCTAssertEqual("\(try WorkerCoding.decodeRequest(header, json: parse))", "\(request)")
+        }
+        for request: WorkerRequest in [.writerFinish, .probe(path: "/a b/ç.m4a"), .reset] {
+            let header = try WorkerCoding.encode(request, json: json)
+            XCTAssertEqual(header.first, UInt8(ascii: "{"), "\(request) should go as JSON")
+            XCTAssertEqual("\(try WorkerCoding.decodeRequest(header, json: parse))", "\(request)")
+        }
+        var block = WorkerReply()
+        block.block = .init(start: 12.345678901, frames: 1024)
+        var written = WorkerReply()
+        written.samplesWritten = 1 << 40
+        written.outputsWritten = 2
+        var skipped = WorkerReply()
+        skipped.appended = false
+        for reply in [WorkerReply(), block, written, skipped] {
+            let header = try WorkerCoding.encode(reply, json: json)
+            XCTAssertLessThan(try XCTUnwrap(header.first), 0x20, "\(reply) should go compact")
+            XCTAssertEqual("\(try WorkerCoding.decodeReply(header, json: parse))", "\(reply)")
+        }
+        var hex = WorkerReply()
+        hex.hex = String(repeating: "ab", count: 32)
+        for reply in [hex, WorkerReply(failure: .other("disk on fire"))] {
+            let header = try WorkerCoding.encode(reply, json: json)
+            XCTAssertEqual(header.first, UInt8(ascii: "{"), "\(reply) should go as JSON")
+            XCTAssertEqual("\(try WorkerCoding.decodeReply(header, json: parse))", "\(reply)")
+        }
+    }
+
+    /// A compact header that is cut short, too long or of an unknown kind is an error, not a crash
+    /// or a wrong request.
+    func testAMalformedCompactHeaderIsRefused() throws {
+        let parse = JSONDecoder()
+        let good = try WorkerCoding.encode(WorkerRequest.writerAppend(frames: 7), json: JSONEncoder())
+        for bad in [good.prefix(5), good + [0], Data([0x1f]), Data([0x10, 0])] {
+            XCTAssertThrowsError(try WorkerCoding.decodeRequest(Data(bad), json: parse), "\(Array(bad))")
+        }
+        for bad in [Data([0x10]), Data([0x10, 0x20]), Data([0x10, 1, 0]), Data([0x01, 0])] {
+            XCTAssertThrowsError(try WorkerCoding.decodeReply(bad, json: parse), "\(Array(bad))")
+        }
+    }
+
+    /// A frame far larger than the socket's buffer (a camera picture) arrives whole and in order:
+    /// the sender's one `sendmsg` goes out in parts.
+    func testAFrameLargerThanTheSocketBufferArrivesWhole() throws {
+        let (a, b) = try socketPair()
+        defer { close(a); close(b) }
+        let picture = (0..<3_000_001).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let header = try WorkerCoding.encode(WorkerRequest.videoAppendFrame(pts: 99, poster: false), json: JSONEncoder())
+        let sent = DispatchSemaphore(value: 0)
+        let failure = NSLock()
+        nonisolated(unsafe) var sendError: (any Error)?
+        Thread {
+            do { try picture.withUnsafeBytes { try WireIO.write(a, header: header, payload: $0) } } catch {
+                failure.withLock { sendError = error }
+            }
+            sent.signal()
+        }.start()
+        var payload: [UInt8] = []
+        let got = try WireIO.read(b, payload: &payload)
+        sent.wait()
+        XCTAssertNil(failure.withLock { sendError })
+        XCTAssertEqual(got, header)
+        XCTAssertEqual(payload.count, picture.count)
+        XCTAssertTrue(payload == picture, "the bytes differ")
+    }
 }
