@@ -2,13 +2,17 @@
 // Not installed; prints one JSON object.
 //   recd-bench metering SECONDS CHANNELS
 // Feeds SECONDS of 48 kHz audio through LevelMeter (1920-frame periods, as the capture thread
-// does) and WaveformBuilder (4096-frame blocks, as the encoder thread does), and through
+// does) and WaveformBuilder (8192-frame blocks, as the encoder thread does: its
+// AudioPipeline.encoderBlockFrames), and through
 // AudioFileWriter (AAC + fragmented MP4 into a temporary file) for scale, timing each with the
-// thread's CPU clock; and through TruePeakMeter and LoudnessMeter (4096-frame blocks, the encoder
+// thread's CPU clock; and through TruePeakMeter and LoudnessMeter (8192-frame blocks, the encoder
 // thread's work for the loudness of every recording).
 import Foundation
 import Media
 import Metering
+
+/// The encoder thread's block (Engine's AudioPipeline.encoderBlockFrames; this target does not link Engine).
+let encoderBlock = 8192
 
 func threadCPU() -> Double {
     var ts = timespec()
@@ -56,7 +60,7 @@ let waveformCPU = samples.withUnsafeBufferPointer { all in
     timed {
         var f = 0
         while f < frames {
-            let n = min(4096, frames - f)
+            let n = min(encoderBlock, frames - f)
             builder.append(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
             f += n
         }
@@ -68,7 +72,7 @@ let pixels = builder.finish().length
         timed {
             var f = 0
             while f < frames {
-                let n = min(4096, frames - f)
+                let n = min(encoderBlock, frames - f)
                 body(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), n)
                 f += n
             }
@@ -86,7 +90,7 @@ let encodeCPU = try samples.withUnsafeBufferPointer { all in
         let writer = try AudioFileWriter(path: path, encoding: AudioEncoding(sampleRate: rate, channels: channels, bitRate: 128_000))
         var f = 0
         while f < frames {
-            let n = min(4096, frames - f)
+            let n = min(encoderBlock, frames - f)
             try writer.append(interleaved: UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
             f += n
         }
