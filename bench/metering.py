@@ -9,8 +9,10 @@
                      /proc, start to stop, meters published to a listening `recctl events`). Share = metering per 10 s /
                      recd per 10 s. Goal: <= 3%.
   1-hour waveform    recd computing the waveform of a 1-hour AAC file it has no waveform for (first
-                     GET /v1/recordings/{id}/waveform: decode + build + store; Server-Timing), beside
-                     `ffmpeg -i FILE -f null -` (decode only) on the same file. Median of 3 each.
+                     GET /v1/recordings/{id}/waveform: decode + build + store, and the loudness from the
+                     same decode; Server-Timing), beside `ffmpeg -i FILE -f null -` (decode only) and
+                     `ffmpeg -i FILE -af ebur128=peak=true -f null -` (decode + loudness) on the same
+                     file. Median of 3 each.
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN, BENCH_BIN (default .build/release/...;
 built with `scripts/swift-build-release` first, which is quick when they are up to date), RUNS (3),
@@ -138,7 +140,7 @@ try:
     os.link(hour, os.path.join(data2, "Recordings", f"audio_{str(uuid.uuid4()).upper()}.m4a"))
     recd2 = start_recd(data2, sock2, "--capture-device", "null")
     rid = json.loads(curl(sock2, "GET", "/v1/recordings")[0])["recordings"][0]["id"]
-    recd_wave, ff_wall, ff_cpu = [], [], []
+    recd_wave, ff_wall, ff_cpu, loud_wall, loud_cpu = [], [], [], [], []
     for i in range(RUNS):
         # Forget the stored waveform, so the next request computes it again.
         subprocess.run(["sqlite3", os.path.join(data2, "catalog.sqlite"), f"DELETE FROM waveform WHERE recordingID = '{rid}';"], check=True)
@@ -153,7 +155,15 @@ try:
         ff_wall.append(time.perf_counter() - t0)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         ff_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        log(f"1 h waveform: recd {recd_wave[-1][0]:.2f} s ({recd_wave[-1][1]:.2f} s CPU), ffmpeg decode {ff_wall[-1]:.2f} s ({ff_cpu[-1]:.2f} s CPU)")
+        # The same decode with what recd also measures on it: EBU R128 loudness with true peak.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", hour, "-af", "ebur128=peak=true", "-f", "null", "-"], check=True)
+        loud_wall.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        loud_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        log(f"1 h waveform: recd {recd_wave[-1][0]:.2f} s ({recd_wave[-1][1]:.2f} s CPU), ffmpeg decode {ff_wall[-1]:.2f} s "
+            f"({ff_cpu[-1]:.2f} s CPU), with ebur128 {loud_wall[-1]:.2f} s ({loud_cpu[-1]:.2f} s CPU)")
     stored = curl(sock2, "GET", f"/v1/recordings/{rid}/waveform?pixels=1000")[1]
     recd2.terminate(); recd2.wait(timeout=30)
 finally:
@@ -184,12 +194,15 @@ lines = [
     f"| for scale: AAC encode + fragmented MP4 alone (`recd-bench`) | {encode10 * 1000:.1f} ms | {encode10 / recd10 * 100:.1f}% |",
     f"| recd recording (capture, ring, encode, write, meters, events) | {recd10 * 1000:.0f} ms | 100% |", "",
     f"**Waveform of a {HOUR // 60}-minute file by decoding** (mono AAC 128 kbit/s, no stored waveform: the first "
-    f"`GET /v1/recordings/{{id}}/waveform` decodes, builds and stores it; medians of {RUNS}), beside ffmpeg decoding "
-    "the same file to nothing:", "",
-    "| | wall | CPU (recd's with its media worker's) | recd / ffmpeg (wall) |", "|---|---:|---:|---:|",
-    f"| recd, first request (Server-Timing) | {rw:.2f} s | {rc:.2f} s | {rw / med(ff_wall):.2f}× |",
-    f"| `ffmpeg -i FILE -f null -` | {med(ff_wall):.2f} s | {med(ff_cpu):.2f} s | 1.00× |",
-    f"| recd, stored waveform afterwards (Server-Timing) | {stored:.1f} ms | | |",
+    f"`GET /v1/recordings/{{id}}/waveform` decodes the file in a media worker, builds and stores the waveform and "
+    f"measures the file's EBU R128 loudness with its true peak from the same decode; medians of {RUNS}), beside ffmpeg "
+    "decoding the same file to nothing, and decoding it through its `ebur128` filter with `peak=true`:", "",
+    "| | wall | CPU (recd's with its media worker's) | recd / ffmpeg decoding (wall) | recd / ffmpeg decoding and measuring loudness (wall) |",
+    "|---|---:|---:|---:|---:|",
+    f"| recd, first request (Server-Timing) | {rw:.2f} s | {rc:.2f} s | {rw / med(ff_wall):.2f}× | {rw / med(loud_wall):.2f}× |",
+    f"| `ffmpeg -i FILE -f null -` | {med(ff_wall):.2f} s | {med(ff_cpu):.2f} s | 1.00× | |",
+    f"| `ffmpeg -i FILE -af ebur128=peak=true -f null -` | {med(loud_wall):.2f} s | {med(loud_cpu):.2f} s | | 1.00× |",
+    f"| recd, stored waveform afterwards (Server-Timing) | {stored:.1f} ms | | | |",
 ]
 section = "\n".join(lines) + "\n"
 print(section)

@@ -184,7 +184,8 @@ struct Importer {
     /// building the waveform of what is written and measuring its loudness. Returns them.
     private func encode(_ source: String, to destination: String, format: RecordingFormat) throws -> (WaveformData, Loudness?) {
         let worker = try MediaWorkerLease()
-        let decoder = try WorkerAudioDecoder(path: source, lease: worker)
+        // Reads of 64 Ki frames: a whole file in few round trips to the worker.
+        let decoder = try WorkerAudioDecoder(path: source, lease: worker, readFrames: 65_536)
         let channels = min(2, max(1, decoder.sourceChannels))
         try decoder.setOutput(rate: config.sampleRate, channels: channels)
         let fragmented = destination + ".fragmented"

@@ -267,7 +267,8 @@ public struct Library: Sendable {
 
     /// The waveform and the EBU R128 loudness of a file's sound, from one decode.
     static func analyze(path: String, priority: MediaWorkerPool.Priority = .normal) throws -> (waveform: WaveformData, loudness: Loudness?) {
-        let decoder = try WorkerAudioDecoder(path: path, priority: priority)
+        // Reads of 64 Ki frames: a whole file in few round trips to the worker.
+        let decoder = try WorkerAudioDecoder(path: path, priority: priority, readFrames: 65_536)
         try decoder.setOutput(rate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let builder = WaveformBuilder(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let meter = LoudnessMeter(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)

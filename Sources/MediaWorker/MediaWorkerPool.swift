@@ -218,6 +218,13 @@ public final class MediaWorkerLease: @unchecked Sendable {
         return connection
     }
 
+    /// `MediaWorkerConnection.call` on the lent worker: its reply (the reply's payload is in
+    /// `connection(for:).payload` until the next call).
+    @discardableResult
+    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, operation: @autoclosure () -> String) throws -> WorkerReply {
+        try connection(for: operation()).call(request, sending: sending, operation: operation())
+    }
+
     /// Gives the worker back now, for the next user (a recording's writer does when the file is
     /// finished, so the finalizing remux that follows reuses it rather than start a second worker).
     /// Idempotent; the lease is of no use after it.

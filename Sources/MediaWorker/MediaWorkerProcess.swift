@@ -74,6 +74,8 @@ struct WorkerServer {
     private var converter: CapturedPCMConverter?
     private var video: VideoFileWriter?
     private var pcm: [Int16] = []
+    /// A decoding error met after some blocks of a read were joined: the next read's answer.
+    private var decoderFailure: (any Error)?
     /// The channel count the decoder's output was set to.
     private var outputChannels = 1
     /// Counts `onOutputWritten` calls of the writer during one request.
@@ -85,7 +87,7 @@ struct WorkerServer {
 
     mutating func handle(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) -> WorkerReply {
         if case .reset = request {
-            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; pcm = []
+            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; pcm = []; decoderFailure = nil
             return WorkerReply()
         }
         if let unavailable { return WorkerReply(failure: .media(unavailable)) }
@@ -116,6 +118,7 @@ struct WorkerServer {
             hash = nil
         case .openDecoder(let path):
             decoder = nil
+            decoderFailure = nil
             let d = try AudioFileDecoder(path: path)
             decoder = d
             reply.decoder = .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
@@ -123,14 +126,35 @@ struct WorkerServer {
             try openDecoder().setOutput(rate: rate, channels: channels)
             outputChannels = channels
         case .decoderSeek(let seconds):
+            decoderFailure = nil
             try openDecoder().seek(to: seconds)
-        case .decoderRead:
-            if let block = try openDecoder().read(into: &pcm) {
-                reply.block = .init(start: block.start, frames: block.frames)
+        case .decoderRead(let atLeast):
+            let decoder = try openDecoder()
+            if let failed = decoderFailure {
+                decoderFailure = nil
+                throw failed
+            }
+            var joined: WorkerReply.Block?
+            while (joined?.frames ?? 0) < max(1, atLeast) {
+                let next: (start: Double, frames: Int)?
+                do { next = try decoder.read(into: &pcm) } catch {
+                    // What was decoded before the failure goes first (as it did block by block); the
+                    // error answers the next read.
+                    guard joined != nil else { throw error }
+                    decoderFailure = error
+                    break
+                }
+                guard let block = next else { break }
+                if joined == nil {
+                    joined = .init(start: block.start, frames: 0)
+                    out.reserveCapacity(max(atLeast, block.frames) * outputChannels * MemoryLayout<Int16>.size)
+                }
+                joined!.frames += block.frames
                 // Only the block's samples go back (the buffer is kept at its largest).
                 let bytes = block.frames * outputChannels * MemoryLayout<Int16>.size
-                out = pcm.withUnsafeBytes { [UInt8](UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
+                pcm.withUnsafeBytes { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
             }
+            reply.block = joined
         case .openWriter(let path, let encoding):
             writer = nil
             let counter = outputs

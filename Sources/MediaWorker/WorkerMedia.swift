@@ -8,8 +8,7 @@ import Media
 public enum WorkerMedia {
     public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
         let worker = try lease ?? MediaWorkerLease()
-        let operation = "the probe of \(path)"
-        return try worker.connection(for: operation).call(.probe(path: path), operation: operation).info.unwrapped("info")
+        return try worker.call(.probe(path: path), operation: "the probe of \(path)").info.unwrapped("info")
     }
 
     /// `MP4Finalizer.remux`.
@@ -18,16 +17,14 @@ public enum WorkerMedia {
         let worker = try lease ?? MediaWorkerLease()
         let request = WorkerRequest.remux(source: source, destination: destination, streams: streams,
                                           container: container, hidePriming: hidePriming)
-        let operation = "the remux of \(source)"
-        return try worker.connection(for: operation).call(request, operation: operation).remux.unwrapped("remux")
+        return try worker.call(request, operation: "the remux of \(source)").remux.unwrapped("remux")
     }
 
     /// `MP4Trimmer.trim`.
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
         let worker = try MediaWorkerLease()
         let request = WorkerRequest.trim(source: source, destination: destination, start: start, end: end)
-        let operation = "the trim of \(source)"
-        return try worker.connection(for: operation).call(request, operation: operation).trim.unwrapped("trim")
+        return try worker.call(request, operation: "the trim of \(source)").trim.unwrapped("trim")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.
@@ -48,29 +45,36 @@ public final class WorkerAudioDecoder {
     public let duration: Double?
     private let worker: MediaWorkerLease
     private var channels = 0
+    /// Frames each `read` asks for at least (the decoder's blocks joined in the worker).
+    private let readFrames: Int
 
-    public init(path: String, lease: MediaWorkerLease? = nil, priority: MediaWorkerPool.Priority = .normal) throws {
+    /// `readFrames`: how many frames a `read` returns at least (all that is left at the end): each
+    /// read is a round trip to the worker, so a whole-file pass asks for many.
+    public init(path: String, lease: MediaWorkerLease? = nil, priority: MediaWorkerPool.Priority = .normal,
+                readFrames: Int = 8192) throws {
         worker = try lease ?? MediaWorkerLease(priority)
         self.path = path
-        let format = try worker.connection(for: "opening \(path)").call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
+        self.readFrames = readFrames
+        let format = try worker.call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
         sourceSampleRate = format.sampleRate
         sourceChannels = format.channels
         duration = format.duration
     }
 
     public func setOutput(rate: Int, channels: Int) throws {
-        try worker.connection(for: "decoding \(path)").call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
+        try worker.call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
         self.channels = channels
     }
 
     public func seek(to seconds: Double) throws {
-        try worker.connection(for: "a seek in \(path)").call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
+        try worker.call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
     }
 
-    /// As `AudioFileDecoder.read`: the next block into `buffer` (grown to fit, never shrunk).
+    /// As `AudioFileDecoder.read`, the decoder's next blocks joined up to at least `readFrames` frames
+    /// (`start` is the first one's) into `buffer` (grown to fit, never shrunk).
     public func read(into buffer: inout [Int16]) throws -> (start: Double, frames: Int)? {
         let connection = try worker.connection(for: "decoding \(path)")
-        guard let block = try connection.call(.decoderRead, operation: "decoding \(path)").block else { return nil }
+        guard let block = try connection.call(.decoderRead(atLeast: readFrames), operation: "decoding \(path)").block else { return nil }
         let samples = block.frames * channels
         guard connection.payload.count == samples * MemoryLayout<Int16>.size else {
             throw MediaWorkerError.failed("media worker: a block of \(connection.payload.count) bytes for \(block.frames) frames of \(channels) channels")
@@ -129,7 +133,7 @@ public final class WorkerAudioWriter {
     }
 
     private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
-        let reply = try worker.connection(for: "writing \(path)").call(request, sending: sending, operation: "writing \(path)")
+        let reply = try worker.call(request, sending: sending, operation: "writing \(path)")
         if let n = reply.samplesWritten { samplesWritten = n }
         for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
     }
@@ -142,9 +146,9 @@ public final class WorkerContentHash {
 
     public init() {}
 
-    private func lease() throws -> MediaWorkerConnection {
+    private func lease() throws -> MediaWorkerLease {
         if worker == nil { worker = try MediaWorkerLease() }
-        return try worker!.connection(for: "hashing an upload")
+        return worker!
     }
 
     public func update(_ bytes: UnsafeRawBufferPointer) throws {
@@ -172,8 +176,8 @@ public final class WorkerPCMConverter {
         worker = try MediaWorkerLease()
         input = (format, rate, channels)
         output = (toRate, toChannels)
-        try worker.connection(for: "converting captured sound").call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
-                                   operation: "converting captured sound")
+        try worker.call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
+                        operation: "converting captured sound")
     }
 
     /// As `CapturedPCMConverter.convert`: the result is valid until the next call.
@@ -278,7 +282,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
 
     private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
         try lock.withLock {
-            outputs(try worker.connection(for: "writing \(path)").call(request, sending: sending, operation: "writing \(path)"))
+            outputs(try worker.call(request, sending: sending, operation: "writing \(path)"))
         }
     }
 

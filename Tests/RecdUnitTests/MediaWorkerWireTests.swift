@@ -89,7 +89,7 @@ final class MediaWorkerWireTests: XCTestCase {
     func testPerBlockMessagesGoCompactAndComeBackAsSent() throws {
         let json = JSONEncoder(), parse = JSONDecoder()
         let compact: [WorkerRequest] = [.writerAppend(frames: 4096), .videoAppendAudio(frames: 1), .convert(frames: 0),
-                                        .decoderRead, .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true),
+                                        .decoderRead(atLeast: 65_536), .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true),
                                         .videoAppendFrame(pts: 512, poster: false)]
         for request in compact {
             let header = try WorkerCoding.encode(request, json: json)
@@ -158,5 +158,41 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(got, header)
         XCTAssertEqual(payload.count, picture.count)
         XCTAssertTrue(payload == picture, "the bytes differ")
+    }
+
+    /// A decoder read joins the decoder's blocks up to the frames asked for, so a whole-file pass is a
+    /// few round trips, and gives exactly the samples that reading block by block gives.
+    func testADecoderReadJoinsBlocksIntoTheSameSamples() throws {
+        let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).m4a"
+        defer { unlink(path) }
+        let writer = try AudioFileWriter(path: path, encoding: AudioEncoding(sampleRate: 48000, channels: 1, bitRate: 96_000))
+        let tone = (0..<72_000).map { Int16(8000 * sin(Double($0) * 2 * .pi * 440 / 48000)) }
+        try tone.withUnsafeBufferPointer { try writer.append(interleaved: $0, frames: tone.count) }
+        try writer.finish()
+
+        func decode(atLeast: Int) throws -> (reads: [Int], samples: [Int16]) {
+            var server = WorkerServer(unavailable: nil)
+            var out: [UInt8] = []
+            XCTAssertNil(server.handle(.openDecoder(path: path), payload: [], out: &out).failure)
+            XCTAssertNil(server.handle(.decoderSetOutput(rate: 48000, channels: 1), payload: [], out: &out).failure)
+            var reads: [Int] = [], samples: [Int16] = []
+            while true {
+                out = []
+                let reply = server.handle(.decoderRead(atLeast: atLeast), payload: [], out: &out)
+                XCTAssertNil(reply.failure)
+                guard let block = reply.block else { break }
+                XCTAssertEqual(out.count, block.frames * 2, "the payload holds the joined frames")
+                reads.append(block.frames)
+                samples += out.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            }
+            return (reads, samples)
+        }
+        let single = try decode(atLeast: 1)
+        let joined = try decode(atLeast: 16_384)
+        XCTAssertGreaterThan(single.reads.count, 50, "AAC decodes 1024 frames a block")
+        XCTAssertTrue(joined.reads.dropLast().allSatisfy { $0 >= 16_384 }, "\(joined.reads)")
+        XCTAssertLessThanOrEqual(joined.reads.count, 5, "\(joined.reads)")
+        XCTAssertGreaterThanOrEqual(single.samples.count, 72_000)
+        XCTAssertTrue(joined.samples == single.samples, "joined reads give the same samples")
     }
 }
