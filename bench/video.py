@@ -196,6 +196,12 @@ lines = [
     "sound, encodes the first frame as a JPEG poster, and writes the catalog (SQLite) at start and stop; and "
     "it serves the control socket. The third ffmpeg row adds the same remux to ffmpeg.",
 ]
+own = [r["recd"]["ownCPU"] / r["recd"]["duration"] for r in runs if "ownCPU" in r["recd"]]
+if own:
+    lines += ["", f"Of recd's {med(recd_rate):.3f} CPU s per recorded s, {med(own):.3f} are recd's own process "
+              "(capture from the camera and the card, meters, waveform, sending each frame and block to the "
+              "worker, the control socket) and the rest its media worker's (converting, encoding, muxing, the "
+              "remux at stop)."]
 if odd:
     lines += ["", "Seen in this run: " + "; ".join(odd) + "."]
 section = "\n".join(lines) + "\n"

@@ -52,6 +52,8 @@ ticks() {
     done
     echo "$total"
 }
+# recd's own threads only (utime+stime), to tell its share from its workers'.
+own_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{ print $12 + $13 }' <<<"$s"; }
 now() { date +%s.%N; }
 
 # --- recd ----------------------------------------------------------------------------------------
@@ -74,16 +76,16 @@ run_recd() {   # $1 = round
     sleep 2
     "$recctl" --socket "$sock" record stop --discard >/dev/null
     sleep 1   # let start-up settle
-    before=$(ticks $pid); t0=$(now)
+    before=$(ticks $pid); own_before=$(own_ticks $pid); t0=$(now)
     "$recctl" --socket "$sock" --json record start --video >"$out/recd$n-start.json"
     sleep "$secs"
     "$recctl" --socket "$sock" --json record stop --save >"$out/recd$n-stop.json"
-    after=$(ticks $pid); t1=$(now)
+    after=$(ticks $pid); own_after=$(own_ticks $pid); t1=$(now)
     local file
     file=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/recd$n-stop.json")
     cp "$data/$file" "$work/recd$n.mov"
     kill $pid; wait $pid 2>/dev/null || true
-    printf '%s %s %s %s\n' "$before" "$after" "$t0" "$t1" >"$out/recd$n.ticks"
+    printf '%s %s %s %s %s %s\n' "$before" "$after" "$t0" "$t1" "$own_before" "$own_after" >"$out/recd$n.ticks"
     log "recd round $n: $(awk -v a="$before" -v b="$after" -v h="$TICK" 'BEGIN { printf "%.2f", (b - a) / h }') s CPU"
 }
 
@@ -157,7 +159,7 @@ def volume(name):
         return None
 runs = []
 for n in range(1, rounds + 1):
-    b, a, t0, t1 = rd(f"recd{n}.ticks").split()
+    b, a, t0, t1, own_b, own_a = rd(f"recd{n}.ticks").split()
     stop = json.loads(rd(f"recd{n}-stop.json"))
     rec, cap = stop.get("recording") or {}, stop.get("capture") or {}
     log = rd(f"ffmpeg{n}.log")
@@ -167,6 +169,7 @@ for n in range(1, rounds + 1):
     frames = frames[-1] if frames else ""
     dup, drop = dupdrop[-1] if dupdrop else ("0", "0")
     recd = {"cpu": (int(a) - int(b)) / tick, "ticks": int(a) - int(b), "wall": float(t1) - float(t0),
+            "ownCPU": (int(own_a) - int(own_b)) / tick,
             "duration": rec.get("duration"), "videoFrames": cap.get("videoFrames"),
             "videoDroppedFrames": cap.get("videoDroppedFrames"), "overruns": cap.get("overruns"),
             "droppedAudioFrames": cap.get("droppedFrames"), "framesCaptured": cap.get("framesCaptured"),
