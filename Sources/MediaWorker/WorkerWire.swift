@@ -40,7 +40,9 @@ enum WorkerRequest: Codable, Sendable {
     case reset
 }
 
-/// A worker's reply: `failure`, or the fields its request fills in.
+/// A worker's reply: `failure`, or the fields its request fills in. A field added here must also be
+/// added to `WorkerCoding.encode(_: WorkerReply…)`: to its compact form, or to the fields that send a
+/// reply as JSON (otherwise the compact form would drop it).
 struct WorkerReply: Codable, Sendable {
     struct DecoderFormat: Codable, Sendable {
         var sampleRate: Int
