@@ -125,7 +125,7 @@ public enum MediaWorkerError: Error, CustomStringConvertible, Sendable {
 enum WorkerCoding {
     private enum Tag: UInt8 {
         case writerAppend = 1, videoAppendAudio, convert, decoderRead, hashUpdate, videoAppendFrame
-        /// A reply with no failure, and only the per-block fields (`CompactReply`).
+        /// A reply with no failure and only the per-block fields (`encode(_: WorkerReply…)`).
         case reply = 0x10
     }
 
