@@ -154,16 +154,18 @@ final class MediaWorkerConnection: @unchecked Sendable {
         return MediaWorkerConnection(pid: pid, fd: fds[0], priority: priority)
     }
 
-    /// Sends `request` (and `sending` as its payload), waits for the reply; the reply's payload is in
-    /// `payload` until the next call. Throws what the worker threw, or `died` when it is gone.
+    /// Sends `request` (and `sending` as its payload, `passing` as a descriptor the worker gets a copy
+    /// of), waits for the reply; the reply's payload is in `payload` until the next call. Throws what
+    /// the worker threw, or `died` when it is gone.
     @discardableResult
-    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, operation: @autoclosure () -> String) throws -> WorkerReply {
+    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
+              operation: @autoclosure () -> String) throws -> WorkerReply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
         let reply: WorkerReply
         do {
             let header: Data
             do { header = try WorkerCoding.encode(request, json: encoder) } catch { throw MediaWorkerError.failed("could not encode \(request): \(error)") }
-            try WireIO.write(fd, header: header, payload: sending)
+            try WireIO.write(fd, header: header, payload: sending, passing: descriptor)
             let answer = try WireIO.read(fd, payload: &payload)
             do { reply = try WorkerCoding.decodeReply(answer, json: decoder) } catch {
                 throw WireIO.Closed(reason: "an unreadable reply (\(error))")
@@ -221,8 +223,9 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// `MediaWorkerConnection.call` on the lent worker: its reply (the reply's payload is in
     /// `connection(for:).payload` until the next call).
     @discardableResult
-    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, operation: @autoclosure () -> String) throws -> WorkerReply {
-        try connection(for: operation()).call(request, sending: sending, operation: operation())
+    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
+              operation: @autoclosure () -> String) throws -> WorkerReply {
+        try connection(for: operation()).call(request, sending: sending, passing: descriptor, operation: operation())
     }
 
     /// Gives the worker back now, for the next user (a recording's writer does when the file is

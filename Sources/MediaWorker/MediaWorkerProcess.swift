@@ -47,14 +47,15 @@ public enum MediaWorkerProcess {
         let encoder = JSONEncoder(), decoder = JSONDecoder()
         while true {
             let request: WorkerRequest
+            var descriptor: Int32?
             do {
-                let header = try WireIO.read(3, payload: &payload)
+                let header = try WireIO.read(3, payload: &payload, descriptor: &descriptor)
                 request = try WorkerCoding.decodeRequest(header, json: decoder)
             } catch {
                 _exit(0)   // recd closed the socket (the worker is no longer wanted) or broke the protocol
             }
             var out: [UInt8] = []
-            let reply = server.handle(request, payload: payload, out: &out)
+            let reply = server.handle(request, payload: payload, descriptor: descriptor, out: &out)
             do {
                 let header = try WorkerCoding.encode(reply, json: encoder)
                 try out.withUnsafeBytes { try WireIO.write(3, header: header, payload: $0) }
@@ -73,6 +74,8 @@ struct WorkerServer {
     private var hash: ContentHash?
     private var converter: CapturedPCMConverter?
     private var video: VideoFileWriter?
+    /// The memory file the video writer's camera frames come in (`videoShareFrames`).
+    private var sharedFrames: SharedMemory?
     private var pcm: [Int16] = []
     /// A decoding error met after some blocks of a read were joined: the next read's answer.
     private var decoderFailure: (any Error)?
@@ -85,18 +88,21 @@ struct WorkerServer {
 
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
-    mutating func handle(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) -> WorkerReply {
+    /// `descriptor`: one passed with the request (only `videoShareFrames` takes one); closed here
+    /// whatever the request.
+    mutating func handle(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32? = nil, out: inout [UInt8]) -> WorkerReply {
+        defer { if let descriptor { close(descriptor) } }
         if case .reset = request {
-            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; pcm = []; decoderFailure = nil
+            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; sharedFrames = nil; pcm = []; decoderFailure = nil
             return WorkerReply()
         }
         if let unavailable { return WorkerReply(failure: .media(unavailable)) }
-        do { return try perform(request, payload: payload, out: &out) } catch {
+        do { return try perform(request, payload: payload, descriptor: descriptor, out: &out) } catch {
             return WorkerReply(failure: WorkerFailure(error))
         }
     }
 
-    private mutating func perform(_ request: WorkerRequest, payload: [UInt8], out: inout [UInt8]) throws -> WorkerReply {
+    private mutating func perform(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32?, out: inout [UInt8]) throws -> WorkerReply {
         var reply = WorkerReply()
         switch request {
         case .reset:
@@ -181,6 +187,7 @@ struct WorkerServer {
             out = [UInt8](UnsafeRawBufferPointer(converted))
         case .openVideoWriter(let path, let encoding, let camera, let audio):
             video = nil
+            sharedFrames = nil
             let counter = outputs
             video = try VideoFileWriter(path: path, video: encoding, camera: camera, audio: audio) { counter.count += 1 }
         case .videoAppendAudio(let frames):
@@ -190,10 +197,23 @@ struct WorkerServer {
             try openVideo().finishAudio()
         case .videoFlush:
             try openVideo().flush()
-        case .videoAppendFrame(let pts, let wantsPoster):
+        case .videoShareFrames(let bytes):
+            guard let descriptor else { throw MediaWorkerError.failed("media worker: no memory file came with videoShareFrames") }
+            sharedFrames = nil
+            sharedFrames = try SharedMemory(mapping: descriptor, bytes: bytes)
+        case .videoAppendFrame(let pts, let wantsPoster, let shared):
             var poster: Data?
-            reply.appended = try payload.withUnsafeBytes { raw in
-                try openVideo().appendVideo(raw, pts: pts, poster: wantsPoster ? { poster = $0 } : nil)
+            let video = try openVideo()
+            let append = { (raw: UnsafeRawBufferPointer) in
+                try video.appendVideo(raw, pts: pts, poster: wantsPoster ? { poster = $0 } : nil)
+            }
+            if shared > 0 {
+                guard let sharedFrames, shared <= sharedFrames.bytes.count else {
+                    throw MediaWorkerError.failed("media worker: a frame of \(shared) bytes in a memory file of \(sharedFrames?.bytes.count ?? 0)")
+                }
+                reply.appended = try append(UnsafeRawBufferPointer(rebasing: sharedFrames.bytes[0..<shared]))
+            } else {
+                reply.appended = try payload.withUnsafeBytes(append)
             }
             if let poster { out = [UInt8](poster) }
         case .videoFinishFrames:

@@ -209,6 +209,10 @@ public final class WorkerVideoWriter: @unchecked Sendable {
     private var skipped: Int64 = 0
     private var lastPTS: Int64 = .min
     private var closed = false
+    /// The memory file camera frames go to the worker in (`SharedMemory`), made at the first frame
+    /// with its size. nil before, or when none could be made (frames then go as payloads).
+    private var frames: SharedMemory?
+    private var framesUnshared = false
 
     public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?,
                 onOutputWritten: (() -> Void)? = nil) throws {
@@ -245,7 +249,16 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         var jpeg: Data?
         let appended: Bool = try lock.withLock {
             let connection = try worker.connection(for: "writing \(path)")
-            let reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil), sending: bytes, operation: "writing \(path)")
+            let reply: WorkerReply
+            if let shared = try sharedFrames(for: bytes.count, connection), bytes.count > 0 {
+                // The worker reads it before replying, and the next frame is written after the reply.
+                shared.bytes.copyMemory(from: bytes)
+                reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil, shared: bytes.count),
+                                            operation: "writing \(path)")
+            } else {
+                reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil, shared: 0), sending: bytes,
+                                            operation: "writing \(path)")
+            }
             outputs(reply)
             if reply.appended == true {
                 written += 1
@@ -258,6 +271,25 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         }
         if let jpeg { poster?(jpeg) }
         return appended
+    }
+
+    /// The memory file for a frame of `count` bytes, made and passed to the worker at the first
+    /// frame, and made anew (twice as large) for a larger frame (a compressed camera's frames vary);
+    /// nil when frames go as payloads, as when no memory file can be made (a kernel or a sandbox
+    /// without memfd_create: the recording goes on as before). Called under `lock`.
+    private func sharedFrames(for count: Int, _ connection: MediaWorkerConnection) throws -> SharedMemory? {
+        if let frames, count <= frames.bytes.count { return frames }
+        guard !framesUnshared, count > 0 else { return nil }
+        let page = max(4096, sysconf(Int32(_SC_PAGESIZE)))
+        let wanted = max(count, 2 * (frames?.bytes.count ?? 0))
+        guard let shared = try? SharedMemory(creating: "recd-camera-frames", bytes: (wanted + page - 1) / page * page) else {
+            framesUnshared = true
+            return nil
+        }
+        defer { shared.closeDescriptor() }   // the worker has its own once the call returns
+        try connection.call(.videoShareFrames(bytes: shared.bytes.count), passing: shared.descriptor, operation: "writing \(path)")
+        frames = shared
+        return shared
     }
 
     /// Where the picture ends (`VideoEncoding.timeBase`): as `VideoFileWriter.videoEnd`.

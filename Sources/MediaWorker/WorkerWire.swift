@@ -1,6 +1,7 @@
 // What recd and a media worker say to each other over their socket pair: one request, one reply,
 // each a frame of a header (JSON, or compact binary for the per-block ones: `WorkerCoding`) and raw
 // bytes (PCM, a picture) beside it.
+import CProcessShim
 import Foundation
 import Media
 
@@ -33,8 +34,13 @@ enum WorkerRequest: Codable, Sendable {
     case videoAppendAudio(frames: Int)
     case videoFinishAudio
     case videoFlush
-    /// A camera frame: the payload. `poster`: the reply's payload is the frame as a JPEG.
-    case videoAppendFrame(pts: Int64, poster: Bool)
+    /// A memory file the camera frames will come in (`videoAppendFrame` with `shared`): the
+    /// descriptor passed with this request (SCM_RIGHTS), `bytes` long.
+    case videoShareFrames(bytes: Int)
+    /// A camera frame: the payload, or when `shared` > 0 the first `shared` bytes of the memory file
+    /// of `videoShareFrames` (written by recd before the call, not touched until its reply). `poster`:
+    /// the reply's payload is the frame as a JPEG.
+    case videoAppendFrame(pts: Int64, poster: Bool, shared: Int)
     case videoFinishFrames
     case videoClose
     case reset
@@ -137,7 +143,8 @@ enum WorkerCoding {
         case .convert(let frames): w.tag(Tag.convert.rawValue); w.int(Int64(frames))
         case .decoderRead(let atLeast): w.tag(Tag.decoderRead.rawValue); w.int(Int64(atLeast))
         case .hashUpdate: w.tag(Tag.hashUpdate.rawValue)
-        case .videoAppendFrame(let pts, let poster): w.tag(Tag.videoAppendFrame.rawValue); w.int(pts); w.int(poster ? 1 : 0)
+        case .videoAppendFrame(let pts, let poster, let shared):
+            w.tag(Tag.videoAppendFrame.rawValue); w.int(pts); w.int(poster ? 1 : 0); w.int(Int64(shared))
         default: return try json.encode(request)
         }
         return w.data
@@ -153,7 +160,7 @@ enum WorkerCoding {
         case .convert: request = .convert(frames: Int(try r.int()))
         case .decoderRead: request = .decoderRead(atLeast: Int(try r.int()))
         case .hashUpdate: request = .hashUpdate
-        case .videoAppendFrame: request = .videoAppendFrame(pts: try r.int(), poster: try r.int() != 0)
+        case .videoAppendFrame: request = .videoAppendFrame(pts: try r.int(), poster: try r.int() != 0, shared: Int(try r.int()))
         case .reply, nil: throw CompactReader.Malformed(reason: "request tag \(first)")
         }
         try r.end()
@@ -241,8 +248,9 @@ enum WireIO {
     static let maxPayload = 1 << 28
 
     /// One `sendmsg` for the whole frame (when the socket's buffer takes it): three sends woke the
-    /// reader up to three times a frame.
-    static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?) throws {
+    /// reader up to three times a frame. `passing`: a descriptor that goes with the frame's first
+    /// byte (read by `read(_:payload:descriptor:)`).
+    static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
         var lengths: (UInt32, UInt32) = (UInt32(header.count).littleEndian, UInt32(payload?.count ?? 0).littleEndian)
         try withUnsafeMutableBytes(of: &lengths) { lengthBytes in
             try header.withUnsafeBytes { headerBytes in
@@ -251,15 +259,40 @@ enum WireIO {
                 if let payload, payload.count > 0 {
                     parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count))
                 }
-                try sendAll(fd, &parts)
+                try sendAll(fd, &parts, passing: descriptor)
             }
         }
     }
 
     /// Reads one frame: its header, and its payload into `payload` (resized to fit; kept between calls).
     static func read(_ fd: Int32, payload: inout [UInt8]) throws -> Data {
+        var none: Int32? = nil
+        return try read(fd, payload: &payload, descriptor: &none, acceptsDescriptor: false)
+    }
+
+    /// `read`, and the descriptor passed with the frame (nil when none came). It is the caller's to close.
+    static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?) throws -> Data {
+        try read(fd, payload: &payload, descriptor: &descriptor, acceptsDescriptor: true)
+    }
+
+    private static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?, acceptsDescriptor: Bool) throws -> Data {
         var lengths: (UInt32, UInt32) = (0, 0)
-        try withUnsafeMutableBytes(of: &lengths) { (raw) in try receiveAll(fd, raw) }
+        try withUnsafeMutableBytes(of: &lengths) { (raw) in
+            guard acceptsDescriptor else { return try receiveAll(fd, raw) }
+            // The descriptor comes with the frame's first byte, so with the first receive.
+            var received: Int32 = -1
+            var n: Int
+            while true {
+                n = recd_receive_with_descriptor(fd, raw.baseAddress!, raw.count, &received)
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { try waitForInput(fd); continue }
+                if n < 0 && errno == EINTR { continue }
+                break
+            }
+            if received >= 0 { descriptor = received }
+            if n == 0 { throw Closed(reason: "end of stream") }
+            guard n > 0 else { throw Closed(reason: String(cString: strerror(errno))) }
+            if n < raw.count { try receiveAll(fd, UnsafeMutableRawBufferPointer(rebasing: raw[n...])) }
+        }
         let headerCount = Int(UInt32(littleEndian: lengths.0)), payloadCount = Int(UInt32(littleEndian: lengths.1))
         guard headerCount <= maxHeader, payloadCount <= maxPayload else {
             throw Closed(reason: "a frame of \(headerCount) + \(payloadCount) bytes (protocol error)")
@@ -272,10 +305,14 @@ enum WireIO {
     }
 
     /// Sends every byte of `parts` in order, however many calls the socket's buffer takes.
-    private static func sendAll(_ fd: Int32, _ parts: inout [iovec]) throws {
+    private static func sendAll(_ fd: Int32, _ parts: inout [iovec], passing descriptor: Int32?) throws {
         var first = 0
+        var descriptor = descriptor
         while first < parts.count {
             let n = parts.withUnsafeMutableBufferPointer { iov -> Int in
+                if let passed = descriptor {
+                    return recd_send_with_descriptor(fd, iov.baseAddress! + first, Int32(iov.count - first), passed)
+                }
                 var message = msghdr()
                 message.msg_iov = iov.baseAddress! + first
                 message.msg_iovlen = iov.count - first
@@ -283,6 +320,7 @@ enum WireIO {
             }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw Closed(reason: String(cString: strerror(errno))) }
+            descriptor = nil   // gone with the first byte sent
             // Past the parts sent whole, into the one sent in part.
             var sent = n
             while first < parts.count && sent >= parts[first].iov_len {
@@ -296,14 +334,31 @@ enum WireIO {
         }
     }
 
-    private static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer) throws {
+    /// Waits in poll(2), not in recv(2): a thread blocked in recv on a unix socket is woken each time
+    /// its peer takes bytes off the socket (the kernel's "space freed" wake-up goes to every waiter on
+    /// the socket, and recv's wait does not tell it apart), so a thread waiting for a reply was woken
+    /// for nothing when the worker read the request, and the worker when recd read the reply: half
+    /// the context switches of a round trip. poll waiting for input is not woken by that.
+    static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer) throws {
         var offset = 0
         while offset < raw.count {
-            let n = recv(fd, raw.baseAddress! + offset, raw.count - offset, 0)
+            let n = recv(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_DONTWAIT))
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                try waitForInput(fd)
+                continue
+            }
             if n < 0 && errno == EINTR { continue }
             if n == 0 { throw Closed(reason: "end of stream") }
             guard n > 0 else { throw Closed(reason: String(cString: strerror(errno))) }
             offset += n
+        }
+    }
+
+    /// Blocks until `fd` has input (or its peer closed it: the next recv says which).
+    private static func waitForInput(_ fd: Int32) throws {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while poll(&entry, 1, -1) < 0 {
+            guard errno == EINTR else { throw Closed(reason: String(cString: strerror(errno))) }
         }
     }
 }

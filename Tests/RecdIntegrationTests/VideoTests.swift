@@ -30,6 +30,11 @@ final class VideoTests: XCTestCase {
         let av = try VideoProbe.of(file("av.mov"))
         let maps = try String(contentsOf: out.appendingPathComponent("av-ffmpeg-maps.txt"), encoding: .utf8)
         XCTAssertEqual(maps.trimmingCharacters(in: .whitespacesAndNewlines), "0", "FFmpeg is mapped in recd after a video recording (it belongs in its media workers)")
+        // Frames went through a memory file both map (recd writes, its worker reads), not the socket.
+        let frameMaps = try String(contentsOf: out.appendingPathComponent("av-frame-maps.txt"), encoding: .utf8)
+            .split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        XCTAssertEqual(frameMaps.first { $0.first == "recd" }?.last, "1", frameMaps.description)
+        XCTAssertEqual(frameMaps.filter { $0.first == "recd-media" && $0.last == "1" }.count, 1, frameMaps.description)
         XCTAssertTrue(av.formatName.contains("mov"), av.formatName)
         let h264 = try XCTUnwrap(av.streams.first { $0.codec == "h264" }, "\(av)")
         let aac = try XCTUnwrap(av.streams.first { $0.codec == "aac" }, "\(av)")

@@ -1,5 +1,6 @@
 // The media worker's wire (MediaWorker): frames over a socket pair, and errors that cross it as the
 // types recd acts on. The workers themselves are driven through the daemon (MediaWorkerTests).
+import Capture
 import Foundation
 import Media
 @testable import MediaWorker
@@ -89,8 +90,8 @@ final class MediaWorkerWireTests: XCTestCase {
     func testPerBlockMessagesGoCompactAndComeBackAsSent() throws {
         let json = JSONEncoder(), parse = JSONDecoder()
         let compact: [WorkerRequest] = [.writerAppend(frames: 4096), .videoAppendAudio(frames: 1), .convert(frames: 0),
-                                        .decoderRead(atLeast: 65_536), .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true),
-                                        .videoAppendFrame(pts: 512, poster: false)]
+                                        .decoderRead(atLeast: 65_536), .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true, shared: 0),
+                                        .videoAppendFrame(pts: 512, poster: false, shared: 86_400)]
         for request in compact {
             let header = try WorkerCoding.encode(request, json: json)
             XCTAssertLessThan(try XCTUnwrap(header.first), 0x20, "\(request) should go compact")
@@ -141,7 +142,7 @@ final class MediaWorkerWireTests: XCTestCase {
         let (a, b) = try socketPair()
         defer { close(a); close(b) }
         let picture = (0..<3_000_001).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
-        let header = try WorkerCoding.encode(WorkerRequest.videoAppendFrame(pts: 99, poster: false), json: JSONEncoder())
+        let header = try WorkerCoding.encode(WorkerRequest.videoAppendFrame(pts: 99, poster: false, shared: 0), json: JSONEncoder())
         let sent = DispatchSemaphore(value: 0)
         let failure = NSLock()
         nonisolated(unsafe) var sendError: (any Error)?
@@ -158,6 +159,74 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(got, header)
         XCTAssertEqual(payload.count, picture.count)
         XCTAssertTrue(payload == picture, "the bytes differ")
+    }
+
+    /// A descriptor passed with a frame (`WireIO.write(passing:)`) arrives with that frame and no
+    /// other, and refers to the same memory: what recd writes there after, the worker reads. The
+    /// memory file is sealed at its size (the worker cannot be made to read past its end).
+    func testAMemoryFilePassedWithAFrameArrivesWithItAndSharesItsBytes() throws {
+        let (a, b) = try socketPair()
+        defer { close(a); close(b) }
+        let mine = try SharedMemory(creating: "recd-test", bytes: 8192)
+        let header = try WorkerCoding.encode(WorkerRequest.videoShareFrames(bytes: 8192), json: JSONEncoder())
+        try WireIO.write(a, header: header, payload: nil, passing: mine.descriptor)
+        try WireIO.write(a, header: header, payload: nil)
+        var payload: [UInt8] = []
+        var descriptor: Int32?
+        XCTAssertEqual(try WireIO.read(b, payload: &payload, descriptor: &descriptor), header)
+        let fd = try XCTUnwrap(descriptor, "the descriptor came with the frame")
+        defer { close(fd) }
+        XCTAssertNotEqual(fd, mine.descriptor)
+        XCTAssertEqual(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC, "received close-on-exec")
+        var none: Int32?
+        _ = try WireIO.read(b, payload: &payload, descriptor: &none)
+        XCTAssertNil(none, "a frame without one brings none")
+        XCTAssertEqual(ftruncate(fd, 4096), -1, "sealed at its size")
+        XCTAssertEqual(ftruncate(fd, 16384), -1, "sealed at its size")
+        XCTAssertThrowsError(try SharedMemory(mapping: fd, bytes: 8193), "larger than the file")
+        let theirs = try SharedMemory(mapping: fd, bytes: 8192)
+        for i in 0..<8192 { mine.bytes[i] = UInt8(truncatingIfNeeded: i &* 7) }
+        XCTAssertTrue(theirs.bytes.elementsEqual(mine.bytes), "the same memory")
+        mine.closeDescriptor()
+        XCTAssertNil(mine.descriptor)
+    }
+
+    /// A video writer in the worker takes its camera frames from the memory file recd passed, as it
+    /// takes them from payloads; a frame said to be larger than that file, or a file that came
+    /// without its descriptor, is an error of that request, and the writer goes on.
+    func testCameraFramesFromTheSharedMemoryFileAreWrittenAsPayloadsAre() throws {
+        let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).mov"
+        defer { unlink(path) }
+        var server = WorkerServer(unavailable: nil)
+        var out: [UInt8] = []
+        let camera = CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 64, height: 48, bytesPerLine: 128)
+        XCTAssertNil(server.handle(.openVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
+                                                    camera: camera, audio: nil), payload: [], out: &out).failure)
+        let frameBytes = 128 * 48
+        let unpassed = server.handle(.videoShareFrames(bytes: frameBytes), payload: [], out: &out)
+        XCTAssertTrue("\(String(describing: unpassed.failure))".contains("no memory file"), "\(unpassed)")
+        let shared = try SharedMemory(creating: "recd-test-frames", bytes: frameBytes)
+        let passed = try XCTUnwrap(shared.descriptor)
+        let copy = dup(passed)
+        XCTAssertNil(server.handle(.videoShareFrames(bytes: frameBytes), payload: [], descriptor: copy, out: &out).failure)
+        XCTAssertEqual(fcntl(copy, F_GETFD), -1, "the worker closed the descriptor it was given (its mapping stays)")
+        for i in 0..<10 {
+            for y in 0..<48 { for x in 0..<64 { shared.bytes[y * 128 + x * 2] = UInt8(16 + (x + i * 4) % 200); shared.bytes[y * 128 + x * 2 + 1] = 128 } }
+            let reply = server.handle(.videoAppendFrame(pts: Int64(i) * 3600, poster: i == 0, shared: frameBytes), payload: [], out: &out)
+            XCTAssertNil(reply.failure)
+            XCTAssertEqual(reply.appended, true)
+            if i == 0 { XCTAssertEqual(Array(out.prefix(2)), [0xFF, 0xD8], "the poster, a JPEG of the shared frame") }
+        }
+        let tooLarge = server.handle(.videoAppendFrame(pts: 36_000, poster: false, shared: frameBytes + 1), payload: [], out: &out)
+        XCTAssertTrue("\(String(describing: tooLarge.failure))".contains("in a memory file of \(frameBytes)"), "\(tooLarge)")
+        // The same frame as a payload still goes.
+        let payload = [UInt8](UnsafeRawBufferPointer(shared.bytes))
+        XCTAssertEqual(server.handle(.videoAppendFrame(pts: 36_000, poster: false, shared: 0), payload: payload, out: &out).appended, true)
+        XCTAssertNil(server.handle(.videoFinishFrames, payload: [], out: &out).failure)
+        XCTAssertNil(server.handle(.videoClose, payload: [], out: &out).failure)
+        let info = try MediaProbe.probe(path)
+        XCTAssertEqual(info.streams.map(\.codec), ["h264"])
+        XCTAssertEqual(try XCTUnwrap(info.duration), 11.0 / 25, accuracy: 0.05)
     }
 
     /// A decoder read joins the decoder's blocks up to the frames asked for, so a whole-file pass is a

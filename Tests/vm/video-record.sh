@@ -2,7 +2,7 @@
 # Runs INSIDE the test VM (shared/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
 # snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
 # Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
-# Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound), av-ffmpeg-maps.txt,
+# Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound), av-ffmpeg-maps.txt, av-frame-maps.txt,
 # silent.mov/silent.json (--video-only), paused-av.* and paused-silent.* (paused and resumed), busy.txt, nocamera.txt, output-node.txt, nomic.txt (refusals),
 # drops.json (frames vivid was told to drop), unplugged.json/unplugged.mov (camera disconnected
 # mid-recording), killed.mov + recovered.json (kill -9 mid-recording, then a restart), full.json/
@@ -45,6 +45,11 @@ rc --json devices > "$out/devices.json"
 # 1. Camera + microphone, 4 s.
 rc --json record start --video --title "vm video" > "$out/av-start.json"
 sleep 4
+# The camera's frames reach the media worker through a shared memory file, not the socket: its
+# mappings of it (and recd's), while recording.
+for p in $recd_pid $(cat /proc/$recd_pid/task/*/children); do
+  printf '%s %s\n' "$(cat /proc/$p/comm)" "$(grep -c 'memfd:recd-camera-frames' /proc/$p/maps || true)"
+done > "$out/av-frame-maps.txt"
 rc --json record stop --save > "$out/av.json"
 # FFmpeg's libraries mapped in recd (none: the camera's conversion, both encoders and the muxer ran in a media worker).
 grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$recd_pid/maps" > "$out/av-ffmpeg-maps.txt" || true

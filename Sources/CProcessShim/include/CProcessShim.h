@@ -3,7 +3,9 @@
 // Starting and tying down recd's media worker processes (MediaWorker): what Swift's import of glibc
 // does not show. prctl(2) is variadic; posix_spawn_file_actions_addclosefrom_np is declared only
 // under _GNU_SOURCE.
+#include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /// Starts `path` with `argv` (NULL-terminated) and the caller's environment, `fd` as the child's
 /// descriptor 3 and every descriptor above 3 closed in the child (none of the daemon's sockets,
@@ -18,5 +20,20 @@ int recd_set_parent_death_signal(int sig);
 /// prctl(PR_SET_NAME, name): the calling thread's name (up to 15 bytes); called on a process's main
 /// thread, its name in ps and top.
 int recd_set_thread_name(const char *name);
+
+/// A memory file of `size` bytes shared with a worker (memfd_create, close-on-exec; declared only
+/// under _GNU_SOURCE), sealed at that size (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL), so that a
+/// process it is passed to may map and read all of it without SIGBUS. Returns the descriptor, or -1
+/// with errno.
+int recd_shared_memory(const char *name, size_t size);
+
+/// sendmsg(2) of `iov` with descriptor `fd` passed along (SCM_RIGHTS: the CMSG_* macros do not reach
+/// Swift). Returns what sendmsg returns.
+ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int fd);
+
+/// recv(2) of up to `length` bytes, without waiting (MSG_DONTWAIT), that also takes a descriptor
+/// passed with them (SCM_RIGHTS, made close-on-exec): `*fd` is it, or -1 when none came. Any
+/// descriptor beyond the first is closed. Returns what recvmsg returns.
+ssize_t recd_receive_with_descriptor(int socket, void *buffer, size_t length, int *fd);
 
 #endif
