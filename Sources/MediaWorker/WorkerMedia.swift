@@ -306,7 +306,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
     public func close() throws {
         guard !lock.withLock({ closed }) else { return }
         defer {
-            lock.withLock { closed = true }
+            lock.withLock { closed = true; frames = nil }   // (the worker unmaps its side at its reset)
             worker.release()
         }
         try call(.videoClose)

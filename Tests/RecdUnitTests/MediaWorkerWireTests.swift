@@ -229,6 +229,63 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(info.duration), 11.0 / 25, accuracy: 0.05)
     }
 
+    /// Through a real worker (recd's own binary, as the daemon starts it): `WorkerVideoWriter` sends
+    /// camera frames through one shared memory file that recd and the worker both map, makes a new
+    /// one twice as large for a frame larger than it (a compressed camera's frames vary), and writes
+    /// every frame. This is recd's side of the wire (`videoShareFrames` with its descriptor); the
+    /// daemon's video takes go through it in the VM (VideoTests).
+    func testAVideoWriterSharesFramesWithItsWorkerAndGrowsTheFileForALargerFrame() throws {
+        let binary = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+            .map { $0.appendingPathComponent("recd").path }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        let recd = try XCTUnwrap(binary, "recd is built beside the tests")
+        MediaWorkerPool.shared.configure(executable: recd, idleSeconds: 0, logLevel: "error")
+        let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).mov"
+        defer { unlink(path) }
+        let writer = try WorkerVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
+                                           camera: CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 64, height: 48, bytesPerLine: 128),
+                                           audio: nil)
+        /// Sizes of the frame files mapped, in this process and in its worker (its only child).
+        func mapped() throws -> (mine: [Int], worker: [Int]) {
+            /// (Read to the end: /proc's files say they are empty, and String(contentsOfFile:) believes it.)
+            func read(_ file: String) -> String {
+                String(decoding: FileHandle(forReadingAtPath: file)?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+            }
+            func sizes(_ pid: String) throws -> [Int] {
+                read("/proc/\(pid)/maps").split(separator: "\n")
+                    .filter { $0.contains("memfd:recd-camera-frames") }
+                    .map { line in
+                        let range = line.split(separator: " ")[0].split(separator: "-").map { Int($0, radix: 16)! }
+                        return range[1] - range[0]
+                    }
+            }
+            let children = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").flatMap { task in
+                read("/proc/self/task/\(task)/children").split(separator: " ").map(String.init)
+            }
+            return (try sizes("self"), try children.flatMap { try sizes($0) })
+        }
+        var poster: Data?
+        for i in 0..<12 {
+            var frame = VideoMediaTests.yuyvFrame(width: 64, height: 48, index: i)   // 6144 bytes
+            if i >= 6 { frame += [UInt8](repeating: 0, count: 4000) }   // larger: padding the format ignores
+            try frame.withUnsafeBytes { raw in
+                XCTAssertTrue(try writer.appendVideo(raw, pts: Int64(i) * 3600, poster: i == 0 ? { poster = $0 } : nil))
+            }
+            if i == 0 || i == 6 {
+                let (mine, worker) = try mapped()
+                XCTAssertEqual(mine, [i == 0 ? 8192 : 16384], "recd maps one frame file, of the first frame's size in pages, then twice that")
+                XCTAssertEqual(worker, mine, "the worker (the only child) maps the same file, and only it")
+            }
+        }
+        XCTAssertEqual(Array(try XCTUnwrap(poster).prefix(2)), [0xFF, 0xD8])
+        try writer.finishVideo()
+        try writer.close()
+        XCTAssertEqual(writer.framesWritten, 12)
+        XCTAssertEqual(try mapped().mine, [], "closing the writer unmaps it (the writer goes on living)")
+        let info = try MediaProbe.probe(path)
+        XCTAssertEqual(info.streams.map(\.codec), ["h264"])
+        XCTAssertEqual(try XCTUnwrap(info.duration), 12.0 / 25, accuracy: 0.05)
+    }
+
     /// A decoder read joins the decoder's blocks up to the frames asked for, so a whole-file pass is a
     /// few round trips, and gives exactly the samples that reading block by block gives.
     func testADecoderReadJoinsBlocksIntoTheSameSamples() throws {
