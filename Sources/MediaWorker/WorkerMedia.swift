@@ -287,7 +287,15 @@ public final class WorkerVideoWriter: @unchecked Sendable {
             return nil
         }
         defer { shared.closeDescriptor() }   // the worker has its own once the call returns
-        try connection.call(.videoShareFrames(bytes: shared.bytes.count), passing: shared.descriptor, operation: "writing \(path)")
+        do {
+            try connection.call(.videoShareFrames(bytes: shared.bytes.count), passing: shared.descriptor, operation: "writing \(path)")
+        } catch let error as MediaWorkerError {
+            guard case .failed = error else { throw error }   // the worker died: that ends the recording
+            // It could not map the file: payloads, as without memfd.
+            framesUnshared = true
+            frames = nil
+            return nil
+        }
         frames = shared
         return shared
     }
