@@ -197,6 +197,12 @@ public final class Catalog: Sendable {
                   AND file IN ('Recordings/audio_' || id || '.m4a', 'Recordings/video_' || id || '.mov')
                 """)
         }
+        m.registerMigration("v10: the state a missing recording had") { db in
+            // `missing` forgot whether the recording was saved or pending; the file put back (as recctl
+            // advises) then made a saved recording pending. NULL for every other state, and for rows
+            // marked missing before this column.
+            try db.execute(sql: "ALTER TABLE recording ADD COLUMN missingFrom TEXT CHECK (missingFrom IS NULL OR missingFrom IN ('pending', 'ready'))")
+        }
         return m
     }
 
@@ -477,6 +483,42 @@ public final class Catalog: Sendable {
     /// Every row's file (relative path) with its id and state, for matching against `Recordings/`.
     /// Ids stay text here: parsing 100,000 UUIDs is a noticeable part of start-up; and an array,
     /// not a dictionary by file: the caller looks the files up in the listing, not the other way.
+    /// The row's file is gone: `missing`, remembering the state it had (pending or ready) for when
+    /// the file is back. Returns false when the row is not pending or ready (any more).
+    @discardableResult
+    public func markMissing(id: UUID) throws -> Bool {
+        try wrap("mark missing") {
+            try write { db in
+                // SQLite evaluates every right-hand side against the row as it was: `state` is the old one.
+                try db.execute(sql: """
+                    UPDATE recording SET missingFrom = state, state = 'missing'
+                    WHERE id = ? AND state IN ('pending', 'ready')
+                    """, arguments: [id.uuidString])
+                return db.changesCount > 0
+            }
+        }
+    }
+
+    /// The file of a missing row is back, `sizeBytes` long. The same size as the row says: the state it
+    /// had before (a saved recording is saved again, its flags as they were). Another size, or a row
+    /// marked missing before recd remembered the state: pending and `recovered`, so the user looks.
+    /// Returns the row after it, or nil when it is not missing (any more).
+    public func fileIsBack(id: UUID, sizeBytes: Int64?) throws -> Recording? {
+        try wrap("restore") {
+            try write { db in
+                try db.execute(sql: """
+                    UPDATE recording SET
+                      state = CASE WHEN missingFrom IS NOT NULL AND sizeBytes IS ?1 THEN missingFrom ELSE 'pending' END,
+                      recovered = CASE WHEN missingFrom IS NOT NULL AND sizeBytes IS ?1 THEN recovered ELSE 1 END,
+                      missingFrom = NULL
+                    WHERE id = ?2 AND state = 'missing'
+                    """, arguments: [sizeBytes, id.uuidString])
+                guard db.changesCount > 0 else { return nil }
+                return try RecordingRecord.fetch(db, id: id.uuidString)?.recording()
+            }
+        }
+    }
+
     public func fileRows() throws -> [(file: String, id: String, state: String)] {
         try wrap("read") {
             try pool.read { db in

@@ -72,6 +72,11 @@ public actor Player {
             if let position, !(position.isFinite && position >= 0) {
                 throw .invalidValue(field: "position", detail: "\(position) is not a number of seconds from the start")
             }
+            // Nothing would be heard, yet the play would count: refused, as trim refuses such a time.
+            if let position, let duration = recording.duration, duration > 0, position >= duration {
+                throw .invalidValue(field: "position", detail: "\(position) is past the end of the recording (0 to "
+                                    + String(format: "%.3f s", duration) + ")")
+            }
             let path = config.dataDirectory.absolute(recording.file)
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {

@@ -32,7 +32,8 @@ public actor Recorder {
         case idle
         /// The row is in the catalog, the device is being opened. A fault reported now is kept and
         /// acted on as soon as the recording is running.
-        case starting(UUID, fault: String?)
+        /// `title`: the new row's, for a start refused meanwhile (the row may not be written yet).
+        case starting(UUID, title: String, fault: String?)
         case recording(Active)
         /// Capture is ending and the file is being finalized; `done` completes when it is.
         case stopping(UUID, done: Task<Void, Never>?)
@@ -70,13 +71,14 @@ public actor Recorder {
         let busy: UUID
         switch state {
         case .idle: return
-        case .starting(let id, _), .stopping(let id, _): busy = id
+        case .starting(let id, let title, _): throw .alreadyRecording(active: id, title: title)
+        case .stopping(let id, _): busy = id
         case .recording(let a): busy = a.id
         case .held(let h):
             guard let a = h.recording else { return }
             busy = a.id
         }
-        let title = (try? catalog.recording(id: busy))??.title ?? "(starting)"
+        let title = (try? catalog.recording(id: busy))??.title ?? "(being stopped)"
         throw .alreadyRecording(active: busy, title: title)
     }
 
@@ -95,7 +97,6 @@ public actor Recorder {
             throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
         }
         let id = UUID()
-        state = .starting(id, fault: nil)
         let relative = DataDirectory.relativePath(id: id, type: request.type)
         let path = config.dataDirectory.absolute(relative)
         var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
@@ -104,6 +105,7 @@ public actor Recorder {
         var withTitle = change
         if withTitle.title == nil { withTitle.title = .some(nil) }
         MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)
+        state = .starting(id, title: recording.title, fault: nil)
         // The row goes in first: if the daemon dies mid-recording, start-up recovery finds the row and
         // salvages its file (or removes the row if no audio reached the file).
         do {
@@ -134,7 +136,7 @@ public actor Recorder {
             state = .idle
             throw map(error, file: path, request: request)
         }
-        guard case .starting(id, let fault) = state else {
+        guard case .starting(id, _, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
         }
         let active = Active(session: session, id: id, startedAt: .now)
@@ -417,7 +419,7 @@ public actor Recorder {
     /// Called (through a Task) when the device or the disk failed mid-recording.
     func fault(id: UUID, error: any Error) {
         switch state {
-        case .starting(id, nil): state = .starting(id, fault: "\(error)")
+        case .starting(id, let title, nil): state = .starting(id, title: title, fault: "\(error)")
         case .recording(let active) where active.id == id: beginFinish(active, reason: .fault, error: "\(error)")
         case .held(var h) where h.recording?.id == id && h.fault == nil:
             h.fault = "\(error)"
@@ -437,7 +439,7 @@ public actor Recorder {
                 return try await stop(StopRecordingRequest(then: .discard), reason: .deleted).discarded
             case .stopping(id, let done?):
                 await done.value
-            case .starting(id, _), .stopping(id, nil):
+            case .starting(id, _, _), .stopping(id, nil):
                 try? await Task.sleep(for: .milliseconds(50))
             case .held(let h) where h.recording?.id == id:
                 await h.done.value
@@ -559,7 +561,7 @@ public actor Recorder {
     public func active() -> ActiveReport? {
         switch state {
         case .idle: return nil
-        case .starting(let id, _): return ActiveReport(id: id, activity: .starting)
+        case .starting(let id, _, _): return ActiveReport(id: id, activity: .starting)
         case .stopping(let id, _): return ActiveReport(id: id, activity: .stopping)
         case .held(let h):
             guard let a = h.recording else { return nil }

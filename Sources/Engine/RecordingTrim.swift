@@ -31,8 +31,11 @@ struct RecordingTrim {
             throw .invalidValue(field: "start", detail: "\(start) is outside the recording (0 to \(shown))")
         }
         // A millisecond of slack: an end given as the duration read from the listing (rounded).
-        guard end.isFinite, end > 0, end <= duration + 0.001 else {
+        guard end.isFinite, end >= 0, end <= duration + 0.001 else {
             throw .invalidValue(field: "end", detail: "\(end) is outside the recording (0 to \(shown))")
+        }
+        guard end > start else {
+            throw .invalidValue(field: "end", detail: "the span \(start)–\(end) s is empty: the end must come after the start")
         }
         guard end - start >= TrimRequest.minimumSeconds else {
             throw .invalidValue(field: "end", detail: "the span \(start)–\(end) s is shorter than \(TrimRequest.minimumSeconds) s")

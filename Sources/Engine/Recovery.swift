@@ -173,20 +173,20 @@ struct Recovery {
             if !there && (row.state == pending || row.state == ready) && row.id != active {
                 do {
                     guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
-                    try catalog.modify(id: id) { $0.state = .missing }
+                    try catalog.markMissing(id: id)
                     report.markedMissing.append(id)
                     logger.warning("recovery: the file of recording \(row.id) is gone (\(row.file)); marked missing")
                 } catch {
                     report.problems.append("cannot mark \(row.id) missing: \(error)")
                 }
             } else if there && row.state == missing, let id = UUID(uuidString: row.id) {
-                // A missing recording whose file is back (put back by hand, or by a later
-                // rollback) is pending again: its earlier state is not known, and pending asks the
-                // user to look.
+                // A missing recording whose file is back (put back by hand, as recctl advises, or by
+                // a later rollback): the state it had when the file is the one it had (same size),
+                // else pending, which asks the user to look.
                 do {
-                    try catalog.modify(id: id) { $0.state = .pending; $0.recovered = true }
+                    let back = try catalog.fileIsBack(id: id, sizeBytes: FileOps.size(data.absolute(row.file)))
                     report.foundAgain.append(id)
-                    logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is pending again")
+                    logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is \(back?.state.rawValue ?? "missing") again")
                 } catch {
                     report.problems.append("cannot restore \(id): \(error)")
                 }
@@ -269,18 +269,21 @@ struct Recovery {
         }
         let active = activeID?.uuidString
         let named = Set(rows.compactMap { Self.name(inRecordings: $0.file) })
-        var withoutFile: [UUID] = [], missing: [UUID] = [], interrupted: [UUID] = []
+        var withoutFile: [UUID] = [], missing: [UUID] = [], back: [UUID] = [], interrupted: [UUID] = []
         for row in rows where row.id != active {
             guard let id = UUID(uuidString: row.id) else { continue }
             switch RecordingState(rawValue: row.state) {
             case .pending?, .ready?: if !exists(row.file, in: present) { withoutFile.append(id) }
-            case .missing?: missing.append(id)
+            case .missing?:
+                missing.append(id)
+                if exists(row.file, in: present) { back.append(id) }
             case .recording?: interrupted.append(id)
             case nil: break
             }
         }
         return ConsistencyReport(checkedAt: Date(), rowsWithoutFile: withoutFile.sorted { $0.uuidString < $1.uuidString },
                                  missing: missing.sorted { $0.uuidString < $1.uuidString },
+                                 filesBack: back.sorted { $0.uuidString < $1.uuidString },
                                  filesWithoutRow: files.filter { !named.contains(Substring($0)) },
                                  interruptedRecordings: interrupted, unsettled: hidden.sorted(),
                                  lastRecovery: nil, repaired: nil)

@@ -434,7 +434,8 @@ public struct RecoveryReport: Codable, Sendable, Equatable {
     public var quarantined: [String] = []
     /// Rows whose file is gone, marked `missing`.
     public var markedMissing: [UUID] = []
-    /// `missing` rows whose file is back: made `pending` (recovered) again.
+    /// `missing` rows whose file is back: the state they had when it is the same file (same size),
+    /// else `pending` (recovered).
     public var foundAgain: [UUID] = []
     /// Discards/deletions interrupted before the row was deleted: the file was put back.
     public var removalsUndone: [String] = []
@@ -469,6 +470,8 @@ public struct ConsistencyReport: Codable, Sendable, Equatable {
     public var rowsWithoutFile: [UUID]
     /// Rows already marked `missing`.
     public var missing: [UUID]
+    /// Of those, the ones whose file is there again (a repair restores them).
+    public var filesBack: [UUID]
     /// Files in `Recordings/` that no row refers to.
     public var filesWithoutRow: [String]
     /// Interrupted recordings not yet salvaged (rows in `recording` that are not the active one).
@@ -482,11 +485,12 @@ public struct ConsistencyReport: Codable, Sendable, Equatable {
 
     public var isConsistent: Bool {
         rowsWithoutFile.isEmpty && filesWithoutRow.isEmpty && interruptedRecordings.isEmpty && unsettled.isEmpty
+            && filesBack.isEmpty
     }
 
-    public init(checkedAt: Date, rowsWithoutFile: [UUID], missing: [UUID], filesWithoutRow: [String],
+    public init(checkedAt: Date, rowsWithoutFile: [UUID], missing: [UUID], filesBack: [UUID] = [], filesWithoutRow: [String],
                 interruptedRecordings: [UUID], unsettled: [String], lastRecovery: RecoveryReport?, repaired: RecoveryReport?) {
-        self.checkedAt = checkedAt; self.rowsWithoutFile = rowsWithoutFile; self.missing = missing
+        self.checkedAt = checkedAt; self.rowsWithoutFile = rowsWithoutFile; self.missing = missing; self.filesBack = filesBack
         self.filesWithoutRow = filesWithoutRow; self.interruptedRecordings = interruptedRecordings
         self.unsettled = unsettled; self.lastRecovery = lastRecovery; self.repaired = repaired
     }

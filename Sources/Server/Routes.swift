@@ -149,10 +149,12 @@ public enum RecdRoutes {
 
         v1.delete("recordings") { request, _ in
             // The seed's "Delete All Data" is a deliberate act: a bare DELETE on the collection
-            // (a mistyped id, an empty variable in a script) must not wipe the library.
-            guard request.uri.queryParameters["confirm"] == "all" else {
+            // (a mistyped id, an empty variable in a script) must not wipe the library. Nor may an
+            // ambiguous one: `?confirm=all&confirm=no` says both, so it is refused.
+            let confirms = request.uri.queryParameters.getAll("confirm")
+            guard confirms == ["all"] else {
                 throw RequestError(status: .badRequest, code: .malformedRequest,
-                                   message: "deleting every recording needs ?confirm=all")
+                                   message: confirms.count > 1 ? "give confirm once: ?confirm=all" : "deleting every recording needs ?confirm=all")
             }
             return JSONResponse.make(try await engine.deleteAll())
         }

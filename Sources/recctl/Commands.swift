@@ -38,11 +38,17 @@ struct GlobalOptions: ParsableArguments {
 
 /// --title/--notes/--purpose as a metadata patch.
 struct MetadataOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Title (at most \(MetadataLimits.titleMaxCharacters) characters; blank = automatic).",
+    // `.unconditional`: the next argument is the text even when it starts with a dash
+    // (`--title "- memo"`, `--notes "-- a note"`); a title is free text, never an option.
+    // (ArgumentParser refuses any argument that starts with three dashes before this applies:
+    // `--notes=--- draft` passes one.)
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Title (at most \(MetadataLimits.titleMaxCharacters) characters; blank = automatic).",
                                valueName: "text"))
     var title: String?
 
-    @Option(help: ArgumentHelp("Notes (at most \(MetadataLimits.notesMaxCharacters) characters).", valueName: "text"))
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Notes (at most \(MetadataLimits.notesMaxCharacters) characters).", valueName: "text"))
     var notes: String?
 
     @Option(help: ArgumentHelp("Purpose: \(Purpose.allCases.map(\.rawValue).joined(separator: ", ")), or none.",
@@ -57,8 +63,11 @@ struct MetadataOptions: ParsableArguments {
 }
 
 /// Path segment for a user-given id or prefix.
-func idPath(_ id: String) -> String {
-    id.percentEncoded(keeping: "-")
+/// An empty one is a usage error here: `/v1/recordings/` is the whole list (and, with DELETE, the
+/// delete-all route), so it must never reach the daemon as an id.
+func idPath(_ id: String) throws -> String {
+    if id.isEmpty { throw ValidationError("give a recording id (or a unique prefix of at least 4 characters)") }
+    return id.percentEncoded(keeping: "-")
 }
 
 struct Status: AsyncParsableCommand {
@@ -211,6 +220,9 @@ struct Record: AsyncParsableCommand {
 
         func run() async throws {
             let then: StopDisposition = save ? .save : discard ? .discard : .keep
+            // What is being discarded, to say it as `recctl discard` does (the reply has no recording then).
+            let active = discard && !global.json
+                ? try? await global.client.call(.GET, "/v1/status", as: DaemonStatus.self).0.active : nil
             let (reply, raw) = try await global.client.call(
                 .POST, "/v1/record/stop", body: StopRecordingRequest(then: then, metadata: metadata.patch),
                 as: StopRecordingResponse.self)
@@ -218,6 +230,8 @@ struct Record: AsyncParsableCommand {
             if let r = reply.recording {
                 text = Say.stopped(r)
                     + (reply.capture.overruns > 0 ? "\n\(Output.count(reply.capture.overruns, "overrun")), \(Output.count(reply.capture.droppedFrames, "frame")) lost" : "")
+            } else if let active {
+                text = Say.discarded(title: active.recording.title, id: active.recording.id, seconds: active.elapsed)
             } else {
                 text = Say.discardedWhileStopping()
             }
@@ -251,7 +265,7 @@ struct Discard: AsyncParsableCommand {
     func validate() throws { try Delete.requireConfirmation(yes) }
 
     func run() async throws {
-        let path = "/v1/recordings/\(idPath(id))"
+        let path = "/v1/recordings/\(try idPath(id))"
         if !yes {
             let (r, _) = try await global.client.call(.GET, path, as: Recording.self)
             guard Delete.confirm(Say.confirmDiscard + " ('\(Output.text(r.title))')") else {
@@ -287,8 +301,8 @@ struct List: AsyncParsableCommand {
     func describe(_ list: RecordingList) -> String {
         if list.recordings.isEmpty {
             let filter = [state.map { $0.spoken }, type.map { "\($0.rawValue)" }].compactMap { $0 }.joined(separator: " ")
-            if list.total == 0 && filter.isEmpty { return Say.emptyLibrary }
-            if list.total == 0 { return "No \(filter) recordings." }
+            if list.total == 0 && state == nil && type == nil { return Say.emptyLibrary }
+            if list.total == 0 { return "No \(Self.noun(state: state, type: type))." }
             return "No recordings from \(list.offset + 1) on: there \(list.total == 1 ? "is" : "are") \(list.total) in all"
                 + " (try --offset \(max(0, list.total - limit)))."
         }
@@ -296,9 +310,28 @@ struct List: AsyncParsableCommand {
         let last = list.offset + list.recordings.count
         if list.total > last || list.offset > 0 {
             text += "\n(\(list.offset + 1)–\(last) of \(list.total)"
-            text += list.total > last ? "; the next page: recctl list --offset \(last)\(limit == 100 ? "" : " --limit \(limit)"))" : ")"
+            text += list.total > last ? "; the next page: \(command(offset: last)))" : ")"
         }
         return text
+    }
+
+    /// This list's command at another offset: the same order, filters and page size, so the next page
+    /// follows on from this one.
+    func command(offset: Int) -> String {
+        var words = ["recctl list"]
+        if by != .recent { words.append("--by \(by.rawValue)") }
+        if let state { words.append("--state \(state == .ready ? "saved" : state.rawValue)") }
+        if let type { words.append("--type \(type.rawValue)") }
+        words.append("--offset \(offset)")
+        if limit != 100 { words.append("--limit \(limit)") }
+        return words.joined(separator: " ")
+    }
+
+    /// "pending audio recordings", "video recordings being recorded", "recordings missing their file".
+    static func noun(state: RecordingState?, type: RecordingType?) -> String {
+        let before = [state == .pending ? "pending" : state == .ready ? "saved" : nil, type?.rawValue].compactMap { $0 }
+        let after = state == .recording ? " being recorded" : state == .missing ? " missing their file" : ""
+        return (before + ["recordings"]).joined(separator: " ") + after
     }
 }
 
@@ -410,7 +443,7 @@ struct Delete: AsyncParsableCommand {
             global.emit(raw, Say.allDeleted(recordings: reply.deletedRecordings, files: reply.deletedFiles))
             return
         }
-        let path = "/v1/recordings/\(idPath(id!))"
+        let path = "/v1/recordings/\(try idPath(id!))"
         if !yes {
             let (r, _) = try await client.call(.GET, path, as: Recording.self)
             guard Self.confirm(Say.confirmDelete(r)) else {
@@ -448,12 +481,14 @@ struct Check: AsyncParsableCommand {
             lines.append("consistent: every saved or pending recording has its file, every file has a recording")
         } else {
             for id in report.rowsWithoutFile { lines.append("file missing for recording \(id.uuidString)") }
+            for id in report.filesBack { lines.append("file back for missing recording \(id.uuidString)") }
             for f in report.filesWithoutRow { lines.append("file with no recording: Recordings/\(f)") }
             for id in report.interruptedRecordings { lines.append("interrupted recording not salvaged: \(id.uuidString)") }
             for u in report.unsettled { lines.append("leftover of an interrupted operation: Recordings/\(u)") }
             lines.append("run `recctl check --repair` to fix these")
         }
-        if !report.missing.isEmpty { lines.append("\(report.missing.count) recording(s) marked missing (delete them, or put their files back)") }
+        let stillMissing = report.missing.count - report.filesBack.count
+        if stillMissing > 0 { lines.append("\(stillMissing) recording(s) marked missing (delete them, or put their files back and run `recctl check --repair`)") }
         if let last = report.lastRecovery, report.repaired == nil {
             lines.append("last recovery (\(Output.date(last.ranAt))): " + Self.summary(last))
         }
@@ -468,6 +503,8 @@ struct Check: AsyncParsableCommand {
         if !r.adopted.isEmpty { parts.append("\(r.adopted.count) file(s) adopted") }
         if !r.quarantined.isEmpty { parts.append("\(r.quarantined.count) non-media file(s) quarantined: \(r.quarantined.joined(separator: ", "))") }
         if !r.markedMissing.isEmpty { parts.append("\(r.markedMissing.count) recording(s) marked missing") }
+        if !r.foundAgain.isEmpty { parts.append("\(r.foundAgain.count) missing recording(s) restored (their file is back)") }
+        if !r.replacementsFinished.isEmpty { parts.append("\(r.replacementsFinished.count) interrupted trim(s) finished") }
         if !r.removalsUndone.isEmpty { parts.append("\(r.removalsUndone.count) interrupted removal(s) undone") }
         if !r.removalsFinished.isEmpty { parts.append("\(r.removalsFinished.count) interrupted removal(s) finished") }
         if r.deleteAllRolledBack { parts.append("an interrupted 'delete all' rolled back") }

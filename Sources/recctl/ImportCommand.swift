@@ -38,8 +38,11 @@ struct Import: AsyncParsableCommand {
         for file in files {
             let url = URL(fileURLWithPath: file)
             var info = stat()
-            guard stat(file, &info) == 0, info.st_mode & S_IFMT != S_IFDIR else {
-                Console.err(Data("recctl: \(file): no such file\n".utf8))
+            let found = stat(file, &info) == 0
+            let problem = !found ? (errno == ENOENT ? "no such file" : String(cString: strerror(errno)))
+                : info.st_mode & S_IFMT == S_IFDIR ? "is a directory: give the files in it" : nil
+            if let problem {
+                report(code: "local", "\(file): \(problem)")
                 failed += 1
                 continue
             }
@@ -64,5 +67,16 @@ struct Import: AsyncParsableCommand {
             }
         }
         if failed > 0 { throw ExitCode(ExitStatus.refused) }
+    }
+
+    /// A file that was not sent, said as the daemon's refusals are: `recctl: …` on stderr, or with
+    /// --json an error object on stdout (one line per file, so the others' replies still come).
+    func report(code: String, _ message: String) {
+        if global.json {
+            let raw = (try? APIJSON.encoder().encode(["error": ["code": code, "message": message]])) ?? Data()
+            Console.out(raw + Data("\n".utf8))
+        } else {
+            Console.err(Data("recctl: \(message)\n".utf8))
+        }
     }
 }

@@ -163,7 +163,11 @@ enum Say {
         "⏺ Recording '\(Output.text(r.title))' (\(Output.shortID(r.id))) from \(sources)"
     }
     static func saved(_ r: Recording) -> String { "Recording saved ✓ \(Output.oneLine(r))" }
-    static func discarded(_ r: Recording) -> String { "Recording discarded: \(Output.oneLine(r))" }
+    /// Without the state: a discarded recording has none left.
+    static func discarded(_ r: Recording) -> String { discarded(title: r.title, id: r.id, seconds: r.duration) }
+    static func discarded(title: String, id: UUID, seconds: Double?) -> String {
+        "Recording discarded: '\(Output.text(title))' (\(Output.shortID(id)), \(Output.duration(seconds)))"
+    }
     static func discardedWhileStopping() -> String { "Recording discarded" }
     static func deleted(_ r: Recording) -> String { "Recording deleted: \(Output.oneLine(r))" }
     static func allDeleted(recordings: Int, files: Int) -> String {

@@ -36,7 +36,7 @@ struct UI: AsyncParsableCommand {
         let gate = BridgeGate()
         let socket = global.socket
         let group = MultiThreadedEventLoopGroup.singleton
-        let server = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -44,12 +44,19 @@ struct UI: AsyncParsableCommand {
                     try channel.pipeline.syncOperations.addHandler(BridgeHandler(gate: gate, socket: socket))
                 }
             }
-            .bind(host: "127.0.0.1", port: port).get()
+        let server: any Channel
+        do {
+            server = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+        } catch let e as IOError {
+            throw ClientFailure.local("cannot listen on 127.0.0.1:\(port): \(String(cString: strerror(e.errnoCode)))"
+                                      + (e.errnoCode == EADDRINUSE ? " (another program has it: give another --port, or 0 for any)" : ""))
+        }
         let bound = server.localAddress?.port ?? port
         gate.port = bound
         let url = "http://127.0.0.1:\(bound)/?token=\(gate.token)"
-        // First line, flushed at once: a script reads it from a pipe.
-        Console.out(Data((url + "\n").utf8))
+        // First line, flushed at once: a script reads it from a pipe (with --json, as {"url": …}).
+        let first = global.json ? (try? APIJSON.encoder().encode(["url": url])).map { String(decoding: $0, as: UTF8.self) } ?? url : url
+        Console.out(Data((first + "\n").utf8))
         Console.err(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)/ (Ctrl-C stops)\n".utf8))
         if open {
             let status = spawn(["/usr/bin/env", "xdg-open", url])
@@ -159,7 +166,11 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             return (.forbidden, "recctl ui answers only requests for 127.0.0.1:\(gate.port) or localhost:\(gate.port).", [])
         }
         let url = URLComponents(string: head.uri)
+        let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace() }
+        let hasCookie = cookies.contains("recd_ui=\(gate.cookie)")
         if url?.path == "/", let token = url?.queryItems?.first(where: { $0.name == "token" })?.value {
+            // The printed link opened again in the browser that redeemed it: it is let in already.
+            if hasCookie { return (.seeOther, "", [("Location", "/")]) }
             guard gate.redeem(Substring(token)) else {
                 return (.unauthorized, "This link was used already or is not this recctl ui's. Run `recctl ui` again for a new one.", [])
             }
@@ -167,8 +178,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             return (.seeOther, "", [("Location", "/"),
                                     ("Set-Cookie", "recd_ui=\(gate.cookie); HttpOnly; SameSite=Strict; Path=/")])
         }
-        let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace() }
-        guard cookies.contains("recd_ui=\(gate.cookie)") else {
+        guard hasCookie else {
             return (.unauthorized, "Open the address `recctl ui` printed (it carries a one-time token), or run `recctl ui` again.", [])
         }
         if head.method != .GET && head.method != .HEAD, let origin = head.headers.first(name: "Origin"),

@@ -101,6 +101,48 @@ final class ClientTests: DaemonTestCase {
         XCTAssertTrue(all.stdout.contains("(3 recordings, 3 files)"), all.stdout)
     }
 
+    /// Rough edges found by using recctl for an hour again (stop 33): each one as a person met it.
+    func testNextPagesKeepTheirFiltersAndTextMayStartWithADash() throws {
+        try pulse.play(try Tones.sine())
+        for t in ["A", "B", "C"] { _ = try saved(t) }
+        // The next page's command repeats the order and the filters, so it follows on from this page.
+        let byPlays = try daemon.recctl("list", "--by", "plays", "--state", "saved", "--type", "audio", "--limit", "2")
+        XCTAssertTrue(byPlays.stdout.contains(
+            "the next page: recctl list --by plays --state saved --type audio --offset 2 --limit 2)"), byPlays.stdout)
+        // Empty filtered lists read as sentences.
+        XCTAssertEqual(try daemon.recctl("list", "--state", "recording").stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                       "No recordings being recorded.")
+        XCTAssertEqual(try daemon.recctl("list", "--state", "missing", "--type", "video").stdout
+                        .trimmingCharacters(in: .whitespacesAndNewlines), "No video recordings missing their file.")
+        // A title or notes may start with a dash: they are text, not options.
+        let first = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+        let edit = try daemon.recctl("edit", Output8(first.id), "--title", "- memo", "--notes", "-- a note")
+        XCTAssertEqual(edit.status, 0, edit.stderr)
+        let edited = try daemon.recctlJSON(Recording.self, "show", Output8(first.id))
+        XCTAssertEqual(edited.title, "- memo")
+        XCTAssertEqual(edited.notes, "-- a note")
+
+        // A discard at stop names what it threw away, as `recctl discard` does.
+        XCTAssertEqual(try daemon.recctl("record", "start", "--title", "Gone soon").status, 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        let discarded = try daemon.recctl("record", "stop", "--discard")
+        XCTAssertTrue(discarded.stdout.hasPrefix("Recording discarded: 'Gone soon' ("), discarded.stdout)
+
+        // Files that cannot be sent are said as the daemon's refusals are: JSON with --json, and a
+        // directory is called one.
+        let dir = daemon.dir.appendingPathComponent("a-folder").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let folder = try daemon.recctl("import", dir)
+        XCTAssertEqual(folder.status, 1)
+        XCTAssertTrue(folder.stderr.contains("a-folder: is a directory"), folder.stderr)
+        let missing = try daemon.recctl("--json", "import", dir + "/none.wav")
+        XCTAssertEqual(missing.status, 1)
+        let body = try JSONSerialization.jsonObject(with: missing.stdoutData) as? [String: [String: String]]
+        XCTAssertEqual(body?["error"]?["code"], "local", missing.stdout)
+        XCTAssertTrue(body?["error"]?["message"]?.hasSuffix("none.wav: no such file") == true, missing.stdout)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 3)
+    }
+
     func testTablesAlignByDisplayWidth() throws {
         try insertRow(id: "AAAA0000-0000-4000-8000-000000000001", title: "plain title")
         try insertRow(id: "AAAA0000-0000-4000-8000-000000000002", title: "日本語のタイトル")

@@ -121,6 +121,10 @@ final class DeletionTests: DaemonTestCase {
 
         // A bare DELETE on the collection is refused.
         XCTAssertEqual(try daemon.curl("DELETE", "/v1/recordings").0, 400)
+        // So is one that says both (the first value used to win).
+        let (twice, said) = try daemon.curl("DELETE", "/v1/recordings?confirm=all&confirm=no")
+        XCTAssertEqual(twice, 400, said)
+        XCTAssertTrue(said.contains("give confirm once"), said)
 
         // A folder someone put in Recordings/ is not a recording: it stays, with what it holds.
         let mine = recordingsDir + "/mine"
@@ -239,7 +243,8 @@ final class DeletionTests: DaemonTestCase {
         daemon.stop()
         try FileManager.default.copyItem(atPath: daemon.path(of: kept), toPath: recordingsDir + "/copied in.m4a")
         try "not audio".write(toFile: recordingsDir + "/notes.txt", atomically: true, encoding: .utf8)
-        try FileManager.default.removeItem(atPath: daemon.path(of: lost))
+        let aside = daemon.dir.appendingPathComponent("lost-aside.m4a").path
+        try FileManager.default.moveItem(atPath: daemon.path(of: lost), toPath: aside)
         try daemon.start()
 
         let status = try daemon.recctlJSON(DaemonStatus.self, "status")
@@ -258,11 +263,30 @@ final class DeletionTests: DaemonTestCase {
         let check = try daemon.recctlJSON(ConsistencyReport.self, "check")
         XCTAssertTrue(check.isConsistent, "\(check)")
         XCTAssertEqual(check.missing, [lost.id])
-        // Its file put back: the next repair makes it pending again.
+        XCTAssertEqual(check.filesBack, [])
+        // Its own file put back, as recctl advises: the check says so, and the repair makes it saved
+        // again, as it was (it used to come back pending, out of the library).
+        try FileManager.default.moveItem(atPath: aside, toPath: daemon.path(of: lost))
+        let back = try daemon.recctlJSON(ConsistencyReport.self, "check")
+        XCTAssertEqual(back.filesBack, [lost.id])
+        XCTAssertFalse(back.isConsistent)
+        let told = try daemon.recctl("check")
+        XCTAssertTrue(told.stdout.contains("file back for missing recording \(lost.id.uuidString)")
+                      && told.stdout.contains("run `recctl check --repair`"), told.stdout)
+        let restored = try daemon.recctl("check", "--repair")
+        XCTAssertTrue(restored.stdout.contains("repair: 1 missing recording(s) restored"), restored.stdout)
+        let again = try daemon.recctlJSON(Recording.self, "show", lost.id.uuidString)
+        XCTAssertEqual(again.state, .ready)
+        XCTAssertFalse(again.recovered)
+        // Another file under its name (another size): pending and recovered, so the user looks.
+        try FileManager.default.removeItem(atPath: daemon.path(of: lost))
+        XCTAssertEqual(try daemon.recctlJSON(ConsistencyReport.self, "check", "--repair").repaired?.markedMissing, [lost.id])
         try FileManager.default.copyItem(atPath: daemon.path(of: kept), toPath: daemon.path(of: lost))
         let repaired = try daemon.recctlJSON(ConsistencyReport.self, "check", "--repair")
         XCTAssertEqual(repaired.repaired?.foundAgain, [lost.id])
-        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", lost.id.uuidString).state, .pending)
+        let other = try daemon.recctlJSON(Recording.self, "show", lost.id.uuidString)
+        XCTAssertEqual(other.state, .pending)
+        XCTAssertTrue(other.recovered)
         // A missing recording can be deleted.
         try FileManager.default.removeItem(atPath: daemon.path(of: lost))
         XCTAssertEqual(try daemon.recctlJSON(ConsistencyReport.self, "check", "--repair").repaired?.markedMissing, [lost.id])

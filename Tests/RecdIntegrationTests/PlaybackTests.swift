@@ -274,6 +274,10 @@ final class PlaybackTests: PlaybackTestCase {
         // Bad bodies.
         XCTAssertEqual(try daemon.curl("POST", "/v1/recordings/\(r.id.uuidString)/play", body: "{\"position\": \"x\"}").0, 400)
         XCTAssertEqual(try daemon.curl("POST", "/v1/recordings/\(r.id.uuidString)/play", body: "{\"position\": -1}").0, 422)
+        // Past the end nothing would be heard, yet it would count: refused, and not counted.
+        let past = try daemon.recctl("play", r.id.uuidString, "--from", "10:00")
+        XCTAssertEqual(past.status, 1, past.stderr)
+        XCTAssertTrue(past.stderr.contains("600.0 is past the end of the recording"), past.stderr)
         XCTAssertEqual(try daemon.recctl("play", r.id.uuidString, "--from", "soon").status, 2)
         XCTAssertEqual(try daemon.recctl("playback", "seek", "1:75").status, 2)
         XCTAssertEqual(try daemon.recctl("play", r.id.uuidString).status, 0)

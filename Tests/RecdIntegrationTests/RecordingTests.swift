@@ -2,6 +2,7 @@
 // pulse plugin), driven by the real recctl and curl through the real socket.
 import Foundation
 import RecdAPI
+import Synchronization
 import XCTest
 
 class DaemonTestCase: XCTestCase {
@@ -230,9 +231,34 @@ final class RecordingTests: DaemonTestCase {
         XCTAssertEqual(stop.status, 1)
         XCTAssertTrue(stop.stderr.contains("nothing is being recorded"), stop.stderr)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 1)
+
+        // Starts at once: one wins, and every refusal names the winner by its own title, also while
+        // its row is still being written (it said '(starting)' then).
+        let results = Mutex([Int: ProcessResult]())
+        nonisolated(unsafe) let d = daemon!   // recctl runs are separate processes; `d` is only read
+        DispatchQueue.concurrentPerform(iterations: 4) { i in
+            let r = try? d.recctl("record", "start", "--title", "race\(i)")
+            results.withLock { $0[i] = r }
+        }
+        let all = results.withLock { $0 }
+        let winners = all.filter { $0.value.status == 0 }
+        XCTAssertEqual(winners.count, 1, "\(all.mapValues { $0.stderr })")
+        if let winner = winners.first {
+            for (i, r) in all where i != winner.key {
+                XCTAssertTrue(r.stderr.contains("already recording: 'race\(winner.key)'"), r.stderr)
+            }
+        }
+        XCTAssertEqual(try daemon.recctl("record", "stop", "--discard").status, 0)
     }
 
     func testUnknownIDAndAmbiguousPrefix() throws {
+        // An empty id is a usage error: it must not reach the daemon, where `/v1/recordings/` is the
+        // list (and, with DELETE, delete-all).
+        for args in [["show", ""], ["delete", "", "--yes"], ["play", ""], ["edit", "", "--title", "x"], ["waveform", ""]] {
+            let r = try daemon.recctl(args)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stdout) \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("give a recording id"), "\(args): \(r.stderr)")
+        }
         let unknown = try daemon.recctl("show", UUID().uuidString)
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.stderr.contains("no recording with id"), unknown.stderr)

@@ -153,6 +153,10 @@ try:
         wait("the empty state", lambda b: "No recordings yet" in text())
         check("the token is exchanged for a cookie and dropped from the address", "token" not in browser.current_url, browser.current_url)
         check("empty state has the seed's words", "Create motivational content to play during cravings" in text())
+        # The page focuses its main area for screen readers, without drawing a frame across the page.
+        frame = browser.execute_script("""const v = document.getElementById('view'), s = getComputedStyle(v);
+            return [document.activeElement === v, s.outlineStyle, s.outlineWidth]""")
+        check("no focus frame around the page on load", frame[0] and (frame[1] == "none" or frame[2] == "0px"), frame)
         shot("01-empty")
 
         # Record 2 s of the tone and see the meter move.
@@ -189,6 +193,16 @@ try:
         # The preview plays the take and never counts.
         click("[data-action=preview]")
         wait("the preview to play", lambda b: b.execute_script("const a = document.querySelector('#player audio'); return a && a.currentTime > 0.3"))
+        # The player sheet covers the page's end: scrolled down, the whole form is still above it.
+        for width, height in [(390, 844), (1280, 900)]:
+            browser.set_window_size(width, height)
+            time.sleep(0.4)
+            gap = browser.execute_script("""window.scrollTo(0, document.documentElement.scrollHeight);
+                const last = Math.max(...[...document.querySelectorAll('form.meta .chips button')].map((c) => c.getBoundingClientRect().bottom));
+                return document.getElementById('player').getBoundingClientRect().top - last""")
+            check(f"the player sheet leaves the purpose chips reachable at {width} px", gap >= 0, gap)
+        browser.set_window_size(390, 844)
+        browser.execute_script("window.scrollTo(0, 0)")
         click("[data-action=close]")
         browser.find_element(By.NAME, "title").send_keys("Morning walk")
         browser.find_element(By.NAME, "notes").send_keys("felt strong")
@@ -208,11 +222,40 @@ try:
         wait("the mini-player", lambda b: b.find_element(By.ID, "player").is_displayed())
         time.sleep(0.8)
         shot("05-player")
+        aria = browser.execute_script("""const s = document.querySelector('#player [role=slider]');
+            return ['aria-valuemin', 'aria-valuemax', 'aria-valuenow', 'aria-valuetext'].map((a) => s.getAttribute(a))""")
+        check("the scrub slider says its range and where it is", aria[0] == "0" and aria[1] is not None
+              and abs(float(aria[1]) - saved["duration"]) <= 1 and aria[2] is not None and 0 <= float(aria[2]) <= float(aria[1])
+              and " of " in (aria[3] or ""), aria)
         wait("the playback to end and count", lambda b: recctl_json("show", take["id"])["playCount"] == 1, 20)
         wait("the row to show the play", lambda b: "1 play" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{take['id']}']").text)
         time.sleep(1)
         check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
         click("[data-action=close]")
+
+        # Titles and notes are counted as recd counts them, in graphemes: 40 😀 fit (maxlength, in UTF-16
+        # units, stopped at 20), 👍🏽 is one (not two code points). Typed through CDP: chromedriver's
+        # send_keys takes no character beyond the BMP.
+        click(f"li[data-id='{take['id']}'] [data-action=edit]")
+        field = wait("the edit sheet", lambda b: b.find_element(By.CSS_SELECTOR, "dialog[open] input[name=title]"))
+        field.clear()
+        field.click()
+        for _ in range(41):
+            browser.execute_cdp_cmd("Input.insertText", {"text": "😀"})
+        field = browser.find_element(By.CSS_SELECTOR, "dialog[open] textarea[name=notes]")
+        field.clear()
+        field.click()
+        browser.execute_cdp_cmd("Input.insertText", {"text": "👍🏽" * 201})
+        shown = browser.execute_script("""const d = document.querySelector('dialog[open]');
+            const n = (t) => [...new Intl.Segmenter().segment(t)].length;
+            return [n(d.querySelector('[name=title]').value), n(d.querySelector('[name=notes]').value),
+                    ...[...d.querySelectorAll('.count')].map((c) => c.textContent)]""")
+        check("title and notes take 40 and 200 graphemes, and count them so", shown == [40, 200, "40/40", "200/200"], shown)
+        click("[data-action=save-changes]")
+        wait("the updated toast", lambda b: "Recording updated ✓" in b.find_element(By.ID, "toast").text)
+        edited = recctl_json("show", take["id"])
+        check("recd takes what the page allows", edited["title"] == "😀" * 40 and edited["notes"] == "👍🏽" * 200, edited["title"])
+        wait("the toast to go", lambda b: not b.find_element(By.ID, "toast").is_displayed())
 
         # Edit.
         click(f"li[data-id='{take['id']}'] [data-action=edit]")
@@ -230,6 +273,128 @@ try:
         subprocess.run([RECCTL, "--socket", sock, "record", "stop", "--save"], env=env, check=True, capture_output=True)
         wait("the other recording to appear", lambda b: "From the shell" in text())
         check("the library follows changes made elsewhere", True)
+
+        # Recording as other clients see it. Each story fails alone: a step that times out fails it,
+        # and recd and the page are put back for the next one.
+        def story(name, steps):
+            try:
+                steps()
+            except Exception as e:
+                check(name, False, repr(e)[:300])
+                subprocess.run(["curl", "-s", "--unix-socket", sock, "-X", "POST", "-d", '{"then":"discard"}',
+                                "http://recd/v1/record/stop"], capture_output=True, timeout=10)
+                for r in recctl_json("list", "--state", "pending")["recordings"]:
+                    subprocess.run([RECCTL, "--socket", sock, "discard", r["id"]], env=env, capture_output=True)
+                browser.get(base + "/")
+                wait("the library", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.rows"))
+
+        nav_enabled = lambda: [browser.find_element(By.ID, i).is_enabled() for i in ("nav-data", "nav-new")]
+
+        def record_in_page():
+            click("#nav-new")
+            click("[data-mode=audio]")
+            click("[data-action=record]")
+            wait("the recording", lambda b: recd_get("/v1/status")["activity"] == "recording")
+
+        def discard_in_page():
+            click("[data-action=discard]")
+            click("dialog[open] [data-confirm]")
+            wait("the discarded toast", lambda b: "Recording discarded" in b.find_element(By.ID, "toast").text)
+
+        def stopped_elsewhere():
+            """A take stopped by another client: the page follows it to its preview, as its own STOP does."""
+            record_in_page()
+            subprocess.run([RECCTL, "--socket", sock, "record", "stop"], env=env, check=True, capture_output=True)
+            wait("the preview of the take stopped elsewhere", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"), 5)
+            kept = recctl_json("list", "--state", "pending")["recordings"]
+            check("a stop from the shell: the page shows that take's preview", len(kept) == 1 and nav_enabled() == [True, True]
+                  and browser.find_element(By.CSS_SELECTOR, "[data-take-title]").text == kept[0]["title"], kept)
+            discard_in_page()
+        story("a stop from the shell: the page shows that take's preview", stopped_elsewhere)
+
+        def discarded_elsewhere():
+            record_in_page()
+            subprocess.run([RECCTL, "--socket", sock, "record", "stop", "--discard"], env=env, check=True, capture_output=True)
+            wait("the library", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.rows") and nav_enabled() == [True, True], 5)
+            check("a discard from the shell: the page returns to the library", True)
+        story("a discard from the shell: the page returns to the library", discarded_elsewhere)
+
+        def stays_with_the_take():
+            """While a take records, the recording screen is where the app is, after a reload too."""
+            record_in_page()
+            check("while a take records, the header leads nowhere else", nav_enabled() == [False, False], nav_enabled())
+            time.sleep(1)
+            browser.refresh()
+            wait("the recording screen after a reload", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"), 5)
+            before = browser.find_element(By.CSS_SELECTOR, ".timer").text
+            time.sleep(1.3)
+            after = browser.find_element(By.CSS_SELECTOR, ".timer").text
+            check("a reload comes back to the take in progress", before.startswith("● 00:0") and after != before
+                  and nav_enabled() == [False, False], [before, after, nav_enabled()])
+            click("[data-action=stop]")
+            discard_in_page()
+        story("a reload comes back to the take in progress", stays_with_the_take)
+
+        def started_elsewhere():
+            """A take started elsewhere: its row leads to its recording screen, not to Play/Edit/Delete."""
+            started = recctl_json("record", "start")["recording"]
+            row = wait("the row of the take in progress", lambda b: b.find_element(By.CSS_SELECTOR, f"li[data-id='{started['id']}']"))
+            offers = [e.get_attribute("data-action") for e in row.find_elements(By.CSS_SELECTOR, ".row-actions button")]
+            check("a row being recorded offers its recording screen only", offers == ["rejoin"], offers)
+            click(f"li[data-id='{started['id']}'] [data-action=rejoin]")
+            wait("the recording screen", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"), 5)
+            check("the row leads to the take in progress", nav_enabled() == [False, False])
+            click("[data-action=stop]")
+            discard_in_page()
+        story("a row being recorded offers its recording screen only", started_elsewhere)
+
+        def saved_later():
+            """A take left unsaved: its row leads back to its preview (not Play/Edit/Delete as if saved),
+            whose SAVE saves it."""
+            subprocess.run([RECCTL, "--socket", sock, "record", "start"], env=env, check=True, capture_output=True)
+            time.sleep(1)
+            kept = recctl_json("record", "stop")["recording"]
+            row = wait("the pending row", lambda b: "not saved" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{kept['id']}']").text
+                       and b.find_element(By.CSS_SELECTOR, f"li[data-id='{kept['id']}']"))
+            offers = [e.get_attribute("data-action") for e in row.find_elements(By.CSS_SELECTOR, ".row-actions button")]
+            check("a pending row offers its preview, to save it", offers == ["review"], offers)
+            shot("12-pending-row")
+            click(f"li[data-id='{kept['id']}'] [data-action=review]")
+            wait("the preview again", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"), 5)
+            browser.find_element(By.NAME, "title").send_keys("Saved later")
+            click("[data-action=save]")
+            wait("the saved toast", lambda b: "Recording saved ✓" in b.find_element(By.ID, "toast").text)
+            later = recctl_json("show", kept["id"])
+            check("a pending take is saved from its row", later["state"] == "ready" and later["title"] == "Saved later", later)
+        story("a pending take is saved from its row", saved_later)
+
+        def many_tabs():
+            """Hidden tabs close their event stream (a browser opens 6 connections to a host, and each
+            stream holds one): an 8th tab still loads, and a tab shown again reads what changed meanwhile."""
+            first = browser.current_window_handle
+            browser.set_page_load_timeout(15)
+            loaded = 0
+            try:
+                for _ in range(7):
+                    browser.switch_to.new_window("tab")
+                    browser.get(base + "/")
+                    wait("the tab's library", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.rows"), 10)
+                    loaded += 1
+            except Exception:
+                pass
+            check("eight tabs at once all load", loaded == 7, f"{loaded + 1} of 8")
+            subprocess.run([RECCTL, "--socket", sock, "record", "start", "--title", "While hidden"], env=env, check=True, capture_output=True)
+            time.sleep(1)
+            subprocess.run([RECCTL, "--socket", sock, "record", "stop", "--save"], env=env, check=True, capture_output=True)
+            for handle in browser.window_handles:
+                if handle != first:
+                    browser.switch_to.window(handle)
+                    browser.close()
+            browser.switch_to.window(first)
+            browser.set_page_load_timeout(300)
+            wait("the first tab to show what changed while hidden", lambda b: "While hidden" in text())
+            check("a tab shown again is up to date", True)
+        story("a tab shown again is up to date", many_tabs)
 
         # Delete one: file and row go.
         path = os.path.join(data, recctl_json("show", take["id"])["file"])
@@ -295,6 +460,8 @@ try:
         click_text("button", "RECORD AUDIO")
         wait("the audio recording", lambda b: recd_get("/v1/status")["activity"] == "recording")
         check("the offer records audio", recd_get("/v1/status")["active"]["recording"]["type"] == "audio")
+        check("...and the header says so", browser.find_element(By.ID, "title").text == "Record audio",
+              browser.find_element(By.ID, "title").text)
         time.sleep(1)
         click("[data-action=stop]")
         click("[data-action=discard]")
@@ -326,6 +493,10 @@ try:
                   f"{played} of {made['duration']}")
             browser.execute_script("window.formatProbe.pause(); window.formatProbe = null;")
 
+        # Most Played chosen, then the library emptied: the empty state, as in Recent.
+        click_text("button", "Most Played")
+        wait("Most Played", lambda b: "Most Played" in b.find_element(By.CSS_SELECTOR, "[role=tab][aria-selected=true]").text)
+
         # Export a CSV.
         click("#nav-data")
         shot("08-data")
@@ -341,6 +512,9 @@ try:
         click("dialog[open] [data-confirm]")
         wait("all deleted", lambda b: recctl_json("list")["total"] == 0)
         check("delete all empties the library", True)
+        click_text("button", "Back to Recordings")
+        wait("the library", lambda b: b.find_elements(By.CSS_SELECTOR, ".empty, ul.rows"))
+        check("an empty library shows its empty state in Most Played too", "No recordings yet" in text(), text()[:200])
 
         # A change from another origin is refused even with the cookie (CSRF).
         cookie = browser.get_cookie("recd_ui")["value"]

@@ -42,6 +42,7 @@ export const api = {
   stop: () => call('POST', '/record/stop', { then: 'keep' }),
   pause: () => call('POST', '/record/pause'),
   resume: () => call('POST', '/record/resume'),
+  get: (id) => call('GET', `/recordings/${id}`),
   save: (id, meta) => call('POST', `/recordings/${id}/save`, meta),
   discard: (id) => call('POST', `/recordings/${id}/discard`),
   edit: (id, meta) => call('PATCH', `/recordings/${id}`, meta),
@@ -57,9 +58,23 @@ export const api = {
   exportURL: (format) => `/v1/export?format=${format}`,
 };
 
-/// The event stream (`GET /v1/events`): calls `on(event)` for each; reconnects by itself.
-export function events(types, on) {
-  const source = new EventSource('/v1/events?type=' + types.join(','));
-  for (const t of types) source.addEventListener(t, (e) => on(JSON.parse(e.data)));
-  return source;
+/// The event stream (`GET /v1/events`): calls `on(event)` for each; reconnects by itself. It is
+/// closed while the tab is hidden, because a browser opens at most 6 connections to one host and
+/// each open tab would hold one for good (a 7th tab would never load). `onOpen(first)` is called on
+/// every (re)connection: what happened while it was closed is not replayed, so read the state again.
+export function events(types, on, onOpen = () => {}) {
+  let source = null, first = true;
+  const open = () => {
+    source = new EventSource('/v1/events?type=' + types.join(','));
+    for (const t of types) source.addEventListener(t, (e) => on(JSON.parse(e.data)));
+    source.addEventListener('open', () => { onOpen(first); first = false; });
+  };
+  const visibility = () => {
+    if (document.hidden) { source?.close(); source = null; } else if (!source) open();
+  };
+  document.addEventListener('visibilitychange', visibility);
+  if (!document.hidden) open();
+  return {
+    close() { document.removeEventListener('visibilitychange', visibility); source?.close(); source = null; },
+  };
 }

@@ -11,8 +11,17 @@ const view = document.getElementById('view');
 const title = document.getElementById('title');
 let screen = 'library';
 
-const library = new Library(view, { onRecord: () => newRecording(), isVisible: () => screen === 'library' });
-const recorder = new RecordScreen(view, { onDone: () => showLibrary() });
+const nav = [document.getElementById('nav-data'), document.getElementById('nav-new')];
+
+const library = new Library(view, {
+  onRecord: () => newRecording(), onReview: (r) => review(r), onRejoin: () => rejoin(), isVisible: () => screen === 'library',
+});
+const recorder = new RecordScreen(view, {
+  onDone: () => showLibrary(),
+  onMode: (mode) => { title.textContent = mode === 'video' ? 'Record video' : 'Record audio'; },
+  // While a take records, its screen is where the app is: the header leads nowhere else (as ✕).
+  onLive: (live) => { for (const b of nav) b.disabled = live; },
+});
 
 async function showLibrary() {
   screen = 'library';
@@ -22,12 +31,31 @@ async function showLibrary() {
 }
 
 async function newRecording() {
+  if (await rejoin()) return;   // recd records one take at a time: the one in progress, then
   const mode = await chooseMode();
   if (!mode) return;
   closePlayer();
   screen = 'record';
-  title.textContent = mode === 'video' ? 'Record video' : 'Record audio';
   recorder.show(mode);
+}
+
+/// The take in progress, if there is one (this page's before a reload, or another client's), on its
+/// recording screen; true when there was one.
+async function rejoin() {
+  const active = (await api.status().catch(() => null))?.active;
+  if (!active) return false;
+  closePlayer();
+  screen = 'record';
+  recorder.attach(active);
+  return true;
+}
+
+/// A pending take's row leads back to its preview (5.3.3), to be saved or discarded.
+function review(r) {
+  closePlayer();
+  screen = 'record';
+  title.textContent = r.type === 'video' ? 'Record video' : 'Record audio';
+  recorder.preview(r);
 }
 
 /// Flow 7: Export Data (7.2) as a download, and Delete All Data (7.3).
@@ -69,6 +97,14 @@ document.getElementById('nav-new').addEventListener('click', () => newRecording(
 document.getElementById('nav-data').addEventListener('click', () => showData());
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlayer(); });
 
-// Changes made elsewhere (recctl, another browser) show without a reload.
-events(['library.changed'], () => { if (screen === 'library') library.changed(); });
-showLibrary();
+// Changes made elsewhere (recctl, another browser) show without a reload; those made while the tab
+// was hidden (its stream closed) are read when it shows again.
+const refresh = () => { if (screen === 'library') library.changed(); };
+events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
+
+// The seed's player sheet sits over the page's end: the page keeps room for it, however tall it is.
+new ResizeObserver(() => {
+  document.documentElement.style.setProperty('--sheet-height', `${document.getElementById('player').offsetHeight}px`);
+}).observe(document.getElementById('player'));
+
+rejoin().then((live) => { if (!live) showLibrary(); });

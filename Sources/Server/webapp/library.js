@@ -1,6 +1,8 @@
 // The library (seed 5.1, 5.4, Home's Quick Play): the empty state, rows newest first (or most
 // played), the top 3, paged 50 at a time so 10,000 recordings paint at once; edit (5.4.3) and
-// delete (5.4.4) sheets. Re-read when `library.changed` says something changed elsewhere.
+// delete (5.4.4) sheets. Re-read when `library.changed` says something changed elsewhere. A take not
+// saved yet ("not saved") leads back to its preview, where it is saved or discarded; one being
+// recorded leads to the recording screen: neither is played, edited or deleted as a saved one.
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm } from './ui.js';
@@ -9,8 +11,8 @@ import { openPlayer } from './player.js';
 const PAGE = 50;
 
 export class Library {
-  constructor(view, { onRecord, isVisible }) {
-    this.view = view; this.onRecord = onRecord; this.isVisible = isVisible;
+  constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
+    this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
     this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
     this.refreshing = null;
   }
@@ -40,7 +42,7 @@ export class Library {
   }
 
   render() {
-    if (this.total === 0 && this.by === 'recent') {
+    if (this.total === 0) {   // either order: nothing to list
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
         h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
         h('h2', { id: 'empty-title' }, 'No recordings yet'),
@@ -72,6 +74,7 @@ export class Library {
   }
 
   row(r) {
+    if (r.state === 'pending' || r.state === 'recording') return this.unsaved(r);
     const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
     return h('li', { 'data-id': r.id },
       h('button', { type: 'button', class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
@@ -84,6 +87,23 @@ export class Library {
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) }, '🔈'),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
+  }
+
+  /// A take being recorded, or stopped and not saved: one way on, to its screen.
+  unsaved(r) {
+    const live = r.state === 'recording';
+    const meta = live ? `${shortDate(r.createdAt)} • recording now` : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
+    const go = live ? () => this.onRejoin() : () => this.onReview(r);
+    const action = live ? 'Go to the recording' : 'Review and save';
+    return h('li', { 'data-id': r.id, 'data-state': r.state },
+      h('button', { type: 'button', class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
+        h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+        h('span', { class: 'row-text' },
+          h('div', { class: 'row-title' }, r.title, h('span', { class: 'pending-tag' }, live ? '● recording' : 'not saved')),
+          h('div', { class: 'row-meta' }, meta))),
+      h('div', { class: 'row-actions' },
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
+          live ? 'Open' : 'Save…')));
   }
 
   async play(r, onSpeaker = false) {

@@ -45,6 +45,10 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const length = () => recording.duration || media.duration || 0;
   const render = () => {
     time.textContent = `${duration(position())} / ${duration(length())}`;
+    // The slider says where it is, as the waveform shows it.
+    scrub.setAttribute('aria-valuemax', String(Math.round(length())));
+    scrub.setAttribute('aria-valuenow', String(Math.round(Math.min(position(), length()))));
+    scrub.setAttribute('aria-valuetext', `${duration(position())} of ${duration(length())}`);
     if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0);
     const paused = state.speaker ? state.speakerPaused : media.paused;
     pause.textContent = paused ? '▶' : '⏸';

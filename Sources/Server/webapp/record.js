@@ -1,7 +1,9 @@
 // Recording (seed 5.3): the mode choice, the recording screen with its timer and a level trace that
 // reacts (from recd's `meter` events), the fallbacks when a camera or microphone is missing (the 503
 // offers, in the seed's words), then the preview sheet (5.3.3): play the take (never counted), title,
-// notes, purpose, save or discard.
+// notes, purpose, save or discard. The screen follows the take, whoever drives it: a pause, resume or
+// stop from recctl or another tab shows here, and a take in progress is where the app is (found again
+// after a reload, and from + NEW).
 
 import { api, events } from './api.js';
 import { h, toast, confirmDialog, duration, metadataForm } from './ui.js';
@@ -29,10 +31,16 @@ export function chooseMode() {
 }
 
 export class RecordScreen {
-  constructor(view, { onDone }) { this.view = view; this.onDone = onDone; }
+  /// `onMode(mode)` names the screen (the camera fallback turns a video screen into an audio one);
+  /// `onLive(bool)` says when a take is recording, so the rest of the app stays out of the way.
+  constructor(view, { onDone, onMode, onLive }) {
+    this.view = view; this.onDone = onDone; this.onMode = onMode; this.onLive = onLive;
+  }
 
   show(mode) {
+    this.reset();
     this.mode = mode; this.audio = true;
+    this.onMode(mode);
     const isVideo = mode === 'video';
     this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, isVideo ? '🎥' : '🎙️');
     this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
@@ -51,6 +59,21 @@ export class RecordScreen {
     this.button.focus();
   }
 
+  /// Forgets a take this screen followed, so a new screen never answers for an old one.
+  reset() {
+    clearInterval(this.tick);
+    this.stream?.close();
+    this.stream = null;
+    if (this.recording) { this.recording = null; this.onLive(false); }
+  }
+
+  /// Shows the take in progress (status' `active`) as this screen's own: after a reload, or one
+  /// started elsewhere.
+  attach(active) {
+    this.show(active.recording.type === 'video' ? 'video' : 'audio');
+    this.live(active.recording, active.elapsed ?? 0, active.paused);
+  }
+
   async leave() {
     if (this.recording) return;   // the seed: ✕ is disabled while recording
     if (await confirmDialog('Discard and return to library?', null, 'Yes')) this.onDone();
@@ -63,23 +86,30 @@ export class RecordScreen {
     this.button.disabled = true;
     try {
       const reply = await api.start(this.mode, this.audio);
-      this.recording = reply.recording;
-      this.listen();
-      // The time recorded, pauses left out: what recd said at the last pause or resume, plus the
-      // time since while recording.
-      this.base = 0; this.since = performance.now(); this.paused = false;
-      this.tick = setInterval(() => this.showTime(), 250);
-      this.pauseButton.hidden = false;
-      this.cancel.disabled = true;
-      this.icon.classList.add('live');
-      this.button.textContent = '■ STOP';
-      this.button.setAttribute('data-action', 'stop');
+      this.live(reply.recording, 0, false);
     } catch (e) {
-      this.refused(e);
+      // Another client started one meanwhile: recd records one take at a time, so show that one.
+      const active = e.code === 'already_recording' ? (await api.status().catch(() => null))?.active : null;
+      if (active) this.attach(active); else this.refused(e);
     } finally {
       this.button.disabled = false;
       this.button.focus();
     }
+  }
+
+  /// The take is recording: STOP, PAUSE, the timer and the meters follow it.
+  live(recording, elapsed, paused) {
+    this.recording = recording;
+    // The time recorded, pauses left out: what recd said at the last pause or resume, plus the
+    // time since while recording.
+    this.tick = setInterval(() => this.showTime(), 250);
+    this.pauseButton.hidden = false;
+    this.cancel.disabled = true;
+    this.button.textContent = '■ STOP';
+    this.button.setAttribute('data-action', 'stop');
+    this.pauseState({ paused, elapsed });
+    this.onLive(true);
+    this.listen();
   }
 
   showTime() {
@@ -142,35 +172,55 @@ export class RecordScreen {
           h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, ((c.peak + 60) / 60) * 100))}%` }))));
         this.meter.setAttribute('aria-valuenow', Math.round(Math.max(-60, Math.max(...peaks))));
         this.meter.dataset.peak = String(Math.max(...peaks));
-      } else if (e.type === 'recording.stopped' && e.data.recordingID === id && e.data.reason !== 'stopped') {
-        this.ended(e.data.recording, e.data.error);   // ended by itself (a device or the disk failed)
+      } else if (e.type === 'recording.stopped' && e.data.recordingID === id) {
+        this.ended(e.data.recording, e.data.error);   // stopped elsewhere, or by itself (a device or the disk failed)
       }
-    });
+    }, () => this.sync(id));
+  }
+
+  /// On each (re)connection of the stream: what happened while it was closed (a hidden tab, recd
+  /// restarted) is not replayed, so ask recd where the take is.
+  async sync(id) {
+    try {
+      const active = (await api.status()).active;
+      if (this.recording?.id !== id) return;
+      if (active?.recording.id === id) {
+        if (active.elapsed !== null) this.pauseState(active);   // null while stopping: the event follows
+        return;
+      }
+      this.ended(await api.get(id).catch(() => null));
+    } catch { /* recd is not reachable: STOP says so */ }
   }
 
   async stop() {
+    const id = this.recording.id;
     this.button.disabled = true;
     try {
       const reply = await api.stop();
       this.ended(reply.recording);
     } catch (e) {
+      if (e.code === 'not_recording') { await this.sync(id); return; }   // stopped elsewhere first
       toast(e.message);
       this.button.disabled = false;
     }
   }
 
+  /// The take stopped (here, elsewhere, or by itself): a pending take goes to its preview, as this
+  /// page's STOP does; one saved or discarded elsewhere leaves nothing to preview.
   ended(recording, why) {
-    clearInterval(this.tick);
+    if (!this.recording) return;   // already followed: this page's STOP and the event both say so
     this.pauseButton.hidden = true;
-    this.stream?.close();
-    this.recording = null;
+    this.reset();
     if (why) toast(`The recording ended by itself: ${why}`);
-    if (recording) this.preview(recording); else this.onDone();
+    else if (recording?.state !== 'pending') toast(recording ? 'Recording saved ✓' : 'Recording discarded');
+    if (recording?.state === 'pending') this.preview(recording); else this.onDone();
   }
 
-  /// Screen 5.3.3: preview, then save or discard.
+  /// Screen 5.3.3: preview, then save or discard; also the way back to a pending take from its
+  /// library row. A blank title keeps the take's own (shown above the form).
   preview(r) {
-    const form = metadataForm({ optional: true });
+    this.reset();
+    const form = metadataForm({ optional: true, notes: r.notes, purpose: r.purpose });
     const error = h('p', { class: 'banner', role: 'alert', hidden: true });
     const discard = async () => {
       if (!await confirmDialog('Discard recording? This cannot be undone.', null, 'Discard')) return;
@@ -180,7 +230,7 @@ export class RecordScreen {
     const save = async () => {
       const m = form.read();
       try {
-        await api.save(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
+        await api.save(r.id, { title: m.title || undefined, notes: m.notes, purpose: m.purpose });
         closePlayer();
         toast('Recording saved ✓');
         this.onDone();
@@ -191,6 +241,7 @@ export class RecordScreen {
         h('button', { type: 'button', class: 'quiet', 'aria-label': 'Discard', 'data-action': 'discard', onclick: discard }, '✕'),
         h('button', { type: 'button', class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
       h('div', { class: 'big-icon', 'aria-hidden': 'true' }, r.type === 'video' ? '🎥' : '🎙️'),
+      h('p', { class: 'hint', 'data-take-title': '' }, r.title),
       h('button', { type: 'button', 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
       error, form));
     this.view.querySelector('[data-action=preview]').focus();

@@ -59,19 +59,39 @@ export function shortDate(iso) {
 export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
 export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
 
+/// Characters as recd counts them for its limits: grapheme clusters (👍🏽 and 🇩🇪 are one each), not
+/// UTF-16 code units (what `maxlength` counts: 😀 is two) nor code points.
+const graphemes = (text) => [...new Intl.Segmenter().segment(text)].map((g) => g.segment);
+
+/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed or pasted (the
+/// part before the caret), as `maxlength` does, and the text after the caret stays.
+function limit(field, max) {
+  if (graphemes(field.value).length <= max) return;
+  const caret = field.selectionEnd ?? field.value.length;
+  const after = field.value.slice(caret);
+  const before = graphemes(field.value.slice(0, caret)).slice(0, Math.max(0, max - graphemes(after).length)).join('');
+  field.value = graphemes(before + after).slice(0, max).join('');
+  field.setSelectionRange(before.length, before.length);
+}
+
 /// Title (40), notes (200) and the purpose chips, as the preview (5.3.3) and edit (5.4.3) sheets
 /// have them. `read()` gives the body for save/edit: a blank title asks for the automatic one.
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  const count = (input, max, out) => { out.textContent = `${[...input.value].length}/${max}`; };
+  const count = (input, max, out) => { out.textContent = `${graphemes(input.value).length}/${max}`; };
   const titleCount = h('span', { class: 'count', 'aria-live': 'polite' });
   const notesCount = h('span', { class: 'count', 'aria-live': 'polite' });
-  const title = h('input', { name: 'title', maxlength: TITLE_MAX, placeholder: 'Add a title...', autocomplete: 'off' });
-  const notes = h('textarea', { name: 'notes', maxlength: NOTES_MAX, placeholder: 'Add notes...' });
+  const title = h('input', { name: 'title', placeholder: 'Add a title...', autocomplete: 'off' });
+  const notes = h('textarea', { name: 'notes', placeholder: 'Add notes...' });
   title.value = initial.title ?? '';
   notes.value = initial.notes ?? '';
-  title.addEventListener('input', () => count(title, TITLE_MAX, titleCount));
-  notes.addEventListener('input', () => count(notes, NOTES_MAX, notesCount));
+  const limited = (field, max, out) => {
+    const check = (e) => { if (!e?.isComposing) limit(field, max); count(field, max, out); };   // not mid-IME
+    field.addEventListener('input', check);
+    field.addEventListener('compositionend', check);
+  };
+  limited(title, TITLE_MAX, titleCount);
+  limited(notes, NOTES_MAX, notesCount);
   count(title, TITLE_MAX, titleCount); count(notes, NOTES_MAX, notesCount);
   const chips = PURPOSES.map((p) => h('button', {
     type: 'button', 'aria-pressed': String(p === purpose), 'data-purpose': p,
