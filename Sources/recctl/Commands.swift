@@ -15,6 +15,10 @@ struct GlobalOptions: ParsableArguments {
 
     var client: RecdClient { RecdClient(socketPath: socket) }
 
+    func validate() throws {
+        if socket.isEmpty { throw ValidationError("--socket needs the path of recd's socket") }
+    }
+
     /// Prints the raw JSON reply (as the daemon sent it) or the readable form.
     func emit(_ raw: Data, _ readable: @autoclosure () -> String) {
         if json {

@@ -182,9 +182,10 @@ enum Say {
     static func howToFinish(_ r: Recording) -> String {
         "save it with `recctl save \(Output.shortID(r.id))` or discard it with `recctl discard \(Output.shortID(r.id))`."
     }
-    static func paused(_ p: RecordingPauseState, already: Bool) -> String {
-        already ? "⏸ Already paused at \(Output.duration(p.elapsed)) (for \(Output.duration(p.pausedFor))); resume with `recctl record resume`."
-                : "⏸ Paused at \(Output.duration(p.elapsed)); resume with `recctl record resume`."
+    /// `resume`: how to resume from where this is said (the recording screen has its own way).
+    static func paused(_ p: RecordingPauseState, already: Bool, resume: String = "resume with `recctl record resume`") -> String {
+        already ? "⏸ Already paused at \(Output.duration(p.elapsed)) (for \(Output.duration(p.pausedFor))); \(resume)."
+                : "⏸ Paused at \(Output.duration(p.elapsed)); \(resume)."
     }
     static func resumed(_ p: RecordingPauseState, already: Bool) -> String {
         already ? "⏺ Already recording (\(Output.duration(p.elapsed)) so far)."

@@ -61,6 +61,27 @@ func allowingNegativeSeek(_ args: [String]) -> [String] {
     return out
 }
 
+/// `--limit -1`, `trim --start -2`: ArgumentParser takes a value that starts with a dash for an option
+/// and says the value is missing. A negative number after an option that takes a number is joined to
+/// it (`--limit=-1`), so the command's own check says what is wrong with it.
+func joiningNegativeValues(_ args: [String]) -> [String] {
+    let numeric: Set<String> = ["--limit", "--offset", "--from", "--start", "--end", "--port"]
+    var out: [String] = []
+    var i = 0
+    while i < args.count {
+        if args[i] == "--" { out += args[i...]; break }
+        if numeric.contains(args[i]), i + 1 < args.count, args[i + 1].hasPrefix("-"),
+           args[i + 1].dropFirst().first.map({ $0.isNumber || $0 == "." }) == true {
+            out.append(args[i] + "=" + args[i + 1])
+            i += 2
+            continue
+        }
+        out.append(args[i])
+        i += 1
+    }
+    return out
+}
+
 /// A subcommand name a person probably meant: `lsit` → `list`. Walks the arguments down the
 /// command tree and answers for the first word that is no command of the command it follows.
 func suggestion(for args: [String]) -> (typed: String, meant: [String])? {
@@ -102,7 +123,7 @@ enum Main {
 
     static func main() async {
         let command: any ParsableCommand
-        let args = hoistingGlobalOptions(allowingNegativeSeek(Array(CommandLine.arguments.dropFirst())))
+        let args = hoistingGlobalOptions(joiningNegativeValues(allowingNegativeSeek(Array(CommandLine.arguments.dropFirst()))))
         do {
             command = try RecCtl.parseAsRoot(args)
         } catch {

@@ -196,7 +196,7 @@ extension Record {
                     do {
                         let (p, _) = try await client.call(.POST, path, as: RecordingPauseState.self)
                         state.withLock { $0.saw(p) }
-                        if !tty { say(p.paused ? Say.paused(p, already: false) : Say.resumed(p, already: false)) }
+                        if !tty { say(p.paused ? Say.paused(p, already: false, resume: "a line \"p\" resumes") : Say.resumed(p, already: false)) }
                     } catch ClientFailure.refused(_, let body) {
                         say("\n" + body.error.message)
                     }

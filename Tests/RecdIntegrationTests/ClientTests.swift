@@ -187,6 +187,14 @@ final class ClientTests: DaemonTestCase {
         XCTAssertEqual(mistyped.status, 2)
         XCTAssertTrue(mistyped.stderr.contains("unknown command 'sek': did you mean 'seek'?"), mistyped.stderr)
 
+        // A negative number is the option's value, and what is wrong with it is said (not "Missing value").
+        let negative = try daemon.recctl("list", "--limit", "-1")
+        XCTAssertEqual(negative.status, 1, negative.stderr)
+        XCTAssertTrue(negative.stderr.contains("limit") && !negative.stderr.contains("Missing value"), negative.stderr)
+        let noSocket = try Tools.run(Tools.recctl, ["--socket", "", "status"])
+        XCTAssertEqual(noSocket.status, 2, noSocket.stderr)
+        XCTAssertTrue(noSocket.stderr.contains("--socket needs the path"), noSocket.stderr)
+
         let nowhere = try Tools.run(Tools.recctl, ["--socket", daemon.dir.appendingPathComponent("none.sock").path, "--json", "status"])
         XCTAssertEqual(nowhere.status, 3)
         XCTAssertTrue(nowhere.stdout.contains(#""code":"unreachable""#), nowhere.stdout)
