@@ -153,6 +153,12 @@ try:
         wait("the empty state", lambda b: "No recordings yet" in text())
         check("the token is exchanged for a cookie and dropped from the address", "token" not in browser.current_url, browser.current_url)
         check("empty state has the seed's words", "Create motivational content to play during cravings" in text())
+        # The printed link opened again in the same browser: let in (it has the cookie), not 401.
+        browser.get(url)
+        wait("the page again from the used link", lambda b: "No recordings yet" in text())
+        check("the used link opened again in the browser that redeemed it shows the page",
+              "token" not in browser.current_url and "Run `recctl ui` again" not in text(), browser.current_url + " " + text()[:200])
+        check("the used link without the cookie is still refused", http(url)[0] == 401)
         # The page focuses its main area for screen readers, without drawing a frame across the page.
         frame = browser.execute_script("""const v = document.getElementById('view'), s = getComputedStyle(v);
             return [document.activeElement === v, s.outlineStyle, s.outlineWidth]""")
@@ -284,7 +290,7 @@ try:
                 subprocess.run(["curl", "-s", "--unix-socket", sock, "-X", "POST", "-d", '{"then":"discard"}',
                                 "http://recd/v1/record/stop"], capture_output=True, timeout=10)
                 for r in recctl_json("list", "--state", "pending")["recordings"]:
-                    subprocess.run([RECCTL, "--socket", sock, "discard", r["id"]], env=env, capture_output=True)
+                    subprocess.run([RECCTL, "--socket", sock, "discard", r["id"], "--yes"], env=env, capture_output=True)
                 browser.get(base + "/")
                 wait("the library", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.rows"))
 
@@ -354,8 +360,8 @@ try:
             subprocess.run([RECCTL, "--socket", sock, "record", "start"], env=env, check=True, capture_output=True)
             time.sleep(1)
             kept = recctl_json("record", "stop")["recording"]
-            row = wait("the pending row", lambda b: "not saved" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{kept['id']}']").text
-                       and b.find_element(By.CSS_SELECTOR, f"li[data-id='{kept['id']}']"))
+            row = wait("the pending row", lambda b: next((e for e in b.find_elements(By.CSS_SELECTOR, f"li[data-id='{kept['id']}']")
+                                                          if "not saved" in e.get_attribute("textContent")), None))
             offers = [e.get_attribute("data-action") for e in row.find_elements(By.CSS_SELECTOR, ".row-actions button")]
             check("a pending row offers its preview, to save it", offers == ["review"], offers)
             shot("12-pending-row")

@@ -31,7 +31,7 @@ async function showLibrary() {
 }
 
 async function newRecording() {
-  if (await rejoin()) return;   // recd records one take at a time: the one in progress, then
+  if (await rejoin()) return;   // recd records one take at a time: the one in progress comes first
   const mode = await chooseMode();
   if (!mode) return;
   closePlayer();

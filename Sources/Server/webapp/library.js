@@ -80,7 +80,7 @@ export class Library {
       h('button', { type: 'button', class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
         h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
         h('span', { class: 'row-text' },
-          h('div', { class: 'row-title' }, r.title, r.state === 'pending' ? h('span', { class: 'pending-tag' }, 'not saved') : null),
+          h('div', { class: 'row-title' }, r.title),
           h('div', { class: 'row-meta' }, meta),
           h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
       h('div', { class: 'row-actions' },
@@ -92,15 +92,15 @@ export class Library {
   /// A take being recorded, or stopped and not saved: one way on, to its screen.
   unsaved(r) {
     const live = r.state === 'recording';
-    const meta = live ? `${shortDate(r.createdAt)} • recording now` : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
+    const meta = live ? shortDate(r.createdAt) : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
     const go = live ? () => this.onRejoin() : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
     return h('li', { 'data-id': r.id, 'data-state': r.state },
       h('button', { type: 'button', class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
         h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
         h('span', { class: 'row-text' },
-          h('div', { class: 'row-title' }, r.title, h('span', { class: 'pending-tag' }, live ? '● recording' : 'not saved')),
-          h('div', { class: 'row-meta' }, meta))),
+          h('div', { class: 'row-title' }, r.title),
+          h('div', { class: 'row-meta' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : 'not saved')))),
       h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
           live ? 'Open' : 'Save…')));

@@ -100,13 +100,13 @@ export class RecordScreen {
   /// The take is recording: STOP, PAUSE, the timer and the meters follow it.
   live(recording, elapsed, paused) {
     this.recording = recording;
-    // The time recorded, pauses left out: what recd said at the last pause or resume, plus the
-    // time since while recording.
     this.tick = setInterval(() => this.showTime(), 250);
     this.pauseButton.hidden = false;
     this.cancel.disabled = true;
     this.button.textContent = '■ STOP';
     this.button.setAttribute('data-action', 'stop');
+    // The time recorded, pauses left out: what recd said at the start (or the last pause or
+    // resume), plus the time since while recording.
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
@@ -199,9 +199,9 @@ export class RecordScreen {
       const reply = await api.stop();
       this.ended(reply.recording);
     } catch (e) {
-      if (e.code === 'not_recording') { await this.sync(id); return; }   // stopped elsewhere first
-      toast(e.message);
-      this.button.disabled = false;
+      if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first: follow it
+      else toast(e.message);
+      if (this.recording) this.button.disabled = false;
     }
   }
 
