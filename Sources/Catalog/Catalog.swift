@@ -480,9 +480,6 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// Every row's file (relative path) with its id and state, for matching against `Recordings/`.
-    /// Ids stay text here: parsing 100,000 UUIDs is a noticeable part of start-up; and an array,
-    /// not a dictionary by file: the caller looks the files up in the listing, not the other way.
     /// The row's file is gone: `missing`, remembering the state it had (pending or ready) for when
     /// the file is back. Returns false when the row is not pending or ready (any more).
     @discardableResult
@@ -519,6 +516,9 @@ public final class Catalog: Sendable {
         }
     }
 
+    /// Every row's file (relative path) with its id and state, for matching against `Recordings/`.
+    /// Ids stay text here: parsing 100,000 UUIDs is a noticeable part of start-up; and an array,
+    /// not a dictionary by file: the caller looks the files up in the listing, not the other way.
     public func fileRows() throws -> [(file: String, id: String, state: String)] {
         try wrap("read") {
             try pool.read { db in

@@ -173,9 +173,11 @@ struct Recovery {
             if !there && (row.state == pending || row.state == ready) && row.id != active {
                 do {
                     guard let id = UUID(uuidString: row.id) else { throw CatalogError.corruptRow(id: row.id, detail: "id") }
-                    try catalog.markMissing(id: id)
-                    report.markedMissing.append(id)
-                    logger.warning("recovery: the file of recording \(row.id) is gone (\(row.file)); marked missing")
+                    // false: deleted or changed meanwhile (a repair runs beside requests); nothing to report.
+                    if try catalog.markMissing(id: id) {
+                        report.markedMissing.append(id)
+                        logger.warning("recovery: the file of recording \(row.id) is gone (\(row.file)); marked missing")
+                    }
                 } catch {
                     report.problems.append("cannot mark \(row.id) missing: \(error)")
                 }
@@ -184,9 +186,10 @@ struct Recovery {
                 // a later rollback): the state it had when the file is the one it had (same size),
                 // else pending, which asks the user to look.
                 do {
-                    let back = try catalog.fileIsBack(id: id, sizeBytes: FileOps.size(data.absolute(row.file)))
-                    report.foundAgain.append(id)
-                    logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is \(back?.state.rawValue ?? "missing") again")
+                    if let back = try catalog.fileIsBack(id: id, sizeBytes: FileOps.size(data.absolute(row.file))) {
+                        report.foundAgain.append(id)
+                        logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is \(back.state.rawValue) again")
+                    }
                 } catch {
                     report.problems.append("cannot restore \(id): \(error)")
                 }

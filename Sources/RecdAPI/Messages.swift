@@ -494,6 +494,21 @@ public struct ConsistencyReport: Codable, Sendable, Equatable {
         self.filesWithoutRow = filesWithoutRow; self.interruptedRecordings = interruptedRecordings
         self.unsettled = unsettled; self.lastRecovery = lastRecovery; self.repaired = repaired
     }
+
+    /// As synthesized, but `filesBack` may be absent: a recd from before it (an upgraded recctl
+    /// talking to a daemon not yet restarted) still gets its report read.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        checkedAt = try c.decode(Date.self, forKey: .checkedAt)
+        rowsWithoutFile = try c.decode([UUID].self, forKey: .rowsWithoutFile)
+        missing = try c.decode([UUID].self, forKey: .missing)
+        filesBack = try c.decodeIfPresent([UUID].self, forKey: .filesBack) ?? []
+        filesWithoutRow = try c.decode([String].self, forKey: .filesWithoutRow)
+        interruptedRecordings = try c.decode([UUID].self, forKey: .interruptedRecordings)
+        unsettled = try c.decode([String].self, forKey: .unsettled)
+        _lastRecovery = try c.decode(Nullable<RecoveryReport>.self, forKey: .lastRecovery)
+        _repaired = try c.decode(Nullable<RecoveryReport>.self, forKey: .repaired)
+    }
 }
 
 /// A recording that ended by itself: the capture device failed or the disk filled.

@@ -59,6 +59,19 @@ struct MetadataOptions: ParsableArguments {
                                valueName: "purpose"))
     var purpose: String?
 
+    /// `--title` is taken unconditionally, so `--title --json` (a value left out) would make `--json`
+    /// the title: a text that is exactly one of recctl's options is refused as a missing value.
+    func validate() throws {
+        let options: Set<String> = ["--json", "--socket", "--help", "-h", "--title", "--notes", "--purpose", "--save",
+                                    "--discard", "--yes", "-y", "--format", "--video", "--video-only", "--version",
+                                    "--force", "--wait", "--from", "--as-new", "--start", "--end"]
+        for (name, value) in [("--title", title), ("--notes", notes)] {
+            if let value, options.contains(value) {
+                throw ValidationError("missing value for '\(name)' ('\(value)' is one of recctl's options)")
+            }
+        }
+    }
+
     var patch: MetadataPatch {
         MetadataPatch(title: title.map { .value($0) } ?? .absent,
                       notes: notes.map { .value($0) } ?? .absent,

@@ -43,11 +43,12 @@ func hoistingGlobalOptions(_ args: [String]) -> [String] {
         }
     }
     guard !leading.isEmpty, i < args.count else { return args }
+    // Right after the command's words, before its first option (or `--`): at the end they would be
+    // taken as the value of an option left without one (`record start --title --json`, where a
+    // title is any text, even one that starts with dashes).
     let rest = Array(args[i...])
-    if let dashdash = rest.firstIndex(of: "--") {
-        return Array(rest[..<dashdash]) + leading + Array(rest[dashdash...])
-    }
-    return rest + leading
+    let at = rest.firstIndex(where: { $0.hasPrefix("-") }) ?? rest.endIndex
+    return Array(rest[..<at]) + leading + Array(rest[at...])
 }
 
 /// `playback seek -15` as the help offers it: ArgumentParser would take `-15` for an option, so a

@@ -121,6 +121,12 @@ final class ClientTests: DaemonTestCase {
         let edited = try daemon.recctlJSON(Recording.self, "show", Output8(first.id))
         XCTAssertEqual(edited.title, "- memo")
         XCTAssertEqual(edited.notes, "-- a note")
+        // A value left out is still a missing value, also with a global option moved behind it.
+        for args in [["--json", "edit", Output8(first.id), "--title"], ["edit", Output8(first.id), "--title", "--json"]] {
+            let r = try daemon.recctl(args)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stdout) \(r.stderr)")
+        }
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", Output8(first.id)).title, "- memo")
 
         // A discard at stop names what it threw away, as `recctl discard` does.
         XCTAssertEqual(try daemon.recctl("record", "start", "--title", "Gone soon").status, 0)

@@ -63,14 +63,16 @@ export const api = {
 /// each open tab would hold one for good (a 7th tab would never load). `onOpen(first)` is called on
 /// every (re)connection: what happened while it was closed is not replayed, so read the state again.
 export function events(types, on, onOpen = () => {}) {
-  let source = null, first = true;
+  // `first`: the page read its state just now. A tab that loads hidden, or is hidden before the
+  // stream opens, may miss changes: its first connection is then not a first.
+  let source = null, first = !document.hidden;
   const open = () => {
     source = new EventSource('/v1/events?type=' + types.join(','));
     for (const t of types) source.addEventListener(t, (e) => on(JSON.parse(e.data)));
     source.addEventListener('open', () => { onOpen(first); first = false; });
   };
   const visibility = () => {
-    if (document.hidden) { source?.close(); source = null; } else if (!source) open();
+    if (document.hidden) { source?.close(); source = null; first = false; } else if (!source) open();
   };
   document.addEventListener('visibilitychange', visibility);
   if (!document.hidden) open();

@@ -93,7 +93,9 @@ export class Library {
   unsaved(r) {
     const live = r.state === 'recording';
     const meta = live ? shortDate(r.createdAt) : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
-    const go = live ? () => this.onRejoin() : () => this.onReview(r);
+    // The take may have stopped since the list was read: then say so and read the list again.
+    const go = live ? async () => { if (!await this.onRejoin()) { toast('That recording has stopped'); this.changed(); } }
+      : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
     return h('li', { 'data-id': r.id, 'data-state': r.state },
       h('button', { type: 'button', class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },

@@ -185,7 +185,10 @@ export class RecordScreen {
       const active = (await api.status()).active;
       if (this.recording?.id !== id) return;
       if (active?.recording.id === id) {
-        if (active.elapsed !== null) this.pauseState(active);   // null while stopping: the event follows
+        // elapsed is null while the take starts or stops. The stop's event may have gone before
+        // this stream opened, so look again shortly, until it is recording or gone.
+        if (active.elapsed !== null) this.pauseState(active);
+        else setTimeout(() => { if (this.recording?.id === id) this.sync(id); }, 500);
         return;
       }
       this.ended(await api.get(id).catch(() => null));

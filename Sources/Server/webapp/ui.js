@@ -61,7 +61,10 @@ export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
 
 /// Characters as recd counts them for its limits: grapheme clusters (👍🏽 and 🇩🇪 are one each), not
 /// UTF-16 code units (what `maxlength` counts: 😀 is two) nor code points.
-const graphemes = (text) => [...new Intl.Segmenter().segment(text)].map((g) => g.segment);
+/// Browsers without Intl.Segmenter (Firefox before 125) count code points: a flag or a skin tone then
+/// counts two, so the form may refuse one recd would take, never the other way round.
+const segmenter = globalThis.Intl?.Segmenter ? new Intl.Segmenter() : null;
+const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g) => g.segment) : [...text]);
 
 /// `maxlength` in graphemes: what goes past `max` is cut from what was just typed or pasted (the
 /// part before the caret), as `maxlength` does, and the text after the caret stays.
