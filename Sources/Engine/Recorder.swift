@@ -30,9 +30,9 @@ public actor Recorder {
 
     enum State: Sendable {
         case idle
-        /// The row is in the catalog, the device is being opened. A fault reported now is kept and
-        /// acted on as soon as the recording is running.
-        /// `title`: the new row's, for a start refused meanwhile (the row may not be written yet).
+        /// The row is being written to the catalog, then the device opened. A fault reported now is
+        /// kept and acted on as soon as the recording is running. `title`: the new row's, for a start
+        /// refused meanwhile (the row may not be written yet).
         case starting(UUID, title: String, fault: String?)
         case recording(Active)
         /// Capture is ending and the file is being finalized; `done` completes when it is.
