@@ -7,9 +7,11 @@
 #   scripts/fuzz.sh                        # seed 1 and a random seed, 25 examples per operation
 #   scripts/fuzz.sh --examples 500 --seed random --max-steps 100
 #   scripts/fuzz.sh --seed 123456          # replay a seed a failure printed
+#   scripts/fuzz.sh -- --mode negative --include-operation-id editRecording   # one operation's refusals
 #
 # Options: --recd PATH (default: the debug build's), --examples N, --seed N|random (repeatable; default
 # "1 random"), --max-steps N (stateful scenario length), --keep (leave the work directory for reading).
+# Arguments after `--` go to `schemathesis run` as they are.
 # Needs scripts/install-deps.sh --test (socat, pulseaudio, sox, and schemathesis in .build/fuzz-venv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,6 +27,7 @@ while (($#)); do
     --seed) seeds+=("$2"); shift 2 ;;
     --max-steps) max_steps="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --) shift; break ;;
     *) echo "fuzz: unknown option $1 (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -88,7 +91,7 @@ for seed in "${seeds[@]}"; do
   (cd "$work" && PYTHONPATH="$root/Tests/fuzz" SCHEMATHESIS_HOOKS=recd_formats \
     "$st" --config-file "$work/schemathesis.toml" run "$root/Sources/Server/openapi.yaml" \
     --url "http://127.0.0.1:$port" --checks all --seed "$seed" --max-examples "$examples" \
-    --max-failures 50 --no-color > "$out" 2>&1)
+    --max-failures 50 --no-color "$@" > "$out" 2>&1)
   rc=$?
   set -e
   if ((rc == 0)); then

@@ -15,8 +15,10 @@ test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa
            chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv e2fsprogs)
 # Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads.
 bench_pkgs=(linux-perf)
-# Pinned: the fuzz test's expectations (checks, phases, options) are those of this version.
+# Pinned: the fuzz test's expectations (checks, phases, options) are those of this version. Its hooks
+# (Tests/fuzz/recd_formats.py) count grapheme clusters with the regex module's \X.
 schemathesis_version=4.32.5
+regex_version=2026.11.19
 fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
@@ -25,10 +27,13 @@ if [[ "${1:-}" == "--bench" ]]; then want+=("${bench_pkgs[@]}"); fi
 
 install_fuzzer() {
   [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
-  if "$fuzz_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$schemathesis_version"; then return 0; fi
-  echo "install-deps: schemathesis $schemathesis_version into $fuzz_venv"
+  if "$fuzz_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$schemathesis_version" &&
+     [[ "$("$fuzz_venv/bin/python" -c 'import regex; print(regex.__version__)' 2>/dev/null)" == "$regex_version" ]]; then
+    return 0
+  fi
+  echo "install-deps: schemathesis $schemathesis_version and regex $regex_version into $fuzz_venv"
   /usr/bin/python3 -m venv "$fuzz_venv"
-  "$fuzz_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+  "$fuzz_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version" "regex==$regex_version"
 }
 
 missing=()

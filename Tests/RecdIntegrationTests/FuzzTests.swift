@@ -19,6 +19,21 @@ final class FuzzTests: XCTestCase {
         print(r.stdout.split(separator: "\n").filter { $0.hasPrefix("fuzz:") || $0.contains("generated") }.joined(separator: "\n"))
         XCTAssertEqual(r.status, 0, "schemathesis found disagreements:\n\(r.stdout)\n\(r.stderr)")
     }
+
+    /// The hooks' own rules (Tests/fuzz/test_recd_formats.py): a failure is dropped only for a title or
+    /// notes that recd's grapheme limit really allows.
+    func testTheFuzzHooksDropOnlyFormatsThatHold() throws {
+        let python = Tools.packageRoot.appendingPathComponent(".build/fuzz-venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw XCTSkip("\(python) is missing: scripts/install-deps.sh --test installs schemathesis")
+        }
+        let dir = Tools.packageRoot.appendingPathComponent("Tests/fuzz").path
+        var env = ProcessInfo.processInfo.environment
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        let r = try Tools.run(python, ["-m", "unittest", "-v", "test_recd_formats"], environment: env, cwd: dir, timeout: 120)
+        XCTAssertEqual(r.status, 0, "the fuzz hooks' tests failed:\n\(r.stdout)\n\(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("OK"), r.stderr)
+    }
 }
 
 /// What the fuzzer found, each pinned by a request of its own.

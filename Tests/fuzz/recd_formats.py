@@ -4,19 +4,104 @@ The document names two string formats JSON Schema cannot state: titles and notes
 user-perceived characters (grapheme clusters), which `maxLength` (code points) does not count.
 These strategies generate values that are valid by recd's rules, so a refusal of one is a real
 disagreement; the document's `pattern` (no control characters) still applies on top of them.
+
+Negative testing cannot use them the other way round. To violate a format it drops the keyword and
+draws any string, and it judges every custom format as failed, since it has no checker for one: a
+short note drawn that way is counted as "schema-violating" although recd's rule allows it, and recd
+rightly accepts it. `filter_failure` below checks such a value by recd's rule (graphemes counted as
+Swift counts them, `\\X` in the `regex` module) and drops the failure only when the value is valid.
 """
+import unicodedata
+
+import regex
 from hypothesis import strategies as st
 
 import schemathesis
+from schemathesis.core.failures import AcceptedNegativeData
+from schemathesis.core.mutations import OperatorKind
+from schemathesis.core.parameters import ParameterLocation
+
+TITLE_MAX = 40   # MetadataLimits.titleMaxCharacters
+NOTES_MAX = 200  # MetadataLimits.notesMaxCharacters
 
 # Every character but controls (Cc), surrogates (Cs) and the line/paragraph separators (which a
 # title refuses as line breaks). Combining marks are in: they make graphemes of several code points.
 _TEXT = st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp"))
 
 # At most 40 code points is at most 40 graphemes, whatever they combine into.
-schemathesis.openapi.format("recd-title", st.text(_TEXT, max_size=40))
+schemathesis.openapi.format("recd-title", st.text(_TEXT, max_size=TITLE_MAX))
 # Notes keep line breaks (CRLF is stored as LF).
 schemathesis.openapi.format(
     "recd-notes",
-    st.lists(st.one_of(_TEXT, st.sampled_from(["\n", "\r\n"])), max_size=200).map("".join),
+    st.lists(st.one_of(_TEXT, st.sampled_from(["\n", "\r\n"])), max_size=NOTES_MAX).map("".join),
 )
+
+# The body fields that carry a recd format, by property name.
+_FORMATTED_FIELDS = ("title", "notes")
+
+
+def graphemes(text: str) -> int:
+    """User-perceived characters (extended grapheme clusters, UAX #29), as Swift's `String.count`."""
+    return len(regex.findall(r"\X", text))
+
+
+def _trimmed(text: str) -> str:
+    # Foundation's CharacterSet.whitespaces: the space separators (Zs) and the tab.
+    def blank(c: str) -> bool:
+        return c == "\t" or unicodedata.category(c) == "Zs"
+
+    start, end = 0, len(text)
+    while start < end and blank(text[start]):
+        start += 1
+    while end > start and blank(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def within_format(field: str, value: object) -> bool:
+    """Whether `value` keeps the length rule of the field's format, as MetadataRules.validate counts.
+
+    Only the format's own rule: the pattern (controls, line breaks) is checked by schemathesis itself.
+    A title is counted after trimming; notes after CRLF becomes LF.
+    """
+    if not isinstance(value, str):
+        return False
+    if field == "title":
+        return graphemes(_trimmed(value)) <= TITLE_MAX
+    if field == "notes":
+        return graphemes(value.replace("\r\n", "\n")) <= NOTES_MAX
+    return False
+
+
+def formatted_field(mutation) -> str | None:
+    """The title or notes property whose `format` alone a body mutation negated, else None."""
+    if (
+        mutation.operator != OperatorKind.NEGATE_CONSTRAINTS
+        or tuple(mutation.keywords) != ("format",)
+        or mutation.parameter_location != ParameterLocation.BODY
+    ):
+        return None
+    segments = mutation.schema_pointer.split("/")
+    named = [segments[i + 1] for i, s in enumerate(segments[:-1]) if s == "properties"]
+    return named[-1] if named and named[-1] in _FORMATTED_FIELDS else None
+
+
+def only_valid_formats_negated(mutations, body) -> bool:
+    """True when every mutation negated a recd format alone and the drawn value keeps that format."""
+    if not mutations or not isinstance(body, dict):
+        return False
+    for mutation in mutations:
+        field = formatted_field(mutation)
+        if field is None or not within_format(field, body.get(field)):
+            return False
+    return True
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response) -> bool:
+    """Keeps every failure but "schema-violating request accepted" for a body whose only violation
+    was a recd format that the value in fact keeps (see the module's comment)."""
+    if not isinstance(failure, AcceptedNegativeData) or case.meta is None:
+        return True
+    mutations = getattr(case.meta.phase.data, "mutations", ())
+    return not only_valid_formats_negated(mutations, case.body)
