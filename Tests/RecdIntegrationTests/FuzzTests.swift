@@ -32,7 +32,7 @@ final class FuzzTests: XCTestCase {
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         let r = try Tools.run(python, ["-m", "unittest", "-v", "test_recd_formats"], environment: env, cwd: dir, timeout: 120)
         XCTAssertEqual(r.status, 0, "the fuzz hooks' tests failed:\n\(r.stdout)\n\(r.stderr)")
-        XCTAssertTrue(r.stderr.contains("OK"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("Ran 0 tests"), "no test of the hooks was found:\n\(r.stderr)")
     }
 }
 
