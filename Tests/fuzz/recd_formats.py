@@ -61,8 +61,8 @@ def _trimmed(text: str) -> str:
 def within_format(field: str, value: object) -> bool:
     """Whether `value` keeps the length rule of the field's format, as MetadataRules.validate counts.
 
-    Only the format's own rule: the pattern (controls, line breaks) is checked by schemathesis itself.
-    A title is counted after trimming; notes after CRLF becomes LF.
+    Only the format's own rule: a draw that negated the format alone kept the pattern (controls, line
+    breaks). A title is counted after trimming; notes after CRLF becomes LF.
     """
     if not isinstance(value, str):
         return False
