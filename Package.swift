@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "recd", targets: ["recd"]),
         .executable(name: "recctl", targets: ["recctl"]),
+        .executable(name: "recd-media", targets: ["recd-media"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -29,22 +30,18 @@ let package = Package(
         .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // EBU R128 loudness (ITU-R BS.1770): integrated, range, true peak.
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
-        // FFmpeg's headers only: recd loads its libraries on first use (CFFmpegShim's FFmpegLoader.c,
-        // docs/design.md "FFmpeg on demand"), so nothing links them. Not through pkg-config, whose
-        // --libs would put libavformat (and so ~130 libraries) back into every start-up; its --cflags
-        // are Debian's multiarch include directory, which the compiler searches anyway.
-        .systemLibrary(name: "CFFmpeg",
+        // FFmpeg, linked (its module map's `link` lines) by what imports it: only recd-media, the
+        // benchmark and the unit tests; recd itself links none of it (docs/design.md, "One FFmpeg boundary").
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
-        // C shims: only what Swift cannot call (variadic callbacks, function-like macros), and
-        // FFmpeg's loader with its generated trampolines (functions of FFmpeg's own names).
+        // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
         .target(name: "CAlsaShim", dependencies: ["CAlsa"]),
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
         // V4L2 request numbers (macros), the variadic ioctl, mmap's MAP_FAILED: nothing else.
         .target(name: "CV4L2"),
         .target(name: "CFileOps"),
-        // mallopt(3): <malloc.h> is not in Swift's Glibc module.
-        .target(name: "CMalloc"),
-        // prctl (variadic) and posix_spawn's closefrom (_GNU_SOURCE) for the media workers.
+        // prctl (variadic), posix_spawn's closefrom (_GNU_SOURCE) and Landlock's system calls for the
+        // media workers.
         .target(name: "CProcessShim"),
 
         // Shared wire types: no C, no server code.
@@ -58,14 +55,22 @@ let package = Package(
             "Alsa", "CAlsa", "CAlsaShim", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // What recd and its media workers both know: the media values and errors, and the wire between
+        // them (requests, replies, frames). No FFmpeg.
+        .target(name: "MediaWire", dependencies: ["CProcessShim"], swiftSettings: strict),
+        // Log lines in the journal's form (both processes log the same way).
+        .target(name: "JournalLog", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // FFmpeg's side: probing, encoding, muxing, remuxing, trimming.
         .target(name: "Media", dependencies: [
-            "CFFmpeg", "CFFmpegShim",
+            "CFFmpeg", "CFFmpegShim", "MediaWire",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
-        // Media in a worker process (`recd --media-worker`): the requests, the worker's loop, and the
-        // pool and stand-ins recd uses, so FFmpeg never loads into the daemon (docs/design.md).
-        .target(name: "MediaWorker", dependencies: [
-            "Media", "CProcessShim",
+        // recd's side of the media workers: the pool that starts `recd-media` processes, and the
+        // stand-ins (WorkerMedia) that send them requests. No FFmpeg.
+        .target(name: "MediaWorker", dependencies: ["MediaWire", "CProcessShim"], swiftSettings: strict),
+        // The worker's side: its request loop over Media, and its Landlock sandbox.
+        .target(name: "MediaWorkerServer", dependencies: [
+            "Media", "MediaWire", "CProcessShim",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // Pure code over sample buffers: no C, no I/O.
@@ -75,7 +80,7 @@ let package = Package(
         .target(name: "Metering", dependencies: ["RecdAPI", "CEbur128"],
                 swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "Playback", dependencies: [
-            "Alsa", "CAlsa", "Media", "MediaWorker", "Metering",
+            "Alsa", "CAlsa", "MediaWire", "MediaWorker", "Metering",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .target(name: "Catalog", dependencies: [
@@ -83,13 +88,13 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "Alsa", "RecdAPI", "Capture", "Media", "MediaWorker", "Metering", "Playback", "Catalog", "CFileOps",
+            "Alsa", "RecdAPI", "Capture", "MediaWire", "MediaWorker", "Metering", "Playback", "Catalog", "CFileOps",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
         .target(name: "Server", dependencies: [
-            "RecdAPI", "Engine", "Catalog", "Metering",
+            "RecdAPI", "Engine", "Catalog", "Metering", "JournalLog",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -101,20 +106,21 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("openapi.yaml"), .copy("webapp")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
-            "Server", "Engine", "MediaWorker", "CMalloc",
+            "Server", "Engine", "MediaWorker", "JournalLog",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], swiftSettings: strict,
-        // Release: linked by lld (the toolchain's own) with the code recd runs placed first
-        // (scripts/link-order/recd-hot.ld, written by scripts/gen-link-order.py; tightest when
-        // compiled as scripts/swift-build-release does, each function in its own section), and
-        // relative relocations packed (DT_RELR, glibc >= 2.36): an idle daemon maps 1.5 MB of its
-        // 9 MB of code instead of 7.5 (docs/design.md, "Hot code first").
-        linkerSettings: [.unsafeFlags([
-            "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-            "-Xlinker", "--script=\(Context.packageDirectory)/scripts/link-order/recd-hot.ld",
-        ], .when(configuration: .release))]),
+        // Release: relative relocations packed (DT_RELR, glibc >= 2.36; lld, the toolchain's own,
+        // writes them): fewer private dirty pages of relocated data (docs/design.md).
+        linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                                      .when(configuration: .release))]),
+        // The media worker: FFmpeg linked as any program links it, started by recd (MediaWorkerPool)
+        // for each job; never by a person.
+        .executableTarget(name: "recd-media", dependencies: [
+            "MediaWorkerServer", "JournalLog",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
         .executableTarget(name: "recctl", dependencies: [
             "RecdAPI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -130,9 +136,9 @@ let package = Package(
         linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])]),
 
         // Not a product: bench/metering.py builds and runs it.
-        .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media"], swiftSettings: strict),
+        .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media", "MediaWire"], swiftSettings: strict),
 
-        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "MediaWorker", "Capture", "Metering", "Playback", "Server"],
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Engine", "Media", "MediaWire", "MediaWorker", "MediaWorkerServer", "Capture", "Metering", "Playback", "Server"],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
     ],

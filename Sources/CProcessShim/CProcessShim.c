@@ -80,3 +80,75 @@ ssize_t recd_receive_with_descriptor(int socket, void *buffer, size_t length, in
     }
     return n;
 }
+
+// ---- Landlock (landlock(7)): the media workers' filesystem sandbox ----
+#include <linux/landlock.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+
+int recd_landlock_abi(void) {
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return abi < 0 ? -errno : (int)abi;
+}
+
+/// Rights that apply to a file (the others only to a directory: adding them to a file is EINVAL).
+static const __u64 file_rights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE
+    | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+
+static int add_rule(int ruleset, const char *path, __u64 rights, int must_exist) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return (!must_exist && errno == ENOENT) ? 0 : -errno;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) rights &= file_rights;
+    struct landlock_path_beneath_attr rule = { .allowed_access = rights, .parent_fd = fd };
+    int rc = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+    int saved = errno;
+    close(fd);
+    return rc < 0 ? -saved : 0;
+}
+
+int recd_landlock_enter(const char *const *writable, int writable_count, const char *const *readable, int readable_count,
+                        const char **failed, const char **path) {
+    *failed = "landlock_create_ruleset"; *path = NULL;
+    int abi = recd_landlock_abi();
+    if (abi < 0) return abi;
+    // Every right this kernel knows: what is not handled is allowed everywhere.
+    __u64 handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;   // ABI 1: EXECUTE ... MAKE_SYM
+    if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3) handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    if (abi >= 5) handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    struct landlock_ruleset_attr attr = { .handled_access_fs = handled };
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    if (ruleset < 0) return -errno;
+    int rc = 0;
+    *failed = "landlock_add_rule";
+    for (int i = 0; i < writable_count && rc == 0; i++) {
+        rc = add_rule(ruleset, writable[i], handled, 1);
+        if (rc < 0) *path = writable[i];
+    }
+    const __u64 read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+    for (int i = 0; i < readable_count && rc == 0; i++) {
+        rc = add_rule(ruleset, readable[i], read, 0);
+        if (rc < 0) *path = readable[i];
+    }
+    if (rc == 0) {
+        *failed = "prctl(PR_SET_NO_NEW_PRIVS)";
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) rc = -errno;
+    }
+    if (rc == 0) {
+        *failed = "landlock_restrict_self";
+        if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) rc = -errno;
+    }
+    close(ruleset);
+    return rc;
+}

@@ -2,7 +2,7 @@
 import Alsa
 import Capture
 import Foundation
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI

@@ -3,7 +3,7 @@ import Capture
 import Catalog
 import Foundation
 import Logging
-import Media
+import MediaWire
 import MediaWorker
 import RecdAPI
 import Synchronization
@@ -55,9 +55,15 @@ public final class Engine: Sendable {
             do { try FileOps.sync(dir.path) } catch { logger.warning("\(error)") }
         }
         AlsaLog.route(to: logger)
-        // FFmpeg runs in worker processes (MediaWorker), ended when idle this long; never in recd.
-        MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue)
-        FFmpegLibraries.refuse("recd does its media work in media worker processes, not in the daemon (a bug: please report it)")
+        // FFmpeg runs in worker processes (recd-media), ended when idle this long, each in a Landlock
+        // sandbox of the data directory (said once here when the kernel cannot: they run without).
+        MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue,
+                                         sandbox: [config.dataDirectory.root.path])
+        if let abi = MediaWorkerPool.landlockABI {
+            logger.info("media workers: Landlock ABI \(abi), each may use only \(config.dataDirectory.root.path)")
+        } else {
+            logger.warning("media workers: this kernel has no Landlock; they run without a filesystem sandbox")
+        }
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)

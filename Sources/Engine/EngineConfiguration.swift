@@ -1,6 +1,6 @@
 // What the engine runs with: set once from recd's options, read by the Recorder, the Player and the Library.
 import Foundation
-import Media
+import MediaWire
 import RecdAPI
 
 /// Settings the engine runs with.

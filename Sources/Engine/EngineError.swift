@@ -1,7 +1,7 @@
 import Capture
 import Catalog
 import Foundation
-import Media
+import MediaWire
 import Playback
 import RecdAPI
 

@@ -1,7 +1,7 @@
 // Turning the file written while recording into the file that is kept.
 import Foundation
 import Logging
-import Media
+import MediaWire
 import MediaWorker
 import RecdAPI
 

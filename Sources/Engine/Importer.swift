@@ -2,7 +2,7 @@
 import Catalog
 import Foundation
 import Logging
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
@@ -111,8 +111,16 @@ struct Importer {
         }
         let info: MediaInfo
         do { info = try WorkerMedia.probe(upload) } catch {
-            let why = (error as? FFmpegError).map { " (\($0.message))" } ?? ""
-            throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read\(why)")
+            switch error {
+            case MediaError.formatRefused(let format, _):
+                throw .unsupportedMedia(name: name, detail: "it is \(format), a format that names other files or that recd does not read; recd imports only media files that hold their own sound")
+            case let e as FFmpegError:
+                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read (\(e.message))")
+            case let e as MediaWorkerError:
+                throw .media(file: name, underlying: e)
+            default:
+                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read")
+            }
         }
         let plan = try Self.plan(info, name: name)
         let format: RecordingFormat = switch plan {

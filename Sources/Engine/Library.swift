@@ -3,7 +3,7 @@ import Capture
 import Catalog
 import Foundation
 import Logging
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
@@ -20,6 +20,8 @@ public struct Library: Sendable {
     let loudnessPass: LoudnessPass
     /// Plays counted with group commit (shared with the player).
     let plays: PlayCountCommitter
+    /// Two imports do their media work at a time (`ImportSlots`: why).
+    let imports = ImportSlots(count: 2)
 
     public func resolve(_ idOrPrefix: String) throws(EngineError) -> Recording {
         try catalogCall { try catalog.resolve(idOrPrefix) }
@@ -146,7 +148,9 @@ public struct Library: Sendable {
     /// `ready` recording (`Importer`). The upload itself is the caller's to remove.
     public func importFile(upload: String, contentHash: String, _ request: ImportRequest) async throws(EngineError) -> Recording {
         let importer = Importer(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
-        let r = try await blockingCatalogCall { try importer.run(upload: upload, contentHash: contentHash, request: request) }
+        let r = try await imports.run { () async throws(EngineError) in
+            try await blockingCatalogCall { try importer.run(upload: upload, contentHash: contentHash, request: request) }
+        }
         logger.info("imported '\(request.name)' as recording \(r.id) (\(r.type.rawValue), \(r.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown"))")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .created)))
         return r

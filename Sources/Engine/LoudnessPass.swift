@@ -2,7 +2,7 @@
 import Catalog
 import Foundation
 import Logging
-import Media
+import MediaWire
 import MediaWorker
 import RecdAPI
 

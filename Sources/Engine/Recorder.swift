@@ -4,7 +4,7 @@ import Capture
 import Catalog
 import Foundation
 import Logging
-import Media
+import MediaWire
 import Metering
 import RecdAPI
 

@@ -1,7 +1,7 @@
 // What the Recorder drives: one recording in progress, audio or video.
 import Capture
 import Foundation
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI

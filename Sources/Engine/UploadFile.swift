@@ -1,6 +1,6 @@
 // The bytes of an import as they arrive: written to `.uploads/` and hashed (in a media worker), off the event loop.
 import Foundation
-import Media
+import MediaWire
 import MediaWorker
 
 /// Owns one file in `.uploads/` being written (its descriptor, closed in `deinit`) and the SHA-256

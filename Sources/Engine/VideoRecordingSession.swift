@@ -1,7 +1,7 @@
 // A video recording: V4L2 camera (+ ALSA microphone) → H.264 (+ AAC) in a fragmented .mov.
 import Capture
 import Foundation
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI

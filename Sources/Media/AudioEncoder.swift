@@ -1,46 +1,12 @@
 // Audio encoding with libavcodec: AAC-LC (FFmpeg's native "aac"), Opus (libopus), FLAC (native).
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-/// The codecs recd writes. Each goes into the same fragmented MP4 while recording (see
-/// `MP4Layout.fragmented`), so every one of them is written, salvaged, finalized and trimmed alike.
-public enum AudioCodec: String, Sendable, CaseIterable, Codable {
-    case aac, opus, flac
-
-    /// Sample rates the encoder takes. libopus codes 8, 12, 16, 24 and 48 kHz only.
-    public func accepts(sampleRate: Int) -> Bool {
-        switch self {
-        case .opus: return [8_000, 12_000, 16_000, 24_000, 48_000].contains(sampleRate)
-        case .aac, .flac: return true
-        }
-    }
-
-    /// The codec of a stream (AAC for anything else: its one-frame pre-roll is the cautious default).
-    init(_ id: AVCodecID) {
-        switch id {
-        case AV_CODEC_ID_OPUS: self = .opus
-        case AV_CODEC_ID_FLAC: self = .flac
-        default: self = .aac
-        }
-    }
-
-    /// Samples of pre-roll a decoder needs before a cut to produce the cut's first sample right: AAC
-    /// one frame (MDCT overlap), Opus 80 ms (what RFC 7845 §4.6 recommends for its decoder to
-    /// converge), FLAC none (every frame stands alone).
-    func preRoll(sampleRate: Int, frameSize: Int) -> Int {
-        switch self {
-        case .aac: return max(frameSize, 1024)
-        case .opus: return sampleRate * 80 / 1000
-        case .flac: return 0
-        }
-    }
-}
 
 /// Owns an opened AVCodecContext for one of `AudioCodec` and the one AVFrame it is fed through.
 /// Used from a single thread (the recording's encoder thread).
 final class FFmpegAudioEncoder {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     /// Reused input frame: `frameSize` samples per channel in `sampleFormat`.

@@ -1,4 +1,5 @@
 // Reading a recording's audio back: demux (libavformat), decode (libavcodec), convert (libswresample).
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
@@ -9,8 +10,6 @@ import Foundation
 ///
 /// Not thread-safe: one playback thread owns it.
 public final class AudioFileDecoder {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     /// The stream as stored.
     public let sourceSampleRate: Int

@@ -1,4 +1,5 @@
 // Interleaved 16-bit PCM in, crash-safe fragmented AAC/MP4 file out.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
@@ -10,8 +11,6 @@ import Foundation
 ///
 /// Not thread-safe: one thread (the recording's encoder thread) calls every method.
 public final class AudioFileWriter {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     public let encoding: AudioEncoding
     private let muxer: FFmpegMuxer

@@ -1,25 +1,13 @@
 // Interleaved 16-bit PCM → AAC, Opus or FLAC packets for one stream of a muxer.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-/// Encoding settings of an audio track.
-public struct AudioEncoding: Sendable, Equatable, Codable {
-    public var codec: AudioCodec
-    public var sampleRate: Int
-    public var channels: Int
-    /// Bits per second (AAC, Opus); FLAC is lossless and ignores it.
-    public var bitRate: Int
-    public init(codec: AudioCodec = .aac, sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000) {
-        self.codec = codec; self.sampleRate = sampleRate; self.channels = channels; self.bitRate = bitRate
-    }
-}
 
 /// The audio stream of a file being written: gathers captured S16 frames into the codec's frames, stamps
 /// them by sample count (the capture is continuous) and hands each packet to the muxer.
 /// Used by one thread (the recording's audio encoder thread).
 final class AudioTrackEncoder {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let encoding: AudioEncoding
     private let encoder: FFmpegAudioEncoder
     private let stream: UnsafeMutablePointer<AVStream>

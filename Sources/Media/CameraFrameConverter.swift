@@ -1,47 +1,14 @@
 // Camera frames (raw V4L2 layouts or MJPEG) → the YUV 4:2:0 pictures the H.264 encoder takes.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-/// A camera's frame layout: V4L2 fourcc, size and the first plane's bytes per line.
-public struct CameraFrameFormat: Sendable, Equatable, Codable {
-    public var fourcc: UInt32
-    public var width: Int
-    public var height: Int
-    public var bytesPerLine: Int
-    public init(fourcc: UInt32, width: Int, height: Int, bytesPerLine: Int) {
-        self.fourcc = fourcc; self.width = width; self.height = height; self.bytesPerLine = bytesPerLine
-    }
-
-    static func code(_ s: String) -> UInt32 {
-        let b = Array(s.utf8)
-        return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
-    }
-
-    /// V4L2 raw formats libswscale reads, in the order recd prefers them from a camera: 4:2:0 first
-    /// (what H.264 stores: no chroma to drop), then packed 4:2:2 (what most USB cameras send raw).
-    /// `swapUV`: YV12 is YU12 with the chroma planes the other way round.
-    static let raw: [(fourcc: String, format: AVPixelFormat, swapUV: Bool)] = [
-        ("YU12", AV_PIX_FMT_YUV420P, false), ("NV12", AV_PIX_FMT_NV12, false), ("YV12", AV_PIX_FMT_YUV420P, true),
-        ("NV21", AV_PIX_FMT_NV21, false), ("YUYV", AV_PIX_FMT_YUYV422, false), ("UYVY", AV_PIX_FMT_UYVY422, false),
-        ("YVYU", AV_PIX_FMT_YVYU422, false), ("422P", AV_PIX_FMT_YUV422P, false), ("NV16", AV_PIX_FMT_NV16, false),
-        ("RGB3", AV_PIX_FMT_RGB24, false), ("BGR3", AV_PIX_FMT_BGR24, false), ("GREY", AV_PIX_FMT_GRAY8, false),
-    ]
-
-    /// The raw fourccs recd can record from, best first (for the camera's format negotiation).
-    public static var rawFourCCs: [UInt32] { raw.map { code($0.fourcc) } }
-
-    public static let mjpegFourCCs: Set<UInt32> = [code("MJPG"), code("JPEG")]
-
-    var isMJPEG: Bool { Self.mjpegFourCCs.contains(fourcc) }
-}
 
 /// Converts each camera frame into a YUV 4:2:0 picture of the same size (libswscale; a plain copy
 /// when the camera already sends YU12). MJPEG frames are decoded with libavcodec first.
 /// Used from one thread (the recording's video thread).
 final class CameraFrameConverter {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let input: CameraFrameFormat
     let output: FFmpegFrame
     private let sourceFormat: AVPixelFormat
@@ -154,8 +121,6 @@ extension FFmpegFrame {
 
 /// Decodes MJPEG camera frames with libavcodec's mjpeg decoder.
 final class MJPEGDecoder {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     private var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     private let packet: FFmpegPacket

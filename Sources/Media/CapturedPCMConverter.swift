@@ -1,39 +1,9 @@
 // Captured samples in whatever format a microphone delivers → the recording's format (interleaved
 // S16 at the recording's rate and channel count), with libswresample.
+import MediaWire
 import CFFmpeg
 import Foundation
 
-/// Interleaved sample formats ALSA capture devices deliver, as the converter reads them.
-public enum CapturedSampleFormat: String, Sendable, CaseIterable, Codable {
-    /// 16-bit signed.
-    case s16
-    /// 32-bit signed (24-bit interfaces usually deliver this: the sample in the top 24 bits).
-    case s32
-    /// 32-bit float, −1…1.
-    case float
-    /// 24-bit signed in the low three bytes of a 32-bit word (ALSA's S24_LE).
-    case s24In32
-    /// 24-bit signed packed in three bytes (ALSA's S24_3LE; many USB interfaces).
-    case s24Packed
-
-    public var bytesPerSample: Int {
-        switch self {
-        case .s16: return 2
-        case .s32, .float, .s24In32: return 4
-        case .s24Packed: return 3
-        }
-    }
-
-    /// What swresample is given: the 24-bit layouts are widened to S32 first (swresample has no
-    /// 24-bit format).
-    var swrFormat: AVSampleFormat {
-        switch self {
-        case .s16: return AV_SAMPLE_FMT_S16
-        case .float: return AV_SAMPLE_FMT_FLT
-        case .s32, .s24In32, .s24Packed: return AV_SAMPLE_FMT_S32
-        }
-    }
-}
 
 /// Owns one SwrContext (freed in deinit) and its output buffer. Used on the capture thread only:
 /// `convert` allocates nothing after the first calls of a given size.
@@ -43,8 +13,6 @@ public enum CapturedSampleFormat: String, Sendable, CaseIterable, Codable {
 /// depending on the format); a mono device recorded as stereo is copied to both channels at full
 /// level. Other counts use swresample's default matrix.
 public final class CapturedPCMConverter {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     public let input: (format: CapturedSampleFormat, rate: Int, channels: Int)
     public let output: (rate: Int, channels: Int)
     private let resampler: FFmpegResampler
@@ -54,7 +22,6 @@ public final class CapturedPCMConverter {
 
     public init(from format: CapturedSampleFormat, rate: Int, channels: Int,
                 toRate: Int, toChannels: Int) throws {
-        try FFmpegLibraries.load()
         input = (format, rate, channels)
         output = (toRate, toChannels)
         var inLayout = AVChannelLayout(), outLayout = AVChannelLayout()

@@ -1,15 +1,13 @@
 // SHA-256 of a file's bytes, with libavutil (recd has it already: no crypto package for one digest).
+import MediaWire
 import CFFmpeg
 import Foundation
 
 /// Owns one AVSHA context: fed block by block, read once.
 public final class ContentHash {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     private let context: OpaquePointer
 
     public init() throws {
-        try FFmpegLibraries.load()
         guard let c = av_sha_alloc() else { throw MediaError.allocationFailed("av_sha_alloc") }
         context = c
         guard av_sha_init(c, 256) == 0 else {

@@ -1,4 +1,5 @@
 // Routes libav*'s log output (av_log) into swift-log instead of stderr.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
@@ -13,8 +14,8 @@ public enum FFmpegLog {
     public static func route(to logger: Logger) {
         target.withLock { $0 = logger }
         // Below debug, libav*'s chatter is not wanted: do not even have it formatted.
-        // Set now if FFmpeg is loaded, else when it loads (it is loaded on first use).
-        recd_ffmpeg_route_log(logger.logLevel <= .debug ? AV_LOG_VERBOSE : AV_LOG_WARNING) { _, level, format, args in
+        av_log_set_level(logger.logLevel <= .debug ? AV_LOG_VERBOSE : AV_LOG_WARNING)
+        av_log_set_callback { _, level, format, args in
             guard let format, let args, level <= AV_LOG_VERBOSE else { return }
             var buffer = [CChar](repeating: 0, count: 1024)
             _ = vsnprintf(&buffer, buffer.count, format, args)

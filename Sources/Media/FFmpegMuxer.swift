@@ -1,4 +1,5 @@
 // MP4 output through libavformat.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
@@ -26,8 +27,6 @@ enum MP4Layout {
 /// Owns an output AVFormatContext and its AVIOContext. `close()` writes the trailer and must be called;
 /// `deinit` only frees what is left (after an error or an abandoned write).
 final class FFmpegMuxer {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let context: UnsafeMutablePointer<AVFormatContext>
     let path: String
     private var headerWritten = false
@@ -45,7 +44,6 @@ final class FFmpegMuxer {
     }
 
     init(path: String, formatName: String? = nil) throws {
-        try FFmpegLibraries.load()
         let formatName = formatName ?? Self.formatName(for: path)
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         try FFmpegError.check(avformat_alloc_output_context2(&ctx, nil, formatName, path),
@@ -128,8 +126,6 @@ final class FFmpegMuxer {
 /// Owns one AVCodecContext: allocated in `init`, freed (the codec closed with it) in `deinit`, so a
 /// set-up step that throws after it leaks nothing, whichever type it is part of.
 final class FFmpegCodecContext {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let pointer: UnsafeMutablePointer<AVCodecContext>
     init(_ codec: UnsafePointer<AVCodec>) throws {
         guard let p = avcodec_alloc_context3(codec) else { throw MediaError.allocationFailed("avcodec_alloc_context3") }
@@ -142,8 +138,6 @@ final class FFmpegCodecContext {
 }
 
 final class FFmpegPacket {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let pointer: UnsafeMutablePointer<AVPacket>
     init() throws {
         guard let p = av_packet_alloc() else { throw MediaError.allocationFailed("av_packet_alloc") }

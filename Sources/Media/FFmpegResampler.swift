@@ -1,12 +1,11 @@
 // One owner for libswresample's SwrContext.
+import MediaWire
 import CFFmpeg
 import Glibc
 
 /// Owns one SwrContext: allocated with its options, given a channel matrix when asked, initialized,
 /// and freed in `deinit` — also when a step after the allocation throws.
 final class FFmpegResampler {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let pointer: OpaquePointer
 
     /// `matrix`: `outChannels` rows of `inChannels` gains (a downmix or an upmix recd chooses itself).

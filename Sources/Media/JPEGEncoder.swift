@@ -1,4 +1,5 @@
 // Still pictures as JPEG (a video recording's poster frame).
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation

@@ -1,14 +1,9 @@
 // Turns a fragmented (or torn) MP4 into an ordinary one with a stream-copy remux.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-/// What a remux read and wrote.
-public struct RemuxResult: Sendable, Codable {
-    public var packets: Int
-    /// True when reading stopped at damaged data (a torn last fragment) rather than a clean end.
-    public var stoppedAtDamage: Bool
-}
 
 public enum MP4Finalizer {
     /// Copies every stream of `source` into a new faststart MP4 at `destination` (no re-encoding).

@@ -1,15 +1,9 @@
 // Cutting a recording's file without re-encoding: packets copied, edit lists for the exact cut.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-/// What a lossless trim wrote.
-public struct TrimResult: Sendable, Equatable, Codable {
-    public var packets: Int
-    /// Seconds from the start of the source to where its first video packet copied begins (the
-    /// keyframe the picture has to be decoded from); 0 for audio.
-    public var videoLeadIn: Double
-}
 
 public enum MP4Trimmer {
     /// Copies the span `[start, end)` (seconds of the source's presentation timeline) of every audio

@@ -1,4 +1,5 @@
 // The poster of a video file that has none stored: its first frame, decoded from the file.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation

@@ -1,43 +1,12 @@
 // H.264 encoding with libx264 through libavcodec.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-/// Encoding settings of a video track.
-public struct VideoEncoding: Sendable, Equatable, Codable {
-    public var width: Int
-    public var height: Int
-    /// The camera's nominal rate: sets the keyframe interval (one a second, so each one-second
-    /// fragment of the file being written starts with a keyframe) and the rate control's idea of time.
-    public var fps: Double
-    /// x264 preset. `veryfast` is what live encoders (OBS) default to: about a fifth of `medium`'s
-    /// CPU for a few percent more bits.
-    public var preset: String
-    /// Constant rate factor (0–51, lower is better): used unless `bitRate` is set.
-    public var crf: Int
-    /// Average bit rate in bit/s; nil for CRF.
-    public var bitRate: Int?
-
-    public init(width: Int, height: Int, fps: Double, preset: String = "veryfast", crf: Int = 23, bitRate: Int? = nil) {
-        self.width = width; self.height = height; self.fps = fps; self.preset = preset; self.crf = crf; self.bitRate = bitRate
-    }
-
-    /// x264's presets, fastest first (what `--video-preset` accepts).
-    public static let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-
-    /// `libx264 preset=veryfast crf=23`: for replies and logs.
-    public var summary: String {
-        "libx264 preset=\(preset) " + (bitRate.map { "bitrate=\($0 / 1000)k" } ?? "crf=\(crf)")
-    }
-
-    /// Timestamps of the video stream: 1/90000 s, the usual video clock (exact for 25, 30, 60 fps).
-    public static let timeBase = AVRational(num: 1, den: 90_000)
-}
 
 /// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
 /// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
 final class FFmpegH264Encoder {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     private let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
 
@@ -48,7 +17,7 @@ final class FFmpegH264Encoder {
         ctx.pointee.width = Int32(e.width)
         ctx.pointee.height = Int32(e.height)
         ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P
-        ctx.pointee.time_base = VideoEncoding.timeBase
+        ctx.pointee.time_base = VideoEncoding.avTimeBase
         let fpsQ = av_d2q(e.fps, 100_000)
         ctx.pointee.framerate = fpsQ
         // One keyframe a second: the fragmented file cuts a fragment at each, so a crash loses at
@@ -87,8 +56,6 @@ final class FFmpegH264Encoder {
 /// Owns one AVFrame: a picture or a block of audio with its own buffers, or an empty frame for a
 /// decoder to fill; freed in `deinit` (also when filling in its buffers throws).
 final class FFmpegFrame {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     let frame: UnsafeMutablePointer<AVFrame>
 
     init(format: AVPixelFormat, width: Int, height: Int) throws {

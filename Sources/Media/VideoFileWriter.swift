@@ -1,16 +1,10 @@
 // Camera frames (+ captured sound) in, crash-safe fragmented H.264/AAC QuickTime file out.
+import MediaWire
 import CFFmpeg
 import CFFmpegShim
 import Foundation
 import Synchronization
 
-/// A camera frame that could not be converted (damaged JPEG data, a buffer shorter than its format):
-/// the frame is left out; the file is unharmed.
-public struct FrameRejected: Error, CustomStringConvertible, Sendable {
-    public var reason: String
-    public var description: String { "camera frame rejected: \(reason)" }
-    public init(reason: String) { self.reason = reason }
-}
 
 /// Writes a `.mov` while it is being recorded: H.264 (libx264) and, unless the recording is a silent
 /// video, AAC, in fragmented QuickTime (empty moov, a fragment at each keyframe = each second), each
@@ -22,8 +16,6 @@ public struct FrameRejected: Error, CustomStringConvertible, Sendable {
 /// thread-safe; `av_interleaved_write_frame` orders the two streams' packets by time). `close()` is
 /// called once both have finished.
 public final class VideoFileWriter: @unchecked Sendable {
-    /// FFmpeg stays loaded while this lives (FFmpegLibraries.Hold).
-    private let libraries = FFmpegLibraries.Hold()
     public let path: String
     public let video: VideoEncoding
     public let camera: CameraFrameFormat
@@ -58,7 +50,7 @@ public final class VideoFileWriter: @unchecked Sendable {
         stream = try muxer.addStream()
         try FFmpegError.check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context),
                               "avcodec_parameters_from_context", file: path)
-        stream.pointee.time_base = VideoEncoding.timeBase
+        stream.pointee.time_base = VideoEncoding.avTimeBase
         stream.pointee.avg_frame_rate = encoder.context.pointee.framerate
         converter = try CameraFrameConverter(input: camera)
         packet = try FFmpegPacket()

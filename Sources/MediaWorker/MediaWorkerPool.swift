@@ -1,8 +1,9 @@
-// recd's side: worker processes started on demand, lent out one user at a time, kept a while when
-// idle and then ended. FFmpeg and the ~130 libraries it pulls in live only in them, so recd itself
-// never maps them (docs/design.md, "FFmpeg in a worker").
+// recd's side: worker processes (`recd-media`) started on demand, lent out one user at a time, kept a
+// while when idle and then ended. FFmpeg and the ~130 libraries it pulls in live only in them: recd
+// itself links none of it (docs/design.md, "One FFmpeg boundary").
 import CProcessShim
 import Foundation
+import MediaWire
 import Synchronization
 
 /// Starts, lends and ends media workers. One thread of its own ("media-workers") starts them —
@@ -23,23 +24,48 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     private let lock = NSCondition()
     // All guarded by `lock`.
-    private var executable = "/proc/self/exe"
+    private var executable = MediaWorkerPool.besideThisProgram
     private var idleSeconds: Double? = 30
     private var logLevel = "info"
+    private var sandbox: [String] = []
     private var idle: [Idle] = []
     private var toStart: [(Priority, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
 
-    /// `executable`: the program run as `executable --media-worker PID` (recd's own binary; the
-    /// default, /proc/self/exe, is that even after an upgrade replaced the file). `idleSeconds`: how
-    /// long a worker nobody uses is kept for the next job (nil: until recd exits; 0: not at all).
-    /// `logLevel`: swift-log's name of the level the workers log FFmpeg's messages at.
-    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String) {
+    /// Seconds a worker may go without answering a request before it is taken for stalled and killed
+    /// (`MediaWorkerError.stalled`): no job can hold a blocking thread for longer. A recording's
+    /// per-block calls answer in milliseconds; a whole-file job gets more by its size. 60, or
+    /// $RECD_MEDIA_STALL_SECONDS (the tests' short limit).
+    public static let stallLimit: Int = {
+        if let set = ProcessInfo.processInfo.environment["RECD_MEDIA_STALL_SECONDS"].flatMap(Int.init), set > 0 { return set }
+        return 60
+    }()
+
+    /// Landlock's ABI version on this kernel (the workers' sandbox), or nil when it has none.
+    public static var landlockABI: Int32? {
+        let abi = recd_landlock_abi()
+        return abi > 0 ? abi : nil
+    }
+
+    /// `recd-media` in the directory of the running program (recd's, wherever it was installed;
+    /// $RECD_MEDIA_WORKER overrides it).
+    public static var besideThisProgram: String {
+        if let set = ProcessInfo.processInfo.environment["RECD_MEDIA_WORKER"], !set.isEmpty { return set }
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return ((me as NSString).deletingLastPathComponent as NSString).appendingPathComponent("recd-media")
+    }
+
+    /// `executable`: the worker program. `idleSeconds`: how long a worker nobody uses is kept for
+    /// the next job (nil: until recd exits; 0: not at all). `logLevel`: swift-log's name of the level
+    /// the workers log FFmpeg's messages at. `sandbox`: the directories a worker may use (recd's data
+    /// directory): it enters a Landlock sandbox of them at start (none: no sandbox).
+    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = []) {
         lock.withLock {
             if let executable { self.executable = executable }
             self.logLevel = logLevel
             self.idleSeconds = idleSeconds
+            self.sandbox = sandbox
         }
         lock.signal()
     }
@@ -93,10 +119,10 @@ public final class MediaWorkerPool: @unchecked Sendable {
         while true {
             if !toStart.isEmpty {
                 let (priority, reply) = toStart.removeFirst()
-                let exe = executable, level = logLevel
+                let exe = executable, level = logLevel, sandbox = sandbox
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
-                    try MediaWorkerConnection.start(exe, arguments: [priority.rawValue, level], priority: priority)
+                    try MediaWorkerConnection.start(exe, arguments: [priority.rawValue, level] + sandbox, priority: priority)
                 }
                 lock.lock()
                 reply(result)
@@ -133,15 +159,13 @@ final class MediaWorkerConnection: @unchecked Sendable {
         self.pid = pid; self.fd = fd; self.priority = priority
     }
 
-    /// Starts `executable --media-worker PID PRIORITY LOG-LEVEL` with one end of a new socket pair as its fd 3.
+    /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     static func start(_ executable: String, arguments: [String], priority: MediaWorkerPool.Priority) throws(MediaWorkerError) -> MediaWorkerConnection {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
             throw .spawnFailed(executable: executable, call: "socketpair", code: errno)
         }
-        // argv[0]: the program's real name where /proc/self/exe is run (ps shows it).
-        let name = (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? executable
-        let args = [name, MediaWorkerProcess.flag, String(getpid())] + arguments
+        let args = [executable, String(getpid())] + arguments
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
@@ -162,11 +186,18 @@ final class MediaWorkerConnection: @unchecked Sendable {
               operation: @autoclosure () -> String) throws -> WorkerReply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
         let reply: WorkerReply
+        let seconds = Self.stallSeconds(for: request)
         do {
             let header: Data
             do { header = try WorkerCoding.encode(request, json: encoder) } catch { throw MediaWorkerError.failed("could not encode \(request): \(error)") }
             try WireIO.write(fd, header: header, payload: sending, passing: descriptor)
-            let answer = try WireIO.read(fd, payload: &payload)
+            let answer: Data
+            do { answer = try WireIO.read(fd, payload: &payload, deadline: .now + .seconds(seconds)) } catch is WireIO.TimedOut {
+                // Closing the socket would not end a worker stuck in FFmpeg: it is killed, then reaped.
+                kill(pid, SIGKILL)
+                end()
+                throw MediaWorkerError.stalled(pid: pid, operation: operation(), seconds: seconds)
+            }
             do { reply = try WorkerCoding.decodeReply(answer, json: decoder) } catch {
                 throw WireIO.Closed(reason: "an unreadable reply (\(error))")
             }
@@ -175,6 +206,20 @@ final class MediaWorkerConnection: @unchecked Sendable {
         }
         if let failure = reply.failure { throw failure.error }
         return reply
+    }
+
+    /// How long a worker may take to answer one request: `MediaWorkerPool.stallLimit`, plus a
+    /// second for each 8 MB of the file a whole-file job reads (a remux of 4 GB from an SD card).
+    static func stallSeconds(for request: WorkerRequest) -> Int {
+        let file: String?
+        switch request {
+        case .probe(let path), .poster(let path), .openDecoder(let path): file = path
+        case .remux(let source, _, _, _, _), .trim(let source, _, _, _): file = source
+        default: file = nil
+        }
+        var st = stat()
+        let bytes = file.map { stat($0, &st) == 0 ? Int(st.st_size) : 0 } ?? 0
+        return MediaWorkerPool.stallLimit + bytes / 8_000_000
     }
 
     /// Closes the socket (the worker exits when it reads the end) and reaps the process. Returns how
@@ -194,7 +239,10 @@ final class MediaWorkerConnection: @unchecked Sendable {
             let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
             return "was killed by signal \(signal) (\(name))"
         }
-        return "exited with status \((status >> 8) & 0xff)\(reason.map { " (\($0))" } ?? "")"
+        let code = (status >> 8) & 0xff
+        // 127: the dynamic loader's exit when a library cannot be loaded (it says which on stderr).
+        if code == 127 { return "could not start (exit status 127: a library it needs, such as FFmpeg's libavformat, could not be loaded; the loader's message is in recd's log)" }
+        return "exited with status \(code)\(reason.map { " (\($0))" } ?? "")"
     }
 }
 

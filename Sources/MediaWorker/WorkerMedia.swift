@@ -2,7 +2,7 @@
 // Blocking, like the FFmpeg calls they stand for: call them where those were called (off the
 // cooperative pool). Errors are Media's own (FFmpegError, MediaError) or MediaWorkerError.
 import Foundation
-import Media
+import MediaWire
 
 /// The one-shot operations.
 public enum WorkerMedia {

@@ -3,7 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Media
+import MediaWire
 import MediaWorker
 import Metering
 import Synchronization

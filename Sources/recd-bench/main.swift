@@ -9,6 +9,7 @@
 // thread's work for the loudness of every recording).
 import Foundation
 import Media
+import MediaWire
 import Metering
 
 /// The encoder thread's block (Engine's AudioPipeline.encoderBlockFrames; this target does not link Engine).

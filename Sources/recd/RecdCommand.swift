@@ -3,8 +3,8 @@ import ArgumentParser
 import Engine
 import Foundation
 import Logging
-import MediaWorker
 import RecdAPI
+import JournalLog
 import Server
 
 /// The entry point: synchronous, so that Swift concurrency's global executor is replaced before the
@@ -13,17 +13,6 @@ import Server
 @main
 enum RecdMain {
     static func main() {
-        // A media worker started by a recd (MediaWorkerPool): none of the daemon's set-up.
-        if CommandLine.arguments.dropFirst().first == MediaWorkerProcess.flag {
-            let journal = JournalLogHandler.stderrIsJournal()
-            MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { label, level in
-                if journal { return JournalLogHandler(label: label, level: level) }
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
-        }
-        MallocTuning.apply()   // before any thread allocates
         ConcurrencyOnEventLoops.install()   // why: in ConcurrencyOnEventLoops
         Task {
             await RecdCommand.main()   // exits by itself on an error or --help

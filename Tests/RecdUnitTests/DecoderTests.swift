@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MediaWire
 import XCTest
 
 /// The playback decoder on a WAV with a known sample ramp: every frame's value says where it is.

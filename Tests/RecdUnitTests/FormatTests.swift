@@ -1,5 +1,6 @@
 import Foundation
 @testable import Media
+import MediaWire
 import XCTest
 
 /// Opus and FLAC written as recordings are (fragmented MP4, then the finalizing remux), salvaged torn,

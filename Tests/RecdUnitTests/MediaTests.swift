@@ -1,5 +1,6 @@
 import Foundation
 @testable import Media
+import MediaWire
 import XCTest
 
 /// The FFmpeg pipeline on synthesized audio: encode, fragmented write, finalize, probe.

@@ -3,6 +3,8 @@
 import Capture
 import Foundation
 import Media
+import MediaWire
+import MediaWorkerServer
 @testable import MediaWorker
 import XCTest
 
@@ -72,7 +74,7 @@ final class MediaWorkerWireTests: XCTestCase {
     func testAShortPayloadIsRefusedAndTheWriterGoesOn() throws {
         let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).m4a"
         defer { unlink(path) }
-        var server = WorkerServer(unavailable: nil)
+        var server = WorkerServer()
         var out: [UInt8] = []
         XCTAssertNil(server.handle(.openWriter(path: path, encoding: AudioEncoding()), payload: [], out: &out).failure)
         let short = server.handle(.writerAppend(frames: 1024), payload: [UInt8](repeating: 0, count: 100), out: &out)
@@ -197,7 +199,7 @@ final class MediaWorkerWireTests: XCTestCase {
     func testCameraFramesFromTheSharedMemoryFileAreWrittenAsPayloadsAre() throws {
         let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).mov"
         defer { unlink(path) }
-        var server = WorkerServer(unavailable: nil)
+        var server = WorkerServer()
         var out: [UInt8] = []
         let camera = CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 64, height: 48, bytesPerLine: 128)
         XCTAssertNil(server.handle(.openVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
@@ -229,16 +231,16 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(info.duration), 11.0 / 25, accuracy: 0.05)
     }
 
-    /// Through a real worker (recd's own binary, as the daemon starts it): `WorkerVideoWriter` sends
+    /// Through a real worker (recd-media, as the daemon starts it): `WorkerVideoWriter` sends
     /// camera frames through one shared memory file that recd and the worker both map, makes a new
     /// one twice as large for a frame larger than it (a compressed camera's frames vary), and writes
     /// every frame. This is recd's side of the wire (`videoShareFrames` with its descriptor); the
     /// daemon's video takes go through it in the VM (VideoTests).
     func testAVideoWriterSharesFramesWithItsWorkerAndGrowsTheFileForALargerFrame() throws {
         let binary = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-            .map { $0.appendingPathComponent("recd").path }.first { FileManager.default.isExecutableFile(atPath: $0) }
-        let recd = try XCTUnwrap(binary, "recd is built beside the tests")
-        MediaWorkerPool.shared.configure(executable: recd, idleSeconds: 0, logLevel: "error")
+            .map { $0.appendingPathComponent("recd-media").path }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        let worker = try XCTUnwrap(binary, "recd-media is built beside the tests")
+        MediaWorkerPool.shared.configure(executable: worker, idleSeconds: 0, logLevel: "error")
         let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).mov"
         defer { unlink(path) }
         let writer = try WorkerVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
@@ -297,7 +299,7 @@ final class MediaWorkerWireTests: XCTestCase {
         try writer.finish()
 
         func decode(atLeast: Int) throws -> (reads: [Int], samples: [Int16]) {
-            var server = WorkerServer(unavailable: nil)
+            var server = WorkerServer()
             var out: [UInt8] = []
             XCTAssertNil(server.handle(.openDecoder(path: path), payload: [], out: &out).failure)
             XCTAssertNil(server.handle(.decoderSetOutput(rate: 48000, channels: 1), payload: [], out: &out).failure)

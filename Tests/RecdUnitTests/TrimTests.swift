@@ -1,5 +1,6 @@
 import Foundation
 @testable import Media
+import MediaWire
 import XCTest
 
 /// Lossless trims of files as recd writes them: the cut lands on the sample asked for, at both ends.

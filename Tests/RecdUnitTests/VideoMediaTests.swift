@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import MediaWire
 import XCTest
 
 /// The video side of Media on synthesized camera frames (no camera needed): conversion from the

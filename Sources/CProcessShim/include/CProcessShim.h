@@ -36,4 +36,17 @@ ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int
 /// descriptor beyond the first is closed. Returns what recvmsg returns.
 ssize_t recd_receive_with_descriptor(int socket, void *buffer, size_t length, int *fd);
 
+/// Landlock's ABI version (1 and up), or -errno when the kernel has none (ENOSYS: not built in;
+/// EOPNOTSUPP: built in, not enabled at boot).
+int recd_landlock_abi(void);
+
+/// Restricts this process, and every process it starts, to the files beneath `writable` (read,
+/// write, create, remove, rename within) and `readable` (read and execute) paths, whatever their
+/// permissions say (Landlock: every filesystem right the kernel's ABI knows is handled). Sets
+/// no_new_privs first, as an unprivileged process must. A `readable` path that does not exist is
+/// left out; a `writable` one is an error. Returns 0, or -errno with `*failed` naming the call
+/// (and `*path` the path it was about, when there is one).
+int recd_landlock_enter(const char *const *writable, int writable_count, const char *const *readable, int readable_count,
+                        const char **failed, const char **path);
+
 #endif

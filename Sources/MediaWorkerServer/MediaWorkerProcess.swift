@@ -1,24 +1,23 @@
-// The worker's side: `recd --media-worker PARENT_PID` with its socket as descriptor 3. It loads
-// FFmpeg, then answers recd's requests one by one with Media's types until recd closes the socket
-// (or dies: the kernel kills the worker then, see below). docs/design.md, "FFmpeg in a worker".
+// The worker's side: `recd-media PARENT_PID PRIORITY LEVEL [DIR…]` with its socket as descriptor 3.
+// It enters its sandbox, then answers recd's requests one by one with Media's types until recd
+// closes the socket (or dies: the kernel kills the worker then, see below). docs/design.md, "One
+// FFmpeg boundary".
 import CProcessShim
 import Foundation
 import Logging
 import Media
+import MediaWire
 
 public enum MediaWorkerProcess {
-    /// The argument recd starts its workers with (`recd --media-worker PARENT_PID`).
-    public static let flag = "--media-worker"
-
-    /// Serves requests on descriptor 3 until it closes; never returns. `arguments`: what follows
-    /// the flag (recd's pid, the priority, the log level). `handler`: recd's log lines (the journal's
-    /// form under systemd), for a label at a level.
+    /// Serves requests on descriptor 3 until it closes; never returns. `arguments`: recd's pid, the
+    /// priority, the log level, then the directories the worker may use (`WorkerSandbox`; none: no
+    /// sandbox, as in the unit tests). `handler`: the log lines' form, for a label at a level.
     public static func run(arguments: [String], handler: @escaping @Sendable (String, Logger.Level) -> any LogHandler) -> Never {
-        guard let parent = arguments.first.flatMap({ pid_t($0) }) else {
-            FileHandle.standardError.write(Data("recd \(flag) is started by recd itself\n".utf8))
+        guard arguments.count >= 3, let parent = pid_t(arguments[0]), fcntl(3, F_GETFD) >= 0 else {
+            FileHandle.standardError.write(Data("recd-media is started by recd itself (it serves recd's media requests on descriptor 3)\n".utf8))
             exit(64)
         }
-        if arguments.dropFirst().first == MediaWorkerPool.Priority.background.rawValue {
+        if arguments[1] == "background" {
             // SCHED_IDLE (5 on Linux) for this process's only thread: runs on CPU time nothing else wants.
             var param = sched_param(sched_priority: 0)
             if sched_setscheduler(0, 5, &param) != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
@@ -27,22 +26,26 @@ public enum MediaWorkerProcess {
         // recd's next start recovers; checked after the call too, in case recd died before it.
         _ = recd_set_parent_death_signal(SIGKILL)
         if getppid() != parent { _exit(0) }
-        // Its name in ps/top (the kernel's would be "exe", from /proc/self/exe).
-        _ = recd_set_thread_name("recd-media")
         // recd finishes a recording when it is stopped (systemd's SIGTERM to the whole unit, Ctrl-C to
         // a terminal's process group): the worker must outlive that and ends when recd closes it.
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
-        let level = arguments.dropFirst(2).first.flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = Logger.Level(rawValue: arguments[2]) ?? .info
         let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)
-        // Loaded now, while recd is still busy with the request that started this worker; a worker
-        // lives only while it is used, so the libraries are never closed in it.
-        FFmpegLibraries.unloadWhenIdle(after: nil)
-        let unavailable: MediaError?
-        do { try FFmpegLibraries.load(); unavailable = nil } catch { unavailable = error }
-        var server = WorkerServer(unavailable: unavailable)
+        let writable = Array(arguments.dropFirst(3))
+        if !writable.isEmpty {
+            do { try WorkerSandbox.enter(writable: writable) } catch {
+                // recd logs the kernel's lack of Landlock once (MediaWorkerPool); anything else is a
+                // bug of the rules, and a worker without its sandbox must not serve.
+                if case WorkerSandbox.Failure.unsupported = error {} else {
+                    logger.error("media worker: \(error)")
+                    _exit(70)
+                }
+            }
+        }
+        var server = WorkerServer()
         var payload: [UInt8] = []
         let encoder = JSONEncoder(), decoder = JSONDecoder()
         while true {
@@ -67,8 +70,7 @@ public enum MediaWorkerProcess {
 }
 
 /// The objects a worker holds between requests, and what each request does with them.
-struct WorkerServer {
-    let unavailable: MediaError?
+public struct WorkerServer {
     private var decoder: AudioFileDecoder?
     private var writer: AudioFileWriter?
     private var hash: ContentHash?
@@ -84,19 +86,18 @@ struct WorkerServer {
     /// Counts `onOutputWritten` calls of the writer during one request.
     private let outputs = OutputCounter()
 
-    init(unavailable: MediaError?) { self.unavailable = unavailable }
+    public init() {}
 
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
     /// `descriptor`: one passed with the request (only `videoShareFrames` takes one); closed here
     /// whatever the request.
-    mutating func handle(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32? = nil, out: inout [UInt8]) -> WorkerReply {
+    public mutating func handle(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32? = nil, out: inout [UInt8]) -> WorkerReply {
         defer { if let descriptor { close(descriptor) } }
         if case .reset = request {
             decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; sharedFrames = nil; pcm = []; decoderFailure = nil
             return WorkerReply()
         }
-        if let unavailable { return WorkerReply(failure: .media(unavailable)) }
         do { return try perform(request, payload: payload, descriptor: descriptor, out: &out) } catch {
             return WorkerReply(failure: WorkerFailure(error))
         }

@@ -11,20 +11,20 @@ import Foundation
 /// request. recd creates the file (`init(creating:bytes:)`) and passes its descriptor with
 /// `videoShareFrames`; the worker maps it read-only (`init(mapping:bytes:)`). The file is sealed at
 /// its size, so the worker cannot be made to read past its end (SIGBUS).
-final class SharedMemory: @unchecked Sendable {
-    let bytes: UnsafeMutableRawBufferPointer
+public final class SharedMemory: @unchecked Sendable {
+    public let bytes: UnsafeMutableRawBufferPointer
     /// recd's side: the memory file, to pass to the worker; closed with `closeDescriptor()` (the
     /// mapping stays).
-    private(set) var descriptor: Int32?
+    public private(set) var descriptor: Int32?
 
-    struct Failed: Error, CustomStringConvertible {
-        var call: String
-        var code: Int32
-        var description: String { "\(call): \(String(cString: strerror(code)))" }
+    public struct Failed: Error, CustomStringConvertible {
+        public var call: String
+        public var code: Int32
+        public var description: String { "\(call): \(String(cString: strerror(code)))" }
     }
 
     /// A new memory file of `bytes` (> 0), mapped for reading and writing.
-    init(creating name: String, bytes count: Int) throws {
+    public init(creating name: String, bytes count: Int) throws {
         let fd = recd_shared_memory(name, count)
         guard fd >= 0 else { throw Failed(call: "memfd_create", code: errno) }
         guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), base != MAP_FAILED else {
@@ -37,7 +37,7 @@ final class SharedMemory: @unchecked Sendable {
     }
 
     /// A memory file passed by recd, `bytes` long, mapped read-only. `fd` stays the caller's.
-    init(mapping fd: Int32, bytes count: Int) throws {
+    public init(mapping fd: Int32, bytes count: Int) throws {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Failed(call: "fstat", code: errno) }
         guard count > 0, Int(info.st_size) >= count else { throw Failed(call: "a memory file of \(info.st_size) bytes for \(count)", code: EINVAL) }
@@ -47,7 +47,7 @@ final class SharedMemory: @unchecked Sendable {
         bytes = UnsafeMutableRawBufferPointer(start: base, count: count)
     }
 
-    func closeDescriptor() {
+    public func closeDescriptor() {
         if let fd = descriptor { close(fd) }
         descriptor = nil
     }

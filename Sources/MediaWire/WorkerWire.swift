@@ -3,11 +3,10 @@
 // bytes (PCM, a picture) beside it.
 import CProcessShim
 import Foundation
-import Media
 
 /// A request to a worker. Objects (a decoder, a writer, a hash) live in the worker between calls,
 /// one of each kind at a time; `reset` drops them all (a worker going back to the pool).
-enum WorkerRequest: Codable, Sendable {
+public enum WorkerRequest: Codable, Sendable {
     case probe(path: String)
     case remux(source: String, destination: String, streams: [Int]?, container: String?, hidePriming: Bool)
     case trim(source: String, destination: String, start: Double, end: Double)
@@ -49,42 +48,44 @@ enum WorkerRequest: Codable, Sendable {
 /// A worker's reply: `failure`, or the fields its request fills in. A field added here must also be
 /// added to `WorkerCoding.encode(_: WorkerReply…)`: to its compact form, or to the fields that send a
 /// reply as JSON (otherwise the compact form would drop it).
-struct WorkerReply: Codable, Sendable {
-    struct DecoderFormat: Codable, Sendable {
-        var sampleRate: Int
-        var channels: Int
-        var duration: Double?
+public struct WorkerReply: Codable, Sendable {
+    public struct DecoderFormat: Codable, Sendable {
+        public var sampleRate: Int
+        public var channels: Int
+        public var duration: Double?
+        public init(sampleRate: Int, channels: Int, duration: Double?) { self.sampleRate = sampleRate; self.channels = channels; self.duration = duration }
     }
-    struct Block: Codable, Sendable {
-        var start: Double
-        var frames: Int
+    public struct Block: Codable, Sendable {
+        public var start: Double
+        public var frames: Int
+        public init(start: Double, frames: Int) { self.start = start; self.frames = frames }
     }
-    var failure: WorkerFailure?
-    var info: MediaInfo?
-    var remux: RemuxResult?
-    var trim: TrimResult?
-    var hex: String?
-    var decoder: DecoderFormat?
+    public var failure: WorkerFailure?
+    public var info: MediaInfo?
+    public var remux: RemuxResult?
+    public var trim: TrimResult?
+    public var hex: String?
+    public var decoder: DecoderFormat?
     /// decoderRead: the joined blocks in the payload (`start` is the first one's), nil at the end of the stream.
-    var block: Block?
-    var samplesWritten: Int64?
+    public var block: Block?
+    public var samplesWritten: Int64?
     /// Writer calls: how many times output reached the file during the call (`onOutputWritten`).
-    var outputsWritten: Int?
+    public var outputsWritten: Int?
     /// videoAppendFrame: false when the frame was skipped (not later than the one before).
-    var appended: Bool?
+    public var appended: Bool?
 
-    init(failure: WorkerFailure? = nil) { self.failure = failure }
+    public init(failure: WorkerFailure? = nil) { self.failure = failure }
 }
 
 /// An error thrown in the worker, as it was thrown: FFmpeg's and Media's own errors keep their type
 /// (recd tells a full disk or a missing file by them), anything else its text.
-enum WorkerFailure: Codable, Sendable {
+public enum WorkerFailure: Codable, Sendable {
     case ffmpeg(FFmpegError)
     case media(MediaError)
     case frameRejected(String)
     case other(String)
 
-    init(_ error: any Error) {
+    public init(_ error: any Error) {
         switch error {
         case let e as FFmpegError: self = .ffmpeg(e)
         case let e as MediaError: self = .media(e)
@@ -93,7 +94,7 @@ enum WorkerFailure: Codable, Sendable {
         }
     }
 
-    var error: any Error {
+    public var error: any Error {
         switch self {
         case .ffmpeg(let e): return e
         case .media(let e): return e
@@ -111,6 +112,9 @@ public enum MediaWorkerError: Error, CustomStringConvertible, Sendable {
     case died(pid: Int32, operation: String, status: String)
     /// An error of a kind only the worker knows, as text.
     case failed(String)
+    /// The worker gave no answer to `operation` for `seconds` and was killed (a job that stalled:
+    /// a hostile file, a hung disk). `MediaWorkerPool`'s stall limit.
+    case stalled(pid: Int32, operation: String, seconds: Int)
 
     public var description: String {
         switch self {
@@ -119,6 +123,8 @@ public enum MediaWorkerError: Error, CustomStringConvertible, Sendable {
         case .died(let pid, let op, let status):
             return "the media worker (pid \(pid)) \(status) during \(op)"
         case .failed(let text): return text
+        case .stalled(let pid, let op, let seconds):
+            return "the media worker (pid \(pid)) gave no answer for \(seconds) s during \(op), and was stopped"
         }
     }
 }
@@ -128,14 +134,14 @@ public enum MediaWorkerError: Error, CustomStringConvertible, Sendable {
 /// few fixed binary fields. Measured: decoding a `WorkerRequest` from JSON cost the worker more than
 /// FLAC-encoding the block it came with, and the round trip's JSON about a fifth of a recording's
 /// CPU. A JSON header starts with `{`; a compact one with its tag byte (below 0x20).
-enum WorkerCoding {
+public enum WorkerCoding {
     private enum Tag: UInt8 {
         case writerAppend = 1, videoAppendAudio, convert, decoderRead, hashUpdate, videoAppendFrame
         /// A reply with no failure and only the per-block fields (`encode(_: WorkerReply…)`).
         case reply = 0x10
     }
 
-    static func encode(_ request: WorkerRequest, json: JSONEncoder) throws -> Data {
+    public static func encode(_ request: WorkerRequest, json: JSONEncoder) throws -> Data {
         var w = CompactWriter()
         switch request {
         case .writerAppend(let frames): w.tag(Tag.writerAppend.rawValue); w.int(Int64(frames))
@@ -150,7 +156,7 @@ enum WorkerCoding {
         return w.data
     }
 
-    static func decodeRequest(_ header: Data, json: JSONDecoder) throws -> WorkerRequest {
+    public static func decodeRequest(_ header: Data, json: JSONDecoder) throws -> WorkerRequest {
         guard let first = header.first, first < 0x20 else { return try json.decode(WorkerRequest.self, from: header) }
         var r = CompactReader(header)
         let request: WorkerRequest
@@ -167,7 +173,7 @@ enum WorkerCoding {
         return request
     }
 
-    static func encode(_ reply: WorkerReply, json: JSONEncoder) throws -> Data {
+    public static func encode(_ reply: WorkerReply, json: JSONEncoder) throws -> Data {
         guard reply.failure == nil, reply.info == nil, reply.remux == nil, reply.trim == nil, reply.hex == nil,
               reply.decoder == nil else { return try json.encode(reply) }
         // A byte of which fields follow, then each present one.
@@ -186,7 +192,7 @@ enum WorkerCoding {
         return w.data
     }
 
-    static func decodeReply(_ header: Data, json: JSONDecoder) throws -> WorkerReply {
+    public static func decodeReply(_ header: Data, json: JSONDecoder) throws -> WorkerReply {
         guard let first = header.first, first < 0x20 else { return try json.decode(WorkerReply.self, from: header) }
         var r = CompactReader(header)
         guard try r.tag() == Tag.reply.rawValue else { throw CompactReader.Malformed(reason: "reply tag \(first)") }
@@ -240,17 +246,19 @@ private struct CompactReader {
 
 /// Frames on a stream socket: [header length: UInt32 LE][payload length: UInt32 LE][header][payload].
 /// Blocking I/O on the calling thread; EINTR retried; writes never raise SIGPIPE. Throws `Closed`.
-enum WireIO {
+public enum WireIO {
     /// The peer closed its end (or the socket failed: `errno` text).
-    struct Closed: Error { var reason: String }
+    public struct Closed: Error { public var reason: String; public init(reason: String) { self.reason = reason } }
+    /// Nothing came before the deadline given to `read`.
+    public struct TimedOut: Error { public init() {} }
 
-    static let maxHeader = 1 << 20
-    static let maxPayload = 1 << 28
+    public static let maxHeader = 1 << 20
+    public static let maxPayload = 1 << 28
 
     /// One `sendmsg` for the whole frame (when the socket's buffer takes it): three sends woke the
     /// reader up to three times a frame. `passing`: a descriptor that goes with the frame's first
     /// byte (read by `read(_:payload:descriptor:)`).
-    static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
+    public static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
         var lengths: (UInt32, UInt32) = (UInt32(header.count).littleEndian, UInt32(payload?.count ?? 0).littleEndian)
         try withUnsafeMutableBytes(of: &lengths) { lengthBytes in
             try header.withUnsafeBytes { headerBytes in
@@ -265,13 +273,15 @@ enum WireIO {
     }
 
     /// Reads one frame: its header, and its payload into `payload` (resized to fit; kept between calls).
-    static func read(_ fd: Int32, payload: inout [UInt8]) throws -> Data {
+    /// `deadline`: when the frame has not begun by then, `TimedOut` (once begun, it is read whole).
+    public static func read(_ fd: Int32, payload: inout [UInt8], deadline: ContinuousClock.Instant? = nil) throws -> Data {
+        if let deadline { try waitForInput(fd, until: deadline) }
         var none: Int32? = nil
         return try read(fd, payload: &payload, descriptor: &none, acceptsDescriptor: false)
     }
 
     /// `read`, and the descriptor passed with the frame (nil when none came). It is the caller's to close.
-    static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?) throws -> Data {
+    public static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?) throws -> Data {
         try read(fd, payload: &payload, descriptor: &descriptor, acceptsDescriptor: true)
     }
 
@@ -339,7 +349,7 @@ enum WireIO {
     /// the socket, and recv's wait does not tell it apart), so a thread waiting for a reply was woken
     /// for nothing when the worker read the request, and the worker when recd read the reply: half
     /// the context switches of a round trip. poll waiting for input is not woken by that.
-    static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer) throws {
+    public static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer) throws {
         var offset = 0
         while offset < raw.count {
             let n = recv(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_DONTWAIT))
@@ -354,10 +364,19 @@ enum WireIO {
         }
     }
 
-    /// Blocks until `fd` has input (or its peer closed it: the next recv says which).
-    private static func waitForInput(_ fd: Int32) throws {
+    /// Blocks until `fd` has input (or its peer closed it: the next recv says which), or throws
+    /// `TimedOut` at `deadline`.
+    private static func waitForInput(_ fd: Int32, until deadline: ContinuousClock.Instant? = nil) throws {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while poll(&entry, 1, -1) < 0 {
+        while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = ContinuousClock.now.duration(to: deadline).components
+                timeout = left.seconds < 0 ? 0 : Int32(clamping: left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            let n = poll(&entry, 1, timeout)
+            if n > 0 { return }
+            if n == 0 { throw TimedOut() }
             guard errno == EINTR else { throw Closed(reason: String(cString: strerror(errno))) }
         }
     }

@@ -1,0 +1,75 @@
+// The media worker's filesystem sandbox: FFmpeg parses files from anywhere (an import is any bytes a
+// socket-group member sends), so the process that runs it may touch only what its jobs need.
+import CProcessShim
+import Foundation
+
+/// Landlock, entered once at a worker's start, before its first request: from then on the worker,
+/// whatever FFmpeg is made to do, can read and write only beneath recd's data directory (the
+/// recordings, the uploads it is handed, the files it writes) and read the directories of the code
+/// it has mapped (its own binary, FFmpeg's and the Swift runtime's libraries: what a lazy symbol
+/// lookup or a codec's plug-in may still open). Everything else — other users' files, recd's
+/// configuration, /proc of other processes — answers EACCES, even where the file's mode would
+/// allow it. It needs no privilege, so the user unit has it as much as the system one.
+public enum WorkerSandbox {
+    public enum Failure: Error, CustomStringConvertible {
+        /// The kernel has no Landlock (`errno`: ENOSYS, not built; EOPNOTSUPP, not enabled at boot).
+        case unsupported(code: Int32)
+        /// A rule or the restriction failed.
+        case failed(call: String, path: String?, code: Int32)
+
+        public var description: String {
+            switch self {
+            case .unsupported(let code):
+                return "the kernel has no Landlock (\(String(cString: strerror(code)))): media workers run without a filesystem sandbox"
+            case .failed(let call, let path, let code):
+                return "could not enter the media worker's sandbox: \(call)\(path.map { " on \($0)" } ?? ""): \(String(cString: strerror(code)))"
+            }
+        }
+    }
+
+    /// Landlock's ABI on this kernel, or nil when it has none.
+    public static var abi: Int32? {
+        let abi = recd_landlock_abi()
+        return abi > 0 ? abi : nil
+    }
+
+    /// Restricts this process to `writable` (and beneath) for everything, and to the directories of
+    /// its mapped files for reading.
+    public static func enter(writable: [String]) throws(Failure) {
+        let readable = mappedDirectories()
+        var failed: UnsafePointer<CChar>?
+        var path: UnsafePointer<CChar>?
+        let rc = withCStrings(writable) { w in
+            withCStrings(readable) { r in
+                recd_landlock_enter(w.baseAddress, Int32(writable.count), r.baseAddress, Int32(readable.count), &failed, &path)
+            }
+        }
+        guard rc != 0 else { return }
+        let call = failed.map { String(cString: $0) } ?? "landlock"
+        if call == "landlock_create_ruleset" && (-rc == ENOSYS || -rc == EOPNOTSUPP) { throw .unsupported(code: -rc) }
+        throw .failed(call: call, path: path.map { String(cString: $0) }, code: -rc)
+    }
+
+    /// The directories of the files this process has mapped (/proc/self/maps), read before the
+    /// sandbox closes /proc.
+    static func mappedDirectories() -> [String] {
+        guard let maps = try? String(decoding: FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data(),
+                                     as: UTF8.self) else { return [] }
+        var directories = Set<String>()
+        for line in maps.split(separator: "\n") {
+            // address perms offset dev inode path
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let file = String(line[slash...])
+            guard !file.hasSuffix(" (deleted)"), !file.hasPrefix("/memfd:"), !file.hasPrefix("/dev/") else { continue }
+            directories.insert((file as NSString).deletingLastPathComponent)
+        }
+        return directories.sorted()
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) }
+        return pointers.withUnsafeBufferPointer(body)
+    }
+}

@@ -1,0 +1,15 @@
+// recd-media: a media worker. recd starts one per job (MediaWorkerPool) with its socket as
+// descriptor 3; all of recd's FFmpeg work happens here, never in the daemon (docs/design.md, "One
+// FFmpeg boundary"). No logic here.
+import Foundation
+import JournalLog
+import Logging
+import MediaWorkerServer
+
+let journal = JournalLogHandler.stderrIsJournal()
+MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst())) { label, level in
+    if journal { return JournalLogHandler(label: label, level: level) }
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = level
+    return handler
+}
