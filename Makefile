@@ -24,21 +24,22 @@ test-deps:
 bench-deps:
 	scripts/install-deps.sh --bench
 
-## Release binaries, compiled as scripts/swift-build-release says why (recd's code layout).
+## Release binaries: recd, recctl and recd-media (the media worker recd starts from its own directory).
 build:
-	SWIFT=$(SWIFT) scripts/swift-build-release --product recd
-	SWIFT=$(SWIFT) scripts/swift-build-release --product recctl
+	$(SWIFT) build -c release --product recd
+	$(SWIFT) build -c release --product recctl
+	$(SWIFT) build -c release --product recd-media
 
 debug:
 	$(SWIFT) build
 
-## Binaries, units (user and system), sysusers entry, shell completions and the recctl man page.
+## Binaries (recd-media beside recd: recd starts it from its own directory), units (user and system), sysusers entry, shell completions and the recctl man page.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/recd $(DESTDIR)$(PREFIX)/lib/systemd/user \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 $(RELEASE_DIR)/recd $(RELEASE_DIR)/recctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(RELEASE_DIR)/recd $(RELEASE_DIR)/recctl $(RELEASE_DIR)/recd-media $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 Sources/Server/openapi.yaml $(DESTDIR)$(PREFIX)/share/recd/
 	install -d $(DESTDIR)$(PREFIX)/share/recd/webapp
 	install -m 0644 Sources/Server/webapp/* $(DESTDIR)$(PREFIX)/share/recd/webapp/

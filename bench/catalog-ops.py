@@ -28,7 +28,7 @@ DELETE_ALL_RUNS = int(os.environ.get("DELETE_ALL_RUNS", "5"))
 TITLE = "## Deletion and start-up recovery"
 for b in (RECD, RECCTL):
     if not os.access(b, os.X_OK):
-        subprocess.run(["scripts/swift-build-release", "--product", os.path.basename(b)], check=True)
+        subprocess.run(["swift", "build", "-c", "release"], check=True)
 for tool in ("sqlite3", "curl", "ffmpeg", "ffprobe"):
     if not shutil.which(tool):
         sys.exit(f"missing {tool}: apt-get install sqlite3 curl ffmpeg")

@@ -32,7 +32,7 @@ TOP_SQL = ("SELECT * FROM recording WHERE state = 'ready' "
            "ORDER BY playCount DESC, createdAt DESC, id LIMIT 3")
 for product, path in (("recd", RECD), ("recctl", RECCTL)):
     if not os.access(path, os.X_OK):
-        subprocess.run(["scripts/swift-build-release", "--product", product], check=True)
+        subprocess.run(["swift", "build", "-c", "release"], check=True)
 missing = [tool for tool in ("sqlite3", "curl", "ffmpeg", "swiftc") if shutil.which(tool) is None]
 if missing:
     sys.exit(f"missing: {', '.join(missing)} (apt-get install sqlite3 curl ffmpeg; swiftc comes with Swift)")

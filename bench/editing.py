@@ -36,7 +36,7 @@ def log(*a):
 
 for b in (RECD, RECCTL):
     if not os.access(b, os.X_OK):
-        subprocess.run(["scripts/swift-build-release", "--product", os.path.basename(b)], check=True)
+        subprocess.run(["swift", "build", "-c", "release"], check=True)
 missing = [pkg for tool, pkg in (("curl", "curl"), ("ffmpeg", "ffmpeg")) if not shutil.which(tool)]
 if missing:
     sys.exit(f"missing tools: apt-get install {' '.join(missing)}")

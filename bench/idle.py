@@ -26,7 +26,7 @@ RECD = os.environ.get("RECD_BIN", ".build/release/recd")
 SECONDS = int(os.environ.get("IDLE_SECONDS", "60"))
 TITLE = "## Idle"
 if not os.access(RECD, os.X_OK):
-    subprocess.run(["scripts/swift-build-release", "--product", "recd"], check=True)
+    subprocess.run(["swift", "build", "-c", "release"], check=True)
 WORK = tempfile.mkdtemp(prefix="recd-idle-")
 
 

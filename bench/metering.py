@@ -15,7 +15,7 @@
                      file. Median of 3 each.
 
 Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN, BENCH_BIN (default .build/release/...;
-built with `scripts/swift-build-release` first, which is quick when they are up to date), RUNS (3),
+built with `swift build -c release` first, which is quick when they are up to date), RUNS (3),
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
@@ -36,7 +36,7 @@ def log(*a):
 
 
 if not any(k in os.environ for k in ("RECD_BIN", "RECCTL_BIN", "BENCH_BIN")):
-    subprocess.run(["scripts/swift-build-release"], check=True)
+    subprocess.run(["swift", "build", "-c", "release"], check=True)
 missing = [pkg for tool, pkg in (("curl", "curl"), ("ffmpeg", "ffmpeg"), ("sox", "sox"), ("pulseaudio", "pulseaudio"),
                                  ("pactl", "pulseaudio-utils"), ("paplay", "pulseaudio-utils")) if not shutil.which(tool)]
 if missing:

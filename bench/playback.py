@@ -51,7 +51,7 @@ def log(*a):
 
 for b in (RECD, RECCTL):
     if not os.access(b, os.X_OK):
-        subprocess.run(["scripts/swift-build-release", "--product", os.path.basename(b)], check=True)
+        subprocess.run(["swift", "build", "-c", "release"], check=True)
 missing = [pkg for tool, pkg in (("sqlite3", "sqlite3"), ("curl", "curl"), ("ffmpeg", "ffmpeg"),
                                  ("pulseaudio", "pulseaudio"), ("pactl", "pulseaudio-utils"))
            if not shutil.which(tool)]

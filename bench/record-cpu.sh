@@ -66,9 +66,9 @@ if [[ -z "${RECD_BIN:-}" || -z "${RECCTL_BIN:-}" ]]; then
     RECD_BIN=${RECD_BIN:-.build/release/recd}
     RECCTL_BIN=${RECCTL_BIN:-.build/release/recctl}
     if [[ ! -x "$RECD_BIN" || ! -x "$RECCTL_BIN" ]]; then
-        log "building release binaries (scripts/swift-build-release)"
-        [[ -x "$RECD_BIN" ]] || scripts/swift-build-release --product recd >&2
-        [[ -x "$RECCTL_BIN" ]] || scripts/swift-build-release --product recctl >&2
+        log "building release binaries"
+        [[ -x "$RECD_BIN" ]] || swift build -c release >&2
+        [[ -x "$RECCTL_BIN" ]] || swift build -c release --product recctl >&2
     fi
 fi
 [[ -x "$RECD_BIN" ]] || die "RECD_BIN=$RECD_BIN is not an executable"

@@ -50,7 +50,7 @@ if not REUSE and not os.access(RUN_IN_VM, os.X_OK):
 if not REUSE and not any(k in os.environ for k in ("RECD_BIN_DIR", "RECD_BIN", "RECCTL_BIN")):
     for b in (RECD, RECCTL):
         if not os.access(b, os.X_OK):
-            subprocess.run(["scripts/swift-build-release", "--product", os.path.basename(b)], check=True)
+            subprocess.run(["swift", "build", "-c", "release"], check=True)
 for b in (RECD, RECCTL):
     if not REUSE and not os.access(b, os.X_OK):
         sys.exit(f"{b} is not an executable")

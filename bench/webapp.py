@@ -11,7 +11,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS, LOADS = 10_000, 7
 bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO, capture_output=True, text=True).stdout.strip()
 if not os.path.exists(os.path.join(bin_dir, "recd")):
-    subprocess.run(["scripts/swift-build-release"], cwd=REPO, check=True)
+    subprocess.run(["swift", "build", "-c", "release"], cwd=REPO, check=True)
 RECD, RECCTL = os.path.join(bin_dir, "recd"), os.path.join(bin_dir, "recctl")
 work = tempfile.mkdtemp(prefix="recd-bench-webapp-")
 data, sock = os.path.join(work, "data"), os.path.join(work, "recd.sock")
