@@ -62,7 +62,7 @@ public final class Engine: Sendable {
         if let abi = MediaWorkerPool.landlockABI {
             logger.info("media workers: Landlock ABI \(abi), each may use only \(config.dataDirectory.root.path)")
         } else {
-            logger.warning("media workers: this kernel has no Landlock; they run without a filesystem sandbox")
+            logger.warning("media workers: Landlock is not available here (the kernel has none, or a seccomp filter refuses it); they run without a filesystem sandbox")
         }
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
         let plays = PlayCountCommitter(catalog: catalog)

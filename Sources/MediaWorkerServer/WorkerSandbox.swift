@@ -12,7 +12,8 @@ import Foundation
 /// allow it. It needs no privilege, so the user unit has it as much as the system one.
 public enum WorkerSandbox {
     public enum Failure: Error, CustomStringConvertible {
-        /// The kernel has no Landlock (`errno`: ENOSYS, not built; EOPNOTSUPP, not enabled at boot).
+        /// Landlock cannot be used here (`errno`: ENOSYS, not built; EOPNOTSUPP, not enabled at boot;
+        /// EPERM, refused by a seccomp filter).
         case unsupported(code: Int32)
         /// A rule or the restriction failed.
         case failed(call: String, path: String?, code: Int32)
@@ -20,7 +21,7 @@ public enum WorkerSandbox {
         public var description: String {
             switch self {
             case .unsupported(let code):
-                return "the kernel has no Landlock (\(String(cString: strerror(code)))): media workers run without a filesystem sandbox"
+                return "Landlock is not available (\(String(cString: strerror(code)))): media workers run without a filesystem sandbox"
             case .failed(let call, let path, let code):
                 return "could not enter the media worker's sandbox: \(call)\(path.map { " on \($0)" } ?? ""): \(String(cString: strerror(code)))"
             }
@@ -46,7 +47,9 @@ public enum WorkerSandbox {
         }
         guard rc != 0 else { return }
         let call = failed.map { String(cString: $0) } ?? "landlock"
-        if call == "landlock_create_ruleset" && (-rc == ENOSYS || -rc == EOPNOTSUPP) { throw .unsupported(code: -rc) }
+        // ENOSYS: not built in; EOPNOTSUPP: not enabled at boot; EPERM: a seccomp filter (a unit's
+        // SystemCallFilter without the Landlock calls) refuses it.
+        if call == "landlock_create_ruleset" && [ENOSYS, EOPNOTSUPP, EPERM].contains(-rc) { throw .unsupported(code: -rc) }
         throw .failed(call: call, path: path.map { String(cString: $0) }, code: -rc)
     }
 
