@@ -76,11 +76,21 @@ final class FirstArrival: Sendable {
 /// Threads: the capture thread (owned by `AlsaCaptureSource`) writes periods into the ring and meters
 /// them; the encoder thread (owned here) reads blocks from the ring into the sink and the waveform.
 /// Faults go to the latch.
+///
+/// Capture never waits for a media worker (issue 36): the sink (a writer in a worker) and the
+/// converter (when the device's format is not the recording's) are made by the encoder thread once
+/// both threads run, while the capture thread already fills the ring — or, before the converter is
+/// there, keeps the device's own bytes aside (`backlog`) and converts them first once it is. So a
+/// take holds its sound from the first period the device delivered, however long a worker takes to
+/// start (an exec of recd-media and FFmpeg's ~130 libraries: 40 ms on a quiet machine, seconds on a
+/// loaded one or a cold SD card). `sinkReady` tells when the sink is there, or why it never will be.
 final class AudioPipeline: @unchecked Sendable {
     let device: String
     private let source: AlsaCaptureSource
     private let ring: PCMRingBuffer
-    private let sink: any AudioSink
+    /// Makes the sink on the encoder thread (`prepare`), which alone uses it.
+    private let makeSink: () throws -> any AudioSink
+    let sinkReady = FirstArrival()
     private let faults: FaultLatch
     private let encoderDone = DispatchSemaphore(value: 0)
     let first = FirstArrival()
@@ -97,21 +107,28 @@ final class AudioPipeline: @unchecked Sendable {
     /// `VideoRecordingSession`); nil when the sound starts the file.
     private let leadIn: (@Sendable () -> Int64)?
     /// The device's samples → the recording's format, on the capture thread; nil when the device
-    /// delivers the recording's format itself.
-    private let converter: WorkerPCMConverter?
+    /// delivers the recording's format itself. Made on the encoder thread, taken by the capture thread.
+    private let conversion: (format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int)?
+    private let converter = Mutex<WorkerPCMConverter?>(nil)
+    /// The capture thread's: device bytes captured before the converter was there, and how many more
+    /// frames it may hold (the ring's length of device frames); frames beyond are dropped, counted.
+    private var backlog: [UInt8] = []
+    private var backlogRoom: Int
+    private let backlogDropped = Atomic<Int>(0)
     /// Pause and resume, applied on the capture thread (see `CapturePause`).
     let pause: CapturePause
     /// The capture thread's copy of a period being faded (the captured buffer is not ours to change).
     private var fadeScratch: [Int16] = []
 
-    /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall without an overrun).
-    init(source: AlsaCaptureSource, sink: any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
+    /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall, or a worker's start,
+    /// without an overrun). `sink`: makes the sink, on the encoder thread (see above).
+    init(source: AlsaCaptureSource, sink: @escaping () throws -> any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
          clock: AudioClock? = nil, leadIn: (@Sendable () -> Int64)? = nil,
-         onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) throws {
+         onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) {
         let capture = source.settings
         self.device = capture.device
         self.source = source
-        self.sink = sink
+        self.makeSink = sink
         self.faults = faults
         self.onMeter = onMeter
         self.clock = clock
@@ -124,11 +141,11 @@ final class AudioPipeline: @unchecked Sendable {
         pause = CapturePause(sampleRate: capture.sampleRate)
         let d = source.deviceFormat
         if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
-            converter = nil
+            conversion = nil
         } else {
-            converter = try WorkerPCMConverter(from: CapturedSampleFormat(d.format), rate: d.rate, channels: d.channels,
-                                                 toRate: capture.sampleRate, toChannels: capture.channels)
+            conversion = (CapturedSampleFormat(d.format), d.rate, d.channels, capture.sampleRate, capture.channels)
         }
+        backlogRoom = d.rate * ringSeconds
     }
 
     /// What the device delivers and what is recorded, for the start reply and status.
@@ -170,8 +187,24 @@ final class AudioPipeline: @unchecked Sendable {
                     if case .fadeOut = plan { self.ring.markFlush() }
                 }
             }
-            if let converter = self.converter {
+            if let conversion = self.conversion {
+                let frameBytes = conversion.channels * conversion.format.bytesPerSample
+                guard let converter = self.converter.withLock({ $0 }) else {
+                    // No converter yet (its worker is starting): the device's bytes wait here.
+                    let kept = min(frames, self.backlogRoom)
+                    self.backlog.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<(kept * frameBytes)]))
+                    self.backlogRoom -= kept
+                    if kept < frames { self.backlogDropped.add(frames - kept, ordering: .relaxed) }
+                    self.first.arrived()
+                    return
+                }
                 do {
+                    if !self.backlog.isEmpty {
+                        let waiting = self.backlog
+                        self.backlog = []
+                        let converted = try waiting.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: $0.count / frameBytes) }
+                        take(converted, converted.count / converter.output.channels)
+                    }
                     let converted = try converter.convert(raw.baseAddress!, frames: frames)
                     take(converted, converted.count / converter.output.channels)
                 } catch {
@@ -193,8 +226,28 @@ final class AudioPipeline: @unchecked Sendable {
 
     static let encoderBlockFrames = 8192
 
+    /// The encoder thread's first work: the converter and the sink (each may start a worker).
+    private func prepare() throws -> any AudioSink {
+        if let c = conversion {
+            let made = try WorkerPCMConverter(from: c.format, rate: c.rate, channels: c.channels, toRate: c.toRate, toChannels: c.toChannels)
+            converter.withLock { $0 = made }
+        }
+        return try makeSink()
+    }
+
     private func encodeLoop() {
         defer { encoderDone.signal() }
+        let sink: any AudioSink
+        do {
+            sink = try prepare()
+            sinkReady.arrived()
+        } catch {
+            writerError.withLock { $0 = error }
+            pause.flushes.written()
+            sinkReady.failed(error)
+            ring.close()
+            return
+        }
         let channels = ring.channels
         // Blocks of 8192 frames (171 ms at 48 kHz): the encoder thread wakes about 6 times a second,
         // and each block is one round trip to the media worker: 4096-frame blocks cost a FLAC take
@@ -260,7 +313,7 @@ final class AudioPipeline: @unchecked Sendable {
     var stats: CaptureStats {
         let c = source.stats
         return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
-                            droppedFrames: c.overrunFrames + ring.droppedFrames)
+                            droppedFrames: c.overrunFrames + ring.droppedFrames + Int64(backlogDropped.load(ordering: .relaxed)))
     }
 }
 

@@ -179,7 +179,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             let origin = self.origin
             // Six seconds of ring: the sound waits there while the camera delivers its first frame
             // (start gives up after five).
-            self.audio = try AudioPipeline(source: microphone, sink: sink, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
+            self.audio = AudioPipeline(source: microphone, sink: { sink }, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
                                        clock: AudioClock(sampleRate: audio.capture.sampleRate),
                                        leadIn: { origin.wait() ?? 0 }, onMeter: onMeter, faults: faults)
         } else {
@@ -212,6 +212,10 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             guard let audio else { return frameAt }
             // Both are flowing once the later of the two has come (the file starts at that frame).
             let soundAt = try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: 100) }
+            // The sound's converter, when the microphone's format needs one, is made by its encoder thread.
+            _ = try audio.sinkReady.wait(ms: AudioRecordingSession.writerTimeoutMs) {
+                MediaWorkerError.failed("the media worker that converts \(audio.device)'s sound did not start in \(AudioRecordingSession.writerTimeoutMs / 1000) s")
+            }
             return max(frameAt, soundAt)
         } catch {
             _ = stop()

@@ -17,17 +17,45 @@ import NIOPosix
 /// encoder and sync threads), so the loops are no more blocked than the cooperative pool was; the
 /// main actor stays on the main thread; Dispatch still runs the signal sources.
 public enum ConcurrencyOnEventLoops {
-    /// Installs the hooks; call first thing in `main`, before any task runs. False when another
-    /// global executor was installed before (nothing changed then: jobs stay on Dispatch).
+    /// What `install` managed to take over.
+    public enum Installed: Sendable {
+        /// Immediate and timed jobs run on the event loops.
+        case all
+        /// Immediate jobs only: the runtime's timed-job hooks were not found (a toolchain that
+        /// renamed them), so a `Task.sleep` still starts Dispatch's once-a-second monitor.
+        case immediateOnly
+        /// Nothing: another global executor was installed first.
+        case none
+
+        /// For recd's start-up log: what runs where, and what it costs when not all of it took.
+        public var description: String {
+            switch self {
+            case .all: return "Swift concurrency runs on NIO's event loops (jobs and timers): an idle recd does not wake"
+            case .immediateOnly: return "Swift concurrency's timers stay on Dispatch (the runtime's timed-job hooks were not found): an idle recd wakes once a second"
+            case .none: return "Swift concurrency stays on Dispatch (another global executor was installed first): an idle recd wakes once a second"
+            }
+        }
+    }
+
+    /// What the last `install` did (recd logs it once logging is set up).
+    nonisolated(unsafe) public private(set) static var installed: Installed = .none
+
+    /// Installs the hooks; call first thing in `main`, before any task runs. What took is also kept
+    /// in `installed`.
     @discardableResult
-    public static func install() -> Bool {
+    public static func install() -> Installed {
+        installed = takeOver()
+        return installed
+    }
+
+    private static func takeOver() -> Installed {
         // NIO's own take-over: immediate jobs (`swift_task_enqueueGlobal_hook`).
-        guard NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() else { return false }
+        guard NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() else { return .none }
         // Timed jobs have their own hooks, which NIO leaves to Dispatch (a `dispatch_after` on a
         // global queue: the same monitor). Here they become event-loop timers that enqueue the
         // job, when due, through the hook above.
         guard let delayHook = hookVariable("swift_task_enqueueGlobalWithDelay_hook"),
-              let deadlineHook = hookVariable("swift_task_enqueueGlobalWithDeadline_hook") else { return true }
+              let deadlineHook = hookVariable("swift_task_enqueueGlobalWithDeadline_hook") else { return .immediateOnly }
         let afterDelay: DelayHook = { nanoseconds, job, _ in
             ConcurrencyOnEventLoops.enqueue(job, in: Int64(clamping: nanoseconds))
         }
@@ -43,7 +71,7 @@ public enum ConcurrencyOnEventLoops {
         }
         delayHook.pointee = unsafeBitCast(afterDelay, to: UnsafeRawPointer.self)
         deadlineHook.pointee = unsafeBitCast(atDeadline, to: UnsafeRawPointer.self)
-        return true
+        return .all
     }
 
     // The hooks' types as the runtime declares them (Runtime/Concurrency.h): plain function

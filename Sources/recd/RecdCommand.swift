@@ -176,6 +176,11 @@ struct RecdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "recd")
+        if case .all = ConcurrencyOnEventLoops.installed {
+            logger.info("\(ConcurrencyOnEventLoops.installed.description)")
+        } else {
+            logger.warning("\(ConcurrencyOnEventLoops.installed.description)")
+        }
         var config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
             playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,

@@ -6,8 +6,8 @@ import XCTest
 final class AccessTests: XCTestCase {
     var pulse: PulseAudioServer!
     override func setUpWithError() throws {
-        try XCTSkipIf(geteuid() != 0, "needs root, to run clients as other users with setpriv")
-        try XCTSkipIf(Tools.which("setpriv") == nil, "setpriv (util-linux) is not installed")
+        try Skip.if(geteuid() != 0, "needs root, to run clients as other users with setpriv")
+        try Skip.if(Tools.which("setpriv") == nil, "setpriv (util-linux) is not installed")
         pulse = try PulseAudioServer()
     }
     override func tearDown() { pulse?.stop() }
@@ -59,7 +59,7 @@ final class AccessTests: XCTestCase {
     /// /proc mounted `hidepid=invisible`; a supplementary member of the socket's group is served, an
     /// outsider refused.
     func testGroupMembersAreServedWhenProcHidesTheirProcesses() throws {
-        try XCTSkipIf(Tools.which("unshare") == nil || Tools.which("useradd") == nil, "unshare/useradd missing")
+        try Skip.if(Tools.which("unshare") == nil || Tools.which("useradd") == nil, "unshare/useradd missing")
         let tag = String(UUID().uuidString.prefix(6)).lowercased()
         let group = "rdg\(tag)", daemonUser = "rdd\(tag)", member = "rdm\(tag)", outsider = "rdo\(tag)"
         func sh(_ program: String, _ args: [String]) throws {

@@ -15,7 +15,7 @@ final class DeletionTests: DaemonTestCase {
     /// Makes a file immutable (chattr +i): not even root can rename or delete it.
     func immutable(_ path: String, _ on: Bool) throws {
         let r = try Tools.run("chattr", [on ? "+i" : "-i", path])
-        if on && r.status != 0 { throw XCTSkip("chattr +i is not supported here: \(r.stderr)") }
+        if on && r.status != 0 { throw Skip.because("chattr +i is not supported here: \(r.stderr)") }
     }
 
     /// Runs recctl on a pseudo-terminal, answering its question with `answer`.
@@ -339,7 +339,7 @@ final class DiskTests: XCTestCase {
         let recordings = daemon.dataDir.appendingPathComponent("Recordings").path
         try FileManager.default.createDirectory(atPath: recordings, withIntermediateDirectories: true)
         let mount = try Tools.run("mount", ["-t", "tmpfs", "-o", "size=192k,mode=0700", "tmpfs", recordings])
-        guard mount.status == 0 else { throw XCTSkip("cannot mount a tmpfs here: \(mount.stderr)") }
+        guard mount.status == 0 else { throw Skip.because("cannot mount a tmpfs here: \(mount.stderr)") }
         defer { daemon.stop(); _ = try? Tools.run("umount", [recordings]) }
         try daemon.start()
         let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")

@@ -24,7 +24,7 @@ final class EndsTests: XCTestCase {
         let recordings = daemon.dataDir.appendingPathComponent("Recordings").path
         func lock(_ on: Bool) throws {
             let r = try Tools.run("chattr", [on ? "+i" : "-i", recordings])
-            if on && r.status != 0 { throw XCTSkip("chattr +i is not supported here: \(r.stderr)") }
+            if on && r.status != 0 { throw Skip.because("chattr +i is not supported here: \(r.stderr)") }
         }
         defer { try? lock(false) }
 

@@ -10,7 +10,7 @@ final class FuzzTests: XCTestCase {
         let schemathesis = Tools.packageRoot.appendingPathComponent(".build/fuzz-venv/bin/schemathesis").path
         for needed in [schemathesis, Tools.which("socat") ?? "/usr/bin/socat"]
         where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs socat and schemathesis")
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs socat and schemathesis")
         }
         let script = Tools.packageRoot.appendingPathComponent("scripts/fuzz.sh").path
         let r = try Tools.run("/bin/bash", [script, "--recd", Tools.recd, "--examples", "20", "--seed", "1", "--seed", "random"],
@@ -25,7 +25,7 @@ final class FuzzTests: XCTestCase {
     func testTheFuzzHooksDropOnlyFormatsThatHold() throws {
         let python = Tools.packageRoot.appendingPathComponent(".build/fuzz-venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw XCTSkip("\(python) is missing: scripts/install-deps.sh --test installs schemathesis")
+            throw Skip.because("\(python) is missing: scripts/install-deps.sh --test installs schemathesis")
         }
         let dir = Tools.packageRoot.appendingPathComponent("Tests/fuzz").path
         var env = ProcessInfo.processInfo.environment

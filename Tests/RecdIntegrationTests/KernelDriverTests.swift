@@ -14,7 +14,7 @@ enum VMRun {
     static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600,
                     prepare: (URL) throws -> Void = { _ in }) throws -> (URL, ProcessResult) {
         guard FileManager.default.isExecutableFile(atPath: runInVM) else {
-            throw XCTSkip("no \(runInVM): the VM scripts of shared/ are not beside this repository")
+            throw Skip.because("no \(runInVM): the VM scripts of shared/ are not beside this repository")
         }
         let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-vm-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)

@@ -213,10 +213,10 @@ final class MediaWorkerTests: DaemonTestCase {
 /// (the loader's own message, naming it, is in the log), nothing is left behind, and the daemon keeps serving.
 final class FFmpegMissingTests: XCTestCase {
     func testAnImportWithoutLoadableFFmpegIsAClearErrorAndTheDaemonLivesOn() throws {
-        try XCTSkipIf(Tools.which("unshare") == nil || getuid() != 0, "needs unshare and root (a private mount namespace)")
+        try Skip.if(Tools.which("unshare") == nil || getuid() != 0, "needs unshare and root (a private mount namespace)")
         let real = try XCTUnwrap(Tools.run("sh", ["-c", "readlink -f \"$(ldconfig -p | awk '/libavformat\\.so\\.[0-9]+ .*x86-64/ {print $NF; exit}')\""])
                                     .stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-        try XCTSkipIf(real.isEmpty || !FileManager.default.fileExists(atPath: real), "libavformat not found through ldconfig")
+        try Skip.if(real.isEmpty || !FileManager.default.fileExists(atPath: real), "libavformat not found through ldconfig")
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-noffmpeg-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -9,7 +9,7 @@ final class PowerCutTests: XCTestCase {
     /// RECD_POWER_CUT_SEED replays a run (the seed is printed). About 2.5 minutes.
     func testPowerCutsAtRandomMomentsLoseNothingAcknowledged() throws {
         guard FileManager.default.isExecutableFile(atPath: VMRun.runInVM) else {
-            throw XCTSkip("no \(VMRun.runInVM): the VM scripts of shared/ are not beside this repository")
+            throw Skip.because("no \(VMRun.runInVM): the VM scripts of shared/ are not beside this repository")
         }
         let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 10
         var env = ProcessInfo.processInfo.environment

@@ -37,7 +37,7 @@ final class RecordScreenTests: DaemonTestCase {
 
     /// A private tmux server for the screen (skipped without tmux), with a -6 dBFS tone in the microphone.
     func screenSession() throws -> Tmux {
-        try XCTSkipIf(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
+        try Skip.if(Tools.which("tmux") == nil, "tmux is not installed (scripts/install-deps.sh --test installs it)")
         try pulse.play(try levelTone([0.5012]))
         var env = daemon.environment
         env["TMUX_TMPDIR"] = daemon.dir.path

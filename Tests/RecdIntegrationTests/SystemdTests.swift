@@ -95,7 +95,7 @@ final class SystemdTests: XCTestCase {
 
     func testUnitFilesVerifyAndTheSystemUnitIsHardened() throws {
         guard let analyze = Tools.which("systemd-analyze") else {
-            throw XCTSkip("systemd-analyze is not installed (apt-get install systemd)")
+            throw Skip.because("systemd-analyze is not installed (apt-get install systemd)")
         }
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-units-\(UUID().uuidString.prefix(6))")
         let runtime = dir.appendingPathComponent("runtime")
@@ -199,7 +199,7 @@ final class SystemdTests: XCTestCase {
     /// execs recd with LISTEN_FDS=1; recd serves on that socket and leaves it in place at exit.
     func testSocketActivationServesOnThePassedSocket() throws {
         guard let activate = Tools.which("systemd-socket-activate") else {
-            throw XCTSkip("systemd-socket-activate is not installed (apt-get install systemd)")
+            throw Skip.because("systemd-socket-activate is not installed (apt-get install systemd)")
         }
         let pulse = try PulseAudioServer()
         defer { pulse.stop() }

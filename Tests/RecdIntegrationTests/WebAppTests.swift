@@ -8,7 +8,7 @@ final class WebAppTests: XCTestCase {
         // Selenium is Debian's (python3-selenium), so Debian's python, not one earlier on PATH.
         let python = "/usr/bin/python3"
         for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
         }
         let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
         let script = Tools.packageRoot.appendingPathComponent("Tests/browser/webapp_test.py").path
