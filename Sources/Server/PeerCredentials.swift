@@ -28,24 +28,33 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "uid \(uid) pid \(pid)" }
 
-    /// SO_PEERCRED of `channel`, through NIO's raw socket option access (the typed
-    /// `ChannelOptions.socketOption` path returns an 8-byte Int, not the 12-byte `ucred`).
-    static func of(_ channel: any Channel) async -> PeerCredentials? {
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        let cred: KernelUcred? = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                    name: SocketOptionName(SO_PEERCRED)).get()
-        return cred.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+    /// The peer of `channel` (SO_PEERCRED) and its groups. Read through NIO's raw socket option
+    /// access (the typed `ChannelOptions.socketOption` path returns an 8-byte Int, not the 12-byte
+    /// `ucred`); on the channel's event loop the future is already complete when returned.
+    static func read(_ channel: any Channel) -> EventLoopFuture<(PeerCredentials, Set<UInt32>)> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+        }
+        let cred: EventLoopFuture<KernelUcred> = provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
+                                                                               name: SocketOptionName(SO_PEERCRED))
+        return cred.flatMap { cred in
+            let peer = PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid)
+            return groups(of: channel, gid: peer.gid, pid: peer.pid).map { (peer, $0) }
+        }
     }
 
     /// The peer's groups: its gid and the supplementary groups the kernel recorded at connect(2)
     /// (SO_PEERGROUPS, Linux 4.13). /proc/PID/status is only the fallback for a peer in more than 64
     /// groups: the system unit's `ProtectProc=invisible` hides other users' processes from recd, so
     /// reading their status there refused every member of the socket's group.
-    static func groups(of channel: any Channel, gid: UInt32, pid: Int32) async -> Set<UInt32> {
-        var groups: Set<UInt32> = [gid]
-        if let provider = channel as? any SocketOptionProvider,
-           let list: SIMD64<UInt32> = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                               name: SocketOptionName(soPeerGroups)).get() {
+    static func groups(of channel: any Channel, gid: UInt32, pid: Int32) -> EventLoopFuture<Set<UInt32>> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture([gid])
+        }
+        let list: EventLoopFuture<SIMD64<UInt32>> = provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
+                                                                                   name: SocketOptionName(soPeerGroups))
+        return list.map { list in
+            var groups: Set<UInt32> = [gid]
             // NIO hands over the whole zero-filled buffer, not its length: the list ends at the first 0
             // (gid 0 among supplementary groups is only ever root's group, which root needs no check for).
             for i in 0..<list.scalarCount {
@@ -53,8 +62,9 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
                 groups.insert(list[i])
             }
             return groups
+        }.recover { _ in
+            procGroups(pid: pid).union([gid])
         }
-        return groups.union(procGroups(pid: pid))
     }
 
     /// SO_PEERGROUPS from <asm-generic/socket.h> (Glibc's module does not export it).
@@ -108,10 +118,9 @@ struct PeerAccessMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        guard let peer = await PeerCredentials.of(context.channel) else {
+        guard let (peer, groups) = try? await PeerCredentials.read(context.channel).get() else {
             throw RequestError(status: .forbidden, code: .forbidden, message: "the peer's credentials cannot be read (SO_PEERCRED)")
         }
-        let groups = await PeerCredentials.groups(of: context.channel, gid: peer.gid, pid: peer.pid)
         guard policy.allows(peer, groups: groups) else {
             context.logger.warning("refused \(request.method) \(request.uri.path) from \(peer): not \(policy.who)")
             throw RequestError(status: .forbidden, code: .forbidden,

@@ -51,6 +51,8 @@ public struct RecdDaemon {
     public var socketGroup: gid_t?
     /// Concurrent connections served; more get 503 `too_many_connections`.
     public var maxConnections: Int = 64
+    /// Concurrent connections of one uid (at most `maxConnections`); more get 503 too.
+    public var maxConnectionsPerPeer: Int = 16
     public var logger: Logger
 
     public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, socketGroup: gid_t? = nil, logger: Logger) {
@@ -111,8 +113,8 @@ public struct RecdDaemon {
             return source
         }
         defer { stopping.forEach { $0.cancel() } }
-        let counter = ConnectionCounter(limit: maxConnections)
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])
+        let slots = ConnectionSlots(limit: maxConnections, perPeer: maxConnectionsPerPeer)
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(slots: slots, policy: policy)])
         let services: [any Service] = [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                                        SystemdStatusService(engine: engine, notifier: notifier), LoudnessPassService(engine: engine)]
         let ready: @Sendable () -> Void = {

@@ -61,6 +61,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Connections served at once; more get 503 too_many_connections.")
     var maxConnections: Int = 64
 
+    @Option(name: .long, help: "Connections served at once to one user (uid), at most --max-connections; more get 503 too_many_connections.")
+    var maxConnectionsPerPeer: Int = 16
+
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to record from.", valueName: "pcm"))
     var captureDevice: String = "default"
 
@@ -149,6 +152,7 @@ struct RecdCommand: AsyncParsableCommand {
             throw ValidationError("--sync-interval-ms must be \(EngineConfiguration.syncIntervalRange.lowerBound)...\(EngineConfiguration.syncIntervalRange.upperBound)")
         }
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
+        guard (1...10_000).contains(maxConnectionsPerPeer) else { throw ValidationError("--max-connections-per-peer must be 1...10000") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
         guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
         guard playbackLoudness == "off" || Double(playbackLoudness).map({ (-70...0).contains($0) }) == true else {
@@ -204,6 +208,7 @@ struct RecdCommand: AsyncParsableCommand {
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,
                                     socketGroup: socketGroup.flatMap(RecdDaemon.group(named:)), logger: logger)
             daemon.maxConnections = maxConnections
+            daemon.maxConnectionsPerPeer = maxConnectionsPerPeer
             try await daemon.run()
         } catch {
             logger.critical("\(error)")

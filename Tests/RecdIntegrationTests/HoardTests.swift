@@ -1,0 +1,113 @@
+// No client can hoard recd's connections (issue 35 §3): a flood of half-sent requests from a peer the
+// access check refuses, or from one member, leaves the owner served; heads that do not arrive and
+// idle keep-alive connections are closed.
+import Foundation
+import RecdAPI
+import XCTest
+
+/// A python process that opens connections to a socket and holds them, as `setpriv` makes it (a
+/// user, groups): each sends half a request head (no blank line) and waits.
+final class ConnectionFlood {
+    let process = Process()
+    private let input = Pipe(), output = Pipe()
+
+    static let script = """
+        import socket, sys, select
+        path, count = sys.argv[1], int(sys.argv[2])
+        held = []
+        for i in range(count):
+            s = socket.socket(socket.AF_UNIX); s.connect(path)
+            s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: recd\\r\\n")
+            held.append(s)
+        print("held", len(held), flush=True)
+        select.select([sys.stdin], [], [], 120)   # until the test closes stdin
+        # How many recd closed meanwhile (a read of 0 bytes, or an error).
+        closed = 0
+        for s in held:
+            s.setblocking(False)
+            try:
+                if s.recv(65536) == b"": closed += 1
+            except BlockingIOError: pass
+            except OSError: closed += 1
+        print("closed", closed, flush=True)
+        """
+
+    /// Starts the flood and returns once every connection is open and has sent its bytes.
+    init(socket: String, count: Int, setpriv: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Tools.which("setpriv")!)
+        process.arguments = setpriv + ["/usr/bin/python3", "-c", Self.script, socket, String(count)]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        let line = readLine()
+        guard line == "held \(count)" else {
+            process.terminate()
+            throw NSError(domain: "recd-tests", code: 1, userInfo: [NSLocalizedDescriptionKey: "the flood said \(line)"])
+        }
+    }
+
+    private func readLine() -> String {
+        var bytes = Data()
+        while true {
+            let chunk = output.fileHandleForReading.readData(ofLength: 1)
+            if chunk.isEmpty || chunk == Data("\n".utf8) { break }
+            bytes.append(chunk)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Ends the flood; how many of its connections recd had closed by then.
+    @discardableResult
+    func end() -> Int {
+        try? input.fileHandleForWriting.close()
+        let line = readLine()
+        process.waitUntilExit()
+        return Int(line.split(separator: " ").last ?? "") ?? -1
+    }
+}
+
+final class HoardTests: XCTestCase {
+    var pulse: PulseAudioServer!
+    var daemon: Daemon!
+    override func setUpWithError() throws {
+        try XCTSkipIf(geteuid() != 0, "needs root, to run clients as other users with setpriv")
+        try XCTSkipIf(Tools.which("setpriv") == nil, "setpriv (util-linux) is not installed")
+        pulse = try PulseAudioServer()
+    }
+    override func tearDown() { daemon?.cleanUp(); pulse?.stop() }
+
+    /// recd with a socket everyone may reach (mode 666 in a 755 directory): only the credential
+    /// check tells members from others.
+    func startDaemon(_ extra: [String] = []) throws {
+        daemon = try Daemon(environment: pulse.environment, extraArgs: ["--socket-mode", "666", "--socket-group", "audio"] + extra)
+        let run = URL(fileURLWithPath: daemon.socket).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try daemon.start()
+    }
+
+    static let outsider = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+    static var member: [String] { ["--reuid=65534", "--regid=65534", "--groups=\(AccessTests.audioGID)"] }
+
+    func testARefusedPeersFloodTakesNoSlotAndTheOwnerIsServed() throws {
+        try startDaemon()
+        // More half-sent requests than the 64 slots, from a peer the access check refuses.
+        let flood = try ConnectionFlood(socket: daemon.socket, count: 70, setpriv: Self.outsider)
+        defer { flood.end() }
+        let owner = try daemon.recctl("status")
+        XCTAssertEqual(owner.status, 0, "the owner is served during the flood: \(owner.stderr)")
+    }
+
+    func testOneMemberHoldsAtMostItsShareOfTheSlots() throws {
+        try startDaemon()
+        let flood = try ConnectionFlood(socket: daemon.socket, count: 70, setpriv: Self.member)
+        defer { flood.end() }
+        let owner = try daemon.recctl("status")
+        XCTAssertEqual(owner.status, 0, "the owner is served during the flood: \(owner.stderr)")
+        // The member itself is over its share: a clear 503 saying so.
+        let more = try Tools.run("setpriv", Self.member + ["curl", "-s", "-w", "\n%{http_code}", "--unix-socket", daemon.socket,
+                                                           "http://recd/v1/status"])
+        XCTAssertTrue(more.stdout.hasSuffix("\n503"), more.stdout)
+        XCTAssertTrue(more.stdout.contains("too_many_connections") && more.stdout.contains("16 connections from uid 65534"), more.stdout)
+    }
+}
