@@ -53,6 +53,7 @@ public struct RecdDaemon {
     public var maxConnections: Int = 64
     /// Concurrent connections of one uid (at most `maxConnections`); more get 503 too.
     public var maxConnectionsPerPeer: Int = 16
+    public var timeouts = ConnectionTimeouts()
     public var logger: Logger
 
     public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, socketGroup: gid_t? = nil, logger: Logger) {
@@ -123,7 +124,7 @@ public struct RecdDaemon {
             notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
         }
         let server = RecdHTTPServer(listener: inherited.map { .inherited($0) } ?? .path(socketPath), responder: router.buildResponder(),
-                                    configuration: http1, serverName: "recd", logger: logger, onServerRunning: {
+                                    configuration: http1, timeouts: timeouts, serverName: "recd", logger: logger, onServerRunning: {
             if inherited == nil {
                 // Our own socket: its group and mode (systemd's has them from the .socket unit).
                 if let group, chown(socketPath, uid_t.max, group) != 0 {

@@ -111,3 +111,70 @@ final class HoardTests: XCTestCase {
         XCTAssertTrue(more.stdout.contains("too_many_connections") && more.stdout.contains("16 connections from uid 65534"), more.stdout)
     }
 }
+
+/// The head and keep-alive timeouts, short here (1 s and 2 s) so that the test is quick.
+final class ConnectionTimeoutTests: DaemonTestCase {
+    override var daemonArguments: [String] { ["--request-head-timeout", "1", "--keep-alive-timeout", "2"] }
+
+    func testHeadsThatDoNotArriveAndIdleConnectionsAreClosedWhileRequestsInProgressAreNot() throws {
+        // Each case reports how long recd took to close the connection (None: still open after 5 s).
+        let script = """
+            import http.client, json, socket, sys, time
+            path = sys.argv[1]
+            class UnixHTTP(http.client.HTTPConnection):
+                def connect(self):
+                    self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(path)
+            def closed_after(s, limit=5.0):
+                t0 = time.monotonic(); s.settimeout(limit)
+                try:
+                    while s.recv(65536) != b"": pass
+                except socket.timeout: return None
+                except OSError: pass
+                return round(time.monotonic() - t0, 2)
+            def served(conn):
+                conn.request("GET", "/v1/status", headers={"Host": "recd"})
+                r = conn.getresponse(); r.read(); return r.status
+            out = {}
+            s = socket.socket(socket.AF_UNIX); s.connect(path)
+            out["silent"] = closed_after(s)
+            s = socket.socket(socket.AF_UNIX); s.connect(path)
+            s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: recd\\r\\n")
+            out["halfHead"] = closed_after(s)
+            c = UnixHTTP("recd"); out["first"] = served(c)
+            out["idle"] = closed_after(c.sock)
+            # Idle longer than the head timeout: still served (idle time is the keep-alive's).
+            c = UnixHTTP("recd"); served(c); time.sleep(1.5); out["afterIdle"] = served(c)
+            # After an idle spell, a head that begins and stalls has the head timeout from its first byte.
+            time.sleep(0.5); c.sock.sendall(b"GET /v1/status HTTP/1.1\\r\\n")
+            out["halfHeadAfterIdle"] = closed_after(c.sock)
+            # An event stream outlives both timeouts: a request in progress is never cut.
+            e = socket.socket(socket.AF_UNIX); e.connect(path)
+            e.sendall(b"GET /v1/events HTTP/1.1\\r\\nHost: recd\\r\\n\\r\\n")
+            out["events"] = closed_after(e, 3.5)
+            print(json.dumps(out))
+            """
+        let r = try Tools.run("/usr/bin/python3", ["-c", script, daemon.socket])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        func closed(_ key: String, near seconds: Double) {
+            guard let t = out[key] as? Double else { return XCTFail("\(key): not closed within 5 s (\(r.stdout))") }
+            XCTAssertTrue((seconds - 0.2)...(seconds + 1.0) ~= t, "\(key): closed after \(t) s, expected about \(seconds)")
+        }
+        closed("silent", near: 1)
+        closed("halfHead", near: 1)
+        XCTAssertEqual(out["first"] as? Int, 200)
+        closed("idle", near: 2)
+        XCTAssertEqual(out["afterIdle"] as? Int, 200, "an idle spell longer than the head timeout keeps the connection")
+        closed("halfHeadAfterIdle", near: 1)
+        XCTAssertTrue(out["events"] is NSNull, "the event stream stays open: \(r.stdout)")
+        XCTAssertEqual(try daemon.recctl("status").status, 0)
+    }
+
+    func testTimeoutsOutsideTheirRangeAreRefusedAtStart() throws {
+        for (option, value) in [("--request-head-timeout", "0"), ("--keep-alive-timeout", "nan"), ("--keep-alive-timeout", "99999")] {
+            let bad = try Tools.run(Tools.recd, [option, value, "--data-dir", daemon.dataDir.path, "--socket", daemon.socket + ".x"])
+            XCTAssertEqual(bad.status, 64, bad.stderr)
+            XCTAssertTrue(bad.stderr.contains("\(option) must be 0.1...3600 seconds"), bad.stderr)
+        }
+    }
+}
