@@ -88,22 +88,25 @@ struct KernelUcred {
     var gid: UInt32 = 0
 }
 
-/// Who may talk to recd: root, the daemon's own uid, and members of the allowed group (the socket's
-/// group). The socket's mode is the first gate; this is the second, and the one that names who was
-/// refused in the log.
+/// Who may talk to recd: root, the daemon's own uid, and the members of a group only when one is
+/// named (`--socket-group`). Not recd's primary group by default: on systems where every user's
+/// primary group is `users`, that trusted everyone. The socket's mode is the first gate; this is the
+/// second, and the one that names who was refused in the log.
 public struct AccessPolicy: Sendable {
     public var ownerUID: UInt32
-    public var allowedGID: UInt32
+    /// The group whose members are let in; nil: the owner (and root) alone.
+    public var allowedGID: UInt32?
 
-    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32 = getegid()) {
+    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32? = nil) {
         self.ownerUID = ownerUID; self.allowedGID = allowedGID
     }
 
     func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
-        peer.uid == 0 || peer.uid == ownerUID || groups.contains(allowedGID)
+        peer.uid == 0 || peer.uid == ownerUID || allowedGID.map(groups.contains) == true
     }
 
     var who: String {
+        guard let allowedGID else { return "root and uid \(ownerUID)" }
         let group = getgrgid(allowedGID).map { String(cString: $0.pointee.gr_name) } ?? String(allowedGID)
         return "root, uid \(ownerUID) and members of group \(group)"
     }

@@ -47,7 +47,7 @@ public struct RecdDaemon {
     public var engine: Engine
     public var socketPath: String
     public var socketMode: mode_t
-    /// The group that may use recd (the socket's group and the access policy's); nil = recd's own.
+    /// The group that may use recd (the socket's group and the access policy's); nil = the owner alone.
     public var socketGroup: gid_t?
     /// Concurrent connections served; more get 503 `too_many_connections`.
     public var maxConnections: Int = 64
@@ -100,7 +100,9 @@ public struct RecdDaemon {
         }
         let lock = try InstanceLock.acquire(socketPath: socketPath)
         _ = engine.recover()   // logs what it found; status and check show it
-        let policy = AccessPolicy(allowedGID: socketGroup ?? getegid())
+        let policy = AccessPolicy(allowedGID: socketGroup)
+        // Said once, so that who is trusted is never a surprise.
+        logger.info("serving \(policy.who)\(socketGroup == nil ? " (no --socket-group names a group to let in)" : "")")
         let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath), policy: policy)
         let group = socketGroup
         let mode = socketMode

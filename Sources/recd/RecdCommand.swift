@@ -52,7 +52,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Unix socket to serve on.", valueName: "path"))
     var socket: String = DefaultPaths.socket()
 
-    @Option(name: .long, help: ArgumentHelp("Group that may use recd: the socket's group, and allowed by the peer-credential check (default: recd's own group).", valueName: "group"))
+    @Option(name: .long, help: ArgumentHelp("Group whose members may use recd: the socket's group, and allowed by the peer-credential check (default: none; only recd's own user and root).", valueName: "group"))
     var socketGroup: String?
 
     @Option(name: .long, help: ArgumentHelp("Mode of the socket file, in octal.", valueName: "mode"))
