@@ -39,46 +39,45 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
                                                                                name: SocketOptionName(SO_PEERCRED))
         return cred.flatMap { cred in
             let peer = PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid)
-            return groups(of: channel, gid: peer.gid, pid: peer.pid).map { (peer, $0) }
+            return groups(of: channel, gid: peer.gid).map { (peer, $0) }
         }
     }
 
     /// The peer's groups: its gid and the supplementary groups the kernel recorded at connect(2)
-    /// (SO_PEERGROUPS, Linux 4.13). /proc/PID/status is only the fallback for a peer in more than 64
-    /// groups: the system unit's `ProtectProc=invisible` hides other users' processes from recd, so
-    /// reading their status there refused every member of the socket's group.
-    static func groups(of channel: any Channel, gid: UInt32, pid: Int32) -> EventLoopFuture<Set<UInt32>> {
+    /// (SO_PEERGROUPS, Linux 4.13). Never /proc/PID/status: the system unit's `ProtectProc=invisible`
+    /// hides other users' processes from recd, and a pid can be reused by another process by the time
+    /// it is read. A buffer of 64 groups does for nearly every peer; one in more gets ERANGE, and is
+    /// asked again with room for the kernel's most (NGROUPS_MAX, 65536: 256 KiB, only for such a peer).
+    static func groups(of channel: any Channel, gid: UInt32) -> EventLoopFuture<Set<UInt32>> {
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture([gid])
         }
-        let list: EventLoopFuture<SIMD64<UInt32>> = provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                                   name: SocketOptionName(soPeerGroups))
-        return list.map { list in
-            var groups: Set<UInt32> = [gid]
-            // NIO hands over the whole zero-filled buffer, not its length: the list ends at the first 0
-            // (gid 0 among supplementary groups is only ever root's group, which root needs no check for).
-            for i in 0..<list.scalarCount {
-                if list[i] == 0 { break }
-                groups.insert(list[i])
-            }
-            return groups
-        }.recover { _ in
-            procGroups(pid: pid).union([gid])
+        let level = SocketOptionLevel(SOL_SOCKET), name = SocketOptionName(soPeerGroups)
+        let few: EventLoopFuture<SIMD64<UInt32>> = provider.unsafeGetSocketOption(level: level, name: name)
+        return few.map { list in
+            groupSet(gid, count: list.scalarCount) { list[$0] }
+        }.flatMapError { _ in
+            let all: EventLoopFuture<InlineArray<65536, UInt32>> = provider.unsafeGetSocketOption(level: level, name: name)
+            return all.map { list in groupSet(gid, count: list.count) { list[$0] } }
         }
+    }
+
+    /// `gid` and the groups of a zero-filled SO_PEERGROUPS buffer (NIO hands over the whole buffer, not
+    /// its length). The kernel lists the groups in ascending order, so the list ends at the first 0
+    /// after its first entry; a 0 is not taken (gid 0 among supplementary groups is only ever root's
+    /// group, which root needs no check for).
+    private static func groupSet(_ gid: UInt32, count: Int, _ group: (Int) -> UInt32) -> Set<UInt32> {
+        var groups: Set<UInt32> = [gid]
+        for i in 0..<count {
+            let g = group(i)
+            if g == 0 { if i > 0 { break } else { continue } }
+            groups.insert(g)
+        }
+        return groups
     }
 
     /// SO_PEERGROUPS from <asm-generic/socket.h> (Glibc's module does not export it).
     static let soPeerGroups: Int32 = 59
-
-    /// The supplementary groups of process `pid` as /proc shows them (none when hidden).
-    static func procGroups(pid: Int32) -> Set<UInt32> {
-        var groups: Set<UInt32> = []
-        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {
-            for g in line.dropFirst("Groups:".count).split(separator: " ") { if let v = UInt32(g.trimmingCharacters(in: .whitespaces)) { groups.insert(v) } }
-        }
-        return groups
-    }
 }
 
 /// `struct ucred` (pid, uid, gid: 12 bytes); Glibc hides it behind _GNU_SOURCE.

@@ -132,6 +132,17 @@ final class AccessTests: XCTestCase {
         let refused = try asUser(outsider)
         XCTAssertEqual(refused.status, 1, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("may not use this recd") && refused.stderr.contains("group \(group)"), refused.stderr)
+        // A member in more than 64 groups: SO_PEERGROUPS needs a larger buffer, and /proc is no way out
+        // (hidden here, and open to pid reuse anywhere).
+        let gid = try XCTUnwrap(getgrnam(group)?.pointee.gr_gid)
+        let many = ([gid] + (60_000..<60_070).map { UInt32($0) }).map(String.init).joined(separator: ",")
+        let crowded = try Tools.run("setpriv", ["--reuid=\(member)", "--regid=nogroup", "--groups=\(many)",
+                                                Tools.recctl, "--socket", socket, "status"])
+        XCTAssertEqual(crowded.status, 0, "a member in 71 groups is served: \(crowded.stderr)\n\(daemonLog())")
+        let crowdedOutsider = try Tools.run("setpriv", ["--reuid=\(outsider)", "--regid=nogroup",
+                                                        "--groups=\((60_000..<60_070).map(String.init).joined(separator: ","))",
+                                                        Tools.recctl, "--socket", socket, "status"])
+        XCTAssertEqual(crowdedOutsider.status, 1, crowdedOutsider.stderr)
     }
 
     func testSocketGroupOwnsTheSocketAndTheDirectoryItMade() throws {
