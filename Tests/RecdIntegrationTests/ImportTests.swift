@@ -191,6 +191,35 @@ final class ImportTests: DaemonTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: full.dataDir.appendingPathComponent(".uploads").path), [])
     }
 
+    /// A body that does not announce its size (chunked) counts against --min-free-mb as it arrives:
+    /// it was 0 bytes to the check before the first byte, and could fill the disk past the limit.
+    /// The data directory is a 30 MiB tmpfs (31.5 MB) and recd keeps 30 MB free.
+    func testAChunkedImportCountsWhatArrivesAgainstMinFree() throws {
+        try XCTSkipIf(geteuid() != 0, "needs root, to mount a small tmpfs")
+        let big = try make("big.wav", tone(440, seconds: 30))    // 2.9 MB
+        let small = try make("small.wav", tone(440, seconds: 2))  // 0.2 MB
+        daemon.stop()
+        let tight = try Daemon(environment: pulse.environment, extraArgs: ["--min-free-mb", "30"])
+        defer { tight.cleanUp() }
+        try FileManager.default.createDirectory(at: tight.dataDir, withIntermediateDirectories: true)
+        XCTAssertEqual(try Tools.run("mount", ["-t", "tmpfs", "-o", "size=30m,mode=0700", "tmpfs", tight.dataDir.path]).status, 0)
+        defer { tight.stop(); _ = try? Tools.run("umount", [tight.dataDir.path]) }
+        try tight.start()
+        func chunked(_ file: String, _ name: String) throws -> String {
+            try Tools.run("curl", ["-s", "-w", "\n%{http_code}", "--unix-socket", tight.socket, "-X", "POST",
+                                   "-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file,
+                                   "http://recd/v1/recordings/import?name=\(name)"]).stdout
+        }
+        let refused = try chunked(big, "big.wav")
+        XCTAssertTrue(refused.hasSuffix("\n507"), refused)
+        XCTAssertTrue(refused.contains("insufficient_storage") && refused.contains("not enough free space"), refused)
+        XCTAssertEqual(try tight.recctlJSON(RecordingList.self, "list").total, 0, "a refused import stores nothing")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tight.dataDir.appendingPathComponent(".uploads").path), [])
+        // One that leaves the room is taken.
+        let taken = try chunked(small, "small.wav")
+        XCTAssertTrue(taken.hasSuffix("\n201"), taken)
+    }
+
     /// recd killed while an import is still arriving: after the restart nothing of it is left.
     func testAnImportInterruptedByAKillLeavesNothing() throws {
         let big = try make("long.wav", tone(440, seconds: 60))   // 5.8 MB, sent at 1 MB/s
