@@ -12,10 +12,17 @@ import Synchronization
 /// without the per-peer count one member could take every slot; and a peer the access check refuses
 /// takes no slot of the `limit` (it only ever gets a 403), but still one of its own uid's, so that
 /// it cannot hold an unbounded number of connections open either.
+///
+/// A connection over a limit stays open until its first request, to hear why (503). A uid may have
+/// `waitingPerPeer` of those at once; one more is closed at once, unanswered: otherwise a peer could
+/// open connections faster than they are refused and take every descriptor recd may have.
 final class ConnectionSlots: Sendable {
     let limit: Int
     let perPeer: Int
-    private let state = Mutex<(open: Int, byUID: [UInt32: Int])>((0, [:]))
+    let waitingPerPeer = 16
+    /// Slots held of the `limit`; per uid, its connections open (held or waiting to be refused) and
+    /// the slots it holds.
+    private let state = Mutex<(served: Int, byUID: [UInt32: (open: Int, held: Int)])>((0, [:]))
 
     init(limit: Int, perPeer: Int) {
         self.limit = limit
@@ -23,25 +30,39 @@ final class ConnectionSlots: Sendable {
     }
 
     enum Refusal: Equatable { case serverFull, peerFull(uid: UInt32) }
+    enum Admission: Equatable {
+        /// A slot is held (one of the `limit` too if the peer is served).
+        case held
+        /// Over a limit: answer the first request with 503 and close.
+        case refused(Refusal)
+        /// Over a limit with as many refusals waiting as a uid may have: close now.
+        case dropped
+    }
 
-    /// Takes a slot for a connection of `uid` (one of the `limit` too if `served`); the refusal when
-    /// none is left (nothing is held then).
-    func take(uid: UInt32, served: Bool) -> Refusal? {
+    func take(uid: UInt32, served: Bool) -> Admission {
         state.withLock { s in
-            let mine = s.byUID[uid, default: 0]
-            if mine >= perPeer { return .peerFull(uid: uid) }
-            if served && s.open >= limit { return .serverFull }
-            s.byUID[uid] = mine + 1
-            if served { s.open += 1 }
-            return nil
+            var peer = s.byUID[uid, default: (0, 0)]
+            if peer.open >= perPeer + waitingPerPeer { return .dropped }
+            peer.open += 1
+            defer { s.byUID[uid] = peer }
+            if peer.held >= perPeer { return .refused(.peerFull(uid: uid)) }
+            if served && s.served >= limit { return .refused(.serverFull) }
+            peer.held += 1
+            if served { s.served += 1 }
+            return .held
         }
     }
 
-    func give(uid: UInt32, served: Bool) {
+    /// At the end of a connection `take` did not drop.
+    func give(uid: UInt32, held: Bool, served: Bool) {
         state.withLock { s in
-            let mine = s.byUID[uid, default: 1] - 1
-            s.byUID[uid] = mine > 0 ? mine : nil
-            if served { s.open -= 1 }
+            guard var peer = s.byUID[uid] else { return }
+            peer.open -= 1
+            if held {
+                peer.held -= 1
+                if served { s.served -= 1 }
+            }
+            s.byUID[uid] = peer.open > 0 ? peer : nil
         }
     }
 
@@ -68,8 +89,8 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private let slots: ConnectionSlots
     private let policy: AccessPolicy
-    /// The slot held (its uid, and whether it is one of the `limit`), to give back at the end.
-    private var held: (uid: UInt32, served: Bool)?
+    /// What `slots` gave this connection, to give back at the end.
+    private var taken: (uid: UInt32, held: Bool, served: Bool)?
     private var refusal: ConnectionSlots.Refusal?
 
     init(slots: ConnectionSlots, policy: AccessPolicy) { self.slots = slots; self.policy = policy }
@@ -81,13 +102,16 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
             // Unreadable credentials (never seen on a Unix socket): no slot; the access check refuses.
             guard case .success(let (peer, groups)) = result else { return }
             let served = policy.allows(peer, groups: groups)
-            refusal = slots.take(uid: peer.uid, served: served)
-            if refusal == nil { held = (peer.uid, served) }
+            switch slots.take(uid: peer.uid, served: served) {
+            case .held: taken = (peer.uid, true, served)
+            case .refused(let why): taken = (peer.uid, false, served); refusal = why
+            case .dropped: context.close(promise: nil)
+            }
         }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        if let held { slots.give(uid: held.uid, served: held.served); self.held = nil }
+        if let taken { slots.give(uid: taken.uid, held: taken.held, served: taken.served); self.taken = nil }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -11,25 +11,31 @@ final class ConnectionFlood {
     let process = Process()
     private let input = Pipe(), output = Pipe()
 
+    /// How many connections recd closed at once (unanswered, within 0.3 s of connect).
+    private(set) var closedAtOnce = 0
+
     static let script = """
-        import socket, sys, select
+        import socket, sys, select, time
         path, count = sys.argv[1], int(sys.argv[2])
         held = []
         for i in range(count):
             s = socket.socket(socket.AF_UNIX); s.connect(path)
-            s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: recd\\r\\n")
+            try: s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: recd\\r\\n")
+            except OSError: pass   # closed by recd already
             held.append(s)
-        print("held", len(held), flush=True)
+        def closed():
+            n = 0
+            for s in held:
+                s.setblocking(False)
+                try:
+                    if s.recv(65536) == b"": n += 1
+                except BlockingIOError: pass
+                except OSError: n += 1
+            return n
+        time.sleep(0.3)
+        print("held", len(held), closed(), flush=True)
         select.select([sys.stdin], [], [], 120)   # until the test closes stdin
-        # How many recd closed meanwhile (a read of 0 bytes, or an error).
-        closed = 0
-        for s in held:
-            s.setblocking(False)
-            try:
-                if s.recv(65536) == b"": closed += 1
-            except BlockingIOError: pass
-            except OSError: closed += 1
-        print("closed", closed, flush=True)
+        print("closed", closed(), flush=True)
         """
 
     /// Starts the flood and returns once every connection is open and has sent its bytes.
@@ -40,11 +46,12 @@ final class ConnectionFlood {
         process.standardOutput = output
         process.standardError = FileHandle.standardError
         try process.run()
-        let line = readLine()
-        guard line == "held \(count)" else {
+        let line = readLine().split(separator: " ")
+        guard line.count == 3, line[0] == "held", line[1] == "\(count)", let closed = Int(line[2]) else {
             process.terminate()
             throw NSError(domain: "recd-tests", code: 1, userInfo: [NSLocalizedDescriptionKey: "the flood said \(line)"])
         }
+        closedAtOnce = closed
     }
 
     private func readLine() -> String {
@@ -96,12 +103,15 @@ final class HoardTests: XCTestCase {
         defer { flood.end() }
         let owner = try daemon.recctl("status")
         XCTAssertEqual(owner.status, 0, "the owner is served during the flood: \(owner.stderr)")
+        // Its share (16) and as many waiting to hear why stay open; the rest are closed at once.
+        XCTAssertEqual(flood.closedAtOnce, 70 - 32)
     }
 
     func testOneMemberHoldsAtMostItsShareOfTheSlots() throws {
         try startDaemon()
-        let flood = try ConnectionFlood(socket: daemon.socket, count: 70, setpriv: Self.member)
+        let flood = try ConnectionFlood(socket: daemon.socket, count: 20, setpriv: Self.member)
         defer { flood.end() }
+        XCTAssertEqual(flood.closedAtOnce, 0)
         let owner = try daemon.recctl("status")
         XCTAssertEqual(owner.status, 0, "the owner is served during the flood: \(owner.stderr)")
         // The member itself is over its share: a clear 503 saying so.
@@ -109,6 +119,18 @@ final class HoardTests: XCTestCase {
                                                            "http://recd/v1/status"])
         XCTAssertTrue(more.stdout.hasSuffix("\n503"), more.stdout)
         XCTAssertTrue(more.stdout.contains("too_many_connections") && more.stdout.contains("16 connections from uid 65534"), more.stdout)
+        // Another member (another uid) still has slots.
+        let other = try Tools.run("setpriv", ["--reuid=65533", "--regid=65534", "--groups=\(AccessTests.audioGID)",
+                                              Tools.recctl, "--socket", daemon.socket, "status"], environment: pulse.environment)
+        XCTAssertEqual(other.status, 0, other.stderr)
+    }
+
+    func testAFloodOfManyMoreConnectionsFromOneMemberIsClosedAtOnceAndTheOwnerIsServed() throws {
+        try startDaemon()
+        let flood = try ConnectionFlood(socket: daemon.socket, count: 200, setpriv: Self.member)
+        defer { flood.end() }
+        XCTAssertEqual(flood.closedAtOnce, 200 - 32, "16 held and 16 waiting for their 503; the rest closed at once")
+        XCTAssertEqual(try daemon.recctl("status").status, 0, "the owner is served during the flood")
     }
 }
 
