@@ -11,7 +11,7 @@ final class ConnectionFlood {
     let process = Process()
     private let input = Pipe(), output = Pipe()
 
-    /// How many connections recd closed at once (unanswered, within 0.3 s of connect).
+    /// How many connections recd closed at once (unanswered, as soon as it accepted them).
     private(set) var closedAtOnce = 0
 
     static let script = """
@@ -32,8 +32,12 @@ final class ConnectionFlood {
                 except BlockingIOError: pass
                 except OSError: n += 1
             return n
-        time.sleep(0.3)
-        print("held", len(held), closed(), flush=True)
+        # Until recd has accepted them all: the count of closed ones holds still for 0.3 s.
+        now, before = closed(), -1
+        for _ in range(20):
+            if now == before: break
+            time.sleep(0.3); before, now = now, closed()
+        print("held", len(held), now, flush=True)
         select.select([sys.stdin], [], [], 120)   # until the test closes stdin
         print("closed", closed(), flush=True)
         """
@@ -134,9 +138,9 @@ final class HoardTests: XCTestCase {
     }
 }
 
-/// The head and keep-alive timeouts, short here (1 s and 2 s) so that the test is quick.
+/// The head and keep-alive timeouts, short here (1 s and 3 s) so that the test is quick.
 final class ConnectionTimeoutTests: DaemonTestCase {
-    override var daemonArguments: [String] { ["--request-head-timeout", "1", "--keep-alive-timeout", "2"] }
+    override var daemonArguments: [String] { ["--request-head-timeout", "1", "--keep-alive-timeout", "3"] }
 
     func testHeadsThatDoNotArriveAndIdleConnectionsAreClosedWhileRequestsInProgressAreNot() throws {
         // Each case reports how long recd took to close the connection (None: still open after 5 s).
@@ -166,26 +170,28 @@ final class ConnectionTimeoutTests: DaemonTestCase {
             out["idle"] = closed_after(c.sock)
             # Idle longer than the head timeout: still served (idle time is the keep-alive's).
             c = UnixHTTP("recd"); served(c); time.sleep(1.5); out["afterIdle"] = served(c)
-            # After an idle spell, a head that begins and stalls has the head timeout from its first byte.
+            # After an idle spell, a head that begins and stalls has the head timeout from its first byte
+            # (1 s), not what was left of the keep-alive's (2.5 s).
             time.sleep(0.5); c.sock.sendall(b"GET /v1/status HTTP/1.1\\r\\n")
             out["halfHeadAfterIdle"] = closed_after(c.sock)
             # An event stream outlives both timeouts: a request in progress is never cut.
             e = socket.socket(socket.AF_UNIX); e.connect(path)
             e.sendall(b"GET /v1/events HTTP/1.1\\r\\nHost: recd\\r\\n\\r\\n")
-            out["events"] = closed_after(e, 3.5)
+            out["events"] = closed_after(e, 4.0)
             print(json.dumps(out))
             """
         let r = try Tools.run("/usr/bin/python3", ["-c", script, daemon.socket])
         XCTAssertEqual(r.status, 0, r.stderr)
         let out = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        // Not before the timeout; the slack after it is for a loaded machine, and below the other timeout.
         func closed(_ key: String, near seconds: Double) {
             guard let t = out[key] as? Double else { return XCTFail("\(key): not closed within 5 s (\(r.stdout))") }
-            XCTAssertTrue((seconds - 0.2)...(seconds + 1.0) ~= t, "\(key): closed after \(t) s, expected about \(seconds)")
+            XCTAssertTrue((seconds - 0.2)...(seconds + 1.2) ~= t, "\(key): closed after \(t) s, expected about \(seconds)")
         }
         closed("silent", near: 1)
         closed("halfHead", near: 1)
         XCTAssertEqual(out["first"] as? Int, 200)
-        closed("idle", near: 2)
+        closed("idle", near: 3)
         XCTAssertEqual(out["afterIdle"] as? Int, 200, "an idle spell longer than the head timeout keeps the connection")
         closed("halfHeadAfterIdle", near: 1)
         XCTAssertTrue(out["events"] is NSNull, "the event stream stays open: \(r.stdout)")
