@@ -144,6 +144,18 @@ public struct Library: Sendable {
         }
     }
 
+    /// While an import arrives, and once it has: room above --min-free-mb for a result as large as
+    /// what arrived (which is on the disk already). A body that did not announce its size (chunked)
+    /// was 0 bytes to `checkImportRoom` and is counted here; for an announced one this never asks for
+    /// more than that check did.
+    public func checkImportRoom(name: String, receivedBytes: Int64) throws(EngineError) {
+        let recordings = config.dataDirectory.recordings.path
+        let needed = receivedBytes + config.minFreeBytes
+        if let free = FileOps.freeBytes(recordings), free < needed {
+            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: needed)
+        }
+    }
+
     /// Stores an uploaded file (`upload`, in `.uploads/`, with the SHA-256 of its bytes) as a new
     /// `ready` recording (`Importer`). The upload itself is the caller's to remove.
     public func importFile(upload: String, contentHash: String, _ request: ImportRequest) async throws(EngineError) -> Recording {

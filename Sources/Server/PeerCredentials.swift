@@ -28,47 +28,56 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "uid \(uid) pid \(pid)" }
 
-    /// SO_PEERCRED of `channel`, through NIO's raw socket option access (the typed
-    /// `ChannelOptions.socketOption` path returns an 8-byte Int, not the 12-byte `ucred`).
-    static func of(_ channel: any Channel) async -> PeerCredentials? {
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        let cred: KernelUcred? = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                    name: SocketOptionName(SO_PEERCRED)).get()
-        return cred.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+    /// The peer of `channel` (SO_PEERCRED) and its groups. Read through NIO's raw socket option
+    /// access (the typed `ChannelOptions.socketOption` path returns an 8-byte Int, not the 12-byte
+    /// `ucred`); on the channel's event loop the future is already complete when returned.
+    static func read(_ channel: any Channel) -> EventLoopFuture<(PeerCredentials, Set<UInt32>)> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+        }
+        let cred: EventLoopFuture<KernelUcred> = provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
+                                                                               name: SocketOptionName(SO_PEERCRED))
+        return cred.flatMap { cred in
+            let peer = PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid)
+            return groups(of: channel, gid: peer.gid).map { (peer, $0) }
+        }
     }
 
     /// The peer's groups: its gid and the supplementary groups the kernel recorded at connect(2)
-    /// (SO_PEERGROUPS, Linux 4.13). /proc/PID/status is only the fallback for a peer in more than 64
-    /// groups: the system unit's `ProtectProc=invisible` hides other users' processes from recd, so
-    /// reading their status there refused every member of the socket's group.
-    static func groups(of channel: any Channel, gid: UInt32, pid: Int32) async -> Set<UInt32> {
-        var groups: Set<UInt32> = [gid]
-        if let provider = channel as? any SocketOptionProvider,
-           let list: SIMD64<UInt32> = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                               name: SocketOptionName(soPeerGroups)).get() {
-            // NIO hands over the whole zero-filled buffer, not its length: the list ends at the first 0
-            // (gid 0 among supplementary groups is only ever root's group, which root needs no check for).
-            for i in 0..<list.scalarCount {
-                if list[i] == 0 { break }
-                groups.insert(list[i])
-            }
-            return groups
+    /// (SO_PEERGROUPS, Linux 4.13). Never /proc/PID/status: the system unit's `ProtectProc=invisible`
+    /// hides other users' processes from recd, and a pid can be reused by another process by the time
+    /// it is read. A buffer of 64 groups does for nearly every peer; one in more gets ERANGE, and is
+    /// asked again with room for the kernel's most (NGROUPS_MAX, 65536: 256 KiB, only for such a peer).
+    static func groups(of channel: any Channel, gid: UInt32) -> EventLoopFuture<Set<UInt32>> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture([gid])
         }
-        return groups.union(procGroups(pid: pid))
+        let level = SocketOptionLevel(SOL_SOCKET), name = SocketOptionName(soPeerGroups)
+        let few: EventLoopFuture<SIMD64<UInt32>> = provider.unsafeGetSocketOption(level: level, name: name)
+        return few.map { list in
+            groupSet(gid, count: list.scalarCount) { list[$0] }
+        }.flatMapError { _ in
+            let all: EventLoopFuture<InlineArray<65536, UInt32>> = provider.unsafeGetSocketOption(level: level, name: name)
+            return all.map { list in groupSet(gid, count: list.count) { list[$0] } }
+        }
+    }
+
+    /// `gid` and the groups of a zero-filled SO_PEERGROUPS buffer (NIO hands over the whole buffer, not
+    /// its length). The kernel lists the groups in ascending order, so the list ends at the first 0
+    /// after its first entry; a 0 is not taken (gid 0 among supplementary groups is only ever root's
+    /// group, which root needs no check for).
+    private static func groupSet(_ gid: UInt32, count: Int, _ group: (Int) -> UInt32) -> Set<UInt32> {
+        var groups: Set<UInt32> = [gid]
+        for i in 0..<count {
+            let g = group(i)
+            if g == 0 { if i > 0 { break } else { continue } }
+            groups.insert(g)
+        }
+        return groups
     }
 
     /// SO_PEERGROUPS from <asm-generic/socket.h> (Glibc's module does not export it).
     static let soPeerGroups: Int32 = 59
-
-    /// The supplementary groups of process `pid` as /proc shows them (none when hidden).
-    static func procGroups(pid: Int32) -> Set<UInt32> {
-        var groups: Set<UInt32> = []
-        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {
-            for g in line.dropFirst("Groups:".count).split(separator: " ") { if let v = UInt32(g.trimmingCharacters(in: .whitespaces)) { groups.insert(v) } }
-        }
-        return groups
-    }
 }
 
 /// `struct ucred` (pid, uid, gid: 12 bytes); Glibc hides it behind _GNU_SOURCE.
@@ -78,22 +87,25 @@ struct KernelUcred {
     var gid: UInt32 = 0
 }
 
-/// Who may talk to recd: root, the daemon's own uid, and members of the allowed group (the socket's
-/// group). The socket's mode is the first gate; this is the second, and the one that names who was
-/// refused in the log.
+/// Who may talk to recd: root, the daemon's own uid, and the members of a group only when one is
+/// named (`--socket-group`). Not recd's primary group by default: on systems where every user's
+/// primary group is `users`, that trusted everyone. The socket's mode is the first gate; this is the
+/// second, and the one that names who was refused in the log.
 public struct AccessPolicy: Sendable {
     public var ownerUID: UInt32
-    public var allowedGID: UInt32
+    /// The group whose members are let in; nil: the owner (and root) alone.
+    public var allowedGID: UInt32?
 
-    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32 = getegid()) {
+    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32? = nil) {
         self.ownerUID = ownerUID; self.allowedGID = allowedGID
     }
 
     func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
-        peer.uid == 0 || peer.uid == ownerUID || groups.contains(allowedGID)
+        peer.uid == 0 || peer.uid == ownerUID || allowedGID.map(groups.contains) == true
     }
 
     var who: String {
+        guard let allowedGID else { return "root and uid \(ownerUID)" }
         let group = getgrgid(allowedGID).map { String(cString: $0.pointee.gr_name) } ?? String(allowedGID)
         return "root, uid \(ownerUID) and members of group \(group)"
     }
@@ -108,10 +120,9 @@ struct PeerAccessMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        guard let peer = await PeerCredentials.of(context.channel) else {
+        guard let (peer, groups) = try? await PeerCredentials.read(context.channel).get() else {
             throw RequestError(status: .forbidden, code: .forbidden, message: "the peer's credentials cannot be read (SO_PEERCRED)")
         }
-        let groups = await PeerCredentials.groups(of: context.channel, gid: peer.gid, pid: peer.pid)
         guard policy.allows(peer, groups: groups) else {
             context.logger.warning("refused \(request.method) \(request.uri.path) from \(peer): not \(policy.who)")
             throw RequestError(status: .forbidden, code: .forbidden,

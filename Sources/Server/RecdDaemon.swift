@@ -47,10 +47,13 @@ public struct RecdDaemon {
     public var engine: Engine
     public var socketPath: String
     public var socketMode: mode_t
-    /// The group that may use recd (the socket's group and the access policy's); nil = recd's own.
+    /// The group that may use recd (the socket's group and the access policy's); nil = the owner alone.
     public var socketGroup: gid_t?
     /// Concurrent connections served; more get 503 `too_many_connections`.
     public var maxConnections: Int = 64
+    /// Concurrent connections of one uid (at most `maxConnections`); more get 503 too.
+    public var maxConnectionsPerPeer: Int = 16
+    public var timeouts = ConnectionTimeouts()
     public var logger: Logger
 
     public init(engine: Engine, socketPath: String, socketMode: mode_t = 0o660, socketGroup: gid_t? = nil, logger: Logger) {
@@ -97,7 +100,9 @@ public struct RecdDaemon {
         }
         let lock = try InstanceLock.acquire(socketPath: socketPath)
         _ = engine.recover()   // logs what it found; status and check show it
-        let policy = AccessPolicy(allowedGID: socketGroup ?? getegid())
+        let policy = AccessPolicy(allowedGID: socketGroup)
+        // Said once, so that who is trusted is never a surprise.
+        logger.info("serving \(policy.who)\(socketGroup == nil ? " (no --socket-group names a group to let in)" : "")")
         let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath), policy: policy)
         let group = socketGroup
         let mode = socketMode
@@ -111,8 +116,8 @@ public struct RecdDaemon {
             return source
         }
         defer { stopping.forEach { $0.cancel() } }
-        let counter = ConnectionCounter(limit: maxConnections)
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(counter: counter)])
+        let slots = ConnectionSlots(limit: maxConnections, perPeer: maxConnectionsPerPeer)
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(slots: slots, policy: policy)])
         let services: [any Service] = [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                                        SystemdStatusService(engine: engine, notifier: notifier), LoudnessPassService(engine: engine)]
         let ready: @Sendable () -> Void = {
@@ -121,7 +126,7 @@ public struct RecdDaemon {
             notifier.notify("READY=1\n" + SystemdNotifier.statusLine("idle"))
         }
         let server = RecdHTTPServer(listener: inherited.map { .inherited($0) } ?? .path(socketPath), responder: router.buildResponder(),
-                                    configuration: http1, serverName: "recd", logger: logger, onServerRunning: {
+                                    configuration: http1, timeouts: timeouts, serverName: "recd", logger: logger, onServerRunning: {
             if inherited == nil {
                 // Our own socket: its group and mode (systemd's has them from the .socket unit).
                 if let group, chown(socketPath, uid_t.max, group) != 0 {

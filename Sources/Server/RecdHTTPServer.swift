@@ -27,6 +27,7 @@ struct RecdHTTPServer: Service {
     let listener: Listener
     let responder: RouterResponder<RecdRequestContext>
     let configuration: HTTP1Channel.Configuration
+    let timeouts: ConnectionTimeouts
     let serverName: String
     let logger: Logger
     let onServerRunning: @Sendable () async -> Void
@@ -43,7 +44,12 @@ struct RecdHTTPServer: Service {
     func run() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
         let quiescing = ServerQuiescingHelper(group: group)
-        let responder = self.responder, logger = self.logger, serverName = self.serverName
+        let responder = self.responder, logger = self.logger, serverName = self.serverName, timeouts = self.timeouts
+        // The timeouts' two handlers: one that sees raw bytes (before HTTP decoding, added below) and
+        // one that sees requests and responses (after the caller's handlers).
+        var configuration = self.configuration
+        let additional = configuration.additionalChannelHandlers
+        configuration.additionalChannelHandlers = { additional() + [ConnectionTimeoutHandler(timeouts: timeouts, logger: logger)] }
         let childChannel = HTTP1Channel(responder: { request, responseWriter, channel in
             let context = RecdRequestContext(source: .init(channel: channel, logger: logger))
             var response: Response
@@ -56,6 +62,11 @@ struct RecdHTTPServer: Service {
             response.headers[.server] = serverName
             try await responseWriter.write(response: response.head, body: response.body)
         }, configuration: configuration)
+        let setUp: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(RequestBytesSignal())
+            }.flatMap { childChannel.setup(channel: channel, logger: logger) }
+        }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelInitializer { channel in
@@ -67,13 +78,9 @@ struct RecdHTTPServer: Service {
         let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
         switch listener {
         case .path(let path):
-            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
-                childChannel.setup(channel: channel, logger: logger)
-            }
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: setUp)
         case .inherited(let descriptor):
-            server = try await bootstrap.bind(NIOBSDSocket.Handle(descriptor)) { channel in
-                childChannel.setup(channel: channel, logger: logger)
-            }
+            server = try await bootstrap.bind(NIOBSDSocket.Handle(descriptor), childChannelInitializer: setUp)
             logger.info("serving on the socket systemd passed (fd \(descriptor))")
         }
         await onServerRunning()

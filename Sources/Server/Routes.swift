@@ -316,9 +316,11 @@ public enum RecdRoutes {
             if pending.count >= 1 << 20 {
                 try await upload.append(pending)
                 pending.removeAll(keepingCapacity: true)
+                try engine.library.checkImportRoom(name: name, receivedBytes: upload.bytes)
             }
         }
         if !pending.isEmpty { try await upload.append(pending) }
+        try engine.library.checkImportRoom(name: name, receivedBytes: upload.bytes)
         guard upload.bytes > 0 else { throw EngineError.unsupportedMedia(name: name, detail: "the body is empty: send the file's bytes") }
         let r = try await engine.library.importFile(upload: upload.path, contentHash: await upload.digest(),
                                                     ImportRequest(name: name, metadata: metadata, modified: modified, format: format))

@@ -41,7 +41,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Unix socket to serve on.", valueName: "path"))
     var socket: String = DefaultPaths.socket()
 
-    @Option(name: .long, help: ArgumentHelp("Group that may use recd: the socket's group, and allowed by the peer-credential check (default: recd's own group).", valueName: "group"))
+    @Option(name: .long, help: ArgumentHelp("Group whose members may use recd: the socket's group, and allowed by the peer-credential check (default: none; only recd's own user and root).", valueName: "group"))
     var socketGroup: String?
 
     @Option(name: .long, help: ArgumentHelp("Mode of the socket file, in octal.", valueName: "mode"))
@@ -49,6 +49,15 @@ struct RecdCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Connections served at once; more get 503 too_many_connections.")
     var maxConnections: Int = 64
+
+    @Option(name: .long, help: "Connections served at once to one user (uid), at most --max-connections; more get 503 too_many_connections.")
+    var maxConnectionsPerPeer: Int = 16
+
+    @Option(name: .long, help: ArgumentHelp("Close a connection whose request head has not arrived this many seconds after its first byte (or after connect), 0.1-3600.", valueName: "seconds"))
+    var requestHeadTimeout: Double = 10
+
+    @Option(name: .long, help: ArgumentHelp("Close a keep-alive connection left idle this many seconds after a response, 0.1-3600.", valueName: "seconds"))
+    var keepAliveTimeout: Double = 60
 
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to record from.", valueName: "pcm"))
     var captureDevice: String = "default"
@@ -138,6 +147,9 @@ struct RecdCommand: AsyncParsableCommand {
             throw ValidationError("--sync-interval-ms must be \(EngineConfiguration.syncIntervalRange.lowerBound)...\(EngineConfiguration.syncIntervalRange.upperBound)")
         }
         guard (1...10_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1...10000") }
+        guard (1...10_000).contains(maxConnectionsPerPeer) else { throw ValidationError("--max-connections-per-peer must be 1...10000") }
+        guard (0.1...3600).contains(requestHeadTimeout) else { throw ValidationError("--request-head-timeout must be 0.1...3600 seconds") }
+        guard (0.1...3600).contains(keepAliveTimeout) else { throw ValidationError("--keep-alive-timeout must be 0.1...3600 seconds") }
         guard minFreeMb >= 0 else { throw ValidationError("--min-free-mb must not be negative") }
         guard (1...1_000_000).contains(maxImportMb) else { throw ValidationError("--max-import-mb must be 1...1000000") }
         guard playbackLoudness == "off" || Double(playbackLoudness).map({ (-70...0).contains($0) }) == true else {
@@ -198,6 +210,9 @@ struct RecdCommand: AsyncParsableCommand {
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,
                                     socketGroup: socketGroup.flatMap(RecdDaemon.group(named:)), logger: logger)
             daemon.maxConnections = maxConnections
+            daemon.maxConnectionsPerPeer = maxConnectionsPerPeer
+            daemon.timeouts.requestHead = .nanoseconds(Int64(requestHeadTimeout * 1e9))
+            daemon.timeouts.keepAlive = .nanoseconds(Int64(keepAliveTimeout * 1e9))
             try await daemon.run()
         } catch {
             logger.critical("\(error)")

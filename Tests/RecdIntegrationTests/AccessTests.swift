@@ -53,6 +53,23 @@ final class AccessTests: XCTestCase {
         XCTAssertTrue(daemon.log.contains("POST /v1/record/stop by uid 0 pid"), daemon.log)
     }
 
+    /// Without `--socket-group` recd trusts its owner (and root) alone, not its primary group: where
+    /// every user's primary group is `users`, that group is everyone.
+    func testWithoutASocketGroupOnlyTheOwnerIsTrusted() throws {
+        let daemon = try Daemon(environment: pulse.environment, extraArgs: ["--socket-mode", "666"])
+        defer { daemon.cleanUp() }
+        let run = URL(fileURLWithPath: daemon.socket).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try daemon.start()
+        XCTAssertTrue(daemon.log.contains("serving root and uid 0 (no --socket-group names a group to let in)"), daemon.log)
+        // Another user whose primary group is recd's own (root's, here).
+        let sameGroup = try Tools.run("setpriv", ["--reuid=65534", "--regid=\(getegid())", "--clear-groups",
+                                                  Tools.recctl, "--socket", daemon.socket, "status"], environment: pulse.environment)
+        XCTAssertEqual(sameGroup.status, 1, sameGroup.stderr)
+        XCTAssertTrue(sameGroup.stderr.contains("uid 65534 may not use this recd: only root and uid 0 may"), sameGroup.stderr)
+        XCTAssertEqual(try daemon.recctl("status").status, 0, "the owner is served")
+    }
+
     /// The system unit's `ProtectProc=invisible` hides other users' processes from recd: the peer's
     /// supplementary groups must come from the socket (SO_PEERGROUPS), not /proc/PID/status. Real
     /// users made here: recd runs as one (as `User=recd` does) in a private mount namespace with
@@ -115,6 +132,17 @@ final class AccessTests: XCTestCase {
         let refused = try asUser(outsider)
         XCTAssertEqual(refused.status, 1, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("may not use this recd") && refused.stderr.contains("group \(group)"), refused.stderr)
+        // A member in more than 64 groups: SO_PEERGROUPS needs a larger buffer, and /proc is no way out
+        // (hidden here, and open to pid reuse anywhere).
+        let gid = try XCTUnwrap(getgrnam(group)?.pointee.gr_gid)
+        let many = ([gid] + (60_000..<60_070).map { UInt32($0) }).map(String.init).joined(separator: ",")
+        let crowded = try Tools.run("setpriv", ["--reuid=\(member)", "--regid=nogroup", "--groups=\(many)",
+                                                Tools.recctl, "--socket", socket, "status"])
+        XCTAssertEqual(crowded.status, 0, "a member in 71 groups is served: \(crowded.stderr)\n\(daemonLog())")
+        let crowdedOutsider = try Tools.run("setpriv", ["--reuid=\(outsider)", "--regid=nogroup",
+                                                        "--groups=\((60_000..<60_070).map(String.init).joined(separator: ","))",
+                                                        Tools.recctl, "--socket", socket, "status"])
+        XCTAssertEqual(crowdedOutsider.status, 1, crowdedOutsider.stderr)
     }
 
     func testSocketGroupOwnsTheSocketAndTheDirectoryItMade() throws {

@@ -191,6 +191,71 @@ final class ImportTests: DaemonTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: full.dataDir.appendingPathComponent(".uploads").path), [])
     }
 
+    /// A body that does not announce its size (chunked) counts against --min-free-mb as it arrives:
+    /// it was 0 bytes to the check before the first byte, and could fill the disk past the limit.
+    /// The data directory is a 30 MiB tmpfs (31.5 MB) and recd keeps 30 MB free.
+    func testAChunkedImportCountsWhatArrivesAgainstMinFree() throws {
+        try XCTSkipIf(geteuid() != 0, "needs root, to mount a small tmpfs")
+        let big = try make("big.wav", tone(440, seconds: 30))    // 2.9 MB
+        let small = try make("small.wav", tone(440, seconds: 2))  // 0.2 MB
+        daemon.stop()
+        let tight = try Daemon(environment: pulse.environment, extraArgs: ["--min-free-mb", "30"])
+        defer { tight.cleanUp() }
+        try FileManager.default.createDirectory(at: tight.dataDir, withIntermediateDirectories: true)
+        XCTAssertEqual(try Tools.run("mount", ["-t", "tmpfs", "-o", "size=30m,mode=0700", "tmpfs", tight.dataDir.path]).status, 0)
+        defer { tight.stop(); _ = try? Tools.run("umount", [tight.dataDir.path]) }
+        try tight.start()
+        func chunked(_ file: String, _ name: String) throws -> String {
+            try Tools.run("curl", ["-s", "-w", "\n%{http_code}", "--unix-socket", tight.socket, "-X", "POST",
+                                   "-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file,
+                                   "http://recd/v1/recordings/import?name=\(name)"]).stdout
+        }
+        let refused = try chunked(big, "big.wav")
+        XCTAssertTrue(refused.hasSuffix("\n507"), refused)
+        XCTAssertTrue(refused.contains("insufficient_storage") && refused.contains("not enough free space"), refused)
+        XCTAssertEqual(try tight.recctlJSON(RecordingList.self, "list").total, 0, "a refused import stores nothing")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tight.dataDir.appendingPathComponent(".uploads").path), [])
+        // One that leaves the room is taken.
+        let taken = try chunked(small, "small.wav")
+        XCTAssertTrue(taken.hasSuffix("\n201"), taken)
+    }
+
+    /// The import's `name` rule as the OpenAPI document states it (pattern and lengths) is the rule
+    /// recd enforces: a name the document allows is never refused as a name, and one it does not
+    /// allow is 422. (schemathesis found a schema-valid name refused: a control character.)
+    func testTheDocumentStatesTheNameRuleRecdEnforces() throws {
+        let (code, yaml) = try daemon.curl("GET", "/v1/openapi.yaml")
+        XCTAssertEqual(code, 200)
+        let operation = try XCTUnwrap(yaml.range(of: "  /v1/recordings/import:"))
+        let parameter = try XCTUnwrap(yaml.range(of: "- name: name\n", range: operation.upperBound..<yaml.endIndex))
+        let rest = yaml[parameter.upperBound...]
+        let schema = rest[..<(rest.range(of: "- name: ")?.lowerBound ?? rest.endIndex)]   // up to the next parameter
+        func value(_ key: String) throws -> String {
+            let line = try XCTUnwrap(schema.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(key + ": ") })
+            return String(line.trimmingCharacters(in: .whitespaces).dropFirst(key.count + 2))
+        }
+        let pattern = try value("pattern").trimmingCharacters(in: CharacterSet(charactersIn: "'"))
+        let minLength = try XCTUnwrap(Int(try value("minLength"))), maxLength = try XCTUnwrap(Int(try value("maxLength")))
+        let regex = try NSRegularExpression(pattern: pattern)
+        func documentAllows(_ name: String) -> Bool {
+            let scalars = name.unicodeScalars.count   // JSON Schema's lengths count code points
+            return (minLength...maxLength).contains(scalars)
+                && regex.firstMatch(in: name, range: NSRange(name.startIndex..., in: name)) != nil
+        }
+        let names = ["memo.wav", "ünï côdé.wav", "🇩🇪 memo.wav", " spaced .wav", "a/b.wav", "tab\there.wav", "bell\u{7}.wav",
+                     "line\nbreak.wav", "del\u{7F}.wav", "nel\u{85}.wav", "c1\u{9F}.wav", "ls\u{2028}.wav",
+                     String(repeating: "n", count: 255), String(repeating: "n", count: 256)]
+        for name in names {
+            let query = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let (got, body) = try daemon.curl("POST", "/v1/recordings/import?name=\(query)", body: "not media")
+            let refusedAsName = got == 422 && body.contains("invalid_value") && body.contains("name")
+            XCTAssertEqual(documentAllows(name), !refusedAsName, "\(name.debugDescription): recd answered \(got) \(body)")
+            XCTAssertTrue(refusedAsName || got == 415, "\(name.debugDescription): \(got) \(body)")
+        }
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
+        try assertNothingLeftBehind()
+    }
+
     /// recd killed while an import is still arriving: after the restart nothing of it is left.
     func testAnImportInterruptedByAKillLeavesNothing() throws {
         let big = try make("long.wav", tone(440, seconds: 60))   // 5.8 MB, sent at 1 MB/s
