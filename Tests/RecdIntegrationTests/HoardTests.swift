@@ -82,8 +82,8 @@ final class HoardTests: XCTestCase {
     var pulse: PulseAudioServer!
     var daemon: Daemon!
     override func setUpWithError() throws {
-        try XCTSkipIf(geteuid() != 0, "needs root, to run clients as other users with setpriv")
-        try XCTSkipIf(Tools.which("setpriv") == nil, "setpriv (util-linux) is not installed")
+        try Skip.if(geteuid() != 0, "needs root, to run clients as other users with setpriv")
+        try Skip.if(Tools.which("setpriv") == nil, "setpriv (util-linux) is not installed")
         pulse = try PulseAudioServer()
     }
     override func tearDown() { daemon?.cleanUp(); pulse?.stop() }

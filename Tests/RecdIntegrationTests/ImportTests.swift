@@ -195,7 +195,7 @@ final class ImportTests: DaemonTestCase {
     /// it was 0 bytes to the check before the first byte, and could fill the disk past the limit.
     /// The data directory is a 30 MiB tmpfs (31.5 MB) and recd keeps 30 MB free.
     func testAChunkedImportCountsWhatArrivesAgainstMinFree() throws {
-        try XCTSkipIf(geteuid() != 0, "needs root, to mount a small tmpfs")
+        try Skip.if(geteuid() != 0, "needs root, to mount a small tmpfs")
         let big = try make("big.wav", tone(440, seconds: 30))    // 2.9 MB
         let small = try make("small.wav", tone(440, seconds: 2))  // 0.2 MB
         daemon.stop()
