@@ -65,3 +65,48 @@ def recd_cpu_seconds(pid):
         except OSError:
             pass   # ended and reaped meanwhile: its time is in recd's cutime/cstime
     return total / tick
+
+
+class PrivatePulse:
+    """A private PulseAudio server for a bench: its own XDG_RUNTIME_DIR and HOME under `work` (cookie,
+    state), reached by name, autospawn off, so nothing here reaches or starts any other PulseAudio.
+    It sets this process's environment, so recd, pactl, paplay and arecord started after it use it.
+    One null sink named `sink` (48 kHz stereo): ALSA's `pulse:<sink>` plays into it and
+    `pulse:<sink>.monitor` captures what plays, paced in real time."""
+
+    def __init__(self, work, sink):
+        self.xdg = os.path.join(work, "xdg")
+        self.sink = sink
+        self.log = os.path.join(work, "pulseaudio.log")
+        os.makedirs(self.xdg, mode=0o700)
+        os.makedirs(os.path.join(work, "home/.config/pulse"))
+        os.environ.update(XDG_RUNTIME_DIR=self.xdg, HOME=os.path.join(work, "home"), PULSE_SERVER=f"unix:{self.xdg}/pulse/native")
+        open(os.path.join(work, "home/.config/pulse/client.conf"), "w").write("autospawn = no\n")
+
+    def start(self):
+        import subprocess, sys, time
+        pa = os.path.join(self.xdg, "pa.pa")
+        open(pa, "w").write(f"load-module module-null-sink sink_name={self.sink} rate=48000 channels=2\n"
+                            "load-module module-native-protocol-unix\n")
+        r = subprocess.run(["pulseaudio", "-n", "-F", pa, "--exit-idle-time=-1", "--daemonize=yes", "--use-pid-file=yes",
+                            f"--log-target=file:{self.log}"], stderr=open(self.log, "a"))
+        if r.returncode != 0:
+            sys.exit(f"pulseaudio did not start; see {self.log}")
+        for _ in range(50):
+            if subprocess.run(["pactl", "info"], capture_output=True).returncode == 0:
+                return
+            time.sleep(0.1)
+        sys.exit("pulseaudio is not answering")
+
+    def stop(self):
+        """Stops the server and waits for it to go (it daemonized: not our child)."""
+        import time
+        try:
+            pid = int(open(os.path.join(self.xdg, "pulse/pid")).read().split()[0])
+            os.kill(pid, 15)
+        except (OSError, ValueError, IndexError):
+            return
+        for _ in range(100):
+            if not os.path.exists(f"/proc/{pid}"):
+                return
+            time.sleep(0.05)

@@ -63,6 +63,12 @@ public enum MP4Finalizer {
         // to the next packet, the last one's what the stream's own duration leaves for it.
         var held = [FFmpegPacket?](repeating: nil, count: streamCount)
         var lastDuration = [Int64](repeating: 0, count: streamCount)
+        // A held packet whose bytes reach the end of the file: in a file cut by a crash or a power
+        // cut, the mov demuxer returns the sample that straddles the end short (what was there),
+        // without a flag, and a decoder fails on it ("Input buffer exhausted"). When the read then
+        // stops at damage, such a last packet is left out (one frame: 21 ms of AAC).
+        var reachesEnd = [Bool](repeating: false, count: streamCount)
+        let fileSize = avio_size(inCtx.pointee.pb)
         func emit(_ index: Int, nextPTS: Int64?) throws {
             guard let owner = held[index] else { return }
             held[index] = nil
@@ -114,6 +120,7 @@ public enum MP4Finalizer {
                 if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts -= by }
                 if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts -= by }
             }
+            let atEnd = fileSize > 0 && pkt.pointee.pos >= 0 && pkt.pointee.pos + Int64(pkt.pointee.size) >= fileSize
             pkt.pointee.pos = -1
             packets += 1
             if par.codec_type == AVMEDIA_TYPE_AUDIO {
@@ -121,11 +128,18 @@ public enum MP4Finalizer {
                 let keep = try FFmpegPacket()
                 av_packet_move_ref(keep.pointer, pkt)
                 held[index] = keep
+                reachesEnd[index] = atEnd
             } else {
                 try muxer.write(pkt)
             }
         }
-        for index in held.indices { try emit(index, nextPTS: nil) }
+        for index in held.indices {
+            if damaged && reachesEnd[index] {
+                held[index] = nil   // torn: see `reachesEnd`
+                packets -= 1
+            }
+            try emit(index, nextPTS: nil)
+        }
         try muxer.close()
         return RemuxResult(packets: packets, stoppedAtDamage: damaged)
     }

@@ -23,9 +23,10 @@ final class FFmpegInput {
 
     /// The demuxers recd opens: the containers of audio and video files people record or export
     /// (MP4/QuickTime, Matroska/WebM, Ogg, FLAC, WAV and its kin, MP3, ADTS AAC, AIFF, CAF, WMA…),
-    /// none of which opens anything but the file it was given.
+    /// and a single JPEG (a poster), none of which opens anything but the file it was given. Not
+    /// `image2`, which reads a numbered sequence of files beside the one named.
     static let formats = ["mov", "matroska", "webm", "ogg", "flac", "wav", "w64", "mp3", "aac", "aiff", "caf",
-                          "au", "wv", "ape", "amr", "asf", "tta", "ac3", "eac3", "dts", "mpc", "mpc8", "truehd"]
+                          "au", "wv", "ape", "amr", "asf", "tta", "ac3", "eac3", "dts", "mpc", "mpc8", "truehd", "jpeg_pipe"]
 
     init(path: String) throws {
         self.path = path

@@ -90,9 +90,12 @@ cp "$work/data/$(file_of "$out/paused-silent.json")" "$out/paused-silent.mov"
 (sleep 2) | rc record --video > "$out/screen.txt" 2>&1
 
 # 3. The camera busy: another program streams from it.
-v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > /dev/null 2>&1 &
+# It prints a mark for each frame it takes: once the first is there it is streaming (a fixed
+# sleep was not always enough in a loaded VM).
+v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > "$work/streamer.out" 2>&1 &
 streamer=$!
-sleep 1
+for _ in $(seq 100); do [ -s "$work/streamer.out" ] && break; sleep 0.1; done
+[ -s "$work/streamer.out" ] || { echo "v4l2-ctl did not start streaming" >&2; exit 1; }
 if rc record start --video > "$out/busy.txt" 2>&1; then echo "started while the camera was busy" >&2; exit 1; fi
 kill $streamer; wait $streamer 2>/dev/null || true
 
