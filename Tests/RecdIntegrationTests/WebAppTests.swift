@@ -17,6 +17,18 @@ final class WebAppTests: XCTestCase {
         XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
     }
 
+    /// Issue 35 §2 in Chromium: the cookie reaches no other local port, two `recctl ui` coexist, and
+    /// `--open` hands xdg-open a private redirecting file rather than the token.
+    func testTheCredentialStaysWithItsRelayInChromium() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/relay_credential_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 120)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
+
     /// recd serves the page itself on its socket, with its assets under the daemon's version.
     func testRecdServesThePageAndItsAssets() throws {
         let pulse = try PulseAudioServer()
