@@ -160,6 +160,29 @@ final class UIRelayTests: XCTestCase {
         }
     }
 
+    /// The other way: a request body that recd does not take (recd stopped) is not read from the
+    /// browser faster than recd's socket takes it, so recctl ui does not hold it.
+    func testAnUntakenRequestBodyDoesNotGrowTheRelay() throws {
+        let daemon = try startDaemon()
+        let relay = try startRelay(daemon)
+        let cookie = try redeem(relay)
+        XCTAssertEqual(try status(relay, "\(relay.prefix)/v1/status", cookie: cookie), 200)
+        Thread.sleep(forTimeInterval: 0.5)
+        let before = try residentKB(relay.pid)
+        let recd = try XCTUnwrap(daemon.process).processIdentifier
+        kill(recd, SIGSTOP)
+        defer { kill(recd, SIGCONT) }
+        let total = 100 << 20
+        let c = try RawConnection(port: relay.port)
+        try c.send("POST \(relay.prefix)/v1/import HTTP/1.1\r\nHost: 127.0.0.1:\(relay.port)\r\nCookie: \(cookie)\r\n"
+                   + "Origin: http://127.0.0.1:\(relay.port)\r\nContent-Type: application/octet-stream\r\nContent-Length: \(total)\r\n\r\n")
+        let sent = c.sendUntilStalled(total, stall: 2)
+        let after = try residentKB(relay.pid)
+        print("recctl ui resident: \(before) kB, then \(after) kB with \(sent) bytes of a body recd does not read")
+        XCTAssertLessThan(sent, 50 << 20, "recctl ui took the whole body although recd read none of it")
+        XCTAssertLessThan(after - before, 10_000, "recctl ui grew from \(before) to \(after) kB holding a body for recd")
+    }
+
     private func openDescriptors(_ pid: Int32) throws -> Int {
         try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
     }
@@ -204,6 +227,21 @@ final class RawConnection {
             guard n > 0 else { throw NSError(domain: "recd-tests", code: Int(errno)) }
             done += n
         }
+    }
+
+    /// Sends up to `total` bytes of zeros without blocking, until the peer has taken none for
+    /// `stall` seconds: how many it took.
+    func sendUntilStalled(_ total: Int, stall: TimeInterval) -> Int {
+        let chunk = [UInt8](repeating: 0, count: 65536)
+        var sent = 0
+        while sent < total {
+            let n = chunk.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, min($0.count, total - sent), Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n > 0 { sent += n; continue }
+            guard n < 0, errno == EAGAIN || errno == EWOULDBLOCK else { break }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            if poll(&p, 1, Int32(stall * 1000)) != 1 { break }
+        }
+        return sent
     }
 
     /// Up to `max` bytes, waiting up to `timeout` for the first; empty at the end of the stream.
