@@ -1,8 +1,9 @@
 // recctl ui: the web app recd serves, opened in the person's browser. A browser cannot open a Unix
 // socket, so recctl listens on 127.0.0.1 only and forwards each request to recd's socket as the user
 // who ran it (recd's peer check and its logs still name that user). It knows nothing of the screens:
-// it gates (one-time token → cookie, Host, Origin) and forwards, streaming responses unbuffered
-// (the event stream, Range requests of media).
+// it gates (a per-instance secret path, one-time token → cookie scoped to that path, Host, Origin)
+// and forwards, streaming responses as they come (the event stream, Range requests of media) but
+// no faster than the browser takes them. Why each gate: docs/webapp.md and docs/design.md.
 import ArgumentParser
 import Dispatch
 import FoundationEssentials
@@ -18,13 +19,15 @@ struct UI: AsyncParsableCommand {
         commandName: "ui",
         abstract: "Open recd's web app: serve it on 127.0.0.1 for your browser, forwarding to recd's socket.",
         discussion: """
-        Prints the address to open (with a one-time token) as the first line, then serves until Ctrl-C.
-        Only 127.0.0.1 is listened on; the token is exchanged for a cookie on first use and then dropped
-        from the address bar. Requests with another Host, or changes from another Origin, are refused.
+        Prints the address to open (a secret path and a one-time token) as the first line, then serves
+        until Ctrl-C. Only 127.0.0.1 is listened on; the token is exchanged for a cookie that the browser
+        sends only under that path, and is then dropped from the address bar. Requests with another Host,
+        or changes from another Origin, are refused.
         """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "Port on 127.0.0.1 (default: a free one).") var port: Int = 0
-    @Flag(help: "Open the address in the default browser (xdg-open).") var open = false
+    @Flag(help: "Open the address in the default browser (xdg-open), through a private file: the token is never on a command line.")
+    var open = false
 
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
@@ -34,14 +37,21 @@ struct UI: AsyncParsableCommand {
         // recd must be there (this also starts a socket-activated recd).
         _ = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
         let gate = BridgeGate()
+        let connections = BridgeConnections(cap: BridgeConnections.defaultCap)
         let socket = global.socket
         let group = MultiThreadedEventLoopGroup.singleton
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 128)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // At the cap, the oldest connection that never showed the credential makes room (or
+                // this one goes): a flood of half-sent requests cannot take the owner's place.
+                guard let id = connections.admit(channel) else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in connections.leave(id) }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(BridgeHandler(gate: gate, socket: socket))
+                    try channel.pipeline.syncOperations.addHandler(
+                        BridgeHandler(gate: gate, socket: socket, trust: { connections.trust(id) }))
                 }
             }
         let server: any Channel
@@ -53,15 +63,26 @@ struct UI: AsyncParsableCommand {
         }
         let bound = server.localAddress?.port ?? port
         gate.port = bound
-        let url = "http://127.0.0.1:\(bound)/?token=\(gate.token)"
+        let url = "http://127.0.0.1:\(bound)\(gate.prefix)/?token=\(gate.token)"
         // First line, flushed at once: a script reads it from a pipe (with --json, as {"url": …}).
         let first = global.json ? (try? APIJSON.encoder().encode(["url": url])).map { String(decoding: $0, as: UTF8.self) } ?? url : url
         Console.out(Data((first + "\n").utf8))
-        Console.err(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)/ (Ctrl-C stops)\n".utf8))
+        Console.err(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)\(gate.prefix)/ (Ctrl-C stops)\n".utf8))
+        var launch: LaunchPage?
         if open {
-            let status = spawn(["/usr/bin/env", "xdg-open", url])
-            if status != 0 {
-                Console.err(Data("recctl ui: could not run xdg-open (\(errnoText(status))); open the address yourself\n".utf8))
+            // xdg-open and the browser get a private file that redirects, not the address: a
+            // command line is readable by every user (/proc/PID/cmdline), a 0600 file is not.
+            do {
+                let page = try LaunchPage(url: url)
+                launch = page
+                gate.onRedeem = { page.remove() }
+                DispatchQueue.global().asyncAfter(deadline: .now() + LaunchPage.lifetime) { page.remove() }
+                let status = spawn(["/usr/bin/env", "xdg-open", page.fileURL])
+                if status != 0 {
+                    Console.err(Data("recctl ui: could not run xdg-open (\(errnoText(status))); open the address yourself\n".utf8))
+                }
+            } catch {
+                Console.err(Data("recctl ui: \(error); open the address yourself\n".utf8))
             }
         }
         signal(SIGINT, SIG_IGN)
@@ -73,49 +94,167 @@ struct UI: AsyncParsableCommand {
             source.resume()
             return source
         }
-        defer { sources.forEach { $0.cancel() } }
+        defer { sources.forEach { $0.cancel() }; launch?.remove() }
         try await server.closeFuture.get()
     }
 }
 
-/// The one-time token, the cookie it is exchanged for, and the port the Host must name.
+/// The page `--open` hands to xdg-open: a file only its owner can read (0600, in the owner's 0700
+/// runtime directory or a 0700 directory of its own), which sends the browser on to the tokened
+/// address. Removed once the token is redeemed, after `lifetime`, or when recctl ui ends.
+final class LaunchPage: Sendable {
+    static let lifetime: DispatchTimeInterval = .seconds(120)
+    let path: String
+    /// A directory made for the page (removed with it), when the runtime directory would not do.
+    let ownDirectory: String?
+    private let removed = Mutex(false)
+
+    var fileURL: String { "file://" + path.percentEncoded(keeping: "/-._~") }
+
+    init(url: String) throws {
+        var dir: String? = nil
+        var own: String? = nil
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/") {
+            var st = stat()
+            if lstat(runtime, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid(), st.st_mode & 0o077 == 0 {
+                dir = runtime
+            }
+        }
+        if dir == nil {
+            let tmp = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+            var template = Array((tmp + "/recctl-ui-XXXXXX").utf8CString)
+            guard mkdtemp(&template) != nil else { throw ClientFailure.local("cannot make a private directory in \(tmp): \(errnoText())") }
+            own = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            dir = own
+        }
+        path = dir! + "/recctl-ui-\(BridgeGate.random(bytes: 8)).html"
+        ownDirectory = own
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ClientFailure.local("cannot write \(path): \(errnoText())") }
+        defer { close(fd) }
+        _ = fchmod(fd, 0o600)
+        let href = url.replacingScalar("&", with: "&amp;").replacingScalar("\"", with: "&quot;").replacingScalar("<", with: "&lt;")
+        let html = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(href)">
+            <title>Opening recd's web app</title></head>
+            <body><p>Opening <a href="\(href)">recd's web app</a>…</p></body></html>
+
+            """
+        Console.write(Array(html.utf8), to: fd)
+    }
+
+    func remove() {
+        let first = removed.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        unlink(path)
+        if let ownDirectory { rmdir(ownDirectory) }
+    }
+}
+
+/// The per-instance secrets and the port the Host must name: the path prefix the app is served
+/// under, the one-time token, and the cookie it is exchanged for (named after the port and scoped
+/// to the prefix, so a second `recctl ui` sets its own beside it).
 final class BridgeGate: @unchecked Sendable {
+    /// `/ui-` and 16 random bytes: a browser sends the cookie only under it, whatever the port.
+    let prefix = "/ui-" + BridgeGate.random(bytes: 16)
     let token = BridgeGate.random()
     let cookie = BridgeGate.random()
     private let used = Mutex(false)
     private let boundPort = Mutex(0)
+    private let redeemed = Mutex<(@Sendable () -> Void)?>(nil)
     var port: Int {
         get { boundPort.withLock { $0 } }
         set { boundPort.withLock { $0 = newValue } }
     }
+    /// Called once, when the token is redeemed (the launch page is then removed).
+    var onRedeem: (@Sendable () -> Void)? {
+        get { redeemed.withLock { $0 } }
+        set { redeemed.withLock { $0 = newValue } }
+    }
+    var cookieName: String { "recd_ui_\(port)" }
 
     /// True once, for the right token.
     func redeem(_ candidate: Substring) -> Bool {
-        used.withLock { used in
-            guard !used, candidate == token else { return false }
+        let ok = used.withLock { used in
+            guard !used, BridgeGate.same(candidate.utf8, token.utf8) else { return false }
             used = true
             return true
         }
+        if ok { onRedeem?() }
+        return ok
     }
 
-    static func random() -> String {
-        var bytes = [UInt8](repeating: 0, count: 32)
+    static func random(bytes count: Int = 32) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }   // SystemRandomNumberGenerator: getrandom(2)
         return bytes.map { String(cFormat: "%02x", $0) }.joined()
     }
 
-    var hosts: Set<String> { ["127.0.0.1:\(port)", "localhost:\(port)"] }
-    var origins: Set<String> { Set(hosts.map { "http://" + $0 }) }
+    /// Compared in a time that does not depend on where they differ (as Jupyter's hmac.compare_digest).
+    static func same(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for (x, y) in zip(a, b) { diff |= x ^ y }
+        return diff == 0
+    }
+
+    /// Only what is listened on: `localhost` may also name [::1], where another user could listen.
+    var host: String { "127.0.0.1:\(port)" }
+    var origin: String { "http://" + host }
+}
+
+/// The browser connections: at most `cap`. When one more comes, the oldest that has not shown the
+/// cookie or the token is closed; when all have, the new one is.
+final class BridgeConnections: Sendable {
+    static let defaultCap = 64
+    private struct Entry { let channel: any Channel; var trusted: Bool }
+    private struct State { var next = 0; var entries: [Int: Entry] = [:] }
+    private let state = Mutex(State())
+    let cap: Int
+
+    init(cap: Int) { self.cap = cap }
+
+    /// The new connection's id, or nil when it is the one to go.
+    func admit(_ channel: any Channel) -> Int? {
+        let (id, evicted): (Int?, (any Channel)?) = state.withLock { s in
+            let id = s.next
+            s.next += 1
+            guard s.entries.count >= cap else {
+                s.entries[id] = Entry(channel: channel, trusted: false)
+                return (id, nil)
+            }
+            guard let oldest = s.entries.filter({ !$0.value.trusted }).keys.min() else { return (nil, nil) }
+            let victim = s.entries.removeValue(forKey: oldest)!.channel
+            s.entries[id] = Entry(channel: channel, trusted: false)
+            return (id, victim)
+        }
+        evicted?.close(promise: nil)
+        return id
+    }
+
+    func trust(_ id: Int) { state.withLock { s in s.entries[id]?.trusted = true } }
+    func leave(_ id: Int) { state.withLock { s in _ = s.entries.removeValue(forKey: id) } }
 }
 
 /// One browser connection: each request is checked, then forwarded to recd on a connection of its
-/// own, on this channel's event loop (so both handlers run on one thread).
+/// own, on this channel's event loop (so both handlers run on one thread). A request's head must come
+/// within `headerTimeout` of the connection or of the previous response's end, else the connection
+/// is closed. Neither side is read faster than the other side takes what was read.
 final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// As Apache's KeepAliveTimeout (5 s) and well under nginx's header timeout (60 s): a browser
+    /// sends a head at once, and reopens an idle connection that was closed.
+    static let headerTimeout: TimeAmount = .seconds(10)
+
     private let gate: BridgeGate
     private let socket: String
+    private let trust: @Sendable () -> Void
     private var upstream: (any Channel)?
     /// Request parts that came before the connection to recd was up.
     private var pending: [HTTPClientRequestPart] = []
@@ -123,74 +262,140 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     private var respondedHead = false
     /// The request is a page load (the browser's navigation), not the app's own API call.
     private var wantsPage = false
+    private var headerDeadline: Scheduled<Void>?
 
-    init(gate: BridgeGate, socket: String) { self.gate = gate; self.socket = socket }
+    init(gate: BridgeGate, socket: String, trust: @escaping @Sendable () -> Void) {
+        self.gate = gate; self.socket = socket; self.trust = trust
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { awaitHead(context.channel) }
+
+    func handlerRemoved(context: ChannelHandlerContext) { headerDeadline?.cancel() }
+
+    /// The next request's head must come within the timeout.
+    private func awaitHead(_ channel: any Channel) {
+        headerDeadline?.cancel()
+        headerDeadline = channel.eventLoop.scheduleTask(in: Self.headerTimeout) { channel.close(promise: nil) }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            headerDeadline?.cancel()
+            headerDeadline = nil
             forwarding = false
             respondedHead = false
-            if let refusal = check(head) {
-                reply(context, refusal.status, refusal.body, extra: refusal.headers)
+            let path: String
+            switch check(head) {
+            case .forward(let p): path = p
+            case .refuse(let status, let body, let headers):
+                reply(context, status, body, extra: headers)
+                return
+            case .enter(let cookie):
+                replyOn(context.channel, .ok, Self.enterPage(gate.prefix + "/"), type: "text/html; charset=utf-8",
+                        extra: [("Set-Cookie", cookie), ("Content-Security-Policy", "default-src 'none'")])
                 return
             }
+            trust()
             forwarding = true
             wantsPage = head.method == .GET && head.headers["Accept"].contains { $0.contains("text/html") }
-            var out = HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri)
+            var out = HTTPRequestHead(version: .http1_1, method: head.method, uri: path)
             for (name, value) in head.headers where !["host", "cookie", "connection", "keep-alive", "origin", "referer"].contains(name.lowercased()) {
                 out.headers.add(name: name, value: value)
             }
             out.headers.add(name: "Host", value: "recd")
             out.headers.add(name: "Connection", value: "close")
             pending = [.head(out)]
+            // Nothing more is read from the browser until recd's connection takes it.
+            setAutoRead(context.channel, false)
             connect(context)
         case .body(let buffer):
             guard forwarding else { return }
-            send(.body(.byteBuffer(buffer)))
+            send(.body(.byteBuffer(buffer)), browser: context.channel)
         case .end:
             guard forwarding else { return }
-            send(.end(nil))
+            send(.end(nil), browser: context.channel)
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // The browser took what was queued for it: read recd's reply again.
+        if context.channel.isWritable, let upstream { setAutoRead(upstream, true) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        headerDeadline?.cancel()
         upstream?.close(promise: nil)   // an event stream ends when the page goes
         upstream = nil
         context.fireChannelInactive()
     }
 
-    /// The gate: Host (DNS rebinding), the token or cookie, and Origin for changes (CSRF).
-    private func check(_ head: HTTPRequestHead) -> (status: HTTPResponseStatus, body: String, headers: [(String, String)])? {
-        guard let host = head.headers.first(name: "Host"), gate.hosts.contains(host.lowercased()) else {
-            return (.forbidden, "recctl ui answers only requests for 127.0.0.1:\(gate.port) or localhost:\(gate.port).", [])
+    enum Verdict {
+        case forward(path: String)
+        case refuse(HTTPResponseStatus, String, [(String, String)])
+        /// The token redeemed: this cookie, and a page that goes on to the app.
+        case enter(cookie: String)
+    }
+
+    /// Sent with the cookie in place of a redirect: a browser that came from elsewhere (the
+    /// launch file of --open is a file:// page, a link in another site's page) withholds a
+    /// SameSite=Strict cookie from every request of that navigation, redirects included, so the
+    /// app would answer 401; a navigation this page starts is the relay's own, and carries it.
+    static func enterPage(_ location: String) -> String {
+        """
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(location)">
+        <title>Opening recd's web app</title></head><body><p>Opening <a href="\(location)">recd's web app</a>…</p></body></html>
+        """
+    }
+
+    /// The gate: Host (DNS rebinding), the instance's path, the token or cookie, and Origin for
+    /// changes (CSRF). What is forwarded is the path without the instance's prefix.
+    private func check(_ head: HTTPRequestHead) -> Verdict {
+        guard let host = head.headers.first(name: "Host"), host.lowercased() == gate.host else {
+            return .refuse(.forbidden, "recctl ui answers only requests for \(gate.host).", [])
         }
-        let url = URLComponents(string: head.uri)
+        let prefix = gate.prefix
+        let uri = head.uri.utf8
+        guard uri.count > prefix.utf8.count, BridgeGate.same(uri.prefix(prefix.utf8.count), prefix.utf8) else {
+            if uri.count == prefix.utf8.count, BridgeGate.same(uri, prefix.utf8) {
+                return .refuse(.permanentRedirect, "", [("Location", prefix + "/")])
+            }
+            return .refuse(.notFound, "Nothing here. Open the address `recctl ui` printed, or run `recctl ui` again.", [])
+        }
+        let path = String(head.uri.dropFirst(prefix.count))
+        guard path.hasPrefix("/") else {
+            return .refuse(.notFound, "Nothing here. Open the address `recctl ui` printed, or run `recctl ui` again.", [])
+        }
+        let url = URLComponents(string: path)
         let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace() }
-        let hasCookie = cookies.contains("recd_ui=\(gate.cookie)")
+        let name = gate.cookieName + "="
+        let hasCookie = cookies.contains { $0.hasPrefix(name) && BridgeGate.same($0.utf8.dropFirst(name.utf8.count), gate.cookie.utf8) }
         if url?.path == "/", let token = url?.queryItems?.first(where: { $0.name == "token" })?.value {
             // The printed link opened again in the browser that redeemed it: it is let in already.
-            if hasCookie { return (.seeOther, "", [("Location", "/")]) }
+            if hasCookie { return .refuse(.seeOther, "", [("Location", prefix + "/")]) }
             guard gate.redeem(Substring(token)) else {
-                return (.unauthorized, "This link was used already or is not this recctl ui's. Run `recctl ui` again for a new one.", [])
+                return .refuse(.unauthorized, "This link was used already or is not this recctl ui's. Run `recctl ui` again for a new one.", [])
             }
-            // The token becomes a cookie and leaves the address bar (and the browser's history).
-            return (.seeOther, "", [("Location", "/"),
-                                    ("Set-Cookie", "recd_ui=\(gate.cookie); HttpOnly; SameSite=Strict; Path=/")])
+            // The token becomes a cookie and leaves the address bar (and the browser's history). The
+            // cookie goes back only under this instance's prefix: not to another port's server, not
+            // to another `recctl ui` (whose cookie, named after its port, sits beside this one).
+            return .enter(cookie: "\(gate.cookieName)=\(gate.cookie); HttpOnly; SameSite=Strict; Path=\(prefix)/")
         }
         guard hasCookie else {
-            return (.unauthorized, "Open the address `recctl ui` printed (it carries a one-time token), or run `recctl ui` again.", [])
+            return .refuse(.unauthorized, "Open the address `recctl ui` printed (it carries a one-time token), or run `recctl ui` again.", [])
         }
         if head.method != .GET && head.method != .HEAD, let origin = head.headers.first(name: "Origin"),
-           !gate.origins.contains(origin.lowercased()) {
-            return (.forbidden, "Changes are accepted only from the page recctl ui serves, not from \(origin).", [])
+           origin.lowercased() != gate.origin {
+            return .refuse(.forbidden, "Changes are accepted only from the page recctl ui serves, not from \(origin).", [])
         }
-        return nil
+        return .forward(path: path)
     }
 
     private func connect(_ context: ChannelHandlerContext) {
         let browser = context.channel
-        let relay = ResponseRelay(browser: browser, onHead: { [weak self] in self?.respondedHead = true })
+        let relay = ResponseRelay(browser: browser, onHead: { [weak self] in self?.respondedHead = true },
+                                  onEnd: { [weak self] in self?.awaitHead(browser) })
         ClientBootstrap(group: context.eventLoop)
             .connectTimeout(.seconds(5))
             .channelInitializer { channel in
@@ -203,14 +408,17 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
+                    guard browser.isActive else { channel.close(promise: nil); return }
                     upstream = channel
                     let parts = pending
                     pending = []
                     for part in parts { channel.write(part, promise: nil) }
                     channel.flush()
+                    if channel.isWritable { setAutoRead(browser, true) }
                 case .failure(let error):
                     pending = []
                     forwarding = false
+                    setAutoRead(browser, true)
                     if wantsPage {
                         // A person loading the page gets a page that says what to do, not JSON.
                         replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: "\(error)"), type: "text/html; charset=utf-8")
@@ -236,8 +444,11 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             """
     }
 
-    private func send(_ part: HTTPClientRequestPart) {
-        if let upstream { upstream.writeAndFlush(part, promise: nil) } else { pending.append(part) }
+    /// A part of the request body on to recd; the browser is not read while recd's side is full.
+    private func send(_ part: HTTPClientRequestPart, browser: any Channel) {
+        guard let upstream else { pending.append(part); return }
+        upstream.writeAndFlush(part, promise: nil)
+        if !upstream.isWritable { setAutoRead(browser, false) }
     }
 
     private func reply(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ text: String, extra: [(String, String)] = []) {
@@ -250,22 +461,33 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
         head.headers.add(name: "Content-Type", value: type)
         head.headers.add(name: "Content-Length", value: String(text.utf8.count))
         head.headers.add(name: "Cache-Control", value: "no-store")
+        head.headers.add(name: "Referrer-Policy", value: "no-referrer")
         for (name, value) in extra { head.headers.add(name: name, value: value) }
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
         channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text))), promise: nil)
         channel.writeAndFlush(HTTPServerResponsePart.end(nil), promise: nil)
+        awaitHead(channel)
     }
 }
 
+/// Sets a channel's autoRead; called on its event loop (the browser's and recd's share one).
+func setAutoRead(_ channel: any Channel, _ on: Bool) {
+    try? channel.syncOptions?.setOption(ChannelOptions.autoRead, value: on)
+}
+
 /// recd's reply, part by part, to the browser as it comes: an event stream or a large file is never
-/// held back.
+/// held back, and recd's side is not read while the browser's is full (at most one read's worth
+/// queued: a browser that does not read does not grow recctl).
 final class ResponseRelay: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
     private let browser: any Channel
     private let onHead: () -> Void
+    private let onEnd: () -> Void
     private var ended = false
 
-    init(browser: any Channel, onHead: @escaping () -> Void) { self.browser = browser; self.onHead = onHead }
+    init(browser: any Channel, onHead: @escaping () -> Void, onEnd: @escaping () -> Void) {
+        self.browser = browser; self.onHead = onHead; self.onEnd = onEnd
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -276,11 +498,19 @@ final class ResponseRelay: ChannelInboundHandler, @unchecked Sendable {
             browser.writeAndFlush(HTTPServerResponsePart.head(head), promise: nil)
         case .body(let buffer):
             browser.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(buffer)), promise: nil)
+            if !browser.isWritable { setAutoRead(context.channel, false) }
         case .end:
             ended = true
             browser.writeAndFlush(HTTPServerResponsePart.end(nil), promise: nil)
+            onEnd()
             context.close(promise: nil)
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // recd took the request body queued for it: read the browser again.
+        if context.channel.isWritable { setAutoRead(browser, true) }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {

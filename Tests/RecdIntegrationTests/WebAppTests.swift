@@ -17,6 +17,18 @@ final class WebAppTests: XCTestCase {
         XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
     }
 
+    /// Issue 35 §2 in Chromium: the cookie reaches no other local port, two `recctl ui` coexist, and
+    /// `--open` hands xdg-open a private redirecting file rather than the token.
+    func testTheCredentialStaysWithItsRelayInChromium() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/relay_credential_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 120)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
+
     /// recd serves the page itself on its socket, with its assets under the daemon's version.
     func testRecdServesThePageAndItsAssets() throws {
         let pulse = try PulseAudioServer()
@@ -29,7 +41,7 @@ final class WebAppTests: XCTestCase {
         XCTAssertTrue(page.stdout.lowercased().contains("content-security-policy: default-src 'self'"), page.stdout)
         XCTAssertTrue(page.stdout.lowercased().contains("cache-control: no-cache"), page.stdout)
         let version = try daemon.recctlJSON(RecdAPIStatus.self, "status").version
-        XCTAssertTrue(page.stdout.contains("/app/\(version)/app.js"), page.stdout)
+        XCTAssertTrue(page.stdout.contains("\"app/\(version)/app.js\""), page.stdout)   // relative: recctl ui serves it under a path of its own
         let asset = try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{content_type}", "--unix-socket", daemon.socket,
                                            "http://recd/app/\(version)/app.js"])
         XCTAssertEqual(asset.stdout, "200 text/javascript; charset=utf-8")

@@ -97,13 +97,16 @@ try:
 
     ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = ui.stdout.readline().strip()
-    check("recctl ui prints the address first", url.startswith("http://127.0.0.1:") and "/?token=" in url, url)
-    base = url.split("/?")[0]
-    port = base.rsplit(":", 1)[1]
+    check("recctl ui prints the address first", url.startswith("http://127.0.0.1:") and "/ui-" in url and "/?token=" in url, url)
+    base = url.split("/?")[0]   # http://127.0.0.1:PORT/ui-SECRET: the app and its cookie live under it
+    port = base.split("/")[2].rsplit(":", 1)[1]
+    cookie_name = f"recd_ui_{port}"
 
     # The gate, before any browser.
     check("no token or cookie: 401", http(base + "/")[0] == 401)
     check("another Host (DNS rebinding): refused", http(url, {"Host": f"evil.example:{port}"})[0] == 403)
+    check("localhost (which may be [::1], not listened on) is not a Host it answers", http(url, {"Host": f"localhost:{port}"})[0] == 403)
+    check("outside its secret path there is nothing", http(f"http://127.0.0.1:{port}/")[0] == 404)
     other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "curl", "-s", "-o", "/dev/null",
                             "-w", "%{http_code}", base + "/v1/recordings"], capture_output=True, text=True)
     check("another local user without the token gets nothing", other.stdout == "401", other.stdout + other.stderr)
@@ -490,7 +493,7 @@ try:
             time.sleep(2)
             made = recctl_json("record", "stop", "--save")["recording"]
             check(f"a {fmt} recording is {fmt}", made["format"] == fmt, made)
-            browser.execute_script("""window.formatProbe = new Audio('/v1/recordings/' + arguments[0] + '/media');
+            browser.execute_script("""window.formatProbe = new Audio('v1/recordings/' + arguments[0] + '/media');
                 window.formatProbe.muted = true; window.formatProbe.play();""", made["id"])
             played = wait(f"the {fmt} recording to play in the page",
                           lambda b: b.execute_script("const a = window.formatProbe; return a.error ? 'error ' + a.error.code"
@@ -523,12 +526,13 @@ try:
         check("an empty library shows its empty state in Most Played too", "No recordings yet" in text(), text()[:200])
 
         # A change from another origin is refused even with the cookie (CSRF).
-        cookie = browser.get_cookie("recd_ui")["value"]
-        status, _ = http(base + "/v1/record/start", {"Cookie": f"recd_ui={cookie}", "Origin": "http://evil.example",
+        cookie = browser.get_cookie(cookie_name)["value"]
+        status, _ = http(base + "/v1/record/start", {"Cookie": f"{cookie_name}={cookie}", "Origin": "http://evil.example",
                                                      "Content-Type": "application/json"}, "POST")
         check("a foreign Origin's change is refused", status == 403, status)
-        check("cookie is HttpOnly and SameSite=Strict", browser.get_cookie("recd_ui").get("httpOnly") and
-              browser.get_cookie("recd_ui").get("sameSite") == "Strict", browser.get_cookie("recd_ui"))
+        check("cookie is HttpOnly, SameSite=Strict and kept to the secret path", browser.get_cookie(cookie_name).get("httpOnly") and
+              browser.get_cookie(cookie_name).get("sameSite") == "Strict" and
+              browser.get_cookie(cookie_name).get("path") == base.split(port, 1)[1] + "/", browser.get_cookie(cookie_name))
 
         # Errors a person can act on, each in the record screen's banner with a way on.
         def refusal_after_record():

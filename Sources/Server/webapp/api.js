@@ -1,5 +1,7 @@
-// The one module that talks to recd: JSON over /v1 (the page is served by recd, or through
+// The one module that talks to recd: JSON over v1/ (the page is served by recd, or through
 // `recctl ui`, which forwards every request to recd's socket as the user who ran it).
+// Every address is relative to the page's: `recctl ui` serves the app under a secret path of its own
+// (/ui-…/), the only place its cookie is sent; recd serves it at /.
 
 export class APIError extends Error {
   constructor(status, body) {
@@ -13,7 +15,7 @@ export class APIError extends Error {
 export async function call(method, path, body) {
   let response;
   try {
-    response = await fetch('/v1' + path, {
+    response = await fetch('v1' + path, {
       method,
       headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -53,9 +55,9 @@ export const api = {
   playOnSpeaker: (id, position) => call('POST', `/recordings/${id}/play`, { position }),
   playback: () => call('GET', '/playback'),
   transport: (what, body) => call('POST', `/playback/${what}`, body),
-  media: (id) => `/v1/recordings/${id}/media`,
-  poster: (id) => `/v1/recordings/${id}/poster`,
-  exportURL: (format) => `/v1/export?format=${format}`,
+  media: (id) => `v1/recordings/${id}/media`,
+  poster: (id) => `v1/recordings/${id}/poster`,
+  exportURL: (format) => `v1/export?format=${format}`,
 };
 
 /// The event stream (`GET /v1/events`): calls `on(event)` for each; reconnects by itself. It is
@@ -67,7 +69,7 @@ export function events(types, on, onOpen = () => {}) {
   // stream opens, may miss changes: its first connection is then not a first.
   let source = null, first = !document.hidden;
   const open = () => {
-    source = new EventSource('/v1/events?type=' + types.join(','));
+    source = new EventSource('v1/events?type=' + types.join(','));
     for (const t of types) source.addEventListener(t, (e) => on(JSON.parse(e.data)));
     source.addEventListener('open', () => { onOpen(first); first = false; });
   };

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""`recctl ui`'s credential stays with the relay that issued it, in a real browser (Debian's chromium +
+chromedriver, driven by selenium), against the real recd and the real `recctl ui` (issue 35, section 2):
+
+- a server on another local port, visited by the same browser, receives no cookie of recctl ui's
+  (cookies ignore ports: only the cookie's path keeps it from there);
+- two `recctl ui` at once: the second one's cookie does not log the first one's tab out;
+- `recctl ui --open` gives xdg-open a private file (0600) that redirects, not the tokened address, and
+  Chromium follows it into the app; the file is gone once the token is used.
+
+Usage: relay_credential_test.py RECD RECCTL
+Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
+"""
+import http.server, json, os, shutil, signal, stat, subprocess, sys, tempfile, threading, time, traceback
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.chrome.service import Service
+
+RECD, RECCTL = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp(prefix="recd-relay-")
+runtime = os.path.join(work, "rt")
+os.makedirs(runtime, mode=0o700)
+fakebin = os.path.join(work, "bin")
+os.makedirs(fakebin)
+opened = os.path.join(work, "xdg-open.args")
+# A stand-in for xdg-open: it writes down its arguments and the mode and text of the file it was given.
+with open(os.path.join(fakebin, "xdg-open"), "w") as f:
+    f.write(f"""#!/bin/sh
+printf '%s\\n' "$@" > {opened}.tmp
+f="${{1#file://}}"
+stat -c '%a' "$f" >> {opened}.tmp
+cat "$f" >> {opened}.tmp
+mv {opened}.tmp {opened}
+""")
+os.chmod(os.path.join(fakebin, "xdg-open"), 0o755)
+env = dict(os.environ, XDG_RUNTIME_DIR=runtime, PATH=fakebin + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
+procs = []
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok)))
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+
+
+def start(args, **kw):
+    p = subprocess.Popen(args, env=env, **kw)
+    procs.append(p)
+    return p
+
+
+def wait_until(what, predicate, timeout=15.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as e:  # the page may be between states
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+# Another program on another local port (another user's, say): it writes down every Cookie header it gets.
+seen = []
+
+
+class Other(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        seen.append((self.path, self.headers.get("Cookie")))
+        body = b"<!doctype html><title>another server</title><p>another server"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+try:
+    recd = start([RECD, "--data-dir", data, "--socket", sock], stdout=open(os.path.join(work, "recd.log"), "a"),
+                 stderr=subprocess.STDOUT)
+    wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
+
+    def ui(*extra):
+        p = start([RECCTL, "--socket", sock, "ui", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        url = p.stdout.readline().strip()
+        return url, url.split("/?")[0]
+
+    url_a, base_a = ui()
+    url_b, base_b = ui()
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    other_base = f"http://127.0.0.1:{other.server_address[1]}"
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844", "--disable-dev-shm-usage"]:
+        options.add_argument(a)
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    text = lambda: browser.find_element(By.TAG_NAME, "body").text
+    api_status = lambda: browser.execute_async_script(
+        "const done = arguments[0]; fetch('v1/status').then(r => done(r.status), e => done(String(e)))")
+
+    def app_loaded(what):
+        wait_until(what, lambda: "No recordings yet" in text())
+
+    try:
+        browser.get(url_a)
+        app_loaded("the first recctl ui's app")
+        check("the first recctl ui's app loads under its secret path", browser.current_url == base_a + "/", browser.current_url)
+        check("its API answers the page", api_status() == 200)
+
+        # Typed or followed by a link: another local port gets no cookie of recctl ui's.
+        for path in ["/", "/v1/recordings", "/v1/export?format=json", "/ui-/", "/app/"]:
+            browser.get(other_base + path)
+            wait_until("the other server's page", lambda: "another server" in text())
+        cookies = [c for _, c in seen if c]
+        check("a server on another local port receives no cookie", len(seen) >= 5 and not cookies, seen)
+
+        # A second recctl ui in the same browser: the first one's tab stays logged in.
+        browser.get(url_b)
+        app_loaded("the second recctl ui's app")
+        check("the second recctl ui's app loads", browser.current_url == base_b + "/" and api_status() == 200, browser.current_url)
+        browser.get(base_a + "/")
+        app_loaded("the first app again")
+        check("the first recctl ui's tab is still let in after the second one's cookie", api_status() == 200)
+        browser.get(base_b + "/")
+        app_loaded("the second app again")
+        check("and the second's too", api_status() == 200)
+        names = sorted(c["name"] for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"])
+        check("each recctl ui has its own cookie", len(names) == 2, names)
+
+        # --open: xdg-open gets a private file, never the token.
+        c = start([RECCTL, "--socket", sock, "ui", "--open"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        url_c = c.stdout.readline().strip()
+        base_c = url_c.split("/?")[0]
+        token = url_c.split("token=")[1]
+        wait_until("xdg-open to run", lambda: os.path.exists(opened))
+        lines = open(opened).read().split("\n")
+        argument, mode, page = lines[0], lines[1], "\n".join(lines[2:])
+        check("xdg-open gets a file:// address, not the tokened one",
+              argument.startswith("file://") and token not in argument and "127.0.0.1" not in argument, argument)
+        page_path = argument[len("file://"):]
+        check("the file is in the runtime directory, readable by its owner only", page_path.startswith(runtime + "/") and mode == "600",
+              f"{page_path} {mode}")
+        check("the file sends the browser on to the tokened address", url_c in page, page)
+        other_cmdlines = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    other_cmdlines.append(open(f"/proc/{pid}/cmdline", "rb").read())
+                except OSError:
+                    pass
+        check("no command line on the machine carries the token", not any(token.encode() in c for c in other_cmdlines))
+        browser.get(argument)
+        try:
+            app_loaded("the app opened from the launch file")
+        except AssertionError:
+            print(browser.current_url, text()[:300])
+            raise
+        check("Chromium follows the launch file into the app, the token dropped", browser.current_url == base_c + "/",
+              browser.current_url)
+        wait_until("the launch file to be removed", lambda: not os.path.exists(page_path), 5)
+        check("the launch file is removed once the token is used", not os.path.exists(page_path))
+    finally:
+        browser.quit()
+        other.shutdown()
+except Exception:
+    traceback.print_exc()
+    results.append(("the run", False))
+finally:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    shutil.rmtree(work, ignore_errors=True)
+
+passed = sum(1 for _, ok in results if ok)
+failed = len(results) - passed
+print(f"{passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 and passed > 0 else 1)
