@@ -22,7 +22,7 @@ final class WebAppTests: XCTestCase {
     func testTheCredentialStaysWithItsRelayInChromium() throws {
         let python = "/usr/bin/python3"
         for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw XCTSkip("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
         }
         let script = Tools.packageRoot.appendingPathComponent("Tests/browser/relay_credential_test.py").path
         let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 120)
