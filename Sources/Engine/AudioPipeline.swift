@@ -109,7 +109,9 @@ final class AudioPipeline: @unchecked Sendable {
     /// The device's samples → the recording's format, on the capture thread; nil when the device
     /// delivers the recording's format itself. Made on the encoder thread, taken by the capture thread.
     private let conversion: (format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int)?
-    private let converter = Mutex<WorkerPCMConverter?>(nil)
+    private let converter = Mutex<HandedOver?>(nil)
+    /// The converter, made on the encoder thread and from then on used by the capture thread alone.
+    private struct HandedOver: @unchecked Sendable { let converter: WorkerPCMConverter }
     /// The capture thread's: device bytes captured before the converter was there, and how many more
     /// frames it may hold (the ring's length of device frames); frames beyond are dropped, counted.
     private var backlog: [UInt8] = []
@@ -189,7 +191,7 @@ final class AudioPipeline: @unchecked Sendable {
             }
             if let conversion = self.conversion {
                 let frameBytes = conversion.channels * conversion.format.bytesPerSample
-                guard let converter = self.converter.withLock({ $0 }) else {
+                guard let converter = self.converter.withLock({ $0 })?.converter else {
                     // No converter yet (its worker is starting): the device's bytes wait here.
                     let kept = min(frames, self.backlogRoom)
                     self.backlog.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<(kept * frameBytes)]))
@@ -230,7 +232,7 @@ final class AudioPipeline: @unchecked Sendable {
     private func prepare() throws -> any AudioSink {
         if let c = conversion {
             let made = try WorkerPCMConverter(from: c.format, rate: c.rate, channels: c.channels, toRate: c.toRate, toChannels: c.toChannels)
-            converter.withLock { $0 = made }
+            converter.withLock { $0 = HandedOver(converter: made) }
         }
         return try makeSink()
     }

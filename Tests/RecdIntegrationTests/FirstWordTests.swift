@@ -12,14 +12,15 @@ final class FirstWordTests: XCTestCase {
     var daemon: Daemon!
 
     override func setUpWithError() throws {
-        pulse = try PulseAudioServer()
+        pulse = try PulseAudioServer(micChannels: 2)
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-slow-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let slow = dir.appendingPathComponent("slow-recd-media").path
         let worker = URL(fileURLWithPath: Tools.recd).deletingLastPathComponent().appendingPathComponent("recd-media").path
         try Data("#!/bin/sh\nsleep 2\nexec \(worker) \"$@\"\n".utf8).write(to: URL(fileURLWithPath: slow))
         chmod(slow, 0o755)
-        daemon = try Daemon(environment: pulse.environment.merging(["RECD_MEDIA_WORKER": slow]) { $1 }, dir: dir)
+        daemon = try Daemon(environment: pulse.environment.merging(["RECD_MEDIA_WORKER": slow]) { $1 },
+                            extraArgs: ["--channels", "2"], dir: dir)
         try daemon.start()
     }
 
@@ -29,7 +30,8 @@ final class FirstWordTests: XCTestCase {
     }
 
     func testASlowWorkerLosesNoSoundFromTheStartRequestOn() throws {
-        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
+        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5), latencyMs: 10)
+        Thread.sleep(forTimeInterval: 3)   // the null sink's monitor delivers late while its first player starts
         let requested = Date()
         let start = try daemon.recctl("--json", "record", "start")
         XCTAssertEqual(start.status, 0, start.stderr)
@@ -44,6 +46,8 @@ final class FirstWordTests: XCTestCase {
         // Lost at the start: the row's insert, the device's open and its first period (tens of ms);
         // the stop's tail is kept. Before, the worker's 2 s were lost.
         XCTAssertGreaterThan(duration, span - 0.4, "file \(duration) s for \(span) s between start and stop requests\n\(daemon.log)")
+        let started = try APIJSON.decoder().decode(StartRecordingResponse.self, from: start.stdoutData)
+        XCTAssertLessThan(try XCTUnwrap(started.startLatencyMs), 1000, "the first buffer came before the worker was there")
         XCTAssertEqual(stop.capture.droppedFrames, 0, "the ring held the sound while the worker started")
         let analysis = try AudioAnalysis.of(daemon.dataDir.appendingPathComponent(recording.file).path)
         XCTAssertEqual(analysis.frequency, 440, accuracy: 20, "the tone is in the file")

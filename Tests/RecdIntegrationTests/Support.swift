@@ -114,10 +114,13 @@ final class PulseAudioServer {
     }
 
     /// Plays a WAV file into the `mic` sink (what recd records) in the background.
-    func play(_ wav: String) throws {
+    /// `latencyMs`: paplay's latency. The null sink renders in blocks of its client's latency
+    /// (paplay's default is seconds), and its monitor then delivers the sound in such blocks: a test
+    /// that times a take's first sound asks for a short one.
+    func play(_ wav: String, latencyMs: Int? = nil) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Tools.which("paplay") ?? "/usr/bin/paplay")
-        p.arguments = ["-d", "mic", wav]
+        p.arguments = (latencyMs.map { ["--latency-msec=\($0)"] } ?? []) + ["-d", "mic", wav]
         p.environment = environment
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
