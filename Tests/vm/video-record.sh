@@ -90,13 +90,23 @@ cp "$work/data/$(file_of "$out/paused-silent.json")" "$out/paused-silent.mov"
 (sleep 2) | rc record --video > "$out/screen.txt" 2>&1
 
 # 3. The camera busy: another program streams from it.
-# It prints a mark for each frame it takes: once the first is there it is streaming (a fixed
-# sleep was not always enough in a loaded VM).
-v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > "$work/streamer.out" 2>&1 &
-streamer=$!
-for _ in $(seq 100); do [ -s "$work/streamer.out" ] && break; sleep 0.1; done
-[ -s "$work/streamer.out" ] || { echo "v4l2-ctl did not start streaming" >&2; exit 1; }
-if rc record start --video > "$out/busy.txt" 2>&1; then echo "started while the camera was busy" >&2; exit 1; fi
+# It prints a "<" for each frame it takes: once one is there and it still runs, it is streaming (a
+# fixed sleep was not always enough in a loaded VM, and it fails at once if the camera is still
+# being let go of by the take before: then it is started again).
+streamer=
+for _ in $(seq 50); do
+  v4l2-ctl -d /dev/video0 --stream-mmap --stream-count=100000 > "$work/streamer.out" 2>&1 &
+  streamer=$!
+  for _ in $(seq 20); do grep -q '<' "$work/streamer.out" && break; kill -0 $streamer 2>/dev/null || break; sleep 0.1; done
+  grep -q '<' "$work/streamer.out" && kill -0 $streamer 2>/dev/null && break
+  kill $streamer 2>/dev/null || true; wait $streamer 2>/dev/null || true
+  sleep 0.2
+done
+grep -q '<' "$work/streamer.out" || { echo "v4l2-ctl did not start streaming: $(head -c 400 "$work/streamer.out")" >&2; exit 1; }
+if rc record start --video > "$out/busy.txt" 2>&1; then
+  echo "started while the camera was busy (the other program: $(head -c 200 "$work/streamer.out" | tr -d '<'); running: $(kill -0 $streamer 2>/dev/null && echo yes || echo no))" >&2
+  exit 1
+fi
 kill $streamer; wait $streamer 2>/dev/null || true
 
 # 4. Frames dropped by the driver (vivid drops the given percentage of buffers): counted.
