@@ -19,7 +19,7 @@ built with `swift build -c release` first, which is quick when they are up to da
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import launch_recd, recd_cpu_seconds, write_section
+from benchmarks_md import PrivatePulse, launch_recd, recd_cpu_seconds, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -43,37 +43,8 @@ if missing:
     sys.exit(f"missing tools: apt-get install {' '.join(sorted(set(missing)))}")
 
 WORK = tempfile.mkdtemp(prefix="recd-metering-")
-XDG = os.path.join(WORK, "xdg")
-os.makedirs(XDG, mode=0o700)
-os.makedirs(os.path.join(WORK, "home/.config/pulse"))
-os.environ.update(XDG_RUNTIME_DIR=XDG, HOME=os.path.join(WORK, "home"), PULSE_SERVER=f"unix:{XDG}/pulse/native")
-open(os.path.join(WORK, "home/.config/pulse/client.conf"), "w").write("autospawn = no\n")
+pulse = PrivatePulse(WORK, "mic")
 procs = []
-
-
-def start_pulse():
-    pa = os.path.join(XDG, "pa.pa")
-    open(pa, "w").write("load-module module-null-sink sink_name=mic rate=48000 channels=2\n"
-                        "load-module module-native-protocol-unix\n")
-    subprocess.run(["pulseaudio", "-n", "-F", pa, "--exit-idle-time=-1", "--daemonize=yes", "--use-pid-file=yes",
-                    "--log-target=stderr"], stderr=subprocess.DEVNULL, check=True)
-    for _ in range(50):
-        if subprocess.run(["pactl", "info"], capture_output=True).returncode == 0:
-            return
-        time.sleep(0.1)
-    sys.exit("pulseaudio is not answering")
-
-
-def stop_pulse():
-    try:
-        pid = int(open(os.path.join(XDG, "pulse/pid")).read().split()[0])
-        os.kill(pid, 15)
-        for _ in range(100):
-            if not os.path.exists(f"/proc/{pid}"):
-                return
-            time.sleep(0.05)
-    except (OSError, ValueError, IndexError):
-        pass
 
 
 def start_recd(data, sock, *extra):
@@ -105,7 +76,7 @@ try:
     log(f"per 10 s of stereo: meter {meter10 * 1000:.2f} ms, waveform {wave10 * 1000:.2f} ms, encode+mux {encode10 * 1000:.1f} ms")
 
     # 2. recd recording 10 s of stereo from a paced device, meters going to a listener.
-    start_pulse()
+    pulse.start()
     tone = os.path.join(WORK, "tone.wav")
     subprocess.run(["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", tone, "synth", "600", "sine", "440", "vol", "0.5"], check=True)
     player = subprocess.Popen(["paplay", "-d", "mic", tone])
@@ -127,7 +98,7 @@ try:
     meters_seen = sum(1 for _ in open(os.path.join(WORK, "events")))
     recd.terminate(); recd.wait(timeout=30)
     player.terminate()
-    stop_pulse()
+    pulse.stop()
     recd10 = statistics.median(recd_cpu)
 
     # 3. A 1-hour file's waveform by decoding, beside ffmpeg decoding it.
@@ -170,7 +141,7 @@ finally:
     for p in procs:
         if p.poll() is None:
             p.terminate()
-    stop_pulse()
+    pulse.stop()
     if not os.environ.get("KEEP_WORK"):
         shutil.rmtree(WORK, ignore_errors=True)
 

@@ -24,7 +24,7 @@ Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/r
 missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), COUNT_ROUNDS (3), KEEP_WORK=1.
 """
 import ctypes, ctypes.util, datetime, json, math, os, random, resource, shutil, sqlite3, statistics, subprocess, sys, tempfile
-from benchmarks_md import launch_recd, write_section
+from benchmarks_md import PrivatePulse, launch_recd, write_section
 import time, uuid, wave
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,44 +66,7 @@ if missing:
 
 WORK = tempfile.mkdtemp(prefix="recd-playback-")
 procs = []
-XDG = os.path.join(WORK, "xdg")
-# A private PulseAudio server: own XDG_RUNTIME_DIR and HOME (cookie, state), named explicitly,
-# autospawn off, so nothing here reaches (or starts) any other PulseAudio. The environment is the
-# script's own, so recd, pactl and this process's libasound (the latency peer) all use it.
-os.makedirs(XDG, mode=0o700)
-os.makedirs(os.path.join(WORK, "home/.config/pulse"))
-os.environ.update(XDG_RUNTIME_DIR=XDG, HOME=os.path.join(WORK, "home"), PULSE_SERVER=f"unix:{XDG}/pulse/native")
-open(os.path.join(WORK, "home/.config/pulse/client.conf"), "w").write("autospawn = no\n")
-
-
-def start_pulse():
-    pa = os.path.join(XDG, "pa.pa")
-    open(pa, "w").write("load-module module-null-sink sink_name=speaker rate=48000 channels=2\n"
-                        "load-module module-native-protocol-unix\n")
-    plog = os.path.join(WORK, "pulseaudio.log")
-    r = subprocess.run(["pulseaudio", "-n", "-F", pa, "--exit-idle-time=-1", "--daemonize=yes", "--use-pid-file=yes",
-                        f"--log-target=file:{plog}"], stderr=open(plog, "a"))
-    if r.returncode != 0:
-        sys.exit(f"pulseaudio did not start; see {plog} (KEEP_WORK=1 keeps it)")
-    for _ in range(50):
-        if subprocess.run(["pactl", "info"], capture_output=True).returncode == 0:
-            return
-        time.sleep(0.1)
-    sys.exit("pulseaudio is not answering")
-
-
-def stop_pulse():
-    """Stops the server and waits for it to go (it is not our child: it daemonized), so that it
-    does not write into the work directory while that is being removed."""
-    try:
-        pid = int(open(os.path.join(XDG, "pulse/pid")).read().split()[0])
-        os.kill(pid, 15)
-    except (OSError, ValueError, IndexError):
-        return
-    for _ in range(100):
-        if not os.path.exists(f"/proc/{pid}"):
-            return
-        time.sleep(0.05)
+pulse = PrivatePulse(WORK, "speaker")
 
 
 def start_recd(data, sock):
@@ -271,7 +234,7 @@ def pct(xs, p):
 
 results = {}
 try:
-    start_pulse()
+    pulse.start()
     template = os.path.join(WORK, "template.m4a")
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=1000:duration=0.5",
                     "-c:a", "aac", "-b:a", "64k", "-y", template], check=True)
@@ -473,7 +436,7 @@ finally:
     for pr in procs:
         if pr.poll() is None:
             pr.kill()
-    stop_pulse()
+    pulse.stop()
     if os.environ.get("KEEP_WORK") == "1":
         log("work files kept in", WORK)
     else:
