@@ -13,6 +13,9 @@ import Synchronization
 /// takes no slot of the `limit` (it only ever gets a 403), but still one of its own uid's, so that
 /// it cannot hold an unbounded number of connections open either.
 ///
+/// recd's own uid and root may hold all of the `limit` (their own clients: a player counting plays
+/// from 32 connections, a test): `perPeer` protects them and each member from the others.
+///
 /// A connection over a limit stays open until its first request, to hear why (503). A uid may have
 /// `waitingPerPeer` of those at once; one more is closed at once, unanswered: otherwise a peer could
 /// open connections faster than they are refused and take every descriptor recd may have.
@@ -24,10 +27,17 @@ final class ConnectionSlots: Sendable {
     /// the slots it holds.
     private let state = Mutex<(served: Int, byUID: [UInt32: (open: Int, held: Int)])>((0, [:]))
 
-    init(limit: Int, perPeer: Int) {
+    /// uids whose own limit is the whole `limit`.
+    let trusted: Set<UInt32>
+
+    init(limit: Int, perPeer: Int, trusted: Set<UInt32> = [0, getuid()]) {
         self.limit = limit
         self.perPeer = min(perPeer, limit)
+        self.trusted = trusted
     }
+
+    /// The slots `uid` may hold.
+    func cap(_ uid: UInt32) -> Int { trusted.contains(uid) ? limit : perPeer }
 
     enum Refusal: Equatable { case serverFull, peerFull(uid: UInt32) }
     enum Admission: Equatable {
@@ -42,10 +52,11 @@ final class ConnectionSlots: Sendable {
     func take(uid: UInt32, served: Bool) -> Admission {
         state.withLock { s in
             var peer = s.byUID[uid, default: (0, 0)]
-            if peer.open >= perPeer + waitingPerPeer { return .dropped }
+            let cap = cap(uid)
+            if peer.open >= cap + waitingPerPeer { return .dropped }
             peer.open += 1
             defer { s.byUID[uid] = peer }
-            if peer.held >= perPeer { return .refused(.peerFull(uid: uid)) }
+            if peer.held >= cap { return .refused(.peerFull(uid: uid)) }
             if served && s.served >= limit { return .refused(.serverFull) }
             peer.held += 1
             if served { s.served += 1 }
@@ -69,7 +80,7 @@ final class ConnectionSlots: Sendable {
     func message(_ refusal: Refusal) -> String {
         switch refusal {
         case .serverFull: "recd is serving its limit of \(limit) connections; try again shortly"
-        case .peerFull(let uid): "recd is serving its limit of \(perPeer) connections from uid \(uid); close one or try again shortly"
+        case .peerFull(let uid): "recd is serving its limit of \(cap(uid)) connections from uid \(uid); close one or try again shortly"
         }
     }
 }

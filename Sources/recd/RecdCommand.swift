@@ -50,7 +50,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Connections served at once; more get 503 too_many_connections.")
     var maxConnections: Int = 64
 
-    @Option(name: .long, help: "Connections served at once to one user (uid), at most --max-connections; more get 503 too_many_connections.")
+    @Option(name: .long, help: "Connections served at once to one user (uid) other than recd's own and root, at most --max-connections; more get 503 too_many_connections.")
     var maxConnectionsPerPeer: Int = 16
 
     @Option(name: .long, help: ArgumentHelp("Close a connection whose request head has not arrived this many seconds after its first byte (or after connect), 0.1-3600.", valueName: "seconds"))

@@ -91,7 +91,7 @@ final class TruePeakMeterTests: XCTestCase {
     }
 
     func testItReadsWhatLibebur128Reads() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator(seed: 1592590337)
         for (rate, channels) in [(48_000, 2), (48_000, 1), (96_000, 2), (44_100, 2)] {
             let frames = rate * 2
             var samples = [Int16](repeating: 0, count: frames * channels)
@@ -153,7 +153,7 @@ final class GatedLoudnessTests: XCTestCase {
     }
 
     func testItReadsWhatLibebur128Reads() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator(seed: 1592590338)
         let cases: [(rate: Int, channels: Int, seconds: Double, kind: Int)] = [
             (48_000, 2, 20, 0), (48_000, 1, 12, 1), (44_100, 2, 15, 2), (48_000, 2, 2.5, 0), (48_000, 2, 3.05, 1),
             (48_000, 1, 0.3, 0), (48_000, 2, 6, 3), (44_100, 1, 9.9, 2), (96_000, 2, 5, 0),

@@ -21,7 +21,7 @@ final class MetadataRulesTests: XCTestCase {
     /// the millisecond rounding included; without a zone, the system's (TZ) as Foundation reads it.
     func testAutoTitlesMatchAGregorianCalendar() throws {
         let zones = ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Chatham", "America/St_Johns"]
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 1592590343)
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         for i in 0..<3000 {
             let zone = TimeZone(identifier: zones[i % zones.count])!
