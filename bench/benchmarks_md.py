@@ -42,7 +42,7 @@ def launch_recd(recd, data, sock, log_path, *extra, procs=None, timeout=60):
 
 def recd_cpu_seconds(pid):
     """CPU seconds (user+sys) recd has used so far, its media workers included: recd encodes, decodes and
-    muxes in child processes (`recd --media-worker`), so its own /proc figure leaves that work out.
+    muxes in child processes (`recd-media`), so its own /proc figure leaves that work out.
     = recd's utime+stime, + cutime+cstime (the workers it has already ended and reaped), + utime+stime of
     each child still running. Take the difference of two readings."""
     tick = os.sysconf("SC_CLK_TCK")

@@ -232,7 +232,7 @@ lines += ["", "Goals (issue 17), held to the idle daemon as the issue measured i
           f"{recd_rss / 1024:.1f} MB: the libraries ALSA's configuration loads, the code the work ran and the heaps "
           "(below). The first after-work window's switches are the one end of the idle media worker (`media-workers`: a timed wait ending, the socket closed, "
           "the worker reaped), not a periodic wake-up: the second window is the daemon left alone.", "",
-          "The media worker (`recd --media-worker`, named recd-media: FFmpeg runs there, never in recd) during the "
+          "The media worker (`recd-media`: FFmpeg runs there, never in recd) during the "
           "playback: " + ("; ".join(f"RSS {rss / 1024:.1f} MB, PSS {pss / 1024:.1f} MB, {g['libraries']['count']} libraries mapped"
                                      for rss, g, _, pss in working) or "none found")
           + f". Media workers left after the windows: {len(workers_left)}.", "",
@@ -253,18 +253,6 @@ for name, g in sorted(((n, g) for n, g in recd_groups.items() if n != "libraries
                  f"| {g['shared'] / 1024:.1f} MB |")
 
 
-def code_layout():
-    """How recd's code is laid out (docs/design.md, "Hot code first"): the size of .text.recd_hot, the
-    functions scripts/link-order/recd-hot.ld put first, and of the rest of the code."""
-    headers = subprocess.run(["readelf", "-SW", RECD], capture_output=True, text=True).stdout
-    sizes = {m.group(1): int(m.group(2), 16)
-             for m in re.finditer(r"(\.text(?:\.recd_hot)?)\s+PROGBITS\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", headers)}
-    if ".text.recd_hot" not in sizes:
-        return "recd's code is not laid out hot first (no `.text.recd_hot`: linked without scripts/link-order/recd-hot.ld)."
-    return (f"recd's code is laid out hot first: {sizes['.text.recd_hot'] / 1024:.0f} KB of functions it runs "
-            f"(scripts/link-order/recd-hot.ld), then {sizes.get('.text', 0) / 1024 / 1024:.1f} MB of the rest.")
-
-
 added = {name: kb for name, kb in recd_files.items() if name not in start_files and ".so" in name}
 lines += ["", f"Libraries the work left mapped in recd: {len(added)}, {sum(added.values()) / 1024:.1f} MB resident"
           + (" (" + ", ".join(f"{n} {kb / 1024:.1f} MB" for n, kb in sorted(added.items(), key=lambda kv: -kv[1])[:6]) + " …)" if added else "")
@@ -272,7 +260,6 @@ lines += ["", f"Libraries the work left mapped in recd: {len(added)}, {sum(added
           "/etc/alsa/conf.d/99-pulse.conf runs a hook at the first open of any ALSA device that loads libpulse to ask whether "
           "a PulseAudio server runs, and libpulse is NODELETE (it and its libraries stay); a machine without that file "
           "loads none of them."]
-lines += ["", code_layout()]
 lines += ["", "The largest mapped files: " + ", ".join(f"{name} {kb / 1024:.1f} MB" for name, kb in recd_files.most_common(12)) + "."]
 section = "\n".join(lines) + "\n"
 print(section)
