@@ -132,7 +132,7 @@ lines = [TITLE, "",
          f"Written by `bench/first-word.py` on {datetime.date.today().isoformat()} — {os.cpu_count()} CPUs; recd: release build. "
          f"{RUNS} runs, medians. Lost = wall time from before the start request to before the stop request, minus the "
          "file's duration (ffprobe): the sound the file misses at its start. The start's reply waits for the media worker "
-         "that writes the file; capture does not (docs/design.md, \"Capture never waits for a worker\").", "",
+         "that writes the file; capture does not (docs/design.md, \"Capture never waits for a worker\"). Before, capture started only once the writer was there, so a take lost about its start reply\'s time (cold: the worker\'s start, now in the second column).", "",
          "| take | sound lost | start reply (curl time_total) | request → first buffer (`startLatencyMs`) |",
          "|---|---:|---:|---:|"]
 for name, values in rows:
