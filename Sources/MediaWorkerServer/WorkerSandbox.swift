@@ -28,12 +28,6 @@ public enum WorkerSandbox {
         }
     }
 
-    /// Landlock's ABI on this kernel, or nil when it has none.
-    public static var abi: Int32? {
-        let abi = recd_landlock_abi()
-        return abi > 0 ? abi : nil
-    }
-
     /// Restricts this process to `writable` (and beneath) for everything, and to the directories of
     /// its mapped files for reading.
     public static func enter(writable: [String]) throws(Failure) {

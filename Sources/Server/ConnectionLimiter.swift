@@ -30,7 +30,7 @@ final class ConnectionSlots: Sendable {
     /// uids whose own limit is the whole `limit`.
     let trusted: Set<UInt32>
 
-    init(limit: Int, perPeer: Int, trusted: Set<UInt32> = [0, getuid()]) {
+    init(limit: Int, perPeer: Int, trusted: Set<UInt32> = [0, geteuid()]) {
         self.limit = limit
         self.perPeer = min(perPeer, limit)
         self.trusted = trusted
