@@ -13,6 +13,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import http.server, json, os, shutil, signal, stat, subprocess, sys, tempfile, threading, time, traceback
 
+from harness import Harness, wait_until
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.chrome.service import Service
@@ -36,33 +37,8 @@ mv {opened}.tmp {opened}
 os.chmod(os.path.join(fakebin, "xdg-open"), 0o755)
 env = dict(os.environ, XDG_RUNTIME_DIR=runtime, PATH=fakebin + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
 data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-procs = []
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, bool(ok)))
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
-
-
-def start(args, **kw):
-    p = subprocess.Popen(args, env=env, **kw)
-    procs.append(p)
-    return p
-
-
-def wait_until(what, predicate, timeout=15.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as e:  # the page may be between states
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+h = Harness(env)
+check, start, procs, results = h.check, h.start, h.procs, h.results
 
 
 # Another program on another local port (another user's, say): it writes down every Cookie header it gets.
@@ -176,16 +152,7 @@ except Exception:
     traceback.print_exc()
     results.append(("the run", False))
 finally:
-    for p in reversed(procs):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    h.stop_all()
     shutil.rmtree(work, ignore_errors=True)
 
-passed = sum(1 for _, ok in results if ok)
-failed = len(results) - passed
-print(f"{passed} passed, {failed} failed")
-sys.exit(0 if failed == 0 and passed > 0 else 1)
+h.finish()

@@ -7,6 +7,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback, urllib.request, urllib.error
 
+from harness import Harness, wait_until
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -20,19 +21,8 @@ runtime = os.path.join(work, "rt")
 os.makedirs(runtime, mode=0o700)
 env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
 data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-procs = []
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, bool(ok)))
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
-
-
-def start(args, **kw):
-    p = subprocess.Popen(args, env=env, **kw)
-    procs.append(p)
-    return p
+h = Harness(env)
+check, start, procs, results = h.check, h.start, h.procs, h.results
 
 
 def recctl_json(*args):
@@ -40,20 +30,6 @@ def recctl_json(*args):
     if out.returncode != 0:
         raise RuntimeError(f"recctl {args}: {out.stderr}")
     return json.loads(out.stdout)
-
-
-def wait_until(what, predicate, timeout=15.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as e:  # the page may be between states
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def recd_get(path):
@@ -574,13 +550,7 @@ except Exception:
     traceback.print_exc()
     results.append(("the run", False))
 finally:
-    for p in reversed(procs):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    h.stop_all()
     pid = os.path.join(runtime, "pulse", "pid")
     if os.path.exists(pid):
         try:
@@ -589,7 +559,4 @@ finally:
             pass
     shutil.rmtree(work, ignore_errors=True)
 
-passed = sum(1 for _, ok in results if ok)
-failed = len(results) - passed
-print(f"{passed} passed, {failed} failed")
-sys.exit(0 if failed == 0 and passed > 0 else 1)
+h.finish()

@@ -1,0 +1,50 @@
+"""What the browser tests share: checks counted and printed, the child processes they start (stopped
+at the end, newest first), waiting for a page to get somewhere, and the closing line that the Swift
+side (WebAppTests, UIRelayTests) reads."""
+import signal, subprocess, sys, time
+
+
+class Harness:
+    def __init__(self, env):
+        self.env = env
+        self.procs = []
+        self.results = []
+
+    def check(self, name, ok, detail=""):
+        self.results.append((name, bool(ok)))
+        print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+
+    def start(self, args, **kw):
+        p = subprocess.Popen(args, env=self.env, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+    def finish(self):
+        """Prints "N passed, M failed" and exits: 0 only when something passed and nothing failed."""
+        passed = sum(1 for _, ok in self.results if ok)
+        failed = len(self.results) - passed
+        print(f"{passed} passed, {failed} failed")
+        sys.exit(0 if failed == 0 and passed > 0 else 1)
+
+
+def wait_until(what, predicate, timeout=15.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as e:  # the page may be between states
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
