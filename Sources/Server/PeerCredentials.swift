@@ -95,19 +95,34 @@ public struct AccessPolicy: Sendable {
     public var ownerUID: UInt32
     /// The group whose members are let in; nil: the owner (and root) alone.
     public var allowedGID: UInt32?
+    /// Whether the host's root reaches recd as uid 0. Not inside a user namespace that maps only
+    /// recd's own uid (the user unit's PrivateUsers=yes): root's clients arrive as the overflow uid
+    /// ("nobody") there, and saying "root may" would be untrue.
+    public var rootIsMapped: Bool
 
-    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32? = nil) {
-        self.ownerUID = ownerUID; self.allowedGID = allowedGID
+    public init(ownerUID: UInt32 = geteuid(), allowedGID: UInt32? = nil,
+                rootIsMapped: Bool = AccessPolicy.hostRootIsMapped()) {
+        self.ownerUID = ownerUID; self.allowedGID = allowedGID; self.rootIsMapped = rootIsMapped
+    }
+
+    /// From /proc/self/uid_map ("inside outside count" lines): whether some range holds outside uid 0.
+    /// Unreadable: assumed mapped, as it is outside any user namespace.
+    public static func hostRootIsMapped(uidMap: String? = try? String(contentsOfFile: "/proc/self/uid_map", encoding: .utf8)) -> Bool {
+        guard let uidMap else { return true }
+        return uidMap.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ").compactMap { UInt64($0) }
+            return fields.count == 3 && fields[1] == 0 && fields[2] > 0
+        }
     }
 
     func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
-        peer.uid == 0 || peer.uid == ownerUID || allowedGID.map(groups.contains) == true
+        (rootIsMapped && peer.uid == 0) || peer.uid == ownerUID || allowedGID.map(groups.contains) == true
     }
 
     var who: String {
-        guard let allowedGID else { return "root and uid \(ownerUID)" }
-        let group = getgrgid(allowedGID).map { String(cString: $0.pointee.gr_name) } ?? String(allowedGID)
-        return "root, uid \(ownerUID) and members of group \(group)"
+        let people = (rootIsMapped ? ["root"] : []) + ["uid \(ownerUID)"]
+            + (allowedGID.map { gid in ["members of group " + (getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? String(gid))] } ?? [])
+        return people.count == 1 ? people[0] : people.dropLast().joined(separator: ", ") + " and " + people.last!
     }
 }
 

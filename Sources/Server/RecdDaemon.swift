@@ -102,7 +102,8 @@ public struct RecdDaemon {
         _ = engine.recover()   // logs what it found; status and check show it
         let policy = AccessPolicy(allowedGID: socketGroup)
         // Said once, so that who is trusted is never a surprise.
-        logger.info("serving \(policy.who)\(socketGroup == nil ? " (no --socket-group names a group to let in)" : "")")
+        let unmapped = policy.rootIsMapped ? "" : "; root is not mapped into recd's user namespace (PrivateUsers=), so root's clients are refused"
+        logger.info("serving \(policy.who)\(socketGroup == nil ? " (no --socket-group names a group to let in)" : "")\(unmapped)")
         let router = RecdRoutes.router(engine: engine, identity: DaemonIdentity(socketPath: socketPath), policy: policy)
         let group = socketGroup
         let mode = socketMode

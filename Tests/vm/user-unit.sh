@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Runs INSIDE the test VM (shared/vm/run-in-vm.sh): recd's user unit (systemd/recd.service) under a
+# real systemd user manager (`systemd --user`, the one Debian 12 ships) for a user made here, as
+# `systemctl --user enable --now recd.socket` would run it: socket activation, READY=1, the sandbox the
+# unit asks for, then a take from snd-aloop and an import through the media worker inside it.
+# The guest has no systemd as PID 1, so this script gives the user manager what logind and PID 1 would:
+# a delegated cgroup (cgroup2), /run/user/UID, and /run/systemd/system (sd_booted()).
+# Usage: user-unit.sh RECD RECCTL OUTDIR TONE.wav
+# Writes OUTDIR/security.txt (systemd-analyze security --user, asked of the running manager),
+# OUTDIR/status.txt (recd's /proc status: NoNewPrivs, Seccomp, capabilities),
+# OUTDIR/uid_map.txt, OUTDIR/root-status.txt (root's recctl status), OUTDIR/take.json, OUTDIR/import.json,
+# OUTDIR/list.json, OUTDIR/pulse.json and pulse.m4a (a take through the user's PulseAudio) and
+# OUTDIR/recd.log for the host to check.
+set -Eeuo pipefail
+# The guest's stage 2 runs chrooted into its root, and the kernel refuses a user namespace (which the
+# unit's PrivateUsers=yes makes) to a chrooted process. So first what switch_root does at boot, in a
+# mount namespace of our own: the root moved onto the initramfs's "/" and entered, chroot no more.
+if [ -z "${RECD_VM_SWITCHED_ROOT:-}" ] && ! unshare -U true 2>/dev/null; then
+  script=$(readlink -f "$0")
+  cd /
+  exec chroot /proc/1/root /bin/busybox unshare -m /bin/busybox sh -c \
+    '/bin/busybox mount --make-rprivate / && cd /newroot && /bin/busybox mount --move . / &&
+     exec /bin/busybox chroot . /usr/bin/env RECD_VM_SWITCHED_ROOT=1 /bin/bash "$0" "$@"' "$script" "$@"
+fi
+recd=$1 recctl=$2 out=$3 tone=$4
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+user=recdunit
+useradd -m -s /bin/bash "$user"
+uid=$(id -u "$user")
+home=$(getent passwd "$user" | cut -d: -f6)
+runtime=/run/user/$uid
+as_user() { runuser -u "$user" -- env XDG_RUNTIME_DIR="$runtime" HOME="$home" "$@"; }
+chmod 0777 "$out"
+
+# The binaries where the user can read them (the host's build folder may be root's alone).
+bindir=/opt/recd/bin
+mkdir -p "$bindir"
+cp "$recd" "$(dirname "$recd")/recd-media" "$recctl" "$bindir/"
+
+# What PID 1 and logind give a user manager on a booted system.
+# PID 1 makes /run/systemd/system (what sd_booted() looks for) and /run/systemd/unit-root (where a
+# manager builds a unit's namespace); logind mounts /run/user/UID.
+mkdir -p /run/systemd/system && mkdir -p -m 0400 /run/systemd/unit-root
+mkdir -p "$runtime" && mount -t tmpfs -o mode=0700,uid="$uid",gid="$uid" tmpfs "$runtime"
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+cg=/sys/fs/cgroup/user.slice/user-$uid.slice/user@$uid.service
+mkdir -p "$cg"
+chown "$user:" "$cg" "$cg/cgroup.procs" "$cg/cgroup.subtree_control" "$cg/cgroup.threads"
+# snd-aloop's nodes are root's alone here (no udev, no logind ACLs): the user's, as a seat's would be.
+chmod 0666 /dev/snd/*
+
+# The units as `make install` writes them, in the user's unit folder.
+units=$home/.config/systemd/user
+mkdir -p "$units"
+sed -e "s|@BINDIR@|$bindir|g" -e "s|@DATADIR@|/usr/local/share|g" "$repo/systemd/recd.service" > "$units/recd.service"
+cp "$repo/systemd/recd.socket" "$units/recd.socket"
+# Only for the test: recd's log into OUTDIR (there is no journald here), and the loopback as its microphone.
+mkdir -p "$units/recd.service.d"
+printf '[Service]\nStandardOutput=append:%s/recd.log\nStandardError=inherit\nExecStart=\nExecStart=%s/recd --data-dir %%h/.local/share/recd --capture-device hw:Loopback,1,0 --log-level debug\n' \
+  "$out" "$bindir" > "$units/recd.service.d/test.conf"
+chown -R "$user:" "$home/.config"
+
+manager_log=$out/user-manager.log
+# Into its cgroup as root (moving a process needs the source cgroup's rights), then the user's manager.
+sh -c "echo \$\$ > $cg/cgroup.procs; exec runuser -u $user -- env XDG_RUNTIME_DIR=$runtime HOME=$home SYSTEMD_LOG_TARGET=console /lib/systemd/systemd --user --log-target=console --log-level=${VM_MANAGER_LOG_LEVEL:-info}" \
+  > "$manager_log" 2>&1 &
+manager=$!
+# On a failure, what the manager knows of the units (there is no journal to read afterwards).
+trap 'as_user systemctl --user --no-pager status recd.service recd.socket > "$out/units-status.txt" 2>&1 || true' ERR
+trap 'kill "$manager" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -S "$runtime/systemd/private" ] && break; sleep 0.1; done
+[ -S "$runtime/systemd/private" ] || { echo "vm: the user manager did not start" >&2; cat "$manager_log" >&2; exit 1; }
+
+as_user systemctl --user enable --now recd.socket
+sock=$runtime/recd/recd.sock
+ctl() { as_user "$bindir/recctl" --socket "$sock" "$@"; }
+# The first connection starts recd (socket activation); the reply comes once it is READY.
+ctl status > "$out/status-reply.txt"
+as_user systemctl --user is-active recd.service
+pid=$(as_user systemctl --user show -p MainPID --value recd.service)
+grep -E '^(Uid|Gid|NoNewPrivs|Seccomp|CapBnd|CapEff):' "/proc/$pid/status" > "$out/status.txt"
+cat "/proc/$pid/uid_map" > "$out/uid_map.txt"
+as_user systemd-analyze security --user recd.service > "$out/security.txt" 2>&1 || true
+# Root's client: inside the unit's user namespace root is unmapped ("nobody"), so it is refused.
+"$bindir/recctl" --socket "$sock" status > "$out/root-status.txt" 2>&1 && echo 0 > "$out/root-status.code" \
+  || echo $? > "$out/root-status.code"
+
+# A take from the loopback (a tone played into its other end), and an import: both through a media
+# worker started inside the unit's sandbox.
+aplay -q -D hw:Loopback,0,0 "$tone" &
+player=$!
+sleep 0.5
+ctl --json record start > "$out/take-start.json"
+sleep 2
+ctl --json record stop > "$out/take.json"
+kill "$player" 2>/dev/null || true
+ffmpeg -v error -f lavfi -i sine=frequency=440:duration=2 -c:a aac "$home/import-me.m4a"
+chown "$user:" "$home/import-me.m4a"
+ctl --json import "$home/import-me.m4a" > "$out/import.json"
+ctl --json list > "$out/list.json"
+
+# A desktop's way in: the user's PulseAudio (as PipeWire's pulse server would be) through ALSA's pulse
+# plugin: its socket in the runtime directory, its cookie in the home recd may only read.
+as_user systemctl --user stop recd.service
+# Debian's pulseaudio package enables pulseaudio.socket for every user manager: the server starts at
+# the first client, as on a desktop. A null sink is the microphone; what is played into it is heard.
+as_user pactl load-module module-null-sink sink_name=mic rate=48000 channels=1 > /dev/null
+sed -i 's|--capture-device hw:Loopback,1,0|--capture-device pulse:mic.monitor|' "$units/recd.service.d/test.conf"
+as_user systemctl --user daemon-reload
+as_user paplay --latency-msec=10 -d mic "$tone" 2>/dev/null &
+player=$!
+sleep 0.5
+ctl --json record start > "$out/pulse-start.json"
+sleep 2
+ctl --json record stop > "$out/pulse.json"
+kill "$player" 2>/dev/null || true
+cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
+as_user systemctl --user stop recd.service recd.socket
+echo "vm: done"
