@@ -54,8 +54,6 @@ public final class Catalog: Sendable {
     /// but a play count), so paging through a large library does not count every row for each page.
     /// The generation tells a count that raced a write (read before it, stored after) from a good one.
     private let totals = Mutex<(generation: Int, counts: [String: Int])>((0, [:]))
-    /// Rows as the API's JSON, kept between listings (see `RenderedRows`).
-    let rendered = RenderedRows()
 
     public init(path: String) throws {
         self.path = path
@@ -76,13 +74,8 @@ public final class Catalog: Sendable {
 
     /// Every write but a play count: the transaction, then the cached totals are dropped (a row added,
     /// removed, or moved to another state or type).
-    /// The rendered rows are dropped before and after (see `RenderedRows`).
     private func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        rendered.beginWrite()
-        defer {
-            rendered.endWrite()
-            totals.withLock { $0.generation += 1; $0.counts.removeAll() }
-        }
+        defer { totals.withLock { $0.generation += 1; $0.counts.removeAll() } }
         return try pool.write(updates)
     }
 
@@ -277,13 +270,6 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// `list` as the API's JSON (`RecordingJSON`): the page's rows, and the total of its filter.
-    public func listJSON(_ q: ListQuery) throws -> (page: RenderedPage, total: Int) {
-        let page = Self.listSQL(q)
-        let generation = rendered.readerGeneration()   // before the read transaction (see `RenderedRows`)
-        return try withTotal(q, page) { db in try render(db, page, at: generation) }
-    }
-
     /// A page read by `read`, with its filter's total in the same read transaction: the one kept
     /// since the last write that could change it, or counted now and kept.
     private func withTotal<T>(_ q: ListQuery, _ page: PageSQL, _ read: (Database) throws -> T) throws -> (T, Int) {
@@ -294,11 +280,10 @@ public final class Catalog: Sendable {
         return result
     }
 
-    /// The SQL of a page: its rows, their ids alone, and the count of its filter's rows; the
+    /// The SQL of a page: its rows and the count of its filter's rows; the
     /// arguments of the filter, then of the page (`count` takes the filter's alone).
     struct PageSQL {
         var rows: String
-        var ids: String
         var count: String
         var arguments: StatementArguments
         var filterArguments: [any DatabaseValueConvertible]
@@ -314,62 +299,19 @@ public final class Catalog: Sendable {
         case .plays: "playCount DESC, createdAt DESC, id"
         }
         let tail = "FROM recording\(whereClause) ORDER BY \(order) LIMIT ? OFFSET ?"
-        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)", ids: "SELECT id \(tail)",
+        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)",
                        count: "SELECT count(*) FROM recording" + whereClause,
                        arguments: StatementArguments(filter + [q.limit, q.offset]), filterArguments: filter)
     }
 
     static func topSQL(limit: Int) -> PageSQL {
         let tail = "FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
-        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)", ids: "SELECT id \(tail)",
+        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)",
                        count: "SELECT count(*) FROM recording WHERE state = 'ready'", arguments: [limit], filterArguments: [])
     }
 
     private func count(_ db: Database, _ page: PageSQL) throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: page.count), arguments: StatementArguments(page.filterArguments)) ?? 0
-    }
-
-    /// A page's rows as JSON, inside the caller's read transaction. First one query for the page's
-    /// ids, which an index answers without reading the rows; the rows kept in `rendered` (valid for
-    /// this snapshot while `generation` holds) are copied, a few missing ones (a row just played or
-    /// edited) read by id and rendered; a page mostly missing (after a write that dropped them all)
-    /// is read whole, in one query, and rendered. What was rendered is kept.
-    private func render(_ db: Database, _ page: PageSQL, at generation: Int?) throws -> RenderedPage {
-        if let generation {
-            let ids = try String.fetchAll(db.cachedStatement(sql: page.ids), arguments: page.arguments)
-            if let kept = rendered.lookup(ids, at: generation),
-               kept.lazy.filter({ $0 == nil }).count <= Self.rowsReadByID {
-                var rows: [[UInt8]] = [], fresh: [(id: String, json: [UInt8])] = []
-                rows.reserveCapacity(ids.count)
-                for (id, json) in zip(ids, kept) {
-                    if let json { rows.append(json); continue }
-                    guard let record = try RecordingRecord.fetch(db, id: id) else { break }   // not in this snapshot: cannot be
-                    fresh.append((id, Self.json(try record.recording())))
-                    rows.append(fresh[fresh.count - 1].json)
-                }
-                if rows.count == ids.count {
-                    if !fresh.isEmpty { rendered.store(fresh, at: generation) }
-                    return RenderedPage(rows: rows)
-                }
-            }
-        }
-        let records = try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments)
-        var fresh: [(id: String, json: [UInt8])] = []
-        fresh.reserveCapacity(records.count)
-        for record in records { fresh.append((record.id, Self.json(try record.recording()))) }
-        if let generation { rendered.store(fresh, at: generation) }
-        return RenderedPage(rows: fresh.map(\.json))
-    }
-
-    /// Missing rows of a page read one by one, at most; more, and the page is read whole. (A top 50
-    /// after a play of one of its rows: 0.12 ms so, 0.35 ms when the page was read whole.)
-    static let rowsReadByID = 8
-
-    private static func json(_ r: Recording) -> [UInt8] {
-        var json: [UInt8] = []
-        json.reserveCapacity(640)
-        RecordingJSON.append(r, to: &json)
-        return json
     }
 
     /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
@@ -381,13 +323,6 @@ public final class Catalog: Sendable {
                     .map { try $0.recording() }
             }
         }
-    }
-
-    /// `top` as the API's JSON (`RecordingJSON`).
-    public func topJSON(limit: Int) throws -> RenderedPage {
-        let page = Self.topSQL(limit: limit)
-        let generation = rendered.readerGeneration()
-        return try wrap("top") { try pool.read { db in try render(db, page, at: generation) } }
     }
 
     /// Number of recordings per state (states with none are absent).
@@ -444,8 +379,6 @@ public final class Catalog: Sendable {
     /// Throws only when the transaction itself fails (then none counted).
     public func countPlays(_ plays: [(id: UUID, at: Date)]) throws -> [Result<Recording, CatalogError>] {
         let ids = plays.map { $0.id.uuidString }
-        rendered.beginWrite(changing: ids)
-        defer { rendered.endWrite(changing: ids) }
         return try wrap("count plays") {
             try pool.write { db in
                 // The row after the play from the UPDATE itself (RETURNING): one statement per play.

@@ -27,13 +27,12 @@ public struct Library: Sendable {
         try catalogCall { try catalog.resolve(idOrPrefix) }
     }
 
-    /// A page of the library as the API's `RecordingList` JSON (with its newline), written from the
-    /// rows' JSON the catalog keeps between listings.
+    /// A page of the library as the API's `RecordingList` JSON (with its newline).
     public func listJSON(_ query: ListQuery) throws(EngineError) -> [UInt8] {
         try Self.checkLimit(query.limit)
         guard query.offset >= 0 else { throw .invalidValue(field: "offset", detail: "must not be negative") }
-        let (page, total) = try catalogCall { try catalog.listJSON(query) }
-        return RecordingJSON.encode(page, total: total, limit: query.limit, offset: query.offset)
+        let (rows, total) = try catalogCall { try catalog.list(query) }
+        return Self.listing(RecordingList(recordings: rows, total: total, limit: query.limit, offset: query.offset))
     }
 
     private static func checkLimit(_ limit: Int) throws(EngineError) {
@@ -194,8 +193,14 @@ public struct Library: Sendable {
     /// JSON (with its newline; `total` is the page's length).
     public func topJSON(limit: Int) throws(EngineError) -> [UInt8] {
         try Self.checkLimit(limit)
-        let page = try catalogCall { try catalog.topJSON(limit: limit) }
-        return RecordingJSON.encode(page, total: page.rows.count, limit: limit, offset: 0)
+        let rows = try catalogCall { try catalog.top(limit: limit) }
+        return Self.listing(RecordingList(recordings: rows, total: rows.count, limit: limit, offset: 0))
+    }
+
+    private static func listing(_ list: RecordingList) -> [UInt8] {
+        var bytes = [UInt8](RecordingJSON.encode(list))
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
     }
 
     /// The recording's waveform at its stored resolution (16-bit min/max per 256 samples). One not

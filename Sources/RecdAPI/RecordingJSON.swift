@@ -12,15 +12,6 @@ public enum RecordingJSON {
                      rowBytes: list.recordings.count * 560) { i, out in append(list.recordings[i], to: &out) })
     }
 
-    /// A listing whose rows are already JSON (`RenderedPage`), with a newline after it: the bytes
-    /// of `encode(RecordingList)` + "\n" for the same rows.
-    public static func encode(_ page: RenderedPage, total: Int, limit: Int, offset: Int) -> [UInt8] {
-        var out = listing(count: page.rows.count, total: total, limit: limit, offset: offset,
-                          rowBytes: page.rows.reduce(1) { $0 + $1.count + 1 }) { i, out in out.append(contentsOf: page.rows[i]) }
-        out.append(UInt8(ascii: "\n"))
-        return out
-    }
-
     private static func listing(count: Int, total: Int, limit: Int, offset: Int, rowBytes: Int,
                                 row: (Int, inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
@@ -155,11 +146,4 @@ public enum RecordingJSON {
         }
         out.append(UInt8(ascii: "\""))
     }
-}
-
-/// Recordings already written as JSON objects (`RecordingJSON.append`), in the order of a listing's
-/// page: what the catalog keeps between listings.
-public struct RenderedPage: Sendable {
-    public var rows: [[UInt8]]
-    public init(rows: [[UInt8]]) { self.rows = rows }
 }
