@@ -30,19 +30,6 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// Filter and order of a library listing.
-public struct ListQuery: Sendable, Equatable {
-    public var order: ListOrder = .recent
-    public var state: RecordingState?
-    public var type: RecordingType?
-    public var limit: Int = 100
-    public var offset: Int = 0
-    public init(order: ListOrder = .recent, state: RecordingState? = nil, type: RecordingType? = nil,
-                limit: Int = 100, offset: Int = 0) {
-        self.order = order; self.state = state; self.type = type; self.limit = limit; self.offset = offset
-    }
-}
-
 /// The catalog. Every write is one transaction; invariants (unique file, valid enums, non-negative
 /// counts) live in the schema. Safe to share between tasks: GRDB's pool serializes writes.
 public final class Catalog: Sendable {

@@ -6,6 +6,7 @@ import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
+import Storage
 import Synchronization
 
 /// Where an `AudioPipeline`'s encoder thread puts the sound: an audio file, or the audio track of a

@@ -1,5 +1,6 @@
 // Pause and resume of a recording, applied to the sound by the capture thread.
 import Foundation
+import Storage
 import Synchronization
 
 /// Where a recording's sound is paused, in frames of the recording's format counted from the first

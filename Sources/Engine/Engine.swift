@@ -6,6 +6,7 @@ import Logging
 import MediaWire
 import MediaWorker
 import RecdAPI
+import Storage
 import Synchronization
 
 public final class Engine: Sendable {

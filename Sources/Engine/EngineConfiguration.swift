@@ -2,6 +2,7 @@
 import Foundation
 import MediaWire
 import RecdAPI
+import Storage
 
 /// Settings the engine runs with.
 public struct EngineConfiguration: Sendable {

@@ -2,6 +2,7 @@
 import Foundation
 import Metering
 import RecdAPI
+import Storage
 import Synchronization
 
 /// Publishes events to subscribers. `publish` never blocks and never waits for a subscriber (it is

@@ -1,4 +1,5 @@
 // How many imports do their media work at once.
+import Storage
 
 /// At most `count` imports hold a `BlockingPool` thread (and a media worker) at a time; the others
 /// wait here, holding nothing. Why: the pool's 8 threads also serve every edit, delete and save, and

@@ -6,6 +6,7 @@ import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
+import Storage
 
 /// What an import was sent with, besides its bytes.
 public struct ImportRequest: Sendable {

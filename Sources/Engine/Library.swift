@@ -7,6 +7,7 @@ import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
+import Storage
 
 /// Operations on recordings that are not being recorded. Safe to call from any task: each change is
 /// one catalog transaction; checks that involve the active recording go through `Recorder`.
@@ -213,6 +214,33 @@ public struct Library: Sendable {
                                     make: { try Self.computeWaveform(path: $0) },
                                     store: { try catalog.storeWaveform(id: r.id, data: $0.dat()) },
                                     size: { "\($0.length) pixels" })
+    }
+
+    /// How a waveform is asked for: a zoom (samples per pixel, no finer than stored) or a width in
+    /// pixels to fit, and 8 or 16 bits (audiowaveform's choices).
+    public struct WaveformView: Sendable {
+        public var samplesPerPixel: Int?
+        public var pixels: Int?
+        public var eightBit: Bool
+        public init(samplesPerPixel: Int? = nil, pixels: Int? = nil, eightBit: Bool = true) {
+            self.samplesPerPixel = samplesPerPixel; self.pixels = pixels; self.eightBit = eightBit
+        }
+    }
+
+    /// The waveform as `view` asks: `samplesPerPixel` wins over `pixels`; neither: as stored.
+    public func waveform(_ idOrPrefix: String, _ view: WaveformView) async throws(EngineError) -> WaveformData {
+        let stored = try await waveform(idOrPrefix)
+        var zoom = stored.samplesPerPixel
+        if let spp = view.samplesPerPixel {
+            guard spp >= stored.samplesPerPixel else {
+                throw .invalidValue(field: "samples_per_pixel", detail: "\(spp) is finer than the stored \(stored.samplesPerPixel) samples per pixel")
+            }
+            zoom = spp
+        } else if let pixels = view.pixels {
+            zoom = max(stored.samplesPerPixel, (stored.length * stored.samplesPerPixel + pixels - 1) / pixels)
+        }
+        let waveform = stored.resampled(samplesPerPixel: zoom)
+        return view.eightBit ? waveform.eightBit() : waveform
     }
 
     /// The JPEG of a video recording's first frame. One not stored (a salvaged or adopted file) is

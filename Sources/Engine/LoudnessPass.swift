@@ -5,6 +5,7 @@ import Logging
 import MediaWire
 import MediaWorker
 import RecdAPI
+import Storage
 
 /// Measures, one at a time, the saved and pending recordings whose loudness is not known: salvaged
 /// ones, trimmed ones (the cut is measured again), and those from before loudness was measured.

@@ -1,6 +1,7 @@
 // The seed's "Export Data" (Screen 7.2): recording metadata as CSV (RFC 4180) or JSON; no files.
 import Foundation
 import RecdAPI
+import Storage
 
 public enum MetadataExport {
     public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount",

@@ -2,6 +2,7 @@
 import Catalog
 import Foundation
 import RecdAPI
+import Storage
 import Synchronization
 
 /// Counts plays with group commit. A play waits in a queue; one writer at a time (on `BlockingPool`)

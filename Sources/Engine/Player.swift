@@ -6,6 +6,7 @@ import MediaWire
 import MediaWorker
 import Playback
 import RecdAPI
+import Storage
 
 /// Owns the one playback of the playback device and counts plays by the seed's rules: a playback
 /// of a `ready` recording adds exactly one to its play count when it ends (completed, stopped,

@@ -7,6 +7,7 @@ import Logging
 import MediaWire
 import Metering
 import RecdAPI
+import Storage
 
 /// Owns the one active recording of the capture device. All state is in `state`; every method
 /// re-checks it after each `await`, because other requests may run in between.

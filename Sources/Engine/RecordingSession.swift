@@ -5,6 +5,7 @@ import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
+import Storage
 
 /// One recording in progress. `init` opens the devices and the file (nothing runs yet); `start`
 /// starts the threads and waits for the first captured data; `stop` ends capture and closes the file.

@@ -5,6 +5,7 @@ import Logging
 import MediaWire
 import MediaWorker
 import RecdAPI
+import Storage
 
 /// Cuts a saved or pending recording to `[start, end)` with `MP4Trimmer` (packets copied, edit
 /// lists for the exact cut) and puts the result in place, or beside it as a new recording, through

@@ -2,6 +2,7 @@
 import Foundation
 import MediaWire
 import MediaWorker
+import Storage
 
 /// Owns one file in `.uploads/` being written (its descriptor, closed in `deinit`) and the SHA-256
 /// of what was written. The file is removed with `remove()` (the caller's `defer`): an upload is

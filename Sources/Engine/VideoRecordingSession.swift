@@ -5,6 +5,7 @@ import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
+import Storage
 import Synchronization
 
 /// Camera frames handed from the capture thread to the video thread, still in their driver buffers.

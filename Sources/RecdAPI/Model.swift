@@ -109,6 +109,19 @@ public enum ListOrder: String, Codable, Sendable, CaseIterable {
     case plays
 }
 
+/// Filter and order of a library listing.
+public struct ListQuery: Sendable, Equatable {
+    public var order: ListOrder = .recent
+    public var state: RecordingState?
+    public var type: RecordingType?
+    public var limit: Int = 100
+    public var offset: Int = 0
+    public init(order: ListOrder = .recent, state: RecordingState? = nil, type: RecordingType? = nil,
+                limit: Int = 100, offset: Int = 0) {
+        self.order = order; self.state = state; self.type = type; self.limit = limit; self.offset = offset
+    }
+}
+
 /// Export formats (seed Screen 7.2).
 public enum ExportFormat: String, Codable, Sendable, CaseIterable {
     case csv, json

@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import RecdAPI
+import Storage
 
 /// An error raised by the server itself (bad query string, bad body).
 struct RequestError: Error {

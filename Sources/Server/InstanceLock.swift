@@ -1,6 +1,7 @@
 // One daemon per socket.
 import Engine
 import Foundation
+import Storage
 
 public struct InstanceLockError: Error, CustomStringConvertible {
     public var socketPath: String

@@ -4,8 +4,8 @@ import Engine
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Metering
 import RecdAPI
+import Storage
 
 /// One byte range of a `Range: bytes=...` header, resolved against the file's size.
 enum ByteRangeRequest: Equatable {
@@ -118,8 +118,6 @@ enum WaveformRoute {
     static func add(to v1: APIGroup, engine: Engine) {
         v1.get("recordings/:id/waveform") { request, context in
             let q = request.uri.queryParameters
-            let stored = try await engine.library.waveform(try context.recordingID())
-            var zoom = stored.samplesPerPixel
             // Both are read (and refused when malformed) even when samples_per_pixel wins: a bad
             // value is never passed over in silence (the fuzzer's `pixels=` beside samples_per_pixel).
             let pixels = try q["pixels"].map { px in
@@ -127,22 +125,15 @@ enum WaveformRoute {
                 guard n > 0 else { throw EngineError.invalidValue(field: "pixels", detail: "must be at least 1") }
                 return n
             }
-            if let spp = q["samples_per_pixel"] {
-                zoom = try RecdRoutes.intValue(String(spp), field: "samples_per_pixel", range: Int.min...WaveformRoute.maxSamplesPerPixel)
-                guard zoom >= stored.samplesPerPixel else {
-                    throw EngineError.invalidValue(field: "samples_per_pixel",
-                                                   detail: "\(zoom) is finer than the stored \(stored.samplesPerPixel) samples per pixel")
-                }
-            } else if let pixels {
-                let samples = stored.length * stored.samplesPerPixel
-                zoom = max(stored.samplesPerPixel, (samples + pixels - 1) / pixels)
+            let zoom = try q["samples_per_pixel"].map {
+                try RecdRoutes.intValue(String($0), field: "samples_per_pixel", range: Int.min...WaveformRoute.maxSamplesPerPixel)
             }
             let bitsText = q["bits"].map(String.init) ?? "8"
             guard bitsText == "8" || bitsText == "16" else {
                 throw EngineError.invalidValue(field: "bits", detail: "\(bitsText) is not 8 or 16")
             }
-            var waveform = stored.resampled(samplesPerPixel: zoom)
-            if bitsText == "8" { waveform = waveform.eightBit() }
+            let waveform = try await engine.library.waveform(try context.recordingID(),
+                                                             .init(samplesPerPixel: zoom, pixels: pixels, eightBit: bitsText == "8"))
             switch q["format"].map(String.init) ?? "json" {
             case "json": return JSONResponse.raw(waveform.json(), contentType: "application/json")
             case "dat": return JSONResponse.raw(waveform.dat(), contentType: "application/octet-stream")

@@ -1,5 +1,4 @@
 // The /v1 HTTP API (documented in openapi.yaml, served at /v1/openapi.yaml).
-import Catalog
 import Dispatch
 import Engine
 import Foundation
@@ -7,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import RecdAPI
 import ServiceLifecycle
+import Storage
 
 /// Facts about the running daemon that status reports.
 public struct DaemonIdentity: Sendable {

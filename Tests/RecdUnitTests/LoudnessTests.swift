@@ -1,5 +1,5 @@
-import Foundation
 import CEbur128
+import Foundation
 import Metering
 import RecdAPI
 import XCTest

@@ -4,8 +4,8 @@ import Capture
 import Foundation
 import Media
 import MediaWire
-import MediaWorkerServer
 @testable import MediaWorker
+import MediaWorkerServer
 import XCTest
 
 final class MediaWorkerWireTests: XCTestCase {

@@ -1,6 +1,6 @@
-import Engine
 import Foundation
 import RecdAPI
+import Storage
 import XCTest
 
 final class MetadataRulesTests: XCTestCase {

@@ -1,6 +1,6 @@
 import Foundation
-import RecdAPI
 import Metering
+import RecdAPI
 import XCTest
 
 final class MeteringTests: XCTestCase {

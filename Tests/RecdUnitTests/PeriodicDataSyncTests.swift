@@ -1,5 +1,5 @@
-@testable import Engine
 import Foundation
+@testable import Storage
 import Synchronization
 import XCTest
 

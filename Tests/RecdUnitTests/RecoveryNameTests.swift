@@ -1,5 +1,5 @@
 // How recovery tells a row's file in `Recordings/` from a path elsewhere (by UTF-8 bytes).
-@testable import Engine
+@testable import Storage
 import XCTest
 
 final class RecoveryNameTests: XCTestCase {

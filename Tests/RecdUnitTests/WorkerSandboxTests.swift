@@ -3,8 +3,8 @@
 // whatever the files' modes say.
 import Foundation
 import MediaWire
-import MediaWorkerServer
 @testable import MediaWorker
+import MediaWorkerServer
 import XCTest
 
 final class WorkerSandboxTests: XCTestCase {

@@ -23,12 +23,12 @@ import RecdAPI
 /// After a crash, `recover` finds either an open journal row (before 3: the trash's entries go
 /// back into `Recordings/`, everything is still there) or a trash folder without one (after 3: it
 /// is removed, everything is gone).
-enum DeleteAll {
-    static let kind = "delete-all"
-    static let trashPrefix = ".trash-"
+public enum DeleteAll {
+    public static let kind = "delete-all"
+    public static let trashPrefix = ".trash-"
 
     /// Runs steps 1–4. Blocking; the caller makes sure nothing records meanwhile.
-    static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
+    public static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
         data.mutations.lock()
         defer { data.mutations.unlock() }
         let journal = try catalogCall { try catalog.beginJournal(kind: kind) }
@@ -39,7 +39,7 @@ enum DeleteAll {
     }
 
     /// Where the new-style trash of a journal lives: beside `Recordings/`.
-    static func trash(of journal: String, in data: DataDirectory) -> String {
+    public static func trash(of journal: String, in data: DataDirectory) -> String {
         data.root.path + "/" + trashPrefix + journal
     }
 
@@ -163,7 +163,7 @@ enum DeleteAll {
 
     /// Start-up half: settles a delete-all a crash interrupted, of either kind of step 2.
     /// `hidden`: the hidden entries of `Recordings/` if just listed (else listed here).
-    static func recover(catalog: Catalog, data: DataDirectory, hidden: [String]? = nil, report: inout RecoveryReport, logger: Logger) {
+    public static func recover(catalog: Catalog, data: DataDirectory, hidden: [String]? = nil, report: inout RecoveryReport, logger: Logger) {
         let dir = data.recordings.path
         let open: [(id: String, kind: String)]
         do { open = try catalog.openJournal() }

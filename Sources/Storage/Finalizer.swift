@@ -6,25 +6,25 @@ import MediaWorker
 import RecdAPI
 
 /// Facts about a finished file.
-struct FinishedFile: Sendable {
-    var duration: Double?
-    var sizeBytes: Int64?
+public struct FinishedFile: Sendable {
+    public var duration: Double?
+    public var sizeBytes: Int64?
     /// Packets copied by the finalizing remux; nil when it failed (the fragmented file was kept).
-    var packets: Int?
+    public var packets: Int?
 
     /// Writes what the file says into its catalog row.
-    func apply(to r: inout Recording) {
+    public func apply(to r: inout Recording) {
         r.duration = duration
         r.sizeBytes = sizeBytes
     }
 }
 
-enum RecordingFinalizer {
+public enum RecordingFinalizer {
     /// Remuxes the fragmented file at `path` into a faststart MP4 next to it, makes that durable and
     /// renames it over the original (atomic: at every instant `path` is a playable file). If the remux
     /// fails, the fragmented file stays as it is (it plays, only its duration header is less exact).
     /// Blocking.
-    static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
+    public static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
         let tmp = data.finalizingPath(for: path)
         do {
             let result = try WorkerMedia.remux(from: path, to: tmp)

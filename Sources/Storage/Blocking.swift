@@ -8,8 +8,8 @@ import NIOPosix
 /// blocking one-second items took 3 s here): one long repair there, or on an actor's executor, held up
 /// every request and the watchdog with it. Eight threads, so that a long repair or delete-all leaves
 /// room for the short writes that follow it.
-enum BlockingPool {
-    static let shared: NIOThreadPool = {
+public enum BlockingPool {
+    public static let shared: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: 8)
         pool.start()
         return pool
@@ -21,8 +21,8 @@ enum BlockingPool {
 /// 100,000 files after an upgrade slows no request, recording or start-up. (Its own thread: a
 /// thread's policy is its own, and one of `BlockingPool`'s could not be given back its priority
 /// without privileges.)
-enum BackgroundPool {
-    static let shared: NIOThreadPool = {
+public enum BackgroundPool {
+    public static let shared: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         pool.submit { _ in
@@ -35,19 +35,19 @@ enum BackgroundPool {
 }
 
 /// Runs work nobody waits for on `BackgroundPool` and awaits its result.
-func runInBackground<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+public func runInBackground<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await BackgroundPool.shared.runIfActive(body)
 }
 
 /// Runs blocking work on `BlockingPool` and awaits its result; the caller (an actor, a request's
 /// task) is suspended meanwhile, not blocked, so its executor serves others.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await BlockingPool.shared.runIfActive(body)
 }
 
 /// A catalog write (or a change of `Recordings/` with its rows, or a long read) on `BlockingPool`,
 /// its errors as the engine's (`catalogCall` for the short reads done in place).
-func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
+public func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
     do { return try await runBlocking(body) }
     catch let e as CatalogError { throw EngineError.from(e) }
     catch let e as EngineError { throw e }

@@ -97,7 +97,7 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    static func from(_ error: CatalogError) -> EngineError {
+    public static func from(_ error: CatalogError) -> EngineError {
         switch error {
         case .notFound(let id): return .notFound(id: id)
         case .ambiguous(let p, let m): return .ambiguousID(prefix: p, matches: m)
@@ -109,7 +109,7 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
 
 /// Runs a catalog call, turning its errors into engine errors.
 @discardableResult
-func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
+public func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
     do { return try body() }
     catch let e as CatalogError { throw EngineError.from(e) }
     catch let e as EngineError { throw e }

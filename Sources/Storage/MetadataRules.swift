@@ -86,7 +86,7 @@ public enum MetadataRules {
 
     /// CR LF → LF, scalar by scalar: Foundation's `replacingOccurrences` left the CR of "P\r\n\u{C4D}"
     /// (a combining mark after the line break; found by the fuzzer), which was then refused as a control.
-    static func crlfToLF(_ text: String) -> String {
+    public static func crlfToLF(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         let scalars = Array(text.unicodeScalars)
         for (i, c) in scalars.enumerated() where !(c == "\r" && i + 1 < scalars.count && scalars[i + 1] == "\n") {
@@ -96,7 +96,7 @@ public enum MetadataRules {
     }
 
     /// `U+001B` for the error message.
-    static func name(_ c: Unicode.Scalar) -> String { String(format: "U+%04X", c.value) }
+    public static func name(_ c: Unicode.Scalar) -> String { String(format: "U+%04X", c.value) }
 
     /// "Recording Oct 25, 2025 3:42 PM": the creation time in `timeZone`, nil: the system's (libc's).
     public static func autoTitle(for date: Date, timeZone: TimeZone? = nil) -> String {

@@ -24,9 +24,9 @@ import Synchronization
 ///   landed just before the stop).
 /// An error (EIO, ENOSPC on a filesystem that allocates at writeback) goes to `onError` once, as
 /// other disk errors of a recording do, and the thread ends. `stop()` wakes and joins it.
-final class PeriodicDataSync: @unchecked Sendable {
-    let path: String
-    let intervalMs: Int
+public final class PeriodicDataSync: @unchecked Sendable {
+    public let path: String
+    public let intervalMs: Int
     private let onError: @Sendable (EngineError) -> Void
     /// fdatasync; replaceable so tests can make it fail.
     private let syncCall: @Sendable (Int32) -> Int32
@@ -39,16 +39,16 @@ final class PeriodicDataSync: @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     private let counters = Mutex(Counters())
 
-    struct Counters: Sendable {
-        var syncs = 0
+    public struct Counters: Sendable {
+        public var syncs = 0
         /// Bytes of the file at its last fdatasync.
-        var syncedBytes: Int64 = 0
-        var longestSyncMs = 0.0
+        public var syncedBytes: Int64 = 0
+        public var longestSyncMs = 0.0
     }
 
     /// Nil when `intervalMs` is 0 or less (the cadence is off). Nothing runs until `start()`.
-    init?(path: String, intervalMs: Int, onError: @escaping @Sendable (EngineError) -> Void,
-          sync: @escaping @Sendable (Int32) -> Int32 = { fdatasync($0) }) {
+    public init?(path: String, intervalMs: Int, onError: @escaping @Sendable (EngineError) -> Void,
+                 sync: @escaping @Sendable (Int32) -> Int32 = { fdatasync($0) }) {
         guard intervalMs > 0 else { return nil }
         self.path = path
         self.intervalMs = intervalMs
@@ -57,7 +57,7 @@ final class PeriodicDataSync: @unchecked Sendable {
     }
 
     /// Starts the thread (once).
-    func start() {
+    public func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         let thread = Thread { [self] in
             self.run()
@@ -68,24 +68,24 @@ final class PeriodicDataSync: @unchecked Sendable {
     }
 
     /// The writer has put a whole fragment into the file. Any thread; never blocks.
-    func written() {
+    public func written() {
         guard !wakePending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
     }
 
     /// Wakes the thread and waits for it to end, after its last fdatasync. Idempotent.
-    func stop() {
+    public func stop() {
         guard started.load(ordering: .relaxed), !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
         ended.wait()
     }
 
-    var stats: Counters { counters.withLock { $0 } }
+    public var stats: Counters { counters.withLock { $0 } }
 
     /// When to sync, given what the last two looks saw (a pure function, for the tests).
     /// `changed`: the file differs from what was last synced; `settled`: it is as it was at the
     /// previous look; `sinceSyncMs`: time since the last sync (or the start).
-    static func shouldSync(changed: Bool, settled: Bool, sinceSyncMs: Double, intervalMs: Int) -> Bool {
+    public static func shouldSync(changed: Bool, settled: Bool, sinceSyncMs: Double, intervalMs: Int) -> Bool {
         guard changed else { return false }
         return settled ? sinceSyncMs >= Double(intervalMs) / 2 : sinceSyncMs >= Double(intervalMs)
     }
@@ -158,10 +158,10 @@ final class PeriodicDataSync: @unchecked Sendable {
 
     /// What tells that a file changed: its size and modification time.
     private struct Version: Equatable {
-        var size: Int64 = -1
-        var mtimeNs: Int64 = -1
-        init() {}
-        init(_ st: stat) {
+        public var size: Int64 = -1
+        public var mtimeNs: Int64 = -1
+        public init() {}
+        public init(_ st: stat) {
             size = Int64(st.st_size)
             mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
         }

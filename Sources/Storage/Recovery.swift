@@ -13,18 +13,22 @@ import RecdAPI
 /// 3. interrupted recordings (finalized and made pending, or removed if they hold no audio);
 /// 4. rows whose file is gone → `missing`; files no row refers to → adopted if media,
 ///    quarantined if not. Nothing that may be a recording is ever deleted.
-struct Recovery {
-    let catalog: Catalog
-    let data: DataDirectory
-    let timeZone: TimeZone?
-    let logger: Logger
+public struct Recovery: Sendable {
+    public let catalog: Catalog
+    public let data: DataDirectory
+    public let timeZone: TimeZone?
+    public let logger: Logger
 
-    static let quarantine = ".quarantine"
+    public init(catalog: Catalog, data: DataDirectory, timeZone: TimeZone?, logger: Logger) {
+        self.catalog = catalog; self.data = data; self.timeZone = timeZone; self.logger = logger
+    }
+
+    public static let quarantine = ".quarantine"
 
     /// Containers recd adopts (libavformat's demuxer names).
-    static let adoptableFormats = ["mov", "mp4", "m4a", "matroska", "webm", "wav", "ogg", "mp3", "flac", "aac", "caf"]
+    public static let adoptableFormats = ["mov", "mp4", "m4a", "matroska", "webm", "wav", "ogg", "mp3", "flac", "aac", "caf"]
 
-    func run(activeID: UUID?) -> RecoveryReport {
+    public func run(activeID: UUID?) -> RecoveryReport {
         data.mutations.run { runLocked(activeID: activeID) }
     }
 
@@ -249,7 +253,7 @@ struct Recovery {
 
     /// `Recordings/<name>` → `<name>` (no copy); nil for a path elsewhere. By UTF-8 bytes: Character
     /// by Character (`hasPrefix`, `contains("/")`) this was most of a 100,000-row start-up.
-    static func name(inRecordings relative: String) -> Substring? {
+    public static func name(inRecordings relative: String) -> Substring? {
         let prefix = "Recordings/".utf8
         let utf8 = relative.utf8
         guard utf8.starts(with: prefix) else { return nil }
@@ -259,7 +263,7 @@ struct Recovery {
     }
 
     /// The check without repairs.
-    func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
+    public func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
         let rows = try catalogCall { try catalog.fileRows() }
         let listing = try data.listRecordings()
         let files = listing.files.sorted()

@@ -11,7 +11,7 @@ public struct DataDirectory: Sendable {
     /// (a repair must not "undo" a delete in flight, a delete-all must not move a file a discard has
     /// moved aside). Recursive: recovery removes empty takes through the same protocol. Copies of
     /// this value share the one lock.
-    let mutations = MutationLock()
+    public let mutations = MutationLock()
     public var catalogPath: String { root.appendingPathComponent("catalog.sqlite").path }
     public var recordings: URL { root.appendingPathComponent("Recordings", isDirectory: true) }
     /// Imports being received or converted: never part of the library (start-up empties it; a
@@ -76,21 +76,21 @@ public struct DataDirectory: Sendable {
     public func absolute(_ relative: String) -> String { root.appendingPathComponent(relative).path }
 
     /// Where a file is finalized before it atomically replaces the original.
-    func finalizingPath(for path: String) -> String { sibling(of: path, suffix: Self.finalizingSuffix) }
+    public func finalizingPath(for path: String) -> String { sibling(of: path, suffix: Self.finalizingSuffix) }
 
     /// Where a file waits, moved aside, while its row is deleted (discard).
-    func discardingPath(for path: String) -> String { sibling(of: path, suffix: Self.discardingSuffix) }
+    public func discardingPath(for path: String) -> String { sibling(of: path, suffix: Self.discardingSuffix) }
 
     /// Where a recording's new file (a trim) is written before it is committed and renamed over
     /// the row's file (see `FileReplacement`).
-    func replacingPath(for path: String) -> String { sibling(of: path, suffix: Self.replacingSuffix) }
+    public func replacingPath(for path: String) -> String { sibling(of: path, suffix: Self.replacingSuffix) }
 
-    static let finalizingSuffix = ".final.tmp"
-    static let discardingSuffix = ".discarding"
-    static let replacingSuffix = ".replacing"
+    public static let finalizingSuffix = ".final.tmp"
+    public static let discardingSuffix = ".discarding"
+    public static let replacingSuffix = ".replacing"
 
     /// A path under the data directory, relative to it (as the catalog and the journal store them).
-    func relative(_ absolute: String) -> String {
+    public func relative(_ absolute: String) -> String {
         let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
         return absolute.hasPrefix(prefix) ? String(absolute.dropFirst(prefix.count)) : absolute
     }
@@ -101,36 +101,36 @@ public struct DataDirectory: Sendable {
     }
 
     /// The recording file a hidden sibling belongs to: `.audio_X.m4a.final.tmp` → `audio_X.m4a`.
-    static func original(ofHidden name: String, suffix: String) -> String? {
+    public static func original(ofHidden name: String, suffix: String) -> String? {
         guard name.hasPrefix("."), name.hasSuffix(suffix), name.count > suffix.count + 1 else { return nil }
         return String(name.dropFirst().dropLast(suffix.count))
     }
 }
 
 /// A recursive lock for blocking, short critical sections on files and the catalog.
-final class MutationLock: @unchecked Sendable {
+public final class MutationLock: @unchecked Sendable {
     private let recursive = NSRecursiveLock()
-    func run<T>(_ body: () -> T) -> T {
+    public func run<T>(_ body: () -> T) -> T {
         recursive.lock()
         defer { recursive.unlock() }
         return body()
     }
     // For typed-throws callers (a typed-throws closure through a generic crashed swift-frontend 6.3.1).
-    func lock() { recursive.lock() }
-    func unlock() { recursive.unlock() }
+    public func lock() { recursive.lock() }
+    public func unlock() { recursive.unlock() }
 }
 
 /// Small POSIX file helpers whose failures carry the file and the call.
-enum FileOps {
-    static func size(_ path: String) -> Int64? {
+public enum FileOps {
+    public static func size(_ path: String) -> Int64? {
         var st = stat()
         return stat(path, &st) == 0 ? Int64(st.st_size) : nil
     }
 
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// Bytes available to unprivileged users on the filesystem holding `path`.
-    static func freeBytes(_ path: String) -> Int64? {
+    public static func freeBytes(_ path: String) -> Int64? {
         var st = statvfs()
         guard statvfs(path, &st) == 0 else { return nil }
         let (bytes, overflow) = Int64(clamping: st.f_bavail).multipliedReportingOverflow(by: Int64(clamping: st.f_frsize))
@@ -138,21 +138,21 @@ enum FileOps {
     }
 
     /// fsync of a file or directory, so a rename or a finished file survives power loss.
-    static func sync(_ path: String) throws(EngineError) {
+    public static func sync(_ path: String) throws(EngineError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .storage(file: path, operation: "open (for fsync)", underlying: errnoText()) }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw .storage(file: path, operation: "fsync", underlying: errnoText()) }
     }
 
-    static func rename(_ from: String, _ to: String) throws(EngineError) {
+    public static func rename(_ from: String, _ to: String) throws(EngineError) {
         guard Glibc.rename(from, to) == 0 else {
             throw .storage(file: from, operation: "rename", underlying: "\(errnoText()) (renaming it to \(to))")
         }
     }
 
     /// Swaps two directories (or files) of one filesystem atomically: see `CFileOps_exchange`.
-    static func exchange(_ a: String, _ b: String) throws(EngineError) {
+    public static func exchange(_ a: String, _ b: String) throws(EngineError) {
         guard CFileOps_exchange(a, b) == 0 else {
             throw .storage(file: b, operation: "exchange", underlying: "\(errnoText()) (swapping it with \(a))")
         }
@@ -162,7 +162,7 @@ enum FileOps {
     /// already gone is not an error. Returns the files it could not remove (they stay, and so does
     /// their directory).
     @discardableResult
-    static func removeTree(_ path: String) -> Int {
+    public static func removeTree(_ path: String) -> Int {
         guard let handle = opendir(path) else { return errno == ENOENT ? 0 : 1 }
         var stuck = 0
         var subdirectories: [String] = []
@@ -187,11 +187,11 @@ enum FileOps {
     }
 
     /// Removes a file; a file that is already gone is not an error.
-    static func remove(_ path: String) throws(EngineError) {
+    public static func remove(_ path: String) throws(EngineError) {
         guard unlink(path) == 0 || errno == ENOENT else {
             throw .storage(file: path, operation: "delete", underlying: errnoText())
         }
     }
 
-    static func errnoText() -> String { String(cString: strerror(errno)) }
+    public static func errnoText() -> String { String(cString: strerror(errno)) }
 }

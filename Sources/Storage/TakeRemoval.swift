@@ -11,15 +11,15 @@ import RecdAPI
 /// 3. unlink the aside file.
 /// After a crash, `settleInterruptedRemoval` (start-up recovery) puts an aside file back if its row
 /// still exists (the removal is undone) and unlinks it otherwise (the removal is finished).
-enum TakeRemoval {
-    static func remove(_ r: Recording, expecting state: RecordingState, action: String,
-                       catalog: Catalog, data: DataDirectory) throws(EngineError) {
+public enum TakeRemoval {
+    public static func remove(_ r: Recording, expecting state: RecordingState, action: String,
+                              catalog: Catalog, data: DataDirectory) throws(EngineError) {
         try remove(r, expecting: [state], action: action, catalog: catalog, data: data)
     }
 
     /// As above, with the row allowed to be in any of `states` at the moment it is deleted.
-    static func remove(_ r: Recording, expecting states: Set<RecordingState>, action: String,
-                       catalog: Catalog, data: DataDirectory) throws(EngineError) {
+    public static func remove(_ r: Recording, expecting states: Set<RecordingState>, action: String,
+                              catalog: Catalog, data: DataDirectory) throws(EngineError) {
         data.mutations.lock()
         defer { data.mutations.unlock() }
         try removeLocked(r, expecting: states, action: action, catalog: catalog, data: data)
@@ -57,11 +57,11 @@ enum TakeRemoval {
         if hadFile { try? FileOps.remove(aside) }
     }
 
-    enum Settlement { case undone, finished }
+    public enum Settlement { case undone, finished }
 
     /// Settles the aside file `name` found in `Recordings/` at start-up. Leaves it alone (and says
     /// why) when the catalog cannot be read: never delete a file on a guess.
-    static func settleInterruptedRemoval(name: String, catalog: Catalog, data: DataDirectory) throws -> Settlement? {
+    public static func settleInterruptedRemoval(name: String, catalog: Catalog, data: DataDirectory) throws -> Settlement? {
         guard let original = DataDirectory.original(ofHidden: name, suffix: DataDirectory.discardingSuffix) else { return nil }
         let dir = data.recordings.path
         let relative = "Recordings/" + original

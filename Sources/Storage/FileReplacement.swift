@@ -16,9 +16,9 @@ import RecdAPI
 ///    crash between 2 and 3 leaves a committed row with its new file still under the temporary
 ///    name, and recovery finishes the rename;
 /// 4. the journal entry is closed (recovery closes one whose temporary file is gone).
-enum FileReplacement {
+public enum FileReplacement {
     /// Steps 3 and 4, after the commit.
-    static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
+    public static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
         try FileOps.rename(temporary, target)
         try FileOps.sync(URL(fileURLWithPath: target).deletingLastPathComponent().path)
         do {
@@ -29,12 +29,12 @@ enum FileReplacement {
         }
     }
 
-    enum Settlement { case finished, removed }
+    public enum Settlement { case finished, removed }
 
     /// Settles a hidden `.replacing` file found in `Recordings/` at start-up: renamed over its
     /// recording's file when its replacement was committed, else removed (it was never part of the
     /// library). Nil for other names.
-    static func settle(name: String, catalog: Catalog, data: DataDirectory) throws -> Settlement? {
+    public static func settle(name: String, catalog: Catalog, data: DataDirectory) throws -> Settlement? {
         guard let original = DataDirectory.original(ofHidden: name, suffix: DataDirectory.replacingSuffix) else { return nil }
         let dir = data.recordings.path
         let temporary = "Recordings/" + name
@@ -51,7 +51,7 @@ enum FileReplacement {
 
     /// Closes journal entries whose temporary file is gone (renamed before a crash prevented the
     /// close). Returns how many.
-    static func closeSettledEntries(catalog: Catalog, data: DataDirectory) throws -> Int {
+    public static func closeSettledEntries(catalog: Catalog, data: DataDirectory) throws -> Int {
         var closed = 0
         for entry in try catalog.openJournal() where entry.kind == Catalog.replacementKind {
             if !FileOps.exists(data.absolute(entry.id)) {
