@@ -54,7 +54,12 @@ public actor Recorder {
         var done: Task<Void, Never>
     }
 
-    private var state: State = .idle
+    private var state: State = .idle {
+        didSet { resumeStateWaiters() }
+    }
+    /// Callers waiting out a start or a stop under way (`nextStateChange`), resumed at every change of
+    /// `state`; each looks again at what it is now.
+    private var stateWaiters: [CheckedContinuation<Void, Never>] = []
     /// The last recording that ended by itself (device or disk fault), for status.
     public private(set) var lastFault: FaultReport?
     private let config: EngineConfiguration
@@ -441,7 +446,7 @@ public actor Recorder {
             case .stopping(id, let done?):
                 await done.value
             case .starting(id, _, _), .stopping(id, nil):
-                try? await Task.sleep(for: .milliseconds(50))
+                await nextStateChange()
             case .held(let h) where h.recording?.id == id:
                 await h.done.value
             default:
@@ -491,9 +496,21 @@ public actor Recorder {
             case .idle, .recording: return
             case .held(let h): await h.done.value
             case .stopping(_, let done?): await done.value
-            case .stopping(_, nil), .starting: try? await Task.sleep(for: .milliseconds(50))
+            case .stopping(_, nil), .starting: await nextStateChange()
             }
         }
+    }
+
+    /// Suspends until `state` next changes (no polling: a waiter costs nothing until then).
+    private func nextStateChange() async {
+        await withCheckedContinuation { stateWaiters.append($0) }
+    }
+
+    private func resumeStateWaiters() {
+        guard !stateWaiters.isEmpty else { return }
+        let waiters = stateWaiters
+        stateWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     private func waitWhileHeld() async {
@@ -551,7 +568,7 @@ public actor Recorder {
             await shutdown()
         case .starting:
             // The device is being opened: let the start finish, then stop what it started.
-            try? await Task.sleep(for: .milliseconds(100))
+            await nextStateChange()
             await shutdown()
         default:
             break
