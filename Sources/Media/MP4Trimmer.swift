@@ -21,22 +21,35 @@ public enum MP4Trimmer {
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
         precondition(end > start && start >= 0)
         let input = try FFmpegInput(path: source)
-        let inCtx = input.context
         let muxer = try FFmpegMuxer(path: destination, formatName: FFmpegMuxer.formatName(for: source))
-        struct Track {
-            var output: UnsafeMutablePointer<AVStream>
-            var timeBase: AVRational
-            var isVideo: Bool
-            var startTS: Int64
-            var endTS: Int64
-            /// Audio: copy packets ending after this (one frame of pre-roll). Video: the first
-            /// packet copied must be a keyframe.
-            var firstNeeded: Int64
-            var started = false
-            var done = false
-        }
+        var tracks = try addTracks(of: input, to: muxer, start: start, end: end, source: source)
+        guard !tracks.isEmpty else { throw MediaError.noStream(kind: "audio or video", file: source) }
+        if start > 0 { seekNearCut(input.context, tracks) }
+        try muxer.open(layout: .faststart)
+        let (packets, videoLeadIn) = try copyPackets(from: input.context, through: &tracks, to: muxer, source: source)
+        try muxer.close()
+        return TrimResult(packets: packets, videoLeadIn: videoLeadIn)
+    }
+
+    /// A stream copied, with its cut in its own time base.
+    private struct Track {
+        var output: UnsafeMutablePointer<AVStream>
+        var timeBase: AVRational
+        var isVideo: Bool
+        var startTS: Int64
+        var endTS: Int64
+        /// Audio: copy packets ending after this (one frame of pre-roll). Video: the first
+        /// packet copied must be a keyframe.
+        var firstNeeded: Int64
+        var started = false
+        var done = false
+    }
+
+    /// An output stream for every audio and video stream of the source (not cover art), by source index.
+    private static func addTracks(of input: FFmpegInput, to muxer: FFmpegMuxer, start: Double, end: Double,
+                                  source: String) throws -> [Int: Track] {
+        let inCtx = input.context
         var tracks = [Int: Track]()
-        var videoIndex: Int32 = -1
         for i in 0..<Int(inCtx.pointee.nb_streams) {
             let s = inCtx.pointee.streams[i]!
             let par = s.pointee.codecpar!
@@ -57,19 +70,24 @@ public enum MP4Trimmer {
             let frame = av_rescale_q(preRoll, AVRational(num: 1, den: max(1, par.pointee.sample_rate)), tb)
             tracks[i] = Track(output: out, timeBase: tb, isVideo: kind == AVMEDIA_TYPE_VIDEO, startTS: startTS, endTS: endTS,
                               firstNeeded: startTS - frame)
-            if kind == AVMEDIA_TYPE_VIDEO && videoIndex < 0 { videoIndex = Int32(i) }
         }
-        guard !tracks.isEmpty else { throw MediaError.noStream(kind: "audio or video", file: source) }
-        // Seek near the cut instead of reading the hour before it: the picture's keyframe at or
-        // before `start` (the other streams follow it back), else the sound's pre-roll.
-        if start > 0 {
-            let (index, track) = videoIndex >= 0 ? (Int(videoIndex), tracks[Int(videoIndex)]!) : tracks.min { $0.key < $1.key }!
-            let target = track.isVideo ? track.startTS : track.firstNeeded - (track.startTS - track.firstNeeded)
-            if av_seek_frame(inCtx, Int32(index), target, AVSEEK_FLAG_BACKWARD) < 0 {
-                _ = av_seek_frame(inCtx, -1, 0, AVSEEK_FLAG_BACKWARD)   // read from the start instead
-            }
+        return tracks
+    }
+
+    /// Seeks near the cut instead of reading the hour before it: the picture's keyframe at or
+    /// before `start` (the other streams follow it back), else the sound's pre-roll.
+    private static func seekNearCut(_ inCtx: UnsafeMutablePointer<AVFormatContext>, _ tracks: [Int: Track]) {
+        let (index, track) = tracks.filter(\.value.isVideo).min { $0.key < $1.key } ?? tracks.min { $0.key < $1.key }!
+        let target = track.isVideo ? track.startTS : track.firstNeeded - (track.startTS - track.firstNeeded)
+        if av_seek_frame(inCtx, Int32(index), target, AVSEEK_FLAG_BACKWARD) < 0 {
+            _ = av_seek_frame(inCtx, -1, 0, AVSEEK_FLAG_BACKWARD)   // read from the start instead
         }
-        try muxer.open(layout: .faststart)
+    }
+
+    /// Copies the packets of the span until every track has passed its end; returns how many, and
+    /// how far before the cut the picture's keyframe is.
+    private static func copyPackets(from inCtx: UnsafeMutablePointer<AVFormatContext>, through tracks: inout [Int: Track],
+                                    to muxer: FFmpegMuxer, source: String) throws -> (packets: Int, videoLeadIn: Double) {
         let packet = try FFmpegPacket()
         var packets = 0
         var videoLeadIn = 0.0
@@ -106,7 +124,6 @@ public enum MP4Trimmer {
             try muxer.write(pkt)
             packets += 1
         }
-        try muxer.close()
-        return TrimResult(packets: packets, videoLeadIn: videoLeadIn)
+        return (packets, videoLeadIn)
     }
 }

@@ -98,96 +98,109 @@ public enum RecdRoutes {
         }
     }
 
-    /// The library: list, one recording, edit, trim, save, discard, delete, delete all, Quick Play, export, and a recording's media, waveform and poster.
+    /// The library: listings (list, Quick Play, export), one recording and its changes, delete all,
+    /// and a recording's media, waveform and poster.
     static func addLibraryRoutes(to v1: APIGroup, engine: Engine) {
-        v1.get("recordings") { request, _ in
-            let q = request.uri.queryParameters
-            var query = ListQuery()
-            if let by = q["by"] { query.order = try enumValue(ListOrder.self, String(by), field: "by") }
-            if let s = q["state"] { query.state = try enumValue(RecordingState.self, String(s), field: "state") }
-            if let t = q["type"] { query.type = try enumValue(RecordingType.self, String(t), field: "type") }
-            if let l = q["limit"] { query.limit = try intValue(String(l), field: "limit") }
-            if let o = q["offset"] { query.offset = try intValue(String(o), field: "offset") }
-            return JSONResponse.json(try engine.library.listJSON(query))
+        addListingRoutes(to: v1, engine: engine)
+        addOneRecordingRoutes(to: v1, engine: engine)
+        addDeleteAllRoute(to: v1, engine: engine)
+        MediaRoute.add(to: v1, engine: engine)
+        WaveformRoute.add(to: v1, engine: engine)
+        v1.get("recordings/:id/poster") { _, context in
+            let jpeg = try await engine.library.poster(try context.recordingID())
+            return JSONResponse.raw(jpeg, contentType: "image/jpeg")
         }
+    }
 
+    /// GET /v1/recordings (a page, filtered and ordered), /v1/top (Quick Play), /v1/export.
+    static func addListingRoutes(to v1: APIGroup, engine: Engine) {
+        v1.get("recordings") { request, _ in
+            JSONResponse.json(try engine.library.listJSON(try listQuery(request)))
+        }
+        v1.get("top") { request, _ in
+            let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
+            return JSONResponse.json(try engine.library.topJSON(limit: limit))
+        }
+        v1.get("export") { request, _ in
+            let format = try request.uri.queryParameters["format"].map {
+                try enumValue(ExportFormat.self, String($0), field: "format")
+            } ?? .csv
+            return try export(format, engine: engine)
+        }
+    }
+
+    static func listQuery(_ request: Request) throws -> ListQuery {
+        let q = request.uri.queryParameters
+        var query = ListQuery()
+        if let by = q["by"] { query.order = try enumValue(ListOrder.self, String(by), field: "by") }
+        if let s = q["state"] { query.state = try enumValue(RecordingState.self, String(s), field: "state") }
+        if let t = q["type"] { query.type = try enumValue(RecordingType.self, String(t), field: "type") }
+        if let l = q["limit"] { query.limit = try intValue(String(l), field: "limit") }
+        if let o = q["offset"] { query.offset = try intValue(String(o), field: "offset") }
+        return query
+    }
+
+    /// The seed's "Export Data": every saved recording's metadata as a dated attachment.
+    static func export(_ format: ExportFormat, engine: Engine) throws -> Response {
+        let rows = try engine.library.export()
+        let now = Date()
+        let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone ?? .current)
+        let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
+        switch format {
+        case .csv:
+            return JSONResponse.raw(Data(MetadataExport.csv(rows).utf8), contentType: "text/csv; charset=utf-8",
+                                    extraHeaders: disposition)
+        case .json:
+            return JSONResponse.raw(try MetadataExport.json(rows, exportedAt: now) + Data("\n".utf8),
+                                    contentType: "application/json", extraHeaders: disposition)
+        }
+    }
+
+    /// One recording: read, edit, import, trim, save, discard, delete.
+    static func addOneRecordingRoutes(to v1: APIGroup, engine: Engine) {
         v1.get("recordings/:id") { _, context in
             JSONResponse.make(try engine.library.resolve(try context.recordingID()))
         }
-
         v1.patch("recordings/:id") { request, context in
             let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
             return JSONResponse.make(try await engine.library.edit(id, patch))
         }
-
         v1.post("recordings/import") { request, _ in
             try await importFile(request, engine: engine)
         }
-
         v1.post("recordings/:id/trim") { request, context in
             let id = try context.recordingID()
             let body = try await decode(TrimRequest.self, request)
             let r = try await engine.library.trim(id, body)
             return JSONResponse.make(r, status: body.asNew ? .created : .ok)
         }
-
         v1.post("recordings/:id/save") { request, context in
             let id = try context.recordingID()
             let patch = try await decode(MetadataPatch.self, request)
             return JSONResponse.make(try await engine.library.save(id, patch))
         }
-
         v1.post("recordings/:id/discard") { _, context in
             let id = try context.recordingID()
             return JSONResponse.make(try await engine.library.discard(id))
         }
-
         v1.delete("recordings/:id") { _, context in
             JSONResponse.make(try await engine.library.delete(try context.recordingID()))
         }
+    }
 
+    /// DELETE /v1/recordings?confirm=all: the seed's "Delete All Data".
+    static func addDeleteAllRoute(to v1: APIGroup, engine: Engine) {
         v1.delete("recordings") { request, _ in
-            // The seed's "Delete All Data" is a deliberate act: a bare DELETE on the collection
-            // (a mistyped id, an empty variable in a script) must not wipe the library. Nor may an
-            // ambiguous one: `?confirm=all&confirm=no` says both, so it is refused.
+            // A deliberate act: a bare DELETE on the collection (a mistyped id, an empty variable in
+            // a script) must not wipe the library. Nor may an ambiguous one: `?confirm=all&confirm=no`
+            // says both, so it is refused.
             let confirms = request.uri.queryParameters.getAll("confirm")
             guard confirms == ["all"] else {
                 throw RequestError(status: .badRequest, code: .malformedRequest,
                                    message: confirms.count > 1 ? "give confirm once: ?confirm=all" : "deleting every recording needs ?confirm=all")
             }
             return JSONResponse.make(try await engine.deleteAll())
-        }
-
-        MediaRoute.add(to: v1, engine: engine)
-        WaveformRoute.add(to: v1, engine: engine)
-
-        v1.get("recordings/:id/poster") { _, context in
-            let jpeg = try await engine.library.poster(try context.recordingID())
-            return JSONResponse.raw(jpeg, contentType: "image/jpeg")
-        }
-
-        v1.get("top") { request, _ in
-            let limit = try request.uri.queryParameters["limit"].map { try intValue(String($0), field: "limit") } ?? 3
-            return JSONResponse.json(try engine.library.topJSON(limit: limit))
-        }
-
-        v1.get("export") { request, _ in
-            let format = try request.uri.queryParameters["format"].map {
-                try enumValue(ExportFormat.self, String($0), field: "format")
-            } ?? .csv
-            let rows = try engine.library.export()
-            let now = Date()
-            let name = MetadataExport.fileName(format: format, date: now, timeZone: engine.config.timeZone ?? .current)
-            let disposition: HTTPFields = [.contentDisposition: "attachment; filename=\"\(name)\""]
-            switch format {
-            case .csv:
-                return JSONResponse.raw(Data(MetadataExport.csv(rows).utf8), contentType: "text/csv; charset=utf-8",
-                                        extraHeaders: disposition)
-            case .json:
-                return JSONResponse.raw(try MetadataExport.json(rows, exportedAt: now) + Data("\n".utf8),
-                                        contentType: "application/json", extraHeaders: disposition)
-            }
         }
     }
 
