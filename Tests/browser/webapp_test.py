@@ -314,7 +314,7 @@ try:
             before = browser.find_element(By.CSS_SELECTOR, ".timer").text
             time.sleep(1.3)
             after = browser.find_element(By.CSS_SELECTOR, ".timer").text
-            check("a reload comes back to the take in progress", before.startswith("● 00:0") and after != before
+            check("a reload comes back to the take in progress", before.startswith("⏺ 00:0") and after != before
                   and nav_enabled() == [False, False], [before, after, nav_enabled()])
             click("[data-action=stop]")
             discard_in_page()
