@@ -193,6 +193,9 @@ try:
         browser.find_element(By.NAME, "notes").send_keys("felt strong")
         click("[data-purpose=milestone]")
         shot("03-preview")
+        # SAVE is at the form's top: scrolled to just under the sticky header, selenium's click
+        # would land on the header's + NEW
+        browser.execute_script("window.scrollTo(0, 0)")
         click("[data-action=save]")
         wait("the saved toast", lambda b: "Recording saved ✓" in b.find_element(By.ID, "toast").text)
         wait("the new row", lambda b: "Morning walk" in text())
