@@ -146,7 +146,7 @@ try:
         wait("the recording", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"))
         wait("the meter", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
         marks = js("""const m = document.querySelector('.timer .rec-mark'), i = document.querySelector('.record .big-icon');
-            return [m && m.textContent, m && getComputedStyle(m).color, getComputedStyle(i).animationName, i.classList.contains('live')]""")
+            return [m && m.textContent, m && getComputedStyle(m).backgroundColor, getComputedStyle(i).animationName, i.classList.contains('live')]""")
         check("recording: a red ⏺ by the timer and the mic pulsing red",
               marks[0] == "⏺" and marks[1] == "rgb(217, 54, 54)" and marks[2] == "pulse-red" and marks[3], marks)
         shot("37-recording")
@@ -260,6 +260,7 @@ try:
         fits = js("const d = document.querySelector('dialog[open]'); return [d.scrollWidth <= d.clientWidth, document.documentElement.scrollWidth <= innerWidth]")
         check("320 px: the delete question holds a 40 × W title", fits == [True, True], fits)
         click("dialog[open] button:not([data-confirm])")
+        js("window.scrollTo(0, 0)")
         shot("37-long-titles")
 
         # The player's waveform asks for the canvas's pixels (CSS width × devicePixelRatio), spreads

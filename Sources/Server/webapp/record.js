@@ -276,7 +276,7 @@ export class RecordScreen {
     // A take recd salvaged at its start after it stopped mid-take (kill, crash, power cut): say so,
     // and how long it is as recd measured the file, not as the page's timer had it.
     const recovered = r.recovered
-      ? h('p', { class: 'banner recovered', role: 'status', 'data-recovered': '' },
+      ? h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
         `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept.`)
       : null;
     const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });

@@ -15,7 +15,7 @@ export function drawWaveform(canvas, wave, progress = 0) {
   g.clearRect(0, 0, width, height);
   const style = getComputedStyle(document.documentElement);
   const played = style.getPropertyValue('--accent').trim() || '#3557d6';
-  const rest = style.getPropertyValue('--line').trim() || '#ccc';
+  const rest = style.getPropertyValue('--wave').trim() || '#aaa';   // not yet played: visible, not faint
   if (!wave || !wave.length) {
     g.fillStyle = rest; g.fillRect(0, height / 2 - 1, width, 2);
     canvas.dataset.drawn = '0';
