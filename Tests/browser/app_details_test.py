@@ -273,6 +273,9 @@ try:
         canvas = lambda: js("""const c = document.querySelector('#player canvas'); return c && [c.clientWidth, c.width, +(c.dataset.drawn || 0), +(c.dataset.points || 0)]""")
         wait("the player's waveform", lambda b: asked() and (canvas() or [0, 0, 0, 0])[3] > 0)
         c = canvas()
+        check("the browser's player says nothing of the speaker (and no stray text)",
+              not browser.find_elements(By.CSS_SELECTOR, "#player [data-speaker-note]") and "null" not in browser.find_element(By.ID, "player").text,
+              browser.find_element(By.ID, "player").text)
         check(f"390 px: the waveform asks for the canvas's {c[1]} pixels and fills its {c[0]} px", asked()[-1] == c[1] == c[0]
               and abs(c[2] - c[0]) <= 1, [asked(), c])
         size(1280)

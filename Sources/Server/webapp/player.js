@@ -93,7 +93,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       pause,
       h('button', { type: 'button', 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
     // Said in words: the sound is not in this browser but out of the machine recd runs on.
-    onSpeaker ? h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.") : null,
+    // (a spread list: replaceChildren, unlike h(), would print a null as "null")
+    ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
