@@ -108,6 +108,7 @@ export class RecordScreen {
   /// The take is recording: STOP, PAUSE, the timer and the meters follow it.
   live(recording, elapsed, paused) {
     this.recording = recording;
+    this.wentAway = false;   // set while recd is away during this take
     this.tick = setInterval(() => this.showTime(), 250);
     this.pauseButton.hidden = false;
     this.cancel.disabled = true;
@@ -124,6 +125,7 @@ export class RecordScreen {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
       if (up) { this.error.hidden = true; return; }
+      this.wentAway = true;
       this.meterOff();
       this.icon.classList.remove('live');
       this.error.replaceChildren(h('p', {}, h('strong', {}, 'recd stopped while recording. '),
@@ -223,8 +225,8 @@ export class RecordScreen {
       }
       const after = await api.get(id).catch(() => null);
       // Removed at recd's start: it stopped before any sound of the take reached the disk.
-      if (!after && !this.error.hidden) toast('recd stopped before the recording held any sound: nothing was kept');
-      this.ended(after, null, !this.error.hidden);
+      if (!after && this.wentAway) toast('recd stopped before the recording held any sound: nothing was kept');
+      this.ended(after, null, this.wentAway);
     } catch { /* recd is not reachable: the screen says so */ }
   }
 
