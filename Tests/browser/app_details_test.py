@@ -254,7 +254,15 @@ try:
                   m["overflow"] <= 0 and not m["bad"], m)
             if width == 390:
                 check("390 px: a row's title has the row's width (not ~11 characters)", m["rowTitle"] >= 250, m["rowTitle"])
+        # A take in progress with the widest title: its badge stays whole at 320 px.
         size(320)
+        live = recctl_json("record", "start", "--title", TITLES[0])["recording"]["id"]
+        badge = wait("the recording row", lambda b: js(f"""const t = document.querySelector("li[data-id='{live}'] .pending-tag");
+            return t && [t.getClientRects().length, document.documentElement.scrollWidth - innerWidth,
+                         t.closest('li').getBoundingClientRect().right - t.getBoundingClientRect().right]"""))
+        recctl("record", "stop", "--discard")
+        check("320 px: a row being recorded keeps its '● recording' badge whole, inside the row", badge[0] == 1 and badge[1] <= 0 and badge[2] >= 0, badge)
+        wait("the row to go", lambda b: not b.find_elements(By.CSS_SELECTOR, f"li[data-id='{live}']"))
         browser.find_element(By.CSS_SELECTOR, f"li[data-id='{ids[0]}'] [data-action=delete]").click()
         dialog = wait("the delete question", lambda b: b.find_element(By.CSS_SELECTOR, "dialog[open]"))
         fits = js("const d = document.querySelector('dialog[open]'); return [d.scrollWidth <= d.clientWidth, document.documentElement.scrollWidth <= innerWidth]")

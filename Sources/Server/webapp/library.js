@@ -103,7 +103,7 @@ export class Library {
         h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
         h('span', { class: 'row-text' },
           h('div', { class: 'row-title' }, r.title),
-          h('div', { class: 'row-meta' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved')))),
+          h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved')))),
       h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
           live ? 'Open' : 'Save…')));
