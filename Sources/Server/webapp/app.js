@@ -101,7 +101,8 @@ function showData() {
 
 function unreachable(e) {
   view.replaceChildren(h('div', { class: 'banner', role: 'alert' },
-    h('strong', {}, e.code === 'unreachable' ? 'recd is not reachable. ' : 'Something went wrong. '),
+    // An unreachable recd's message already says so ("recd is not reachable. Is it running? …").
+    ...(e.code === 'unreachable' ? [] : [h('strong', {}, 'Something went wrong. ')]),
     e.message, ' ', h('button', { type: 'button', onclick: () => showLibrary() }, 'Try again')));
 }
 
