@@ -8,11 +8,12 @@ build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-d
 run_pkgs=(libasound2-plugins)
 # Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an
 # independent decoder, curl for raw HTTP, sqlite3 as an independent reader of the catalog.
-# The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font.
+# The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font,
+# and a CJK font (the layout test measures real glyph widths of CJK titles, not fallback boxes).
 # The API fuzz test: schemathesis (PyPI, in a venv of Debian's python3) reaching the socket through socat.
 # The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
-           chromium chromium-driver python3-selenium fonts-noto-color-emoji socat python3-venv e2fsprogs)
+           chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs)
 # Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads.
 bench_pkgs=(linux-perf)
 # Pinned: the fuzz test's expectations (checks, phases, options) are those of this version. Its hooks

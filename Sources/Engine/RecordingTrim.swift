@@ -44,6 +44,15 @@ struct RecordingTrim {
         return (start, min(end, duration))
     }
 
+    /// The copy's title: the original's with " (trimmed)", cut (with …) to fit the 40-character
+    /// limit, so the library tells the two apart (issue 37: the copy had the same title).
+    static func copyTitle(_ title: String) -> String {
+        let suffix = " (trimmed)"
+        let room = MetadataLimits.titleMaxCharacters - suffix.count
+        let base = title.count <= room ? title : String(title.prefix(room - 1)) + "…"
+        return base + suffix
+    }
+
     /// Writes the cut and commits it. `r` was read before; its state is checked again in the commit.
     func run(_ r: Recording, start: Double, end: Double, asNew: Bool) throws(EngineError) -> Recording {
         data.mutations.lock()
@@ -59,6 +68,7 @@ struct RecordingTrim {
             result.playCount = 0
             result.lastPlayedAt = nil
             result.recovered = false
+            result.title = Self.copyTitle(r.title)
         }
         let target = data.absolute(result.file)
         let temporary = data.replacingPath(for: target)

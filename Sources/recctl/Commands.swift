@@ -75,7 +75,20 @@ struct MetadataOptions: ParsableArguments {
     var patch: MetadataPatch {
         MetadataPatch(title: title.map { .value($0) } ?? .absent,
                       notes: notes.map { .value($0) } ?? .absent,
-                      purpose: purpose.map { $0.lowercased() == "none" ? .null : .value($0.lowercased()) } ?? .absent)
+                      purpose: purpose.map { $0.lowercased() == "none" ? .null : .value(Purpose.named($0) ?? $0.lowercased()) } ?? .absent)
+    }
+}
+
+extension Purpose {
+    /// The purpose a person typed: its name, or a prefix of one name only ("motivation", "crav"),
+    /// in any case. Nil when nothing or more than one matches (recd then refuses it by name).
+    static func named(_ typed: String) -> String? {
+        let t = typed.trimmingWhitespace().lowercased()
+        guard !t.isEmpty else { return nil }
+        let names = allCases.map(\.rawValue)
+        if names.contains(t) { return t }
+        let matches = names.filter { $0.hasPrefix(t) }
+        return matches.count == 1 ? matches[0] : nil
     }
 }
 
@@ -472,11 +485,38 @@ struct Delete: AsyncParsableCommand {
         global.emit(raw, Say.deleted(r))
     }
 
-    /// Asks on the terminal; only an explicit yes confirms.
+    /// Asks on the terminal; only an explicit yes confirms. On a terminal one key answers, as the
+    /// record screen's questions do (no Enter); from a pipe, a line ("y" or "yes").
     static func confirm(_ question: String) -> Bool {
         Console.out(Data((question + " [y/N] ").utf8))
-        guard let answer = readLine()?.trimmingWhitespace().lowercased() else { return false }
-        return answer == "y" || answer == "yes"
+        guard isatty(STDIN_FILENO) != 0 else {
+            guard let answer = readLine()?.trimmingWhitespace().lowercased() else { return false }
+            return answer == "y" || answer == "yes"
+        }
+        return oneKey() == "y"
+    }
+
+    /// One key from the terminal, echoed with its newline. ISIG is off meanwhile, so Ctrl-C comes as
+    /// its byte (a no) and the terminal is always put back as it was.
+    static func oneKey() -> Character? {
+        var saved = termios()
+        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { return nil }
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+        defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
+        var bytes: [UInt8] = []
+        var b: UInt8 = 0
+        guard read(STDIN_FILENO, &b, 1) == 1 else { Console.out(Data("\n".utf8)); return nil }
+        bytes.append(b)
+        // The rest of one UTF-8 character: its lead byte says how many follow.
+        let more = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0
+        for _ in 0..<more where read(STDIN_FILENO, &b, 1) == 1 { bytes.append(b) }
+        let key = String(decoding: bytes, as: UTF8.self).lowercased().first
+        let shown = key.map { $0.isLetter || $0.isNumber ? String($0) : "" } ?? ""
+        Console.out(Data((shown + "\n").utf8))
+        return key
     }
 }
 

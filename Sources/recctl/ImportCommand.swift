@@ -56,7 +56,10 @@ struct Import: AsyncParsableCommand {
                 let reply = try await global.client.upload(path, file: file)
                 try RecdClient.check(reply)
                 let r = try APIJSON.decoder().decode(Recording.self, from: reply.body)
-                global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)")
+                // Dated when it was recorded (docs/usage.md): when that is not now, say where it sorts.
+                let dated = Date().timeIntervalSince(r.createdAt) > 60
+                    ? "\n  dated \(Output.date(r.createdAt)) (when it was recorded): listed there in Recent, not at the top" : ""
+                global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)" + dated)
             } catch ClientFailure.refused(_, let body) {
                 if global.json {
                     Console.out((try? APIJSON.encoder().encode(body)).map { $0 + Data("\n".utf8) } ?? Data())

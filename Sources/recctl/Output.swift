@@ -90,15 +90,33 @@ enum Output {
         return out + "…" + String(repeating: " ", count: columns - 1 - w)
     }
 
-    static func table(_ recordings: [Recording]) -> String {
-        var lines = [cell("ID", 8) + "  " + cell("TITLE", 40) + "  " + cell("CREATED", 21) + "  "
+    /// The title column gets what the titles need (a 40-character title of wide characters needs 83
+    /// columns with its icon), cut with … only to fit the terminal: its width (or `COLUMNS` when the
+    /// output is not a terminal) less the other columns. A pipe without `COLUMNS` gets whole titles.
+    static func table(_ recordings: [Recording], columns: Int? = terminalColumns()) -> String {
+        let titles = recordings.map { (r: Recording) in (r.type == .video ? "🎥 " : "🎙️ ") + text(r.title) }
+        let states = recordings.map { $0.state.spoken + ($0.recovered ? " (recovered)" : "") }
+        let needed = max(width("TITLE"), titles.map(width).max() ?? 0)
+        // ID, CREATED, LENGTH, PLAYS, the gaps, and the widest STATE.
+        let others = 8 + 2 + 2 + 21 + 2 + 7 + 2 + 5 + 2 + max(5, states.map(width).max() ?? 0)
+        let titleColumns = columns.map { min(needed, max(20, $0 - others)) } ?? needed
+        var lines = [cell("ID", 8) + "  " + cell("TITLE", titleColumns) + "  " + cell("CREATED", 21) + "  "
                      + cell("LENGTH", 7) + "  " + cell("PLAYS", 5) + "  STATE"]
-        for r in recordings {
-            lines.append(cell(shortID(r.id), 8) + "  " + cell((r.type == .video ? "🎥 " : "🎙️ ") + text(r.title), 40) + "  "
+        for (i, r) in recordings.enumerated() {
+            lines.append(cell(shortID(r.id), 8) + "  " + cell(titles[i], titleColumns) + "  "
                          + cell(date(r.createdAt), 21) + "  " + cell(duration(r.duration), 7) + "  "
-                         + cell(String(r.playCount), 5) + "  " + r.state.spoken + (r.recovered ? " (recovered)" : ""))
+                         + cell(String(r.playCount), 5) + "  " + states[i])
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The terminal's width in columns: stdout's, else `COLUMNS` (a script may set it for a pipe);
+    /// nil when neither says.
+    static func terminalColumns() -> Int? {
+        var size = winsize()
+        if isatty(STDOUT_FILENO) != 0, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let c = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), c > 0 { return c }
+        return nil
     }
 
     static func details(_ r: Recording) -> String {
@@ -198,5 +216,8 @@ enum Say {
         "Delete '\(Output.text(r.title))'? This recording will be permanently deleted. This cannot be undone."
     }
     static let confirmDeleteAll = "Delete All Data? This will permanently delete all recordings. This cannot be undone."
-    static let emptyLibrary = "No recordings yet. Create motivational content to play during cravings: recctl record"
+    /// What to do about an empty library: one command, the same wherever it is suggested (list, top).
+    static let firstRecording = "Create motivational content to play during cravings: recctl record"
+    static let emptyLibrary = "No recordings yet. " + firstRecording
+    static let noSavedRecordings = "No saved recordings yet. " + firstRecording
 }

@@ -68,6 +68,18 @@ struct Play: AsyncParsableCommand {
             }
         }
         defer { meters.cancel() }
+        do {
+            try await poll(session: session, live: live, levels: levels)
+        } catch {
+            // recd gone (or refusing) mid-way: end the progress line first, so the error that
+            // follows is a line of its own and not glued to "▶ 0:03 / 0:05".
+            if live { Console.err(Data("\n".utf8)) }
+            throw error
+        }
+    }
+
+    private func poll(session: UUID, live: Bool, levels: borrowing Mutex<[ChannelLevel]>) async throws {
+        var duration: Double?
         while true {
             if interrupted.load(ordering: .relaxed) {
                 let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
@@ -77,6 +89,7 @@ struct Play: AsyncParsableCommand {
             }
             let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             if let p = s.playback, p.session == session {
+                duration = p.duration ?? duration
                 if live {
                     let level = p.state == .paused ? "" : LevelBar.line(levels.withLock { $0 })
                     let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "
@@ -84,8 +97,14 @@ struct Play: AsyncParsableCommand {
                     Console.err(Data(line.utf8))
                 }
             } else {
+                let ended = s.lastEnded.flatMap { $0.session == session ? $0 : nil }
+                // Played to the end: the line ends at the end ("0:05 / 0:05"), not at the last poll's
+                // position a fraction of a second before it.
+                if live, let e = ended, e.reason == .completed, let d = duration ?? Optional(e.position) {
+                    Console.err(Data("\r▶ \(Output.duration(d)) / \(Output.duration(d))\u{1B}[K".utf8))
+                }
                 if live { Console.err(Data("\n".utf8)) }
-                report(s.lastEnded.flatMap { $0.session == session ? $0 : nil }, raw: raw)
+                report(ended, raw: raw)
                 return
             }
             try await Task.sleep(for: .milliseconds(250))
@@ -214,7 +233,7 @@ struct Top: AsyncParsableCommand {
     func run() async throws {
         guard case let (list, raw)? = try await global.fetchToShow(.GET, "/v1/top?limit=\(count)", as: RecordingList.self) else { return }
         global.emit(raw, list.recordings.isEmpty
-                    ? "No saved recordings yet. Create motivational content to play during cravings: recctl record start"
+                    ? Say.noSavedRecordings   // Quick Play holds saved ones; the same command as `list` suggests
                     : "Quick Play:\n" + Output.table(list.recordings))
     }
 }

@@ -183,7 +183,10 @@ enum Main {
             exit(ExitStatus.ok)
         }
         if jsonErrors { fail(code: "usage", RecCtl.message(for: error), status: ExitStatus.usage) }
-        Console.err(Data((RecCtl.fullMessage(for: error) + "\n").utf8))
+        // One prefix for every error recctl prints: ArgumentParser's own start with "Error: ".
+        var message = RecCtl.fullMessage(for: error)
+        if message.hasPrefix("Error: ") { message = "recctl: " + message.dropFirst("Error: ".count) }
+        Console.err(Data((message + "\n").utf8))
         exit(ExitStatus.usage)
     }
 

@@ -330,12 +330,13 @@ extension Record {
             $0.count > MetadataLimits.notesMaxCharacters ? "That is \($0.count) characters; the limit is \(MetadataLimits.notesMaxCharacters)." : nil
         }) else { return nil }
         let names = Purpose.allCases.map(\.rawValue)
+        // A unique prefix will do ("motivation", "m"), as it does for ids.
         guard let purpose = await ask("Purpose (optional: \(names.joined(separator: ", "))): ", valid: {
-            $0.isEmpty || names.contains($0.lowercased()) ? nil : "Choose one of \(names.joined(separator: ", ")), or leave it blank."
+            $0.isEmpty || Purpose.named($0) != nil ? nil : "Choose one of \(names.joined(separator: ", ")), or leave it blank."
         }) else { return nil }
         return MetadataPatch(title: title.map { .value($0) } ?? .absent,
                              notes: notes.map { .value($0) } ?? .absent,
-                             purpose: purpose.map { .value($0.lowercased()) } ?? .absent)
+                             purpose: purpose.flatMap { Purpose.named($0) }.map { .value($0) } ?? .absent)
     }
 
     private static func leftPending(_ r: Recording) {

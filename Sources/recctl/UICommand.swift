@@ -421,13 +421,23 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
                     setAutoRead(browser, true)
                     if wantsPage {
                         // A person loading the page gets a page that says what to do, not JSON.
-                        replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: "\(error)"), type: "text/html; charset=utf-8")
+                        replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: Self.plainReason(error)), type: "text/html; charset=utf-8")
                     } else {
-                        let body = #"{"error":{"code":"unreachable","message":"recd is not reachable at \#(socket): \#(error)"}}"#
+                        let body = #"{"error":{"code":"unreachable","message":"recd is not reachable at \#(socket): \#(Self.plainReason(error))"}}"#
                         replyOn(browser, .badGateway, body, type: "application/json")
                     }
                 }
             }
+    }
+
+    /// Why the socket did not answer, in words: NIO's text is the system call and its errno
+    /// ("connect(descriptor:addr:size:): Connection refused (errno: 111)"), which a page must not show.
+    static func plainReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        if text.contains("errno: 111") || text.contains("Connection refused") { return "nothing is listening on it" }
+        if text.contains("errno: 2)") || text.contains("No such file") { return "the socket does not exist" }
+        if text.contains("errno: 13)") || text.contains("Permission denied") { return "permission denied" }
+        return "it did not answer"
     }
 
     static func unreachablePage(socket: String, error: String) -> String {

@@ -149,6 +149,60 @@ final class ClientTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 3)
     }
 
+    /// Issue 37: the title gets the room the terminal has (a 40-character title was cut in 120
+    /// columns), and is cut with … only where the terminal is narrower.
+    func testListGivesTheTitleTheTerminalsWidth() throws {
+        let title = "Why I'm Taking a Break, what it is for.."
+        XCTAssertEqual(title.count, 40)
+        try insertRow(id: "BBBB0000-0000-4000-8000-000000000001", title: title)
+        func list(columns: Int?) throws -> String {
+            var env = daemon.environment
+            env["COLUMNS"] = columns.map(String.init)
+            let out = try Tools.run(Tools.recctl, ["--socket", daemon.socket, "list"], environment: env)
+            XCTAssertEqual(out.status, 0, out.stderr)
+            return out.stdout
+        }
+        let wide = try list(columns: 120)
+        XCTAssertTrue(wide.contains(title), wide)
+        XCTAssertTrue(wide.split(separator: "\n").allSatisfy { TerminalWidth.of(String($0)) <= 120 }, wide)
+        let narrow = try list(columns: 80)
+        XCTAssertFalse(narrow.contains(title), narrow)
+        XCTAssertTrue(narrow.contains("Why I'm Taking") && narrow.contains("…"), narrow)
+        XCTAssertTrue(narrow.split(separator: "\n").allSatisfy { TerminalWidth.of(String($0)) <= 80 }, narrow)
+        XCTAssertTrue(try list(columns: nil).contains(title), "a pipe without COLUMNS: whole titles")
+    }
+
+    /// Issue 37: `top` and `list` suggest the same command for an empty library; every error has one
+    /// prefix ("recctl:"), ArgumentParser's usage errors too.
+    func testEmptyLibrarySuggestionsAndErrorPrefixAgree() throws {
+        let list = try daemon.recctl("list").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let top = try daemon.recctl("top").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(list.hasSuffix(": recctl record") && top.hasSuffix(": recctl record"), "\(list)\n\(top)")
+        for args in [["delete"], ["list", "--limit", "many"], ["show", "zzzz"]] {
+            let out = try daemon.recctl(args)
+            XCTAssertNotEqual(out.status, 0)
+            XCTAssertTrue(out.stderr.hasPrefix("recctl: ") && !out.stderr.contains("Error:"), "\(args): \(out.stderr)")
+        }
+    }
+
+    /// Issue 37: an import is dated when it was recorded (here the file's time, three days ago), and
+    /// recctl says so, since it then sorts under newer takes rather than at the top of Recent.
+    func testImportSaysTheDateItGot() throws {
+        let old = daemon.dir.appendingPathComponent("memo.wav").path
+        let fresh = daemon.dir.appendingPathComponent("fresh.wav").path
+        for (file, hz) in [(old, "500"), (fresh, "700")] {
+            XCTAssertEqual(try Tools.run("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", file, "synth", "1", "sine", hz]).status, 0)
+        }
+        XCTAssertEqual(try Tools.run("touch", ["-d", "3 days ago", old]).status, 0)
+        let out = try daemon.recctl("import", old)
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("(when it was recorded): listed there in Recent, not at the top"), out.stdout)
+        let now = try daemon.recctl("import", fresh)
+        XCTAssertFalse(now.stdout.contains("when it was recorded"), now.stdout)
+        let listed = try daemon.recctlJSON(RecordingList.self, "list").recordings.map(\.title)
+        XCTAssertEqual(listed, ["fresh", "memo"], "Recent: newest recorded first")
+    }
+
     func testTablesAlignByDisplayWidth() throws {
         try insertRow(id: "AAAA0000-0000-4000-8000-000000000001", title: "plain title")
         try insertRow(id: "AAAA0000-0000-4000-8000-000000000002", title: "日本語のタイトル")

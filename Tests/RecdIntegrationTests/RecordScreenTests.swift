@@ -67,7 +67,10 @@ final class RecordScreenTests: DaemonTestCase {
         _ = try tmux.waitFor("Notes (optional, 200 characters max):")
         try tmux.keys("felt strong", "Enter")
         _ = try tmux.waitFor("Purpose (optional:")
-        try tmux.keys("Milestone", "Enter")
+        // A prefix of one purpose only is that purpose; "m" is two (motivational, milestone).
+        try tmux.keys("m", "Enter")
+        _ = try tmux.waitFor("Choose one of")
+        try tmux.keys("motivation", "Enter")
         let done = try tmux.waitFor("Recording saved ✓")
         XCTAssertTrue(done.contains("Morning walk"), done)
 
@@ -75,7 +78,7 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertEqual(saved.state, .ready)
         XCTAssertEqual(saved.title, "Morning walk")
         XCTAssertEqual(saved.notes, "felt strong")
-        XCTAssertEqual(saved.purpose, .milestone)
+        XCTAssertEqual(saved.purpose, .motivational)
         XCTAssertEqual(try XCTUnwrap(saved.duration), 2.5, accuracy: 1.5)
         for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
         XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=0")
@@ -138,6 +141,49 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertTrue(left.contains("recctl save \(id.id.uuidString.prefix(8))"), left)
         for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
         XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=130")
+    }
+
+    /// A 3 s recording imported (its own bytes: a 660 Hz tone), saved.
+    func importedTone(seconds: Int = 3) throws -> Recording {
+        let wav = daemon.dir.appendingPathComponent("tone\(seconds).wav").path
+        let made = try Tools.run("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", wav, "synth", "\(seconds)", "sine", "660", "vol", "0.5"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        return try daemon.recctlJSON(Recording.self, "import", wav, "--title", "Tone \(seconds)")
+    }
+
+    /// Issue 37: `delete`'s y/N takes one key, as the record screen's questions do.
+    func testDeleteAsksWithOneKey() throws {
+        let tmux = try screenSession()
+        defer { tmux.kill() }
+        let r = try importedTone()
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) delete \(r.id.uuidString.prefix(8)); sleep 30")
+        _ = try tmux.waitFor("This cannot be undone. [y/N]")
+        try tmux.keys("y")   // no Enter
+        _ = try tmux.waitFor("Recording deleted:", timeout: 5)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 0)
+    }
+
+    /// Issue 37: `play --wait`'s progress ends at the end ("0:03 / 0:03", not the last poll's 0:02),
+    /// and recd going away mid-way prints its error on a line of its own, not after the progress.
+    func testPlayWaitEndsAtTheEndAndRecdGoingAwayIsALineOfItsOwn() throws {
+        let tmux = try screenSession()
+        defer { tmux.kill() }
+        let r = try importedTone()
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) play \(r.id.uuidString.prefix(8)) --wait; sleep 30")
+        let ended = try tmux.waitFor("played to the end", timeout: 10)
+        let progress = ended.split(separator: "\n").first { $0.contains(" / 0:03") }.map(String.init) ?? ""
+        XCTAssertTrue(progress.hasPrefix("▶ 0:03 / 0:03"), ended)
+        tmux.kill()
+
+        let long = try importedTone(seconds: 8)
+        let again = try screenSession()
+        defer { again.kill() }
+        try again.start("\(Tools.recctl) --socket \(daemon.socket) play \(long.id.uuidString.prefix(8)) --wait; sleep 30")
+        _ = try again.waitFor("▶ 0:01 / 0:08", timeout: 10)
+        daemon.kill9()
+        let gone = try again.waitFor("recd is not reachable", timeout: 5)
+        let line = gone.split(separator: "\n").first { $0.contains("recd is not reachable") }.map(String.init) ?? ""
+        XCTAssertTrue(line.hasPrefix("recctl: recd is not reachable"), gone)
     }
 
     func testWithoutATerminalItPrintsLinesAndEndOfInputLeavesTheTakePending() throws {

@@ -17,6 +17,24 @@ final class WebAppTests: XCTestCase {
         XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
     }
 
+    /// Issue 37: recd going away under a take and coming back, a slow start, the widest titles at four
+    /// widths, the player's waveform fitted to its canvas, and the seed's details, in Chromium.
+    func testThePageFollowsRecdAndHoldsAnyTitle() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        // Without a CJK font Chromium draws fallback boxes, whose widths are not the glyphs' own.
+        let cjk = try Tools.run("fc-list", [":lang=ja", "family"])
+        if cjk.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw Skip.because("no CJK font: scripts/install-deps.sh --test installs fonts-noto-cjk")
+        }
+        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/app_details_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 240)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
+
     /// Issue 35 §2 in Chromium: the cookie reaches no other local port, two `recctl ui` coexist, and
     /// `--open` hands xdg-open a private redirecting file rather than the token.
     func testTheCredentialStaysWithItsRelayInChromium() throws {

@@ -45,6 +45,7 @@ def wait_until(what, predicate, timeout=15.0):
             if last:
                 return last
         except Exception as e:  # the page may be between states
-            last = e
+            # selenium's exceptions keep their message in .msg (their repr is the bare class name)
+            last = f"{type(e).__name__}: {(getattr(e, 'msg', None) or str(e))[:300]}"
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

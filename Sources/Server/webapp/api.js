@@ -12,6 +12,24 @@ export class APIError extends Error {
   }
 }
 
+/// Whether recd answers, as the page last saw it. A request that reaches it, or an event stream that
+/// opens, says yes; one the bridge could not forward (502/504) or that found nobody says no. The page
+/// shows its "recd is not reachable" banner from this, and screens stop what only a live recd moves
+/// (the recording timer).
+const watchers = new Set();
+let reachable = true;
+export const isReachable = () => reachable;
+export function onReachability(fn) { watchers.add(fn); return () => watchers.delete(fn); }
+function setReachable(v) {
+  if (v === reachable) return;
+  reachable = v;
+  for (const w of [...watchers]) w(v);
+}
+
+// Always these words: the bridge's own message carries the socket error as the OS said it
+// ("connect(descriptor:addr:size:): Connection refused (errno: 111)"), which tells a person nothing.
+const UNREACHABLE = 'recd is not reachable. Is it running? (recctl status)';
+
 export async function call(method, path, body) {
   let response;
   try {
@@ -22,22 +40,26 @@ export async function call(method, path, body) {
       credentials: 'same-origin',
     });
   } catch {
-    throw new APIError(0, { error: { code: 'unreachable', message: 'recd is not reachable. Is it running? (recctl status)' } });
+    setReachable(false);
+    throw new APIError(0, { error: { code: 'unreachable', message: UNREACHABLE } });
   }
   const text = await response.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: an error page of the bridge */ }
   if (!response.ok) {
     if (response.status === 502 || response.status === 504) {
-      throw new APIError(0, { error: { code: 'unreachable', message: json?.error?.message ?? 'recd is not reachable. Is it running?' } });
+      setReachable(false);
+      throw new APIError(0, { error: { code: 'unreachable', message: UNREACHABLE } });
     }
+    setReachable(true);
     throw new APIError(response.status, json);
   }
+  setReachable(true);
   return json;
 }
 
 export const api = {
-  list: (by, offset, limit = 50) => call('GET', `/recordings?by=${by}&limit=${limit}&offset=${offset}`),
+  list: (by, offset, limit = 50, state) => call('GET', `/recordings?by=${by}&limit=${limit}&offset=${offset}${state ? '&state=' + state : ''}`),
   top: () => call('GET', '/top?limit=3'),
   status: () => call('GET', '/status'),
   start: (type, audio) => call('POST', '/record/start', { type, audio }),
@@ -64,14 +86,28 @@ export const api = {
 /// closed while the tab is hidden, because a browser opens at most 6 connections to one host and
 /// each open tab would hold one for good (a 7th tab would never load). `onOpen(first)` is called on
 /// every (re)connection: what happened while it was closed is not replayed, so read the state again.
+/// When recd goes away the browser's own retry ends at the bridge's 502 (an EventSource gives up on
+/// an error status), so the stream is opened again here, with a backoff of 0.5 s doubling to 8 s; a
+/// drop is checked at once with a status request, so the page says so within a second or two.
 export function events(types, on, onOpen = () => {}) {
   // `first`: the page read its state just now. A tab that loads hidden, or is hidden before the
   // stream opens, may miss changes: its first connection is then not a first.
-  let source = null, first = !document.hidden;
+  let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {
-    source = new EventSource('v1/events?type=' + types.join(','));
-    for (const t of types) source.addEventListener(t, (e) => on(JSON.parse(e.data)));
-    source.addEventListener('open', () => { onOpen(first); first = false; });
+    clearTimeout(retry); retry = null;
+    const s = source = new EventSource('v1/events?type=' + types.join(','));
+    for (const t of types) s.addEventListener(t, (e) => on(JSON.parse(e.data)));
+    s.addEventListener('open', () => { delay = 500; setReachable(true); onOpen(first); first = false; });
+    s.addEventListener('error', () => {
+      if (source !== s) return;
+      call('GET', '/status').catch(() => {});   // says whether recd is there (sets the banner)
+      first = false;
+      if (s.readyState === EventSource.CLOSED) {   // the browser gave up (502): try again later
+        source = null;
+        retry = setTimeout(() => { if (!closed && !document.hidden) open(); }, delay);
+        delay = Math.min(8000, delay * 2);
+      }
+    });
   };
   const visibility = () => {
     if (document.hidden) { source?.close(); source = null; first = false; } else if (!source) open();
@@ -79,6 +115,9 @@ export function events(types, on, onOpen = () => {}) {
   document.addEventListener('visibilitychange', visibility);
   if (!document.hidden) open();
   return {
-    close() { document.removeEventListener('visibilitychange', visibility); source?.close(); source = null; },
+    close() {
+      closed = true; clearTimeout(retry);
+      document.removeEventListener('visibilitychange', visibility); source?.close(); source = null;
+    },
   };
 }

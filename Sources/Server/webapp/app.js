@@ -1,7 +1,7 @@
 // recd's web app: the seed's Recordings screens (Flow 5), Quick Play, and Flow 7's export and
 // Delete All Data, on top of recd's /v1 API. No build step: standard modules, one per screen.
 
-import { api, events } from './api.js';
+import { api, events, onReachability } from './api.js';
 import { h, toast, confirmDialog } from './ui.js';
 import { Library } from './library.js';
 import { RecordScreen, chooseMode } from './record.js';
@@ -10,6 +10,7 @@ import { closePlayer } from './player.js';
 const view = document.getElementById('view');
 const title = document.getElementById('title');
 let screen = 'library';
+const offline = document.getElementById('offline');
 
 const nav = [document.getElementById('nav-data'), document.getElementById('nav-new')];
 
@@ -23,8 +24,15 @@ const recorder = new RecordScreen(view, {
   onLive: (live) => { for (const b of nav) b.disabled = live; },
 });
 
+/// The header's Data stays marked as the current page while its screen is up.
+function setScreen(name) {
+  screen = name;
+  const data = document.getElementById('nav-data');
+  if (name === 'data') data.setAttribute('aria-current', 'page'); else data.removeAttribute('aria-current');
+}
+
 async function showLibrary() {
-  screen = 'library';
+  setScreen('library');
   title.textContent = 'Recordings';
   try { await library.show(); } catch (e) { unreachable(e); }
   view.focus();
@@ -35,7 +43,7 @@ async function newRecording() {
   const mode = await chooseMode();
   if (!mode) return;
   closePlayer();
-  screen = 'record';
+  setScreen('record');
   recorder.show(mode);
 }
 
@@ -45,7 +53,7 @@ async function rejoin() {
   const active = (await api.status().catch(() => null))?.active;
   if (!active) return false;
   closePlayer();
-  screen = 'record';
+  setScreen('record');
   recorder.attach(active);
   return true;
 }
@@ -53,14 +61,14 @@ async function rejoin() {
 /// A pending take's row leads back to its preview (5.3.3), to be saved or discarded.
 function review(r) {
   closePlayer();
-  screen = 'record';
+  setScreen('record');
   title.textContent = r.type === 'video' ? 'Record video' : 'Record audio';
   recorder.preview(r);
 }
 
 /// Flow 7: Export Data (7.2) as a download, and Delete All Data (7.3).
 function showData() {
-  screen = 'data';
+  setScreen('data');
   title.textContent = 'Data';
   let format = 'csv';
   const radio = (value, label) => h('label', {}, h('input', {
@@ -71,7 +79,11 @@ function showData() {
       h('h2', { id: 'export-title' }, 'Export Data'),
       h('p', { class: 'hint' }, 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.'),
       h('fieldset', { class: 'radio', style: 'border: 0; padding: 0' }, h('legend', {}, 'Choose format:'), radio('csv', 'CSV'), radio('json', 'JSON')),
-      h('button', { type: 'button', class: 'primary', 'data-action': 'export', onclick: () => {
+      h('button', { type: 'button', class: 'primary', 'data-action': 'export', onclick: async () => {
+        // The export holds saved recordings only: with none, a file of headers alone helps nobody.
+        let saved;
+        try { saved = (await api.list('recent', 0, 1, 'ready')).total; } catch (e) { toast(e.message); return; }
+        if (saved === 0) { toast('Nothing to export: there are no saved recordings yet.'); return; }
         const a = h('a', { href: api.exportURL(format), download: '' });
         document.body.append(a); a.click(); a.remove();
         toast('Data exported ✓');
@@ -89,9 +101,17 @@ function showData() {
 
 function unreachable(e) {
   view.replaceChildren(h('div', { class: 'banner', role: 'alert' },
-    h('strong', {}, e.code === 'unreachable' ? 'recd is not reachable. ' : 'Something went wrong. '),
+    // An unreachable recd's message already says so ("recd is not reachable. Is it running? …").
+    ...(e.code === 'unreachable' ? [] : [h('strong', {}, 'Something went wrong. ')]),
     e.message, ' ', h('button', { type: 'button', onclick: () => showLibrary() }, 'Try again')));
 }
+
+// recd gone (stopped, killed, restarting): said at the top of every screen until it answers again;
+// the event streams keep trying meanwhile (api.js), and the library is read again on its return.
+onReachability((up) => {
+  offline.hidden = up;
+  if (up && screen === 'library') library.changed();
+});
 
 document.getElementById('nav-new').addEventListener('click', () => newRecording());
 document.getElementById('nav-data').addEventListener('click', () => showData());

@@ -59,7 +59,7 @@ export class Library {
          h('div', { class: 'quick', role: 'list', 'aria-labelledby': 'quick-title' }, this.top.map((r) =>
            h('button', { type: 'button', role: 'listitem', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
              h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-             h('span', {}, h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
+             h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
       : [];
     const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
     requestAnimationFrame(() => performance.mark('library-painted'));   // read by bench/webapp.py
@@ -84,7 +84,8 @@ export class Library {
           h('div', { class: 'row-meta' }, meta),
           h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) }, '🔈'),
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) },
+          '🔈', h('span', { class: 'label' }, ' Speaker')),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
   }
@@ -102,7 +103,7 @@ export class Library {
         h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
         h('span', { class: 'row-text' },
           h('div', { class: 'row-title' }, r.title),
-          h('div', { class: 'row-meta' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : 'not saved')))),
+          h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved')))),
       h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
           live ? 'Open' : 'Save…')));

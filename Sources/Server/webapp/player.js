@@ -5,7 +5,7 @@
 
 import { api } from './api.js';
 import { h, duration, icon, toast } from './ui.js';
-import { drawWaveform } from './waveform.js';
+import { drawWaveform, fitWaveform } from './waveform.js';
 
 let current = null;   // { recording, media, counts, counted, wave, close }
 
@@ -35,6 +35,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (current !== state) return;
     current = null;
     clearInterval(state.timer);
+    state.unfit?.();
     const heard = state.speaker ? false : media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
     if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
@@ -91,11 +92,12 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       h('button', { type: 'button', 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
       h('button', { type: 'button', 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
+    // Said in words: the sound is not in this browser but out of the machine recd runs on.
+    // (a spread list: replaceChildren, unlike h(), would print a null as "null")
+    ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
   sheet.hidden = false;
-  if (!isVideo) {
-    api.waveform(recording.id, 600).then((w) => { state.wave = w; render(); }).catch(() => render());
-  }
+  if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {
     const reply = await api.playOnSpeaker(recording.id, 0);
     state.speakerPosition = 0;

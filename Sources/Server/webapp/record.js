@@ -5,9 +5,9 @@
 // stop from recctl or another tab shows here, and a take in progress is where the app is (found again
 // after a reload, and from + NEW).
 
-import { api, events } from './api.js';
+import { api, events, isReachable, onReachability } from './api.js';
 import { h, toast, confirmDialog, duration, metadataForm } from './ui.js';
-import { LiveTrace } from './waveform.js';
+import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 
 const clock = (s) => `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
@@ -18,7 +18,7 @@ export function chooseMode() {
   return new Promise((resolve) => {
     const pick = (v) => { dialog.close(); resolve(v); };
     dialog.replaceChildren(
-      h('h2', { id: 'dialog-title' }, 'New recording'),
+      h('h2', { id: 'dialog-title' }, 'Choose Recording Type'),
       h('div', { style: 'display: grid; gap: .6rem' },
         h('button', { type: 'button', class: 'primary', 'data-mode': 'video', onclick: () => pick('video') }, '🎥 RECORD VIDEO'),
         h('button', { type: 'button', class: 'primary', 'data-mode': 'audio', onclick: () => pick('audio') }, '🎙️ RECORD AUDIO'),
@@ -44,6 +44,8 @@ export class RecordScreen {
     const isVideo = mode === 'video';
     this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, isVideo ? '🎥' : '🎙️');
     this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
+    // Said at once when RECORD is pressed: a start can take a second under load.
+    this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
     this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0' });
     this.button = h('button', { type: 'button', class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
@@ -52,7 +54,7 @@ export class RecordScreen {
     this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
     this.error = h('div', { class: 'banner', role: 'alert', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
-      h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer,
+      h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.starting,
       h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button)));
     this.trace = new LiveTrace(this.canvas);
     this.trace.push(-160);
@@ -62,6 +64,8 @@ export class RecordScreen {
   /// Forgets a take this screen followed, so a new screen never answers for an old one.
   reset() {
     clearInterval(this.tick);
+    this.unwatch?.(); this.unwatch = null;
+    this.unfit?.(); this.unfit = null;
     this.stream?.close();
     this.stream = null;
     if (this.recording) { this.recording = null; this.onLive(false); }
@@ -84,6 +88,8 @@ export class RecordScreen {
   async start() {
     this.error.hidden = true;
     this.button.disabled = true;
+    this.button.textContent = 'Starting…';
+    this.starting.textContent = 'starting…';
     try {
       const reply = await api.start(this.mode, this.audio);
       this.live(reply.recording, 0, false);
@@ -92,6 +98,8 @@ export class RecordScreen {
       const active = e.code === 'already_recording' ? (await api.status().catch(() => null))?.active : null;
       if (active) this.attach(active); else this.refused(e);
     } finally {
+      this.starting.textContent = '';
+      if (!this.recording) this.button.textContent = '● RECORD';
       this.button.disabled = false;
       this.button.focus();
     }
@@ -100,6 +108,7 @@ export class RecordScreen {
   /// The take is recording: STOP, PAUSE, the timer and the meters follow it.
   live(recording, elapsed, paused) {
     this.recording = recording;
+    this.wentAway = false;   // set while recd is away during this take
     this.tick = setInterval(() => this.showTime(), 250);
     this.pauseButton.hidden = false;
     this.cancel.disabled = true;
@@ -110,11 +119,34 @@ export class RecordScreen {
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
+    // recd gone (killed, crashed, stopped): the take is not growing, so the timer stands still and
+    // the screen says so; when recd is back, the stream's reopening (sync) shows where the take is.
+    this.unwatch = onReachability((up) => {
+      if (!this.recording) return;
+      this.timer.classList.toggle('stalled', !up);
+      if (up) { this.error.hidden = true; return; }
+      this.wentAway = true;
+      this.meterOff();
+      this.icon.classList.remove('live');
+      this.error.replaceChildren(h('p', {}, h('strong', {}, 'recd stopped while recording. '),
+        'What reached the disk is kept: it shows here when recd is back.'));
+      this.error.hidden = false;
+    });
+  }
+
+  /// The meter at rest: lanes kept (empty), so the controls below do not move.
+  meterOff() {
+    this.trace.push(-160);
+    for (const l of this.meter.querySelectorAll('.level')) l.style.width = '0%';
+    this.meter.dataset.peak = '-160';
   }
 
   showTime() {
+    if (!isReachable()) return;   // nothing is being recorded while recd is away: the time stands
     const t = this.base + (this.paused ? 0 : (performance.now() - this.since) / 1000);
-    this.timer.textContent = (this.paused ? '❚❚ ' : '● ') + clock(t);
+    // The seed's red ⏺ by the timer while recording; ❚❚ while paused.
+    this.timer.replaceChildren(h('span', { class: this.paused ? 'paused-mark' : 'rec-mark', 'aria-hidden': 'true' }, this.paused ? '❚❚' : '⏺'),
+      ' ' + clock(t));
   }
 
   /// A pause or resume, from this page or any other client.
@@ -124,7 +156,7 @@ export class RecordScreen {
     this.pauseButton.textContent = p.paused ? '● RESUME' : '❚❚ PAUSE';
     this.pauseButton.setAttribute('data-action', p.paused ? 'resume' : 'pause');
     this.pauseButton.setAttribute('aria-label', p.paused ? 'Resume recording' : 'Pause recording');
-    if (p.paused) { this.trace.push(-160); this.meter.replaceChildren(); this.meter.dataset.peak = '-160'; }
+    if (p.paused) this.meterOff();
     this.showTime();
   }
 
@@ -191,8 +223,11 @@ export class RecordScreen {
         else setTimeout(() => { if (this.recording?.id === id) this.sync(id); }, 500);
         return;
       }
-      this.ended(await api.get(id).catch(() => null));
-    } catch { /* recd is not reachable: STOP says so */ }
+      const after = await api.get(id).catch(() => null);
+      // Removed at recd's start: it stopped before any sound of the take reached the disk.
+      if (!after && this.wentAway) toast('recd stopped before the recording held any sound: nothing was kept');
+      this.ended(after, null, this.wentAway);
+    } catch { /* recd is not reachable: the screen says so */ }
   }
 
   async stop() {
@@ -203,19 +238,20 @@ export class RecordScreen {
       this.ended(reply.recording);
     } catch (e) {
       if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first: follow it
-      else toast(e.message);
+      else if (e.code !== 'unreachable') toast(e.message);   // unreachable: the screen says so already
       if (this.recording) this.button.disabled = false;
     }
   }
 
   /// The take stopped (here, elsewhere, or by itself): a pending take goes to its preview, as this
   /// page's STOP does; one saved or discarded elsewhere leaves nothing to preview.
-  ended(recording, why) {
+  ended(recording, why, quiet = false) {
     if (!this.recording) return;   // already followed: this page's STOP and the event both say so
     this.pauseButton.hidden = true;
     this.reset();
+    this.error.hidden = true;
     if (why) toast(`The recording ended by itself: ${why}`);
-    else if (recording?.state !== 'pending') toast(recording ? 'Recording saved ✓' : 'Recording discarded');
+    else if (recording?.state !== 'pending' && !quiet) toast(recording ? 'Recording saved ✓' : 'Recording discarded');
     if (recording?.state === 'pending') this.preview(recording); else this.onDone();
   }
 
@@ -239,14 +275,25 @@ export class RecordScreen {
         this.onDone();
       } catch (e) { error.textContent = e.message; error.hidden = false; }
     };
+    // A take recd salvaged at its start after it stopped mid-take (kill, crash, power cut): say so,
+    // and how long it is as recd measured the file, not as the page's timer had it.
+    const recovered = r.recovered
+      ? h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
+        `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept.`)
+      : null;
+    const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },
       h('div', { class: 'actions', style: 'justify-content: space-between; margin-top: 0' },
         h('button', { type: 'button', class: 'quiet', 'aria-label': 'Discard', 'data-action': 'discard', onclick: discard }, '✕'),
         h('button', { type: 'button', class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
+      recovered,
       h('div', { class: 'big-icon', 'aria-hidden': 'true' }, r.type === 'video' ? '🎥' : '🎙️'),
-      h('p', { class: 'hint', 'data-take-title': '' }, r.title),
+      wave,
+      h('p', { class: 'hint take-title', 'data-take-title': '' }, r.title),
       h('button', { type: 'button', 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
       error, form));
+    // The seed's audio preview shows the take's waveform under the icon before it is played.
+    if (wave) { drawWaveform(wave, null); this.unfit = fitWaveform(wave, r.id, (w) => drawWaveform(wave, w)); }
     this.view.querySelector('[data-action=preview]').focus();
   }
 }

@@ -81,9 +81,16 @@ function limit(field, max) {
 /// have them. `read()` gives the body for save/edit: a blank title asks for the automatic one.
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  const count = (input, max, out) => { out.textContent = `${graphemes(input.value).length}/${max}`; };
-  const titleCount = h('span', { class: 'count', 'aria-live': 'polite' });
-  const notesCount = h('span', { class: 'count', 'aria-live': 'polite' });
+  // One line under each field: the seed's "(40 char max)" until the text nears the limit, then the
+  // count in its place ("150/200"; the seed's notes counter appears at 150, 3/4 of the way; the
+  // title's at 30 likewise), never both.
+  const count = (input, max, out) => {
+    const n = graphemes(input.value).length;
+    out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
+    out.classList.toggle('count', n >= max * 0.75);
+  };
+  const titleCount = h('small', { class: 'hint limit', 'aria-live': 'polite' });
+  const notesCount = h('small', { class: 'hint limit', 'aria-live': 'polite' });
   const title = h('input', { name: 'title', placeholder: 'Add a title...', autocomplete: 'off' });
   const notes = h('textarea', { name: 'notes', placeholder: 'Add notes...' });
   title.value = initial.title ?? '';
@@ -106,8 +113,8 @@ export function metadataForm(initial = {}) {
   }, p[0].toUpperCase() + p.slice(1)));
   const chipBox = h('fieldset', { class: 'chips' }, h('legend', {}, `Purpose${initial.optional ? ' (Optional)' : ''}:`), chips);
   const form = h('form', { class: 'meta', onsubmit: (e) => e.preventDefault() },
-    h('label', {}, h('span', {}, `Title${initial.optional ? ' (Optional)' : ''}: `, titleCount), title, h('small', { class: 'hint' }, '(40 char max)')),
-    h('label', {}, h('span', {}, `Notes${initial.optional ? ' (Optional)' : ''}: `, notesCount), notes, h('small', { class: 'hint' }, '(200 char max)')),
+    h('label', {}, h('span', {}, `Title${initial.optional ? ' (Optional)' : ''}:`), title, titleCount),
+    h('label', {}, h('span', {}, `Notes${initial.optional ? ' (Optional)' : ''}:`), notes, notesCount),
     chipBox);
   form.read = () => ({ title: title.value.trim(), notes: notes.value, purpose });
   return form;

@@ -1,6 +1,11 @@
 // Draws audiowaveform v2 data (what GET /v1/recordings/{id}/waveform serves) on a canvas, with the
 // part already played in the accent colour.
 
+import { api } from './api.js';
+
+/// Spreads the points over the canvas's whole width, however many there are: point p covers
+/// [p, p+1) × width / length. (Drawing each point 1 px wide showed 600 points as 600 px, so a 358 px
+/// phone canvas held the first 60 % of the recording, and a drag mapped by width played another part.)
 export function drawWaveform(canvas, wave, progress = 0) {
   const ratio = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 300, height = canvas.clientHeight || 72;
@@ -10,13 +15,16 @@ export function drawWaveform(canvas, wave, progress = 0) {
   g.clearRect(0, 0, width, height);
   const style = getComputedStyle(document.documentElement);
   const played = style.getPropertyValue('--accent').trim() || '#3557d6';
-  const rest = style.getPropertyValue('--line').trim() || '#ccc';
+  const rest = style.getPropertyValue('--wave').trim() || '#aaa';   // not yet played: visible, not faint
   if (!wave || !wave.length) {
     g.fillStyle = rest; g.fillRect(0, height / 2 - 1, width, 2);
+    canvas.dataset.drawn = '0';
     return;
   }
   const full = wave.bits === 8 ? 128 : 32768, step = wave.channels * 2, mid = height / 2;
-  const bar = Math.max(1, width / wave.length);
+  const bar = width / wave.length, px = 1 / ratio;
+  // A gap between bars only when they are wide enough to show one.
+  const gap = bar >= 3 ? 1 : 0;
   for (let p = 0; p < wave.length; p++) {
     let peak = 0;
     for (let c = 0; c < wave.channels; c++) {
@@ -24,8 +32,31 @@ export function drawWaveform(canvas, wave, progress = 0) {
     }
     const hgt = Math.max(1, (peak / full) * (height - 4));
     g.fillStyle = p / wave.length < progress ? played : rest;
-    g.fillRect(p * bar, mid - hgt / 2, Math.max(1, bar - 1), hgt);
+    g.fillRect(p * bar, mid - hgt / 2, Math.max(px, bar - gap), hgt);
   }
+  // For the tests: how many points, over how many CSS pixels.
+  canvas.dataset.points = String(wave.length);
+  canvas.dataset.drawn = String(Math.round(wave.length * bar));
+}
+
+/// Asks recd for as many points as the canvas has pixels (its CSS width × devicePixelRatio) and asks
+/// again when that changes (a window resized or turned, a zoom): `got(wave)` is called each time.
+/// Returns a function that stops following the canvas.
+export function fitWaveform(canvas, id, got) {
+  let asked = 0, timer = null;
+  const ask = () => {
+    const pixels = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
+    if (!pixels || pixels === asked) return;
+    asked = pixels;
+    canvas.dataset.asked = String(pixels);
+    api.waveform(id, pixels).then((w) => { if (asked === pixels) got(w); }).catch(() => got(null));
+  };
+  // Coalesced: a drag of the window's edge asks once it settles, not at every pixel.
+  const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(ask, 120); });
+  // device-pixel-content-box also fires when only the pixel ratio changes (another screen, a zoom).
+  try { observer.observe(canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(canvas); }
+  ask();
+  return () => { clearTimeout(timer); observer.disconnect(); };
 }
 
 /// A live level trace for the recording screen: the newest level on the right.
