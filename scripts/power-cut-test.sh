@@ -2,7 +2,8 @@
 # Power cuts in a real kernel on a real filesystem (issue 16): N rounds (default 100). Each round is
 # one boot of the test VM (../shared/vm, VM_DISK: an ext4 image as /dev/vda that outlives the guest):
 # recd starts on it (start-up recovery after the previous cut), what it shows is dumped, then a random
-# operation (record, stop, save, edit, played, play, delete, discard, delete-all, trim) is started
+# operation (record, video, pause, import, stop, save, edit, played, play, delete, discard, delete-all,
+# trim) is started
 # and the guest's power is cut a random moment later (`echo b > /proc/sysrq-trigger`: no sync, no
 # unmount). The replies acknowledged before the cut are logged outside the guest (a VM_RW folder).
 # One more boot after the last cut dumps its result. Tests/vm/power-cut-check.py then holds every
@@ -46,9 +47,9 @@ sox -n -r 48000 -c 1 -b 16 "$out/tone.wav" synth 90 sine 1000 vol 0.5 || exit 2
 
 # Every operation equally often (a shuffled cycle), each cut a random moment after it began, in a
 # window that covers its whole course in the emulated guest (measured: see BENCHMARKS.md).
-ops=(record stop save edit played play delete discard delete-all trim)
+ops=(record video pause import stop save edit played play delete discard delete-all trim)
 # (A request takes 0.3-0.6 s there, curl's start included; a stop 0.6-1.2 s, a trim about 1.4 s.)
-declare -A window=([record]="1000 3000" [stop]="0 1500" [save]="0 700" [edit]="0 700" [played]="0 700"
+declare -A window=([record]="1000 3000" [video]="1000 3000" [pause]="0 1500" [import]="0 2500" [stop]="0 1500" [save]="0 700" [edit]="0 700" [played]="0 700"
                    [play]="0 700" [delete]="0 700" [discard]="0 700" [delete-all]="0 900" [trim]="0 1600")
 cycle=()
 started=$(date +%s)
@@ -65,7 +66,7 @@ for ((r = 1; r <= n + 1; r++)); do
     delay=$((lo + RANDOM % (hi - lo + 1)))
   fi
   t0=$(date +%s)
-  VM_DISK=$img VM_RW=$out VM_MODULES="virtio_blk;ext4;snd-aloop" VM_TIMEOUT=150 \
+  VM_DISK=$img VM_RW=$out VM_MODULES="virtio_blk;ext4;snd-aloop;vivid" VM_TIMEOUT=150 \
     "$vm" "$root/Tests/vm/power-cut.sh" "$bin/recd" "$bin/recctl" "$out" "$out/tone.wav" "$r" "$op" "$delay" "$RANDOM" \
     > "$out/round-$r.vm.log" 2>&1
   status=$?

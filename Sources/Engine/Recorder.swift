@@ -145,7 +145,11 @@ public actor Recorder {
         guard case .starting(id, _, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
         }
-        let active = Active(session: session, id: id, startedAt: .now)
+        // Elapsed time counts from the first buffer, the file's first sample: capture runs while the
+        // encoder's worker starts (seconds on a loaded or emulated machine), and what it captured
+        // meanwhile is in the file, so a clock started now would show less than the file holds.
+        let sinceFirstBuffer = Duration.nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds &- firstBufferAt))
+        let active = Active(session: session, id: id, startedAt: .now - max(.zero, sinceFirstBuffer))
         state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
         let video = (session as? VideoRecordingSession)?.info

@@ -4,14 +4,15 @@ import Foundation
 import XCTest
 
 final class PowerCutTests: XCTestCase {
-    /// Ten cuts (every operation once: record, stop, save, edit, played, play, delete, discard,
-    /// delete-all, trim), each at a random moment of it; RECD_POWER_CUT_ROUNDS changes the number,
-    /// RECD_POWER_CUT_SEED replays a run (the seed is printed). About 2.5 minutes.
+    /// Thirteen cuts (every operation once: record, a video take, a take paused and resumed, import,
+    /// stop, save, edit, played, play, delete, discard, delete-all, trim), each at a random moment of
+    /// it; RECD_POWER_CUT_ROUNDS changes the number, RECD_POWER_CUT_SEED replays a run (the seed is
+    /// printed). About 3.5 minutes.
     func testPowerCutsAtRandomMomentsLoseNothingAcknowledged() throws {
         guard FileManager.default.isExecutableFile(atPath: VMRun.runInVM) else {
             throw Skip.because("no \(VMRun.runInVM): the VM scripts of shared/ are not beside this repository")
         }
-        let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 10
+        let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 13
         var env = ProcessInfo.processInfo.environment
         env["RECD_BIN_DIR"] = URL(fileURLWithPath: Tools.recd).deletingLastPathComponent().path
         let script = Tools.packageRoot.appendingPathComponent("scripts/power-cut-test.sh").path

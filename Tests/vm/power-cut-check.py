@@ -15,7 +15,8 @@ cut (acks.jsonl). Round R is judged against round R+1's start-up:
   left `recording` or marked `missing`, nothing quarantined, no recovery problem, and every
   recording's file decodes to the end and is as long as its row says;
 - the catalog passes PRAGMA integrity_check;
-- a recording cut mid-take is salvaged, and loses at most LOSS_LIMIT seconds.
+- a recording cut mid-take (audio, video, or one paused and resumed) is salvaged, and loses at most
+  LOSS_LIMIT seconds; an import cut in flight is there whole or not at all (no upload left behind).
 Prints one line per round, a summary per operation, the seconds lost per interrupted recording,
 and last the plain line "N passed, M failed".
 """
@@ -158,8 +159,14 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
         if path == "/v1/status":
             active = (reply or {}).get("active") or {}
             frames = (active.get("capture") or {}).get("framesCaptured")
-            if frames is not None:
-                captured = (frames / reply["sampleRate"], entry["t1"])
+            # A take with pauses (or a video take): the seconds recorded, pauses not counted, and
+            # whether it was paused then (nothing more went in after).
+            if op in ("pause", "video") and active.get("elapsed") is not None:
+                captured = (active["elapsed"], entry["t1"], active.get("paused", False))
+            elif frames is not None:
+                captured = (frames / reply["sampleRate"], entry["t1"], False)
+            continue
+        if path in ("/v1/record/pause", "/v1/record/resume"):
             continue
         if path == "/v1/record/start":
             model[reply["recording"]["id"]] = reply["recording"]
@@ -225,7 +232,7 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
         if target in model:   # the take may have played to its end (and counted) before the stop
             alternatives[target] = alternatives.get(target, [model[target]]) + [dict(model[target], playCount=model[target]["playCount"] + 1)]
     # A recording cut mid-take comes back pending, salvaged, all but the last moments.
-    if op == "record" and started:
+    if op in ("record", "video", "pause") and started:
         rid, t_start = started
         alternatives[rid] = [dict(model[rid], state="pending", duration=None)]
         if rid not in after_rows and cut_at is not None and cut_at - t_start < LOSS_LIMIT:
@@ -236,13 +243,18 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
             got = after_rows[rid].get("duration") or 0.0
             # Recorded at the cut: what the status reply just before it said was captured, and the
             # time from that reply to the cut (else the time since the start reply).
-            recorded = captured[0] + (cut_at - captured[1]) if captured else cut_at - t_start
+            recorded = captured[0] + (0 if captured[2] else cut_at - captured[1]) if captured else cut_at - t_start
             lost = recorded - got
             if not after_rows[rid].get("recovered"):
                 problems.append(f"{rid} was not marked recovered")
             if lost > LOSS_LIMIT:
                 problems.append(f"salvaged {got:.2f} s of {recorded:.2f} s: lost {lost:.2f} s")
 
+    if begun and acked_inflight is None and begun["begin"] == "import":
+        # An import in flight: its recording is there whole (saved, titled as asked) or not at all.
+        for rid, row in after_rows.items():
+            if rid not in alternatives and row["state"] == "ready" and row.get("title") == begun.get("target"):
+                alternatives[rid] = [row]
     if begun and acked_inflight is None and begun["begin"] == "start":
         # A start in flight: its row may be there (salvaged, or still empty and removed).
         for rid, row in after_rows.items():

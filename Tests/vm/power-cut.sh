@@ -7,7 +7,8 @@
 #      recd shows it (list, check, status), PRAGMA integrity_check, every file of the data
 #      directory and a copy of each recording's file (for the host to decode);
 #   2. unless OP is "check", makes sure there is something to work on (two saved recordings, one
-#      pending; a delete-all when the library has grown past 8), then starts OP and, DELAY_MS later,
+#      pending; a delete-all when the library has grown past 8), then starts OP (record, video, pause,
+#      stop, save, edit, played, play, delete, discard, delete-all, trim, import) and, DELAY_MS later,
 #      cuts the power: `echo b > /proc/sysrq-trigger` (no sync, no unmount).
 #   With OP "check" it stops there (recd stopped, the disk unmounted): the last boot, and each replayed
 #   state of Tests/vm/log-writes.sh (RECD_PC_DEVICE: the device to mount instead of /dev/vda).
@@ -30,8 +31,11 @@ work=$(mktemp -d /tmp/recd-pc.XXXXXX)
 sock=$work/recd.sock
 [ "$op" = check ] || aplay -q -D hw:Loopback,0,0 "$tone" &
 t_boot=$(cut -d' ' -f1 /proc/uptime)
+# The camera (vivid) where the guest has one: the video rounds record from it.
+video=()
+[ -e /dev/video0 ] && video=(--video-device /dev/video0 --video-size 320x180 --video-fps 15 --video-preset ultrafast)
 "$recd" --data-dir "$data" --socket "$sock" --capture-device hw:Loopback,1,0 --playback-device plughw:Loopback,0,1 \
-  --min-free-mb 10 --log-level info > "$rd/recd.log" 2>&1 &
+  "${video[@]}" --min-free-mb 10 --log-level info > "$rd/recd.log" 2>&1 &
 recd_pid=$!
 up=false
 for _ in $(seq 600); do
@@ -69,6 +73,15 @@ call() {
   reply=$(tr -d '\n' < "$work/reply" 2>/dev/null)
   note "{\"call\": \"$name\", \"method\": \"$method\", \"path\": \"$path\", \"status\": ${code:-0}, \"t0\": $t0, \"t1\": $(now), \"reply\": ${reply:-null}}"
 }
+# upload NAME PATH FILE: an import, the file's bytes as the body (as recctl sends them).
+upload() {
+  local name=$1 path=$2 file=$3 t0 code reply
+  t0=$(now)
+  code=$(curl -s -o "$work/reply" -w '%{http_code}' --unix-socket "$sock" -X POST -H 'Content-Type: application/octet-stream' \
+         --data-binary @"$file" "http://recd$path")
+  reply=$(tr -d '\n' < "$work/reply" 2>/dev/null)
+  note "{\"call\": \"$name\", \"method\": \"POST\", \"path\": \"$path\", \"status\": ${code:-0}, \"t0\": $t0, \"t1\": $(now), \"reply\": ${reply:-null}}"
+}
 # The library, read with the sqlite3 CLI (python would take a second to start in the emulated guest).
 sql() { sqlite3 "$data/catalog.sqlite" "$1" | tr '\n' ' '; }
 ids() { sql "SELECT id FROM recording WHERE state = '$1' ORDER BY createdAt"; }
@@ -99,6 +112,19 @@ case $op in
   record)    # cut while recording: DELAY_MS of recording (the start is acknowledged first)
     call start POST /v1/record/start '{}'
     note "{\"begin\": \"record\", \"t\": $(now)}" ;;
+  video)     # the same with a video take: camera (vivid) and microphone, through a media worker
+    call start POST /v1/record/start '{"type": "video"}'
+    note "{\"begin\": \"record\", \"t\": $(now)}" ;;
+  pause)     # cut in a take that was paused: the resume in flight or done
+    call start POST /v1/record/start '{}'
+    sleep 0.8
+    call pause POST /v1/record/pause
+    sleep 0.4
+    inflight resume POST /v1/record/resume ;;
+  import)    # cut while an import is received, encoded (a WAV becomes AAC in a worker) and saved
+    sox -n -r 48000 -c 1 -b 16 "$work/import.wav" synth 3 sine $((200 + round))   # new bytes each round
+    note "{\"begin\": \"import\", \"path\": \"/v1/recordings/import\", \"body\": null, \"target\": \"imported in round $round\", \"t\": $(now)}"
+    upload import "/v1/recordings/import?name=round-$round.wav&title=imported%20in%20round%20$round" "$work/import.wav" & ;;
   stop)      # cut while the stop (finalize, then save, keep or discard) is under way
     call start POST /v1/record/start '{}'
     sleep 1.$((RANDOM % 10))
@@ -119,7 +145,7 @@ esac
 sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
 # A take cut mid-way: what had been captured just before the cut (the status reply's frame count),
 # to measure what the cut lost against.
-[ "$op" = record ] && call status GET /v1/status
+case $op in record|video|pause) call status GET /v1/status ;; esac
 note "{\"cut\": $(now)}"
 echo b > /proc/sysrq-trigger
 sleep 10
