@@ -11,19 +11,12 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback
 
-from harness import Harness, wait_until
+from harness import setup, wait_until
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.chrome.service import Service
 
-RECD, RECCTL = sys.argv[1], sys.argv[2]
-SHOTS = sys.argv[3] if len(sys.argv) > 3 else None
-work = tempfile.mkdtemp(prefix="recd-details-")
-runtime = os.path.join(work, "rt")
-os.makedirs(runtime, mode=0o700)
-env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
-data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-h = Harness(env)
+RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-details-")
 check, start = h.check, h.start
 
 # The widest real titles (40 graphemes each, recd's limit): wide Latin capitals, CJK (each glyph a

@@ -1,7 +1,7 @@
 """What the browser tests share: checks counted and printed, the child processes they start (stopped
 at the end, newest first), waiting for a page to get somewhere, and the closing line that the Swift
 side (WebAppTests, UIRelayTests) reads."""
-import signal, subprocess, sys, time
+import os, signal, subprocess, sys, tempfile, time
 
 
 class Harness:
@@ -49,3 +49,17 @@ def wait_until(what, predicate, timeout=15.0):
             last = f"{type(e).__name__}: {(getattr(e, 'msg', None) or str(e))[:300]}"
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def setup(prefix):
+    """A test's arguments (RECD RECCTL [SHOTS_DIR]) and a private world for it: a work folder, an
+    XDG_RUNTIME_DIR of its own (0700, for its PulseAudio server and recctl ui), the environment that
+    names it, the data folder and socket of its recd, and the Harness."""
+    recd, recctl = sys.argv[1], sys.argv[2]
+    shots = sys.argv[3] if len(sys.argv) > 3 else None
+    work = tempfile.mkdtemp(prefix=prefix)
+    runtime = os.path.join(work, "rt")
+    os.makedirs(runtime, mode=0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
+    data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
+    return recd, recctl, shots, work, runtime, env, data, sock, Harness(env)

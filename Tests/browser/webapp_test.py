@@ -7,21 +7,14 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback, urllib.request, urllib.error
 
-from harness import Harness, wait_until
+from harness import setup, wait_until
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
-RECD, RECCTL = sys.argv[1], sys.argv[2]
-SHOTS = sys.argv[3] if len(sys.argv) > 3 else None
-work = tempfile.mkdtemp(prefix="recd-webapp-")
-runtime = os.path.join(work, "rt")
-os.makedirs(runtime, mode=0o700)
-env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
-data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-h = Harness(env)
+RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-webapp-")
 check, start, procs, results = h.check, h.start, h.procs, h.results
 
 

@@ -85,15 +85,22 @@ as_user systemd-analyze security --user recd.service > "$out/security.txt" 2>&1 
 "$bindir/recctl" --socket "$sock" status > "$out/root-status.txt" 2>&1 && echo 0 > "$out/root-status.code" \
   || echo $? > "$out/root-status.code"
 
+# take NAME PLAYER...: a 2 s take while PLAYER plays the tone into the microphone; recctl's replies
+# in OUTDIR/NAME-start.json and NAME.json.
+take() {
+  local name=$1; shift
+  "$@" 2>/dev/null &
+  local player=$!
+  sleep 0.5
+  ctl --json record start > "$out/$name-start.json"
+  sleep 2
+  ctl --json record stop > "$out/$name.json"
+  kill "$player" 2>/dev/null || true
+}
+
 # A take from the loopback (a tone played into its other end), and an import: both through a media
 # worker started inside the unit's sandbox.
-aplay -q -D hw:Loopback,0,0 "$tone" &
-player=$!
-sleep 0.5
-ctl --json record start > "$out/take-start.json"
-sleep 2
-ctl --json record stop > "$out/take.json"
-kill "$player" 2>/dev/null || true
+take take aplay -q -D hw:Loopback,0,0 "$tone"
 ffmpeg -v error -f lavfi -i sine=frequency=440:duration=2 -c:a aac "$home/import-me.m4a"
 chown "$user:" "$home/import-me.m4a"
 ctl --json import "$home/import-me.m4a" > "$out/import.json"
@@ -107,13 +114,7 @@ as_user systemctl --user stop recd.service
 as_user pactl load-module module-null-sink sink_name=mic rate=48000 channels=1 > /dev/null
 sed -i 's|--capture-device hw:Loopback,1,0|--capture-device pulse:mic.monitor|' "$units/recd.service.d/test.conf"
 as_user systemctl --user daemon-reload
-as_user paplay --latency-msec=10 -d mic "$tone" 2>/dev/null &
-player=$!
-sleep 0.5
-ctl --json record start > "$out/pulse-start.json"
-sleep 2
-ctl --json record stop > "$out/pulse.json"
-kill "$player" 2>/dev/null || true
+take pulse as_user paplay --latency-msec=10 -d mic "$tone"
 cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
 as_user systemctl --user stop recd.service recd.socket
 echo "vm: done"
