@@ -1,7 +1,7 @@
 // Every operation a media worker serves, each written once: its fields and the type of its reply
 // (`WorkerOperation`). Objects (a decoder, a writer, a hash, a converter, a video writer) live in
 // the worker between calls, one of each kind at a time; `Reset` drops them all (a worker going back
-// to the pool). Raw bytes go beside the header: "the payload" below.
+// to the pool). Raw bytes go beside the header: "the payload" below. A reply not named is `Done`.
 public enum WorkerOp {
     /// `MediaProbe.probe`.
     public struct Probe: WorkerOperation {
@@ -37,14 +37,13 @@ public enum WorkerOp {
 
     /// `PosterExtractor.poster`: the JPEG is the reply's payload.
     public struct Poster: WorkerOperation {
-        public typealias Reply = Done
         public var path: String
         public var fileRead: String? { path }
         public init(path: String) { self.path = path }
     }
 
     /// Bytes to hash (SHA-256): the payload.
-    public struct HashUpdate: WorkerOperation { public typealias Reply = Done; public init() {} }
+    public struct HashUpdate: WorkerOperation { public init() {} }
     /// The digest as 64 lower-case hex digits; the next update starts a new hash.
     public struct HashFinish: WorkerOperation { public typealias Reply = String; public init() {} }
 
@@ -61,13 +60,11 @@ public enum WorkerOp {
     }
 
     public struct DecoderSetOutput: WorkerOperation {
-        public typealias Reply = Done
         public var rate, channels: Int
         public init(rate: Int, channels: Int) { self.rate = rate; self.channels = channels }
     }
 
     public struct DecoderSeek: WorkerOperation {
-        public typealias Reply = Done
         public var seconds: Double
         public init(seconds: Double) { self.seconds = seconds }
     }
@@ -88,7 +85,6 @@ public enum WorkerOp {
 
     /// Opens the audio writer (`AudioFileWriter`).
     public struct OpenWriter: WorkerOperation {
-        public typealias Reply = Done
         public var path: String
         public var encoding: AudioEncoding
         public init(path: String, encoding: AudioEncoding) { self.path = path; self.encoding = encoding }
@@ -101,13 +97,12 @@ public enum WorkerOp {
         public init(frames: Int) { self.frames = frames }
     }
 
-    public struct WriterFlush: WorkerOperation { public typealias Reply = Done; public init() {} }
+    public struct WriterFlush: WorkerOperation { public init() {} }
     /// The reply: the samples written.
     public struct WriterFinish: WorkerOperation { public typealias Reply = Int64; public init() {} }
 
     /// Opens the converter of captured sound (`CapturedPCMConverter`).
     public struct OpenConverter: WorkerOperation {
-        public typealias Reply = Done
         public var format: CapturedSampleFormat
         public var rate, channels, toRate, toChannels: Int
         public init(format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int) {
@@ -117,14 +112,12 @@ public enum WorkerOp {
 
     /// Captured frames in the converter's input format: the payload; converted, the reply's.
     public struct Convert: WorkerOperation {
-        public typealias Reply = Done
         public var frames: Int
         public init(frames: Int) { self.frames = frames }
     }
 
     /// Opens the video writer (`VideoFileWriter`).
     public struct OpenVideoWriter: WorkerOperation {
-        public typealias Reply = Done
         public var path: String
         public var video: VideoEncoding
         public var camera: CameraFrameFormat
@@ -136,18 +129,16 @@ public enum WorkerOp {
 
     /// Interleaved S16 frames for the video file's sound: the payload.
     public struct VideoAppendAudio: WorkerOperation {
-        public typealias Reply = Done
         public var frames: Int
         public init(frames: Int) { self.frames = frames }
     }
 
-    public struct VideoFinishAudio: WorkerOperation { public typealias Reply = Done; public init() {} }
-    public struct VideoFlush: WorkerOperation { public typealias Reply = Done; public init() {} }
+    public struct VideoFinishAudio: WorkerOperation { public init() {} }
+    public struct VideoFlush: WorkerOperation { public init() {} }
 
     /// A memory file the camera frames will come in (`VideoAppendFrame` with `shared`): the
     /// descriptor passed with this request (SCM_RIGHTS), `bytes` long.
     public struct VideoShareFrames: WorkerOperation {
-        public typealias Reply = Done
         public var bytes: Int
         public init(bytes: Int) { self.bytes = bytes }
     }
@@ -164,9 +155,9 @@ public enum WorkerOp {
         public init(pts: Int64, poster: Bool, shared: Int) { self.pts = pts; self.poster = poster; self.shared = shared }
     }
 
-    public struct VideoFinishFrames: WorkerOperation { public typealias Reply = Done; public init() {} }
-    public struct VideoClose: WorkerOperation { public typealias Reply = Done; public init() {} }
+    public struct VideoFinishFrames: WorkerOperation { public init() {} }
+    public struct VideoClose: WorkerOperation { public init() {} }
 
     /// Drops every object the worker holds.
-    public struct Reset: WorkerOperation { public typealias Reply = Done; public init() {} }
+    public struct Reset: WorkerOperation { public init() {} }
 }
