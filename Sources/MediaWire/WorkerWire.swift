@@ -22,7 +22,7 @@ public protocol WorkerOperation: Codable, Sendable {
 extension WorkerOperation {
     public var fileRead: String? { nil }
     /// The operation's name on the wire (its type's).
-    public static var name: String { _typeName(Self.self, qualified: false) }
+    public static var name: String { String(describing: Self.self) }
 
     /// The request's header: its name, a space, its fields as JSON.
     public func header(_ json: JSONEncoder = JSONEncoder()) throws -> Data {

@@ -7,22 +7,19 @@ import MediaWire
 /// The one-shot operations.
 public enum WorkerMedia {
     public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
-        let worker = try lease ?? MediaWorkerLease()
-        return try worker.call(WorkerOp.Probe(path: path), operation: "the probe of \(path)")
+        try (lease ?? MediaWorkerLease()).call(WorkerOp.Probe(path: path), operation: "the probe of \(path)")
     }
 
     /// `MP4Finalizer.remux`.
     public static func remux(from source: String, to destination: String, streams: [Int]? = nil,
                              container: String? = nil, hidePriming: Bool = true, lease: MediaWorkerLease? = nil) throws -> RemuxResult {
-        let worker = try lease ?? MediaWorkerLease()
         let op = WorkerOp.Remux(source: source, destination: destination, streams: streams, container: container, hidePriming: hidePriming)
-        return try worker.call(op, operation: "the remux of \(source)")
+        return try (lease ?? MediaWorkerLease()).call(op, operation: "the remux of \(source)")
     }
 
     /// `MP4Trimmer.trim`.
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
-        let worker = try MediaWorkerLease()
-        return try worker.call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
+        try MediaWorkerLease().call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.

@@ -83,7 +83,6 @@ final class WorkerServer {
     private let outputs = OutputCounter()
     private let json = JSONEncoder(), parse = JSONDecoder()
 
-
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
     /// Decodes a request's header, serves it and returns the reply's header (a failure when the
@@ -121,7 +120,13 @@ final class WorkerServer {
             defer { s.hash = nil }
             return try (s.hash ?? ContentHash()).hex()
         },
-        answer(WorkerOp.OpenDecoder.self) { s, op, _ in try s.openDecoder(op) },
+        answer(WorkerOp.OpenDecoder.self) { s, op, _ in
+            s.decoder = nil
+            s.decoderFailure = nil
+            let d = try AudioFileDecoder(path: op.path)
+            s.decoder = d
+            return .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
+        },
         serve(WorkerOp.DecoderSetOutput.self) { s, op, _ in
             try s.openDecoder().setOutput(rate: op.rate, channels: op.channels)
             s.outputChannels = op.channels
@@ -133,8 +138,7 @@ final class WorkerServer {
         answer(WorkerOp.DecoderRead.self) { s, op, call in try s.decoderRead(op, &call) },
         serve(WorkerOp.OpenWriter.self) { s, op, _ in
             s.writer = nil
-            let counter = s.outputs
-            s.writer = try AudioFileWriter(path: op.path, encoding: op.encoding) { counter.count += 1 }
+            s.writer = try AudioFileWriter(path: op.path, encoding: op.encoding) { [outputs = s.outputs] in outputs.count += 1 }
         },
         answer(WorkerOp.WriterAppend.self) { s, op, call in
             let w = try s.openWriter()
@@ -151,12 +155,18 @@ final class WorkerServer {
             s.converter = nil
             s.converter = try CapturedPCMConverter(from: op.format, rate: op.rate, channels: op.channels, toRate: op.toRate, toChannels: op.toChannels)
         },
-        serve(WorkerOp.Convert.self) { s, op, call in try s.convert(op, &call) },
+        serve(WorkerOp.Convert.self) { s, op, call in
+            guard let converter = s.converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
+            guard op.frames >= 0, call.payload.count >= op.frames * converter.input.channels * converter.input.format.bytesPerSample else {
+                throw MediaWorkerError.failed("media worker: \(call.payload.count) bytes for \(op.frames) frames")
+            }
+            let converted = try call.payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: op.frames) }
+            call.out = [UInt8](UnsafeRawBufferPointer(converted))
+        },
         serve(WorkerOp.OpenVideoWriter.self) { s, op, _ in
             s.video = nil
             s.sharedFrames = nil
-            let counter = s.outputs
-            s.video = try VideoFileWriter(path: op.path, video: op.video, camera: op.camera, audio: op.audio) { counter.count += 1 }
+            s.video = try VideoFileWriter(path: op.path, video: op.video, camera: op.camera, audio: op.audio) { [outputs = s.outputs] in outputs.count += 1 }
         },
         serve(WorkerOp.VideoAppendAudio.self) { s, op, call in
             let v = try s.openVideo()
@@ -194,14 +204,6 @@ final class WorkerServer {
         }
     }
 
-    private func openDecoder(_ op: WorkerOp.OpenDecoder) throws -> WorkerOp.OpenDecoder.Reply {
-        decoder = nil
-        decoderFailure = nil
-        let d = try AudioFileDecoder(path: op.path)
-        decoder = d
-        return .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
-    }
-
     private func decoderRead(_ op: WorkerOp.DecoderRead, _ call: inout WorkerCall) throws -> WorkerOp.DecoderRead.Block? {
         let decoder = try openDecoder()
         if let failed = decoderFailure {
@@ -229,15 +231,6 @@ final class WorkerServer {
             pcm.withUnsafeBytes { call.out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
         }
         return joined
-    }
-
-    private func convert(_ op: WorkerOp.Convert, _ call: inout WorkerCall) throws {
-        guard let converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
-        guard op.frames >= 0, call.payload.count >= op.frames * converter.input.channels * converter.input.format.bytesPerSample else {
-            throw MediaWorkerError.failed("media worker: \(call.payload.count) bytes for \(op.frames) frames")
-        }
-        let converted = try call.payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: op.frames) }
-        call.out = [UInt8](UnsafeRawBufferPointer(converted))
     }
 
     private func videoAppendFrame(_ op: WorkerOp.VideoAppendFrame, _ call: inout WorkerCall) throws -> Bool {
