@@ -104,8 +104,11 @@ final class WorkerServer {
     typealias Handler = @Sendable (WorkerServer, _ fields: Data, inout WorkerCall) throws -> Data
 
     /// The operations served, by name, each with what it does (`answer`: one with a reply; `serve`: one
-    /// answered `Done`); the longer ones are functions below.
-    static let handlers: [String: Handler] = Dictionary(uniqueKeysWithValues: [
+    /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
+    static let handlers = Dictionary(uniqueKeysWithValues: wholeFiles + decoding + writing + video)
+
+    /// One-shot jobs on whole files, the hash of an upload, and emptying the worker.
+    private static let wholeFiles: [(String, Handler)] = [
         answer(WorkerOp.Probe.self) { _, op, _ in try MediaProbe.probe(op.path) },
         answer(WorkerOp.Remux.self) { _, op, _ in
             try MP4Finalizer.remux(from: op.source, to: op.destination, streams: op.streams, container: op.container, hidePriming: op.hidePriming)
@@ -120,6 +123,13 @@ final class WorkerServer {
             defer { s.hash = nil }
             return try (s.hash ?? ContentHash()).hex()
         },
+        serve(WorkerOp.Reset.self) { s, _, _ in
+            s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
+        },
+    ]
+
+    /// The decoder: a playback's, a waveform's, an import's.
+    private static let decoding: [(String, Handler)] = [
         answer(WorkerOp.OpenDecoder.self) { s, op, _ in
             s.decoder = nil
             s.decoderFailure = nil
@@ -136,6 +146,10 @@ final class WorkerServer {
             try s.openDecoder().seek(to: op.seconds)
         },
         answer(WorkerOp.DecoderRead.self) { s, op, call in try s.decoderRead(op, &call) },
+    ]
+
+    /// The audio writer and the converter of captured sound: a recording's, an import's.
+    private static let writing: [(String, Handler)] = [
         serve(WorkerOp.OpenWriter.self) { s, op, _ in
             s.writer = nil
             s.writer = try AudioFileWriter(path: op.path, encoding: op.encoding) { [outputs = s.outputs] in outputs.count += 1 }
@@ -163,6 +177,10 @@ final class WorkerServer {
             let converted = try call.payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: op.frames) }
             call.out = [UInt8](UnsafeRawBufferPointer(converted))
         },
+    ]
+
+    /// The video writer: a camera take's.
+    private static let video: [(String, Handler)] = [
         serve(WorkerOp.OpenVideoWriter.self) { s, op, _ in
             s.video = nil
             s.sharedFrames = nil
@@ -182,10 +200,7 @@ final class WorkerServer {
         answer(WorkerOp.VideoAppendFrame.self) { s, op, call in try s.videoAppendFrame(op, &call) },
         serve(WorkerOp.VideoFinishFrames.self) { s, _, _ in try s.openVideo().finishVideo() },
         serve(WorkerOp.VideoClose.self) { s, _, _ in try s.openVideo().close() },
-        serve(WorkerOp.Reset.self) { s, _, _ in
-            s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
-        },
-    ])
+    ]
 
     /// A handler of `Op`: decodes its request, calls `body`, encodes its reply.
     private static func answer<Op: WorkerOperation>(_: Op.Type, _ body: @escaping @Sendable (WorkerServer, Op, inout WorkerCall) throws -> Op.Reply) -> (String, Handler) {
