@@ -1,12 +1,7 @@
 // What recd and a media worker say to each other over their socket pair: one request, one reply,
-// each a frame of a JSON header and raw bytes (PCM, a picture) beside it. The operations themselves
-// are in WorkerOperations.swift, each a Codable struct with the type of its reply.
-//
-// JSON for every header, the per-block calls (a recording's 8192-frame blocks, six a second; a camera
-// frame; a captured period to convert; a decoded block) too: encoding and decoding a request and its
-// reply costs about 12 µs a round trip (release build), under 1 % of a FLAC take's CPU. A compact
-// binary header kept by hand beside the JSON saved 11 of them; a derived binary Encoder/Decoder
-// measured no faster than JSON (the cost is Codable's, not the text's).
+// each a frame of a header (`WireCoding`, derived from Codable) and raw bytes (PCM, a picture)
+// beside it. The operations themselves are in WorkerOperations.swift, each a Codable struct with
+// the type of its reply.
 import CProcessShim
 import Foundation
 
@@ -24,9 +19,12 @@ extension WorkerOperation {
     /// The operation's name on the wire (its type's).
     public static var name: String { String(describing: Self.self) }
 
-    /// The request's header: its name, a space, its fields as JSON.
-    public func header(_ json: JSONEncoder = JSONEncoder()) throws -> Data {
-        Data(Self.name.utf8) + [0x20] + (try json.encode(self))
+    /// The request's header: its name, then its fields.
+    public func header() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try WireCoding.append(Self.name, to: &bytes)
+        try WireCoding.append(self, to: &bytes)
+        return bytes
     }
 }
 
@@ -35,6 +33,19 @@ extension WorkerOperation {
 public enum WorkerAnswer<Reply: Codable & Sendable>: Codable, Sendable {
     case reply(Reply, outputs: Int)
     case failure(WorkerFailure)
+
+    public func header() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try WireCoding.append(self, to: &bytes)
+        return bytes
+    }
+
+    /// Decodes a reply's whole header.
+    public init(header: [UInt8]) throws {
+        var offset = 0
+        self = try WireCoding.decode(Self.self, from: header, at: &offset)
+        guard offset == header.count else { throw WireCoding.leftOver(header.count - offset) }
+    }
 }
 
 /// The reply of an operation that answers nothing but that it is done.
@@ -106,7 +117,7 @@ public enum WireIO {
     /// One `sendmsg` for the whole frame (when the socket's buffer takes it): three sends woke the
     /// reader up to three times a frame. `passing`: a descriptor that goes with the frame's first
     /// byte (read by `read(_:payload:descriptor:)`).
-    public static func write(_ fd: Int32, header: Data, payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
+    public static func write(_ fd: Int32, header: [UInt8], payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
         var lengths: (UInt32, UInt32) = (UInt32(header.count).littleEndian, UInt32(payload?.count ?? 0).littleEndian)
         try withUnsafeMutableBytes(of: &lengths) { lengthBytes in
             try header.withUnsafeBytes { headerBytes in
@@ -122,18 +133,18 @@ public enum WireIO {
 
     /// Reads one frame: its header, and its payload into `payload` (resized to fit; kept between calls).
     /// `deadline`: when the frame has not begun by then, `TimedOut` (once begun, it is read whole).
-    public static func read(_ fd: Int32, payload: inout [UInt8], deadline: ContinuousClock.Instant? = nil) throws -> Data {
+    public static func read(_ fd: Int32, payload: inout [UInt8], deadline: ContinuousClock.Instant? = nil) throws -> [UInt8] {
         if let deadline { try waitForInput(fd, until: deadline) }
         var none: Int32? = nil
         return try read(fd, payload: &payload, descriptor: &none, acceptsDescriptor: false)
     }
 
     /// `read`, and the descriptor passed with the frame (nil when none came). It is the caller's to close.
-    public static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?) throws -> Data {
+    public static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?) throws -> [UInt8] {
         try read(fd, payload: &payload, descriptor: &descriptor, acceptsDescriptor: true)
     }
 
-    private static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?, acceptsDescriptor: Bool) throws -> Data {
+    private static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?, acceptsDescriptor: Bool) throws -> [UInt8] {
         var lengths: (UInt32, UInt32) = (0, 0)
         try withUnsafeMutableBytes(of: &lengths) { (raw) in
             guard acceptsDescriptor else { return try receiveAll(fd, raw) }
@@ -155,7 +166,7 @@ public enum WireIO {
         guard headerCount <= maxHeader, payloadCount <= maxPayload else {
             throw Closed(reason: "a frame of \(headerCount) + \(payloadCount) bytes (protocol error)")
         }
-        var header = Data(count: headerCount)
+        var header = [UInt8](repeating: 0, count: headerCount)
         try header.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw) }
         if payload.count != payloadCount { payload = [UInt8](repeating: 0, count: payloadCount) }
         try payload.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw) }

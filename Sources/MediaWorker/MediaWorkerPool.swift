@@ -152,8 +152,6 @@ final class MediaWorkerConnection: @unchecked Sendable {
     private(set) var isBroken = false
     /// The payload of the last reply.
     private(set) var payload: [UInt8] = []
-    private let encoder = JSONEncoder()
-    private let decoder = JSONDecoder()
 
     private init(pid: pid_t, fd: Int32, priority: MediaWorkerPool.Priority) {
         self.pid = pid; self.fd = fd; self.priority = priority
@@ -193,17 +191,17 @@ final class MediaWorkerConnection: @unchecked Sendable {
             return stat(path, &st) == 0 ? Int(st.st_size) / 8_000_000 : 0
         } ?? 0)
         do {
-            let header: Data
-            do { header = try op.header(encoder) } catch { throw MediaWorkerError.failed("could not encode \(op): \(error)") }
+            let header: [UInt8]
+            do { header = try op.header() } catch { throw MediaWorkerError.failed("could not encode \(op): \(error)") }
             try WireIO.write(fd, header: header, payload: sending, passing: descriptor)
-            let reply: Data
+            let reply: [UInt8]
             do { reply = try WireIO.read(fd, payload: &payload, deadline: .now + .seconds(seconds)) } catch is WireIO.TimedOut {
                 // Closing the socket would not end a worker stuck in FFmpeg: it is killed, then reaped.
                 kill(pid, SIGKILL)
                 end()
                 throw MediaWorkerError.stalled(pid: pid, operation: operation(), seconds: seconds)
             }
-            do { answer = try decoder.decode(WorkerAnswer<Op.Reply>.self, from: reply) } catch { throw WireIO.Closed(reason: "an unreadable reply (\(error))") }
+            do { answer = try WorkerAnswer(header: reply) } catch { throw WireIO.Closed(reason: "an unreadable reply (\(error))") }
         } catch let closed as WireIO.Closed {
             throw MediaWorkerError.died(pid: pid, operation: operation(), status: end(reason: closed.reason))
         }

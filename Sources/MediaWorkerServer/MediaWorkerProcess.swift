@@ -48,7 +48,7 @@ public enum MediaWorkerProcess {
         let server = WorkerServer()
         var call = WorkerCall()
         while true {
-            let header: Data
+            let header: [UInt8]
             // recd closed the socket (the worker is no longer wanted) or broke the framing: the end.
             do { header = try WireIO.read(3, payload: &call.payload, descriptor: &call.descriptor) } catch { _exit(0) }
             let reply = server.handle(header, &call)
@@ -81,27 +81,26 @@ final class WorkerServer {
     private var outputChannels = 1
     /// Counts `onOutputWritten` calls of the writers during one request.
     private let outputs = OutputCounter()
-    private let json = JSONEncoder(), parse = JSONDecoder()
 
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
     /// Decodes a request's header, serves it and returns the reply's header (a failure when the
     /// operation threw, or the header was not one: the framing held, so the worker goes on).
-    func handle(_ header: Data, _ call: inout WorkerCall) -> Data {
+    func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8] {
         defer { if let descriptor = call.descriptor { close(descriptor); call.descriptor = nil } }
         call.out = []
         do {
-            guard let space = header.firstIndex(of: 0x20) else { throw MediaWorkerError.failed("media worker: a request without its name") }
-            let name = String(decoding: header[..<space], as: UTF8.self)
+            var offset = 0
+            let name = try WireCoding.decode(String.self, from: header, at: &offset)
             guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
-            return try handler(self, header[(space + 1)...], &call)
+            return try handler(self, header, offset, &call)
         } catch {
             call.out = []
-            return (try? json.encode(WorkerAnswer<Done>.failure(WorkerFailure(error)))) ?? Data()
+            return (try? WorkerAnswer<Done>.failure(WorkerFailure(error)).header()) ?? []
         }
     }
 
-    typealias Handler = @Sendable (WorkerServer, _ fields: Data, inout WorkerCall) throws -> Data
+    typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ fieldsAt: Int, inout WorkerCall) throws -> [UInt8]
 
     /// The operations served, by name, each with what it does (`answer`: one with a reply; `serve`: one
     /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
@@ -204,10 +203,13 @@ final class WorkerServer {
 
     /// A handler of `Op`: decodes its request, calls `body`, encodes its reply.
     private static func answer<Op: WorkerOperation>(_: Op.Type, _ body: @escaping @Sendable (WorkerServer, Op, inout WorkerCall) throws -> Op.Reply) -> (String, Handler) {
-        (Op.name, { server, fields, call in
-            let reply = try body(server, try server.parse.decode(Op.self, from: fields), &call)
+        (Op.name, { server, header, offset, call in
+            var offset = offset
+            let op = try WireCoding.decode(Op.self, from: header, at: &offset)
+            guard offset == header.count else { throw WireCoding.leftOver(header.count - offset) }
+            let reply = try body(server, op, &call)
             defer { server.outputs.count = 0 }
-            return try server.json.encode(WorkerAnswer<Op.Reply>.reply(reply, outputs: server.outputs.count))
+            return try WorkerAnswer<Op.Reply>.reply(reply, outputs: server.outputs.count).header()
         })
     }
 

@@ -1,5 +1,5 @@
 // The media worker's wire (MediaWorker): frames over a socket pair, every operation and its reply
-// through the one coding, malformed headers refused, and errors that cross as the types
+// through the one coding (WireCoding), malformed headers refused, and errors that cross as the types
 // recd acts on. The workers themselves are driven through the daemon (MediaWorkerTests).
 import Capture
 import Foundation
@@ -14,7 +14,7 @@ extension WorkerServer {
     func handle<Op: WorkerOperation>(_ op: Op, payload: [UInt8] = [], descriptor: Int32? = nil, out: inout [UInt8]) throws -> WorkerAnswer<Op.Reply> {
         var call = WorkerCall(payload: payload, descriptor: descriptor)
         defer { out = call.out }
-        return try JSONDecoder().decode(WorkerAnswer<Op.Reply>.self, from: handle(try op.header(), &call))
+        return try WorkerAnswer(header: handle(try op.header(), &call))
     }
 }
 
@@ -44,7 +44,10 @@ final class MediaWorkerWireTests: XCTestCase {
         try WireIO.write(a, header: try WorkerOp.Reset().header(), payload: nil)
         var payload: [UInt8] = [9, 9, 9]
         let first = try WireIO.read(b, payload: &payload)
-        XCTAssertEqual(String(decoding: first, as: UTF8.self), #"WriterAppend {"frames":5}"#)
+        var offset = 0
+        XCTAssertEqual(try WireCoding.decode(String.self, from: first, at: &offset), "WriterAppend")
+        XCTAssertEqual(try WireCoding.decode(WorkerOp.WriterAppend.self, from: first, at: &offset).frames, 5)
+        XCTAssertEqual(offset, first.count)
         XCTAssertEqual(payload.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }, samples)
         _ = try WireIO.read(b, payload: &payload)
         XCTAssertEqual(payload, [], "a frame without payload empties the buffer")
@@ -65,10 +68,8 @@ final class MediaWorkerWireTests: XCTestCase {
 
     func testErrorsCrossAsTheTypesRecdActsOn() throws {
         func roundTrip(_ error: any Error) throws -> any Error {
-            let header = try JSONEncoder().encode(WorkerAnswer<Done>.failure(WorkerFailure(error)))
-            guard case .failure(let back) = try JSONDecoder().decode(WorkerAnswer<Done>.self, from: header) else {
-                throw MediaWorkerError.failed("not a failure")
-            }
+            let header = try WorkerAnswer<Done>.failure(WorkerFailure(error)).header()
+            guard case .failure(let back) = try WorkerAnswer<Done>(header: header) else { throw MediaWorkerError.failed("not a failure") }
             return back.error
         }
         // A full disk (AVERROR(ENOSPC)) keeps its code, so recd still says "disk full", and its text.
@@ -144,16 +145,18 @@ final class MediaWorkerWireTests: XCTestCase {
     /// `op`'s header read back: the name it went under, and `op` again.
     static func roundTrip<Op: WorkerOperation>(_ op: Op) throws -> (String, Op) {
         let header = try op.header()
-        let space = try XCTUnwrap(header.firstIndex(of: 0x20))
-        return (String(decoding: header[..<space], as: UTF8.self), try JSONDecoder().decode(Op.self, from: header[(space + 1)...]))
+        var offset = 0
+        let name = try WireCoding.decode(String.self, from: header, at: &offset)
+        let back = try WireCoding.decode(Op.self, from: header, at: &offset)
+        XCTAssertEqual(offset, header.count, "\(op): the header read to its end")
+        return (name, back)
     }
 
     /// Replies of every shape come back as sent: optionals nil and not, arrays, a dictionary, enums
     /// with and without values, text that is not ASCII, numbers at their limits.
     func testRepliesComeBackAsSent() throws {
         func check<R: Codable & Sendable>(_ reply: R, outputs: Int = 0, _ line: UInt = #line) throws {
-            let header = try JSONEncoder().encode(WorkerAnswer<R>.reply(reply, outputs: outputs))
-            guard case .reply(let back, let n) = try JSONDecoder().decode(WorkerAnswer<R>.self, from: header) else {
+            guard case .reply(let back, let n) = try WorkerAnswer<R>(header: WorkerAnswer<R>.reply(reply, outputs: outputs).header()) else {
                 return XCTFail("not a reply", line: line)
             }
             XCTAssertEqual("\(back)", "\(reply)", line: line)
@@ -163,10 +166,10 @@ final class MediaWorkerWireTests: XCTestCase {
             .init(kind: "audio", codec: "aac", sampleRate: 48_000, channels: 2),
             .init(kind: "video", codec: "mjpeg", isCoverArt: true),
         ], tags: ["title": "Ça va — 🎙", "": "", String(repeating: "k", count: 300): "long key"])
-        XCTAssertEqual(try JSONDecoder().decode(WorkerAnswer<MediaInfo>.self, from: JSONEncoder().encode(WorkerAnswer.reply(info, outputs: 0))).get(), info)
+        XCTAssertEqual(try WorkerAnswer<MediaInfo>(header: WorkerAnswer.reply(info, outputs: 0).header()).get(), info)
         try check(MediaInfo(formatName: "", duration: nil, streams: []))
         try check(RemuxResult(packets: .max, stoppedAtDamage: true))
-        try check(TrimResult(packets: 0, videoLeadIn: -0.000_000_1))
+        try check(TrimResult(packets: 0, videoLeadIn: -.infinity))
         try check(WorkerOp.OpenDecoder.Reply(sampleRate: 44_100, channels: 1, duration: nil))
         try check(Optional(WorkerOp.DecoderRead.Block(start: 12.345678901, frames: 1024)))
         try check(WorkerOp.DecoderRead.Block?.none)
@@ -174,31 +177,50 @@ final class MediaWorkerWireTests: XCTestCase {
         try check(true, outputs: .max)
         try check(String(repeating: "ab", count: 32))
         try check(Done())
+        XCTAssertTrue(try XCTUnwrap(Self.decodedDouble(.nan)).isNaN)
     }
 
-    /// A header cut short, too long, of an unknown operation, or with a field missing or of the
-    /// wrong type is an error that says so — of that request only: the worker answers it and serves
-    /// the next. And none of them crashes either side.
+    static func decodedDouble(_ value: Double) throws -> Double? {
+        var bytes: [UInt8] = [], offset = 0
+        try WireCoding.append(value, to: &bytes)
+        return try WireCoding.decode(Double.self, from: bytes, at: &offset)
+    }
+
+    /// A header cut short, too long, of an unknown operation, with a field of the wrong size or
+    /// missing, or text that is not UTF-8 is an error that says so — of that request only: the worker
+    /// answers it and serves the next. And none of them crashes either side.
     func testMalformedHeadersAreRefusedNotCrashed() throws {
         let server = WorkerServer()
-        func refusal(_ header: Data) throws -> String {
+        func refusal(_ header: [UInt8]) throws -> String {
             var call = WorkerCall()
-            guard case .failure(let failure) = try JSONDecoder().decode(WorkerAnswer<Done>.self, from: server.handle(header, &call)) else {
-                return "served"
-            }
+            guard case .failure(let failure) = try WorkerAnswer<Done>(header: server.handle(header, &call)) else { return "" }
             return "\(failure.error)"
         }
         let good = try WorkerOp.DecoderSeek(seconds: 1).header()
         XCTAssertTrue(try refusal(good).contains("no decoder is open"), "a well-formed request is served")
-        for cut in 0..<good.count { XCTAssertNotEqual(try refusal(good.prefix(cut)), "served", "cut at \(cut)") }
-        let longer = try refusal(good + Data("}".utf8))
-        XCTAssertTrue(longer.contains("not valid JSON"), longer)
-        XCTAssertTrue(try refusal(Data("DecoderSeek".utf8)).contains("without its name"))
-        XCTAssertTrue(try refusal(Data("Format {}".utf8)).contains("no operation Format"))
-        let missing = try refusal(Data(#"DecoderSeek {"second":1}"#.utf8))
-        XCTAssertTrue(missing.contains("seconds"), missing)
-        let mistyped = try refusal(Data(#"DecoderSeek {"seconds":"1"}"#.utf8))
-        XCTAssertTrue(mistyped.contains("seconds"), mistyped)
+        for cut in 0..<good.count {
+            XCTAssertTrue(try refusal(Array(good.prefix(cut))).contains("malformed worker message"), "cut at \(cut)")
+        }
+        XCTAssertTrue(try refusal(good + [0]).contains("malformed"))
+        var unknown: [UInt8] = []
+        try WireCoding.append("Format", to: &unknown)
+        XCTAssertTrue(try refusal(unknown).contains("no operation Format"))
+        // DecoderSeek's `seconds` as 4 bytes instead of 8, then under another key.
+        var short: [UInt8] = [], renamed: [UInt8] = []
+        try WireCoding.append("DecoderSeek", to: &short)
+        try WireCoding.append(["seconds": Int32(1)], to: &short)
+        let shortText = try refusal(short)
+        XCTAssertTrue(shortText.contains("not a Double"), shortText)
+        try WireCoding.append("DecoderSeek", to: &renamed)
+        try WireCoding.append(["second": 1.0], to: &renamed)
+        let renamedText = try refusal(renamed)
+        XCTAssertTrue(renamedText.contains("seconds"), renamedText)
+        let notText: [UInt8] = [2, 0, 0, 0, 0xC3, 0x28]
+        let notTextText = try refusal(notText)
+        XCTAssertTrue(notTextText.contains("not a String"), notTextText)
+        let hugeSlot: [UInt8] = [0xFE, 0xFF, 0xFF, 0xFF]
+        let hugeSlotText = try refusal(hugeSlot)
+        XCTAssertTrue(hugeSlotText.contains("where 0 are left"), hugeSlotText)
         // Every byte of a request changed, with seeded values: an answer each time, never a crash.
         var random = SeededGenerator(seed: 36)
         let requests = [try WorkerOp.WriterAppend(frames: 8192).header(), try WorkerOp.Probe(path: "/nonexistent/ç").header(),
@@ -208,13 +230,13 @@ final class MediaWorkerWireTests: XCTestCase {
                 var bad = request
                 bad[i] = UInt8.random(in: 0...255, using: &random)
                 var call = WorkerCall()
-                XCTAssertNoThrow(try JSONDecoder().decode(WorkerAnswer<Done>.self, from: server.handle(bad, &call)), "byte \(i)")
+                XCTAssertNoThrow(try WorkerAnswer<Done>(header: server.handle(bad, &call)), "byte \(i)")
             }
         }
         // recd's side: a reply cut short is an error too.
-        let reply = try JSONEncoder().encode(WorkerAnswer.reply(RemuxResult(packets: 3, stoppedAtDamage: false), outputs: 0))
+        let reply = try WorkerAnswer.reply(RemuxResult(packets: 3, stoppedAtDamage: false), outputs: 0).header()
         for cut in 0..<reply.count {
-            XCTAssertThrowsError(try JSONDecoder().decode(WorkerAnswer<RemuxResult>.self, from: reply.prefix(cut)), "cut at \(cut)")
+            XCTAssertThrowsError(try WorkerAnswer<RemuxResult>(header: Array(reply.prefix(cut))), "cut at \(cut)")
         }
     }
 
