@@ -90,7 +90,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// Back from a user: emptied (`reset`) and kept for the next, or ended.
     func checkin(_ connection: MediaWorkerConnection) {
-        guard !connection.isBroken, (try? connection.call(.reset, operation: "reset")) != nil else {
+        guard !connection.isBroken, (try? connection.call(WorkerOp.Reset(), operation: "reset")) != nil else {
             return   // already ended and reaped by the failed call
         }
         lock.withLock {
@@ -152,8 +152,6 @@ final class MediaWorkerConnection: @unchecked Sendable {
     private(set) var isBroken = false
     /// The payload of the last reply.
     private(set) var payload: [UInt8] = []
-    private let encoder = JSONEncoder()
-    private let decoder = JSONDecoder()
 
     private init(pid: pid_t, fd: Int32, priority: MediaWorkerPool.Priority) {
         self.pid = pid; self.fd = fd; self.priority = priority
@@ -178,48 +176,41 @@ final class MediaWorkerConnection: @unchecked Sendable {
         return MediaWorkerConnection(pid: pid, fd: fds[0], priority: priority)
     }
 
-    /// Sends `request` (and `sending` as its payload, `passing` as a descriptor the worker gets a copy
-    /// of), waits for the reply; the reply's payload is in `payload` until the next call. Throws what
+    /// Sends `op` (and `sending` as its payload, `passing` as a descriptor the worker gets a copy
+    /// of), waits for its reply; the reply's payload is in `payload` until the next call. Calls
+    /// `onOutput` once for each time a writer's output reached its file during the call. Throws what
     /// the worker threw, or `died` when it is gone.
     @discardableResult
-    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
-              operation: @autoclosure () -> String) throws -> WorkerReply {
+    func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
+                                   onOutput: (() -> Void)? = nil, operation: @autoclosure () -> String) throws -> Op.Reply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
-        let reply: WorkerReply
-        let seconds = Self.stallSeconds(for: request)
+        let answer: WorkerAnswer<Op.Reply>
+        let seconds = MediaWorkerPool.stallLimit + (op.fileRead.map { path in
+            // A second more for each 8 MB of the file a whole-file job reads (a remux of 4 GB from an SD card).
+            var st = stat()
+            return stat(path, &st) == 0 ? Int(st.st_size) / 8_000_000 : 0
+        } ?? 0)
         do {
-            let header: Data
-            do { header = try WorkerCoding.encode(request, json: encoder) } catch { throw MediaWorkerError.failed("could not encode \(request): \(error)") }
+            let header: [UInt8]
+            do { header = try op.header() } catch { throw MediaWorkerError.failed("could not encode \(op): \(error)") }
             try WireIO.write(fd, header: header, payload: sending, passing: descriptor)
-            let answer: Data
-            do { answer = try WireIO.read(fd, payload: &payload, deadline: .now + .seconds(seconds)) } catch is WireIO.TimedOut {
+            let reply: [UInt8]
+            do { reply = try WireIO.read(fd, payload: &payload, deadline: .now + .seconds(seconds)) } catch is WireIO.TimedOut {
                 // Closing the socket would not end a worker stuck in FFmpeg: it is killed, then reaped.
                 kill(pid, SIGKILL)
                 end()
                 throw MediaWorkerError.stalled(pid: pid, operation: operation(), seconds: seconds)
             }
-            do { reply = try WorkerCoding.decodeReply(answer, json: decoder) } catch {
-                throw WireIO.Closed(reason: "an unreadable reply (\(error))")
-            }
+            do { answer = try WorkerAnswer(header: reply) } catch { throw WireIO.Closed(reason: "an unreadable reply (\(error))") }
         } catch let closed as WireIO.Closed {
             throw MediaWorkerError.died(pid: pid, operation: operation(), status: end(reason: closed.reason))
         }
-        if let failure = reply.failure { throw failure.error }
-        return reply
-    }
-
-    /// How long a worker may take to answer one request: `MediaWorkerPool.stallLimit`, plus a
-    /// second for each 8 MB of the file a whole-file job reads (a remux of 4 GB from an SD card).
-    static func stallSeconds(for request: WorkerRequest) -> Int {
-        let file: String?
-        switch request {
-        case .probe(let path), .poster(let path), .openDecoder(let path): file = path
-        case .remux(let source, _, _, _, _), .trim(let source, _, _, _): file = source
-        default: file = nil
+        switch answer {
+        case .reply(let reply, let outputs):
+            for _ in 0..<outputs { onOutput?() }
+            return reply
+        case .failure(let failure): throw failure.error
         }
-        var st = stat()
-        let bytes = file.map { stat($0, &st) == 0 ? Int(st.st_size) : 0 } ?? 0
-        return MediaWorkerPool.stallLimit + bytes / 8_000_000
     }
 
     /// Closes the socket (the worker exits when it reads the end) and reaps the process. Returns how
@@ -271,9 +262,9 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// `MediaWorkerConnection.call` on the lent worker: its reply (the reply's payload is in
     /// `connection(for:).payload` until the next call).
     @discardableResult
-    func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
-              operation: @autoclosure () -> String) throws -> WorkerReply {
-        try connection(for: operation()).call(request, sending: sending, passing: descriptor, operation: operation())
+    func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, onOutput: (() -> Void)? = nil,
+                                   operation: @autoclosure () -> String) throws -> Op.Reply {
+        try connection(for: operation()).call(op, sending: sending, onOutput: onOutput, operation: operation())
     }
 
     /// Gives the worker back now, for the next user (a recording's writer does when the file is

@@ -7,24 +7,19 @@ import MediaWire
 /// The one-shot operations.
 public enum WorkerMedia {
     public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
-        let worker = try lease ?? MediaWorkerLease()
-        return try worker.call(.probe(path: path), operation: "the probe of \(path)").info.unwrapped("info")
+        try (lease ?? MediaWorkerLease()).call(WorkerOp.Probe(path: path), operation: "the probe of \(path)")
     }
 
     /// `MP4Finalizer.remux`.
     public static func remux(from source: String, to destination: String, streams: [Int]? = nil,
                              container: String? = nil, hidePriming: Bool = true, lease: MediaWorkerLease? = nil) throws -> RemuxResult {
-        let worker = try lease ?? MediaWorkerLease()
-        let request = WorkerRequest.remux(source: source, destination: destination, streams: streams,
-                                          container: container, hidePriming: hidePriming)
-        return try worker.call(request, operation: "the remux of \(source)").remux.unwrapped("remux")
+        let op = WorkerOp.Remux(source: source, destination: destination, streams: streams, container: container, hidePriming: hidePriming)
+        return try (lease ?? MediaWorkerLease()).call(op, operation: "the remux of \(source)")
     }
 
     /// `MP4Trimmer.trim`.
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
-        let worker = try MediaWorkerLease()
-        let request = WorkerRequest.trim(source: source, destination: destination, start: start, end: end)
-        return try worker.call(request, operation: "the trim of \(source)").trim.unwrapped("trim")
+        try MediaWorkerLease().call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.
@@ -32,7 +27,7 @@ public enum WorkerMedia {
         let worker = try MediaWorkerLease()
         let operation = "the poster of \(path)"
         let connection = try worker.connection(for: operation)
-        try connection.call(.poster(path: path), operation: operation)
+        try connection.call(WorkerOp.Poster(path: path), operation: operation)
         return Data(connection.payload)
     }
 }
@@ -55,26 +50,26 @@ public final class WorkerAudioDecoder {
         worker = try lease ?? MediaWorkerLease(priority)
         self.path = path
         self.readFrames = readFrames
-        let format = try worker.call(.openDecoder(path: path), operation: "opening \(path)").decoder.unwrapped("decoder")
+        let format = try worker.call(WorkerOp.OpenDecoder(path: path), operation: "opening \(path)")
         sourceSampleRate = format.sampleRate
         sourceChannels = format.channels
         duration = format.duration
     }
 
     public func setOutput(rate: Int, channels: Int) throws {
-        try worker.call(.decoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
+        try worker.call(WorkerOp.DecoderSetOutput(rate: rate, channels: channels), operation: "decoding \(path)")
         self.channels = channels
     }
 
     public func seek(to seconds: Double) throws {
-        try worker.call(.decoderSeek(seconds: seconds), operation: "a seek in \(path)")
+        try worker.call(WorkerOp.DecoderSeek(seconds: seconds), operation: "a seek in \(path)")
     }
 
     /// As `AudioFileDecoder.read`, the decoder's next blocks joined up to at least `readFrames` frames
     /// (`start` is the first one's) into `buffer` (grown to fit, never shrunk).
     public func read(into buffer: inout [Int16]) throws -> (start: Double, frames: Int)? {
         let connection = try worker.connection(for: "decoding \(path)")
-        guard let block = try connection.call(.decoderRead(atLeast: readFrames), operation: "decoding \(path)").block else { return nil }
+        guard let block = try connection.call(WorkerOp.DecoderRead(atLeast: readFrames), operation: "decoding \(path)") else { return nil }
         let samples = block.frames * channels
         guard connection.payload.count == samples * MemoryLayout<Int16>.size else {
             throw MediaWorkerError.failed("media worker: a block of \(connection.payload.count) bytes for \(block.frames) frames of \(channels) channels")
@@ -108,19 +103,19 @@ public final class WorkerAudioWriter {
         self.path = path
         self.encoding = encoding
         self.onOutputWritten = onOutputWritten
-        try call(.openWriter(path: path, encoding: encoding))
+        try call(WorkerOp.OpenWriter(path: path, encoding: encoding))
     }
 
     public func append(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
         precondition(samples.count >= frames * encoding.channels)
         guard !finished else { throw MediaWorkerError.failed("writing \(path): the file was already finished") }
-        try call(.writerAppend(frames: frames),
-                 sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * encoding.channels * MemoryLayout<Int16>.size))
+        samplesWritten = try call(WorkerOp.WriterAppend(frames: frames),
+                                  sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * encoding.channels * MemoryLayout<Int16>.size))
     }
 
     public func flush() throws {
         guard !finished else { return }
-        try call(.writerFlush)
+        try call(WorkerOp.WriterFlush())
     }
 
     /// Writes the file's end. Its own worker goes back to the pool then, done or not (the finalizer
@@ -129,13 +124,12 @@ public final class WorkerAudioWriter {
         guard !finished else { return }
         finished = true
         defer { if ownsLease { worker.release() } }
-        try call(.writerFinish)
+        samplesWritten = try call(WorkerOp.WriterFinish())
     }
 
-    private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
-        let reply = try worker.call(request, sending: sending, operation: "writing \(path)")
-        if let n = reply.samplesWritten { samplesWritten = n }
-        for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
+    @discardableResult
+    private func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil) throws -> Op.Reply {
+        try worker.call(op, sending: sending, onOutput: onOutputWritten, operation: "writing \(path)")
     }
 }
 
@@ -153,14 +147,14 @@ public final class WorkerContentHash {
 
     public func update(_ bytes: UnsafeRawBufferPointer) throws {
         guard bytes.count > 0 else { return }
-        try lease().call(.hashUpdate, sending: bytes, operation: "hashing an upload")
+        try lease().call(WorkerOp.HashUpdate(), sending: bytes, operation: "hashing an upload")
     }
 
     /// The digest as 64 lower-case hex digits. Call once: the worker goes back to the pool, where the
     /// import that follows finds it.
     public func hex() throws -> String {
         defer { worker = nil }
-        return try lease().call(.hashFinish, operation: "hashing an upload").hex.unwrapped("hex")
+        return try lease().call(WorkerOp.HashFinish(), operation: "hashing an upload")
     }
 }
 
@@ -176,7 +170,7 @@ public final class WorkerPCMConverter {
         worker = try MediaWorkerLease()
         input = (format, rate, channels)
         output = (toRate, toChannels)
-        try worker.call(.openConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
+        try worker.call(WorkerOp.OpenConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
                         operation: "converting captured sound")
     }
 
@@ -184,7 +178,7 @@ public final class WorkerPCMConverter {
     public func convert(_ samples: UnsafeRawPointer, frames: Int) throws -> UnsafeBufferPointer<Int16> {
         let bytes = frames * input.channels * input.format.bytesPerSample
         let connection = try worker.connection(for: "converting captured sound")
-        try connection.call(.convert(frames: frames), sending: UnsafeRawBufferPointer(start: samples, count: bytes),
+        try connection.call(WorkerOp.Convert(frames: frames), sending: UnsafeRawBufferPointer(start: samples, count: bytes),
                             operation: "converting captured sound")
         let count = connection.payload.count / MemoryLayout<Int16>.size
         if out.count < count { out = [Int16](repeating: 0, count: count) }
@@ -220,7 +214,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         self.path = path; self.video = video; self.camera = camera
         audioChannels = audio?.channels ?? 0
         self.onOutputWritten = onOutputWritten
-        try call(.openVideoWriter(path: path, video: video, camera: camera, audio: audio))
+        try call(WorkerOp.OpenVideoWriter(path: path, video: video, camera: camera, audio: audio))
     }
 
     /// Frames encoded so far. Any thread.
@@ -231,15 +225,15 @@ public final class WorkerVideoWriter: @unchecked Sendable {
     public func appendAudio(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws {
         guard audioChannels > 0 else { return }
         precondition(samples.count >= frames * audioChannels)
-        try call(.videoAppendAudio(frames: frames),
+        try call(WorkerOp.VideoAppendAudio(frames: frames),
                  sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * audioChannels * MemoryLayout<Int16>.size))
     }
 
-    public func finishAudio() throws { if audioChannels > 0 { try call(.videoFinishAudio) } }
+    public func finishAudio() throws { if audioChannels > 0 { try call(WorkerOp.VideoFinishAudio()) } }
 
     public func flush() throws {
         guard !lock.withLock({ closed }) else { return }
-        try call(.videoFlush)
+        try call(WorkerOp.VideoFlush())
     }
 
     /// As `VideoFileWriter.appendVideo`: false when the frame was skipped; `poster` gets the frame as
@@ -249,18 +243,11 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         var jpeg: Data?
         let appended: Bool = try lock.withLock {
             let connection = try worker.connection(for: "writing \(path)")
-            let reply: WorkerReply
-            if let shared = try sharedFrames(for: bytes.count, connection), bytes.count > 0 {
-                // The worker reads it before replying, and the next frame is written after the reply.
-                shared.bytes.copyMemory(from: bytes)
-                reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil, shared: bytes.count),
-                                            operation: "writing \(path)")
-            } else {
-                reply = try connection.call(.videoAppendFrame(pts: pts, poster: poster != nil, shared: 0), sending: bytes,
-                                            operation: "writing \(path)")
-            }
-            outputs(reply)
-            if reply.appended == true {
+            // The worker reads the memory file before replying, and the next frame is written after the reply.
+            let shared = bytes.isEmpty ? nil : try sharedFrames(for: bytes.count, connection)
+            shared?.bytes.copyMemory(from: bytes)
+            let op = WorkerOp.VideoAppendFrame(pts: pts, poster: poster != nil, shared: shared == nil ? 0 : bytes.count)
+            if try connection.call(op, sending: shared == nil ? bytes : nil, onOutput: onOutputWritten, operation: "writing \(path)") {
                 written += 1
                 lastPTS = pts
                 if poster != nil && !connection.payload.isEmpty { jpeg = Data(connection.payload) }
@@ -288,7 +275,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         }
         defer { shared.closeDescriptor() }   // the worker has its own once the call returns
         do {
-            try connection.call(.videoShareFrames(bytes: shared.bytes.count), passing: shared.descriptor, operation: "writing \(path)")
+            try connection.call(WorkerOp.VideoShareFrames(bytes: shared.bytes.count), passing: shared.descriptor, operation: "writing \(path)")
         } catch let error as MediaWorkerError {
             guard case .failed = error else { throw error }   // the worker died: that ends the recording
             // It could not map the file: payloads, as without memfd.
@@ -307,7 +294,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
         return last + Int64((Double(VideoEncoding.timeBase.den) / max(1, video.fps)).rounded())
     }
 
-    public func finishVideo() throws { try call(.videoFinishFrames) }
+    public func finishVideo() throws { try call(WorkerOp.VideoFinishFrames()) }
 
     /// Writes the trailer and closes the file. The worker goes back to the pool then, done or not
     /// (the finalizer that follows finds it idle).
@@ -317,25 +304,11 @@ public final class WorkerVideoWriter: @unchecked Sendable {
             lock.withLock { closed = true; frames = nil }   // (the worker unmaps its side at its reset)
             worker.release()
         }
-        try call(.videoClose)
+        try call(WorkerOp.VideoClose())
     }
 
-    private func call(_ request: WorkerRequest, sending: UnsafeRawBufferPointer? = nil) throws {
-        try lock.withLock {
-            outputs(try worker.call(request, sending: sending, operation: "writing \(path)"))
-        }
-    }
-
-    /// Called under `lock`, as `VideoFileWriter` called it under its muxer's.
-    private func outputs(_ reply: WorkerReply) {
-        for _ in 0..<(reply.outputsWritten ?? 0) { onOutputWritten?() }
-    }
-}
-
-extension Optional {
-    /// The value a reply of this kind always has; a protocol error when it does not.
-    func unwrapped(_ field: String) throws -> Wrapped {
-        guard let self else { throw MediaWorkerError.failed("media worker: a reply without \(field)") }
-        return self
+    /// `onOutputWritten` is called under `lock`, as `VideoFileWriter` called it under its muxer's.
+    private func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil) throws {
+        _ = try lock.withLock { try worker.call(op, sending: sending, onOutput: onOutputWritten, operation: "writing \(path)") }
     }
 }

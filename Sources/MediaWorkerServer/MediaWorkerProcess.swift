@@ -45,188 +45,223 @@ public enum MediaWorkerProcess {
                 }
             }
         }
-        var server = WorkerServer()
-        var payload: [UInt8] = []
-        let encoder = JSONEncoder(), decoder = JSONDecoder()
+        let server = WorkerServer()
+        var call = WorkerCall()
         while true {
-            let request: WorkerRequest
-            var descriptor: Int32?
-            do {
-                let header = try WireIO.read(3, payload: &payload, descriptor: &descriptor)
-                request = try WorkerCoding.decodeRequest(header, json: decoder)
-            } catch {
-                _exit(0)   // recd closed the socket (the worker is no longer wanted) or broke the protocol
-            }
-            var out: [UInt8] = []
-            let reply = server.handle(request, payload: payload, descriptor: descriptor, out: &out)
-            do {
-                let header = try WorkerCoding.encode(reply, json: encoder)
-                try out.withUnsafeBytes { try WireIO.write(3, header: header, payload: $0) }
-            } catch {
-                _exit(0)
-            }
+            let header: [UInt8]
+            // recd closed the socket (the worker is no longer wanted) or broke the framing: the end.
+            do { header = try WireIO.read(3, payload: &call.payload, descriptor: &call.descriptor) } catch { _exit(0) }
+            let reply = server.handle(header, &call)
+            do { try call.out.withUnsafeBytes { try WireIO.write(3, header: reply, payload: $0) } } catch { _exit(0) }
         }
     }
 }
 
-/// The objects a worker holds between requests, and what each request does with them.
-public struct WorkerServer {
+/// What a handler gets beside its request: the frame's payload, a descriptor passed with it (only
+/// `VideoShareFrames` takes one; closed after the call), and the reply's payload to fill.
+struct WorkerCall {
+    var payload: [UInt8] = []
+    var descriptor: Int32?
+    var out: [UInt8] = []
+}
+
+/// The objects a worker holds between requests, and one function for each operation (`handlers`).
+final class WorkerServer {
     private var decoder: AudioFileDecoder?
     private var writer: AudioFileWriter?
     private var hash: ContentHash?
     private var converter: CapturedPCMConverter?
     private var video: VideoFileWriter?
-    /// The memory file the video writer's camera frames come in (`videoShareFrames`).
+    /// The memory file the video writer's camera frames come in (`VideoShareFrames`).
     private var sharedFrames: SharedMemory?
     private var pcm: [Int16] = []
     /// A decoding error met after some blocks of a read were joined: the next read's answer.
     private var decoderFailure: (any Error)?
     /// The channel count the decoder's output was set to.
     private var outputChannels = 1
-    /// Counts `onOutputWritten` calls of the writer during one request.
+    /// Counts `onOutputWritten` calls of the writers during one request.
     private let outputs = OutputCounter()
-
-    public init() {}
 
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
-    /// `descriptor`: one passed with the request (only `videoShareFrames` takes one); closed here
-    /// whatever the request.
-    public mutating func handle(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32? = nil, out: inout [UInt8]) -> WorkerReply {
-        defer { if let descriptor { close(descriptor) } }
-        if case .reset = request {
-            decoder = nil; writer = nil; hash = nil; converter = nil; video = nil; sharedFrames = nil; pcm = []; decoderFailure = nil
-            return WorkerReply()
-        }
-        do { return try perform(request, payload: payload, descriptor: descriptor, out: &out) } catch {
-            return WorkerReply(failure: WorkerFailure(error))
+    /// Decodes a request's header, serves it and returns the reply's header (a failure when the
+    /// operation threw, or the header was not one: the framing held, so the worker goes on).
+    func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8] {
+        defer { if let descriptor = call.descriptor { close(descriptor); call.descriptor = nil } }
+        call.out = []
+        do {
+            var offset = 0
+            let name = try WireCoding.decode(String.self, from: header, at: &offset)
+            guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
+            return try handler(self, header, offset, &call)
+        } catch {
+            call.out = []
+            return (try? WorkerAnswer<Done>.failure(WorkerFailure(error)).header()) ?? []
         }
     }
 
-    private mutating func perform(_ request: WorkerRequest, payload: [UInt8], descriptor: Int32?, out: inout [UInt8]) throws -> WorkerReply {
-        var reply = WorkerReply()
-        switch request {
-        case .reset:
-            break
-        case .probe(let path):
-            reply.info = try MediaProbe.probe(path)
-        case .remux(let source, let destination, let streams, let container, let hidePriming):
-            reply.remux = try MP4Finalizer.remux(from: source, to: destination, streams: streams,
-                                                 container: container, hidePriming: hidePriming)
-        case .trim(let source, let destination, let start, let end):
-            reply.trim = try MP4Trimmer.trim(from: source, to: destination, start: start, end: end)
-        case .poster(let path):
-            out = [UInt8](try PosterExtractor.poster(fromFile: path))
-        case .hashUpdate:
-            if hash == nil { hash = try ContentHash() }
-            payload.withUnsafeBytes { hash!.update($0) }
-        case .hashFinish:
-            reply.hex = try (hash ?? ContentHash()).hex()
-            hash = nil
-        case .openDecoder(let path):
-            decoder = nil
-            decoderFailure = nil
-            let d = try AudioFileDecoder(path: path)
-            decoder = d
-            reply.decoder = .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
-        case .decoderSetOutput(let rate, let channels):
-            try openDecoder().setOutput(rate: rate, channels: channels)
-            outputChannels = channels
-        case .decoderSeek(let seconds):
-            decoderFailure = nil
-            try openDecoder().seek(to: seconds)
-        case .decoderRead(let atLeast):
-            let decoder = try openDecoder()
-            if let failed = decoderFailure {
-                decoderFailure = nil
-                throw failed
-            }
-            var joined: WorkerReply.Block?
-            while (joined?.frames ?? 0) < max(1, atLeast) {
-                let next: (start: Double, frames: Int)?
-                do { next = try decoder.read(into: &pcm) } catch {
-                    // What was decoded before the failure goes first (as it did block by block); the
-                    // error answers the next read.
-                    guard joined != nil else { throw error }
-                    decoderFailure = error
-                    break
-                }
-                guard let block = next else { break }
-                if joined == nil {
-                    joined = .init(start: block.start, frames: 0)
-                    out.reserveCapacity(max(atLeast, block.frames) * outputChannels * MemoryLayout<Int16>.size)
-                }
-                joined!.frames += block.frames
-                // Only the block's samples go back (the buffer is kept at its largest).
-                let bytes = block.frames * outputChannels * MemoryLayout<Int16>.size
-                pcm.withUnsafeBytes { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
-            }
-            reply.block = joined
-        case .openWriter(let path, let encoding):
-            writer = nil
-            let counter = outputs
-            writer = try AudioFileWriter(path: path, encoding: encoding) { counter.count += 1 }
-        case .writerAppend(let frames):
-            let w = try openWriter()
-            try Self.withSamples(payload, frames: frames, channels: w.encoding.channels) { try w.append(interleaved: $0, frames: frames) }
-            reply.samplesWritten = w.samplesWritten
-        case .writerFlush:
-            try openWriter().flush()
-        case .writerFinish:
-            let w = try openWriter()
+    typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ fieldsAt: Int, inout WorkerCall) throws -> [UInt8]
+
+    /// The operations served, by name, each with what it does (`answer`: one with a reply; `serve`: one
+    /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
+    static let handlers = Dictionary(uniqueKeysWithValues: wholeFiles + decoding + writing + video)
+
+    /// One-shot jobs on whole files, the hash of an upload, and emptying the worker.
+    private static let wholeFiles: [(String, Handler)] = [
+        answer(WorkerOp.Probe.self) { _, op, _ in try MediaProbe.probe(op.path) },
+        answer(WorkerOp.Remux.self) { _, op, _ in
+            try MP4Finalizer.remux(from: op.source, to: op.destination, streams: op.streams, container: op.container, hidePriming: op.hidePriming)
+        },
+        answer(WorkerOp.Trim.self) { _, op, _ in try MP4Trimmer.trim(from: op.source, to: op.destination, start: op.start, end: op.end) },
+        serve(WorkerOp.Poster.self) { _, op, call in call.out = [UInt8](try PosterExtractor.poster(fromFile: op.path)) },
+        serve(WorkerOp.HashUpdate.self) { s, _, call in
+            if s.hash == nil { s.hash = try ContentHash() }
+            call.payload.withUnsafeBytes { s.hash!.update($0) }
+        },
+        answer(WorkerOp.HashFinish.self) { s, _, _ in
+            defer { s.hash = nil }
+            return try (s.hash ?? ContentHash()).hex()
+        },
+        serve(WorkerOp.Reset.self) { s, _, _ in
+            s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
+        },
+    ]
+
+    /// The decoder: a playback's, a waveform's, an import's.
+    private static let decoding: [(String, Handler)] = [
+        answer(WorkerOp.OpenDecoder.self) { s, op, _ in
+            s.decoder = nil
+            s.decoderFailure = nil
+            let d = try AudioFileDecoder(path: op.path)
+            s.decoder = d
+            return .init(sampleRate: d.sourceSampleRate, channels: d.sourceChannels, duration: d.duration)
+        },
+        serve(WorkerOp.DecoderSetOutput.self) { s, op, _ in
+            try s.openDecoder().setOutput(rate: op.rate, channels: op.channels)
+            s.outputChannels = op.channels
+        },
+        serve(WorkerOp.DecoderSeek.self) { s, op, _ in
+            s.decoderFailure = nil
+            try s.openDecoder().seek(to: op.seconds)
+        },
+        answer(WorkerOp.DecoderRead.self) { s, op, call in try s.decoderRead(op, &call) },
+    ]
+
+    /// The audio writer and the converter of captured sound: a recording's, an import's.
+    private static let writing: [(String, Handler)] = [
+        serve(WorkerOp.OpenWriter.self) { s, op, _ in
+            s.writer = nil
+            s.writer = try AudioFileWriter(path: op.path, encoding: op.encoding) { [outputs = s.outputs] in outputs.count += 1 }
+        },
+        answer(WorkerOp.WriterAppend.self) { s, op, call in
+            let w = try s.openWriter()
+            try withSamples(call.payload, frames: op.frames, channels: w.encoding.channels) { try w.append(interleaved: $0, frames: op.frames) }
+            return w.samplesWritten
+        },
+        serve(WorkerOp.WriterFlush.self) { s, _, _ in try s.openWriter().flush() },
+        answer(WorkerOp.WriterFinish.self) { s, _, _ in
+            let w = try s.openWriter()
             try w.finish()
-            reply.samplesWritten = w.samplesWritten
-        case .openConverter(let format, let rate, let channels, let toRate, let toChannels):
-            converter = nil
-            converter = try CapturedPCMConverter(from: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels)
-        case .convert(let frames):
-            guard let converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
-            guard frames >= 0, payload.count >= frames * converter.input.channels * converter.input.format.bytesPerSample else {
-                throw MediaWorkerError.failed("media worker: \(payload.count) bytes for \(frames) frames")
+            return w.samplesWritten
+        },
+        serve(WorkerOp.OpenConverter.self) { s, op, _ in
+            s.converter = nil
+            s.converter = try CapturedPCMConverter(from: op.format, rate: op.rate, channels: op.channels, toRate: op.toRate, toChannels: op.toChannels)
+        },
+        serve(WorkerOp.Convert.self) { s, op, call in
+            guard let converter = s.converter else { throw MediaWorkerError.failed("media worker: no converter is open") }
+            guard op.frames >= 0, call.payload.count >= op.frames * converter.input.channels * converter.input.format.bytesPerSample else {
+                throw MediaWorkerError.failed("media worker: \(call.payload.count) bytes for \(op.frames) frames")
             }
-            let converted = try payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: frames) }
-            out = [UInt8](UnsafeRawBufferPointer(converted))
-        case .openVideoWriter(let path, let encoding, let camera, let audio):
-            video = nil
-            sharedFrames = nil
-            let counter = outputs
-            video = try VideoFileWriter(path: path, video: encoding, camera: camera, audio: audio) { counter.count += 1 }
-        case .videoAppendAudio(let frames):
-            let v = try openVideo()
-            try Self.withSamples(payload, frames: frames, channels: v.audioChannels) { try v.appendAudio(interleaved: $0, frames: frames) }
-        case .videoFinishAudio:
-            try openVideo().finishAudio()
-        case .videoFlush:
-            try openVideo().flush()
-        case .videoShareFrames(let bytes):
-            guard let descriptor else { throw MediaWorkerError.failed("media worker: no memory file came with videoShareFrames") }
-            sharedFrames = nil
-            sharedFrames = try SharedMemory(mapping: descriptor, bytes: bytes)
-        case .videoAppendFrame(let pts, let wantsPoster, let shared):
-            var poster: Data?
-            let video = try openVideo()
-            let append = { (raw: UnsafeRawBufferPointer) in
-                try video.appendVideo(raw, pts: pts, poster: wantsPoster ? { poster = $0 } : nil)
-            }
-            if shared > 0 {
-                guard let sharedFrames, shared <= sharedFrames.bytes.count else {
-                    throw MediaWorkerError.failed("media worker: a frame of \(shared) bytes in a memory file of \(sharedFrames?.bytes.count ?? 0)")
-                }
-                reply.appended = try append(UnsafeRawBufferPointer(rebasing: sharedFrames.bytes[0..<shared]))
-            } else {
-                reply.appended = try payload.withUnsafeBytes(append)
-            }
-            if let poster { out = [UInt8](poster) }
-        case .videoFinishFrames:
-            try openVideo().finishVideo()
-        case .videoClose:
-            try openVideo().close()
+            let converted = try call.payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: op.frames) }
+            call.out = [UInt8](UnsafeRawBufferPointer(converted))
+        },
+    ]
+
+    /// The video writer: a camera take's.
+    private static let video: [(String, Handler)] = [
+        serve(WorkerOp.OpenVideoWriter.self) { s, op, _ in
+            s.video = nil
+            s.sharedFrames = nil
+            s.video = try VideoFileWriter(path: op.path, video: op.video, camera: op.camera, audio: op.audio) { [outputs = s.outputs] in outputs.count += 1 }
+        },
+        serve(WorkerOp.VideoAppendAudio.self) { s, op, call in
+            let v = try s.openVideo()
+            try withSamples(call.payload, frames: op.frames, channels: v.audioChannels) { try v.appendAudio(interleaved: $0, frames: op.frames) }
+        },
+        serve(WorkerOp.VideoFinishAudio.self) { s, _, _ in try s.openVideo().finishAudio() },
+        serve(WorkerOp.VideoFlush.self) { s, _, _ in try s.openVideo().flush() },
+        serve(WorkerOp.VideoShareFrames.self) { s, op, call in
+            guard let descriptor = call.descriptor else { throw MediaWorkerError.failed("media worker: no memory file came with VideoShareFrames") }
+            s.sharedFrames = nil
+            s.sharedFrames = try SharedMemory(mapping: descriptor, bytes: op.bytes)
+        },
+        answer(WorkerOp.VideoAppendFrame.self) { s, op, call in try s.videoAppendFrame(op, &call) },
+        serve(WorkerOp.VideoFinishFrames.self) { s, _, _ in try s.openVideo().finishVideo() },
+        serve(WorkerOp.VideoClose.self) { s, _, _ in try s.openVideo().close() },
+    ]
+
+    /// A handler of `Op`: decodes its request, calls `body`, encodes its reply.
+    private static func answer<Op: WorkerOperation>(_: Op.Type, _ body: @escaping @Sendable (WorkerServer, Op, inout WorkerCall) throws -> Op.Reply) -> (String, Handler) {
+        (Op.name, { server, header, offset, call in
+            var offset = offset
+            let op = try WireCoding.decode(Op.self, from: header, at: &offset)
+            guard offset == header.count else { throw WireCoding.leftOver(header.count - offset) }
+            let reply = try body(server, op, &call)
+            defer { server.outputs.count = 0 }
+            return try WorkerAnswer<Op.Reply>.reply(reply, outputs: server.outputs.count).header()
+        })
+    }
+
+    private static func serve<Op: WorkerOperation>(_: Op.Type, _ body: @escaping @Sendable (WorkerServer, Op, inout WorkerCall) throws -> Void) -> (String, Handler)
+    where Op.Reply == Done {
+        answer(Op.self) { server, op, call -> Done in
+            try body(server, op, &call)
+            return Done()
         }
-        if outputs.count > 0 {
-            reply.outputsWritten = outputs.count
-            outputs.count = 0
+    }
+
+    private func decoderRead(_ op: WorkerOp.DecoderRead, _ call: inout WorkerCall) throws -> WorkerOp.DecoderRead.Block? {
+        let decoder = try openDecoder()
+        if let failed = decoderFailure {
+            decoderFailure = nil
+            throw failed
         }
-        return reply
+        var joined: WorkerOp.DecoderRead.Block?
+        while (joined?.frames ?? 0) < max(1, op.atLeast) {
+            let next: (start: Double, frames: Int)?
+            do { next = try decoder.read(into: &pcm) } catch {
+                // What was decoded before the failure goes first (as it did block by block); the
+                // error answers the next read.
+                guard joined != nil else { throw error }
+                decoderFailure = error
+                break
+            }
+            guard let block = next else { break }
+            if joined == nil {
+                joined = .init(start: block.start, frames: 0)
+                call.out.reserveCapacity(max(op.atLeast, block.frames) * outputChannels * MemoryLayout<Int16>.size)
+            }
+            joined!.frames += block.frames
+            // Only the block's samples go back (the buffer is kept at its largest).
+            let bytes = block.frames * outputChannels * MemoryLayout<Int16>.size
+            pcm.withUnsafeBytes { call.out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<bytes])) }
+        }
+        return joined
+    }
+
+    private func videoAppendFrame(_ op: WorkerOp.VideoAppendFrame, _ call: inout WorkerCall) throws -> Bool {
+        var poster: Data?
+        let video = try openVideo()
+        let append = { (raw: UnsafeRawBufferPointer) in
+            try video.appendVideo(raw, pts: op.pts, poster: op.poster ? { poster = $0 } : nil)
+        }
+        defer { if let poster { call.out = [UInt8](poster) } }
+        guard op.shared > 0 else { return try call.payload.withUnsafeBytes(append) }
+        guard let sharedFrames, op.shared <= sharedFrames.bytes.count else {
+            throw MediaWorkerError.failed("media worker: a frame of \(op.shared) bytes in a memory file of \(sharedFrames?.bytes.count ?? 0)")
+        }
+        return try append(UnsafeRawBufferPointer(rebasing: sharedFrames.bytes[0..<op.shared]))
     }
 
     /// `payload` as the interleaved S16 samples of `frames` frames; a payload too short for them is an

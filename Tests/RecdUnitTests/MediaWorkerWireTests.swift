@@ -1,12 +1,32 @@
-// The media worker's wire (MediaWorker): frames over a socket pair, and errors that cross it as the
-// types recd acts on. The workers themselves are driven through the daemon (MediaWorkerTests).
+// The media worker's wire (MediaWorker): frames over a socket pair, every operation and its reply
+// through the one coding (WireCoding), malformed headers refused, and errors that cross as the types
+// recd acts on. The workers themselves are driven through the daemon (MediaWorkerTests).
 import Capture
 import Foundation
 import Media
 import MediaWire
 @testable import MediaWorker
-import MediaWorkerServer
+@testable import MediaWorkerServer
 import XCTest
+
+extension WorkerServer {
+    /// `handle` for one operation, typed, through the wire's coding both ways (as recd-media serves it).
+    func handle<Op: WorkerOperation>(_ op: Op, payload: [UInt8] = [], descriptor: Int32? = nil, out: inout [UInt8]) throws -> WorkerAnswer<Op.Reply> {
+        var call = WorkerCall(payload: payload, descriptor: descriptor)
+        defer { out = call.out }
+        return try WorkerAnswer(header: handle(try op.header(), &call))
+    }
+}
+
+extension WorkerAnswer {
+    var failure: WorkerFailure? { if case .failure(let f) = self { f } else { nil } }
+    func get() throws -> Reply {
+        switch self {
+        case .reply(let reply, _): return reply
+        case .failure(let failure): throw failure.error
+        }
+    }
+}
 
 final class MediaWorkerWireTests: XCTestCase {
     func socketPair() throws -> (Int32, Int32) {
@@ -19,15 +39,15 @@ final class MediaWorkerWireTests: XCTestCase {
         let (a, b) = try socketPair()
         defer { close(b) }
         let samples: [Int16] = [1, -2, 3, .max, .min]
-        let header = try JSONEncoder().encode(WorkerRequest.writerAppend(frames: 5))
+        let header = try WorkerOp.WriterAppend(frames: 5).header()
         try samples.withUnsafeBytes { try WireIO.write(a, header: header, payload: $0) }
-        try WireIO.write(a, header: try JSONEncoder().encode(WorkerRequest.reset), payload: nil)
+        try WireIO.write(a, header: try WorkerOp.Reset().header(), payload: nil)
         var payload: [UInt8] = [9, 9, 9]
         let first = try WireIO.read(b, payload: &payload)
-        guard case .writerAppend(let frames) = try JSONDecoder().decode(WorkerRequest.self, from: first) else {
-            return XCTFail("not the request sent")
-        }
-        XCTAssertEqual(frames, 5)
+        var offset = 0
+        XCTAssertEqual(try WireCoding.decode(String.self, from: first, at: &offset), "WriterAppend")
+        XCTAssertEqual(try WireCoding.decode(WorkerOp.WriterAppend.self, from: first, at: &offset).frames, 5)
+        XCTAssertEqual(offset, first.count)
         XCTAssertEqual(payload.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }, samples)
         _ = try WireIO.read(b, payload: &payload)
         XCTAssertEqual(payload, [], "a frame without payload empties the buffer")
@@ -48,9 +68,9 @@ final class MediaWorkerWireTests: XCTestCase {
 
     func testErrorsCrossAsTheTypesRecdActsOn() throws {
         func roundTrip(_ error: any Error) throws -> any Error {
-            let reply = WorkerReply(failure: WorkerFailure(error))
-            let back = try JSONDecoder().decode(WorkerReply.self, from: JSONEncoder().encode(reply))
-            return try XCTUnwrap(back.failure?.error)
+            let header = try WorkerAnswer<Done>.failure(WorkerFailure(error)).header()
+            guard case .failure(let back) = try WorkerAnswer<Done>(header: header) else { throw MediaWorkerError.failed("not a failure") }
+            return back.error
         }
         // A full disk (AVERROR(ENOSPC)) keeps its code, so recd still says "disk full", and its text.
         let full = FFmpegError(call: "av_write_frame", code: -ENOSPC, file: "/data/Recordings/a.m4a")
@@ -74,67 +94,149 @@ final class MediaWorkerWireTests: XCTestCase {
     func testAShortPayloadIsRefusedAndTheWriterGoesOn() throws {
         let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).m4a"
         defer { unlink(path) }
-        var server = WorkerServer()
+        let server = WorkerServer()
         var out: [UInt8] = []
-        XCTAssertNil(server.handle(.openWriter(path: path, encoding: AudioEncoding()), payload: [], out: &out).failure)
-        let short = server.handle(.writerAppend(frames: 1024), payload: [UInt8](repeating: 0, count: 100), out: &out)
+        XCTAssertNil(try server.handle(WorkerOp.OpenWriter(path: path, encoding: AudioEncoding()), out: &out).failure)
+        let short = try server.handle(WorkerOp.WriterAppend(frames: 1024), payload: [UInt8](repeating: 0, count: 100), out: &out)
         guard case .other(let text)? = short.failure else { return XCTFail("a short payload must be refused: \(short)") }
         XCTAssertTrue(text.contains("100 bytes for 1024 frames"), text)
         let samples = [UInt8](repeating: 0, count: 2048 * 2)
-        let ok = server.handle(.writerAppend(frames: 2048), payload: samples, out: &out)
-        XCTAssertNil(ok.failure)
-        XCTAssertEqual(ok.samplesWritten, 2048)
-        XCTAssertNil(server.handle(.writerFinish, payload: [], out: &out).failure)
+        XCTAssertEqual(try server.handle(WorkerOp.WriterAppend(frames: 2048), payload: samples, out: &out).get(), 2048)
+        XCTAssertEqual(try server.handle(WorkerOp.WriterFinish(), out: &out).get(), 2048)
     }
 
-    /// The per-block requests and replies go without JSON (`WorkerCoding`) and come back as sent;
-    /// the others still go as JSON.
-    func testPerBlockMessagesGoCompactAndComeBackAsSent() throws {
-        let json = JSONEncoder(), parse = JSONDecoder()
-        let compact: [WorkerRequest] = [.writerAppend(frames: 4096), .videoAppendAudio(frames: 1), .convert(frames: 0),
-                                        .decoderRead(atLeast: 65_536), .hashUpdate, .videoAppendFrame(pts: -3_000_000_000, poster: true, shared: 0),
-                                        .videoAppendFrame(pts: 512, poster: false, shared: 86_400)]
-        for request in compact {
-            let header = try WorkerCoding.encode(request, json: json)
-            XCTAssertLessThan(try XCTUnwrap(header.first), 0x20, "\(request) should go compact")
-            XCTAssertEqual("\(try WorkerCoding.decodeRequest(header, json: parse))", "\(request)")
+    /// One of each operation, with values at the edges: each comes back as sent, and together they
+    /// are every operation the worker serves (a new one gets a round trip here).
+    static let everyOperation: [any WorkerOperation] = [
+        WorkerOp.Probe(path: "/a b/ç 🎙.m4a"),
+        WorkerOp.Remux(source: "/s.m4a", destination: "/d.m4a", streams: [0, 2], container: "mov", hidePriming: false),
+        WorkerOp.Remux(source: "", destination: "/d", streams: nil, container: nil, hidePriming: true),
+        WorkerOp.Trim(source: "/s", destination: "/d", start: -0.0, end: .greatestFiniteMagnitude),
+        WorkerOp.Poster(path: "/p.mov"), WorkerOp.HashUpdate(), WorkerOp.HashFinish(),
+        WorkerOp.OpenDecoder(path: "/x.opus"), WorkerOp.DecoderSetOutput(rate: 48_000, channels: 2),
+        WorkerOp.DecoderSeek(seconds: 12.345678901), WorkerOp.DecoderRead(atLeast: .max),
+        WorkerOp.OpenWriter(path: "/w.m4a", encoding: AudioEncoding(codec: .opus, sampleRate: 24_000, channels: 2, bitRate: 32_000)),
+        WorkerOp.WriterAppend(frames: 8192), WorkerOp.WriterFlush(), WorkerOp.WriterFinish(),
+        WorkerOp.OpenConverter(format: .s24Packed, rate: 44_100, channels: 6, toRate: 48_000, toChannels: 2),
+        WorkerOp.Convert(frames: 0),
+        WorkerOp.OpenVideoWriter(path: "/v.mov", video: VideoEncoding(width: 1920, height: 1080, fps: 29.97, bitRate: 4_000_000),
+                                 camera: CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 1920, height: 1080, bytesPerLine: 3840),
+                                 audio: nil),
+        WorkerOp.OpenVideoWriter(path: "/v.mov", video: VideoEncoding(width: 2, height: 2, fps: 1),
+                                 camera: CameraFrameFormat(fourcc: 0, width: 2, height: 2, bytesPerLine: 2), audio: AudioEncoding()),
+        WorkerOp.VideoAppendAudio(frames: 1), WorkerOp.VideoFinishAudio(), WorkerOp.VideoFlush(),
+        WorkerOp.VideoShareFrames(bytes: 86_400),
+        WorkerOp.VideoAppendFrame(pts: -3_000_000_000, poster: true, shared: 0),
+        WorkerOp.VideoAppendFrame(pts: .max, poster: false, shared: 86_400),
+        WorkerOp.VideoFinishFrames(), WorkerOp.VideoClose(), WorkerOp.Reset(),
+    ]
+
+    func testEveryOperationComesBackAsSentAndIsServed() throws {
+        var names: Set<String> = []
+        for op in Self.everyOperation {
+            let (name, back) = try Self.roundTrip(op)
+            names.insert(name)
+            XCTAssertEqual("\(back)", "\(op)")
         }
-        for request: WorkerRequest in [.writerFinish, .probe(path: "/a b/ç.m4a"), .reset] {
-            let header = try WorkerCoding.encode(request, json: json)
-            XCTAssertEqual(header.first, UInt8(ascii: "{"), "\(request) should go as JSON")
-            XCTAssertEqual("\(try WorkerCoding.decodeRequest(header, json: parse))", "\(request)")
-        }
-        var block = WorkerReply()
-        block.block = .init(start: 12.345678901, frames: 1024)
-        var written = WorkerReply()
-        written.samplesWritten = 1 << 40
-        written.outputsWritten = 2
-        var skipped = WorkerReply()
-        skipped.appended = false
-        for reply in [WorkerReply(), block, written, skipped] {
-            let header = try WorkerCoding.encode(reply, json: json)
-            XCTAssertLessThan(try XCTUnwrap(header.first), 0x20, "\(reply) should go compact")
-            XCTAssertEqual("\(try WorkerCoding.decodeReply(header, json: parse))", "\(reply)")
-        }
-        var hex = WorkerReply()
-        hex.hex = String(repeating: "ab", count: 32)
-        for reply in [hex, WorkerReply(failure: .other("disk on fire"))] {
-            let header = try WorkerCoding.encode(reply, json: json)
-            XCTAssertEqual(header.first, UInt8(ascii: "{"), "\(reply) should go as JSON")
-            XCTAssertEqual("\(try WorkerCoding.decodeReply(header, json: parse))", "\(reply)")
-        }
+        XCTAssertEqual(names, Set(WorkerServer.handlers.keys), "every operation served has a round trip here, and only those")
+        XCTAssertEqual(WorkerServer.handlers.count, 25)
     }
 
-    /// A compact header that is cut short, too long or of an unknown kind is an error, not a crash
-    /// or a wrong request.
-    func testAMalformedCompactHeaderIsRefused() throws {
-        let parse = JSONDecoder()
-        let good = try WorkerCoding.encode(WorkerRequest.writerAppend(frames: 7), json: JSONEncoder())
-        for bad in [good.prefix(5), good + [0], Data([0x1f]), Data([0x10, 0])] {
-            XCTAssertThrowsError(try WorkerCoding.decodeRequest(Data(bad), json: parse), "\(Array(bad))")
+    /// `op`'s header read back: the name it went under, and `op` again.
+    static func roundTrip<Op: WorkerOperation>(_ op: Op) throws -> (String, Op) {
+        let header = try op.header()
+        var offset = 0
+        let name = try WireCoding.decode(String.self, from: header, at: &offset)
+        let back = try WireCoding.decode(Op.self, from: header, at: &offset)
+        XCTAssertEqual(offset, header.count, "\(op): the header read to its end")
+        return (name, back)
+    }
+
+    /// Replies of every shape come back as sent: optionals nil and not, arrays, a dictionary, enums
+    /// with and without values, text that is not ASCII, numbers at their limits.
+    func testRepliesComeBackAsSent() throws {
+        func check<R: Codable & Sendable>(_ reply: R, outputs: Int = 0, _ line: UInt = #line) throws {
+            guard case .reply(let back, let n) = try WorkerAnswer<R>(header: WorkerAnswer<R>.reply(reply, outputs: outputs).header()) else {
+                return XCTFail("not a reply", line: line)
+            }
+            XCTAssertEqual("\(back)", "\(reply)", line: line)
+            XCTAssertEqual(n, outputs, line: line)
         }
-        for bad in [Data([0x10]), Data([0x10, 0x20]), Data([0x10, 1, 0]), Data([0x01, 0])] {
-            XCTAssertThrowsError(try WorkerCoding.decodeReply(bad, json: parse), "\(Array(bad))")
+        let info = MediaInfo(formatName: "mov,mp4,m4a", duration: 3600.000001, streams: [
+            .init(kind: "audio", codec: "aac", sampleRate: 48_000, channels: 2),
+            .init(kind: "video", codec: "mjpeg", isCoverArt: true),
+        ], tags: ["title": "Ça va — 🎙", "": "", String(repeating: "k", count: 300): "long key"])
+        XCTAssertEqual(try WorkerAnswer<MediaInfo>(header: WorkerAnswer.reply(info, outputs: 0).header()).get(), info)
+        try check(MediaInfo(formatName: "", duration: nil, streams: []))
+        try check(RemuxResult(packets: .max, stoppedAtDamage: true))
+        try check(TrimResult(packets: 0, videoLeadIn: -.infinity))
+        try check(WorkerOp.OpenDecoder.Reply(sampleRate: 44_100, channels: 1, duration: nil))
+        try check(Optional(WorkerOp.DecoderRead.Block(start: 12.345678901, frames: 1024)))
+        try check(WorkerOp.DecoderRead.Block?.none)
+        try check(Int64.min, outputs: 3)
+        try check(true, outputs: .max)
+        try check(String(repeating: "ab", count: 32))
+        try check(Done())
+        XCTAssertTrue(try XCTUnwrap(Self.decodedDouble(.nan)).isNaN)
+    }
+
+    static func decodedDouble(_ value: Double) throws -> Double? {
+        var bytes: [UInt8] = [], offset = 0
+        try WireCoding.append(value, to: &bytes)
+        return try WireCoding.decode(Double.self, from: bytes, at: &offset)
+    }
+
+    /// A header cut short, too long, of an unknown operation, with a field of the wrong size or
+    /// missing, or text that is not UTF-8 is an error that says so — of that request only: the worker
+    /// answers it and serves the next. And none of them crashes either side.
+    func testMalformedHeadersAreRefusedNotCrashed() throws {
+        let server = WorkerServer()
+        func refusal(_ header: [UInt8]) throws -> String {
+            var call = WorkerCall()
+            guard case .failure(let failure) = try WorkerAnswer<Done>(header: server.handle(header, &call)) else { return "" }
+            return "\(failure.error)"
+        }
+        let good = try WorkerOp.DecoderSeek(seconds: 1).header()
+        XCTAssertTrue(try refusal(good).contains("no decoder is open"), "a well-formed request is served")
+        for cut in 0..<good.count {
+            XCTAssertTrue(try refusal(Array(good.prefix(cut))).contains("malformed worker message"), "cut at \(cut)")
+        }
+        XCTAssertTrue(try refusal(good + [0]).contains("malformed"))
+        var unknown: [UInt8] = []
+        try WireCoding.append("Format", to: &unknown)
+        XCTAssertTrue(try refusal(unknown).contains("no operation Format"))
+        // DecoderSeek's `seconds` as 4 bytes instead of 8, then under another key.
+        var short: [UInt8] = [], renamed: [UInt8] = []
+        try WireCoding.append("DecoderSeek", to: &short)
+        try WireCoding.append(["seconds": Int32(1)], to: &short)
+        let shortText = try refusal(short)
+        XCTAssertTrue(shortText.contains("not a Double"), shortText)
+        try WireCoding.append("DecoderSeek", to: &renamed)
+        try WireCoding.append(["second": 1.0], to: &renamed)
+        let renamedText = try refusal(renamed)
+        XCTAssertTrue(renamedText.contains("seconds"), renamedText)
+        let notText: [UInt8] = [2, 0, 0, 0, 0xC3, 0x28]
+        let notTextText = try refusal(notText)
+        XCTAssertTrue(notTextText.contains("not a String"), notTextText)
+        let hugeSlot: [UInt8] = [0xFE, 0xFF, 0xFF, 0xFF]
+        let hugeSlotText = try refusal(hugeSlot)
+        XCTAssertTrue(hugeSlotText.contains("where 0 are left"), hugeSlotText)
+        // Every byte of a request changed, with seeded values: an answer each time, never a crash.
+        var random = SeededGenerator(seed: 36)
+        let requests = [try WorkerOp.WriterAppend(frames: 8192).header(), try WorkerOp.Probe(path: "/nonexistent/ç").header(),
+                        try WorkerOp.VideoAppendFrame(pts: 7, poster: true, shared: 3).header()]
+        for request in requests {
+            for i in request.indices {
+                var bad = request
+                bad[i] = UInt8.random(in: 0...255, using: &random)
+                var call = WorkerCall()
+                XCTAssertNoThrow(try WorkerAnswer<Done>(header: server.handle(bad, &call)), "byte \(i)")
+            }
+        }
+        // recd's side: a reply cut short is an error too.
+        let reply = try WorkerAnswer.reply(RemuxResult(packets: 3, stoppedAtDamage: false), outputs: 0).header()
+        for cut in 0..<reply.count {
+            XCTAssertThrowsError(try WorkerAnswer<RemuxResult>(header: Array(reply.prefix(cut))), "cut at \(cut)")
         }
     }
 
@@ -144,7 +246,7 @@ final class MediaWorkerWireTests: XCTestCase {
         let (a, b) = try socketPair()
         defer { close(a); close(b) }
         let picture = (0..<3_000_001).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
-        let header = try WorkerCoding.encode(WorkerRequest.videoAppendFrame(pts: 99, poster: false, shared: 0), json: JSONEncoder())
+        let header = try WorkerOp.VideoAppendFrame(pts: 99, poster: false, shared: 0).header()
         let sent = DispatchSemaphore(value: 0)
         let failure = NSLock()
         nonisolated(unsafe) var sendError: (any Error)?
@@ -170,7 +272,7 @@ final class MediaWorkerWireTests: XCTestCase {
         let (a, b) = try socketPair()
         defer { close(a); close(b) }
         let mine = try SharedMemory(creating: "recd-test", bytes: 8192)
-        let header = try WorkerCoding.encode(WorkerRequest.videoShareFrames(bytes: 8192), json: JSONEncoder())
+        let header = try WorkerOp.VideoShareFrames(bytes: 8192).header()
         try WireIO.write(a, header: header, payload: nil, passing: mine.descriptor)
         try WireIO.write(a, header: header, payload: nil)
         var payload: [UInt8] = []
@@ -199,33 +301,31 @@ final class MediaWorkerWireTests: XCTestCase {
     func testCameraFramesFromTheSharedMemoryFileAreWrittenAsPayloadsAre() throws {
         let path = NSTemporaryDirectory() + "recd-worker-\(UUID().uuidString).mov"
         defer { unlink(path) }
-        var server = WorkerServer()
+        let server = WorkerServer()
         var out: [UInt8] = []
         let camera = CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 64, height: 48, bytesPerLine: 128)
-        XCTAssertNil(server.handle(.openVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
-                                                    camera: camera, audio: nil), payload: [], out: &out).failure)
+        XCTAssertNil(try server.handle(WorkerOp.OpenVideoWriter(path: path, video: VideoEncoding(width: 64, height: 48, fps: 25, preset: "ultrafast"),
+                                                                camera: camera, audio: nil), out: &out).failure)
         let frameBytes = 128 * 48
-        let unpassed = server.handle(.videoShareFrames(bytes: frameBytes), payload: [], out: &out)
+        let unpassed = try server.handle(WorkerOp.VideoShareFrames(bytes: frameBytes), out: &out)
         XCTAssertTrue("\(String(describing: unpassed.failure))".contains("no memory file"), "\(unpassed)")
         let shared = try SharedMemory(creating: "recd-test-frames", bytes: frameBytes)
         let passed = try XCTUnwrap(shared.descriptor)
         let copy = dup(passed)
-        XCTAssertNil(server.handle(.videoShareFrames(bytes: frameBytes), payload: [], descriptor: copy, out: &out).failure)
+        XCTAssertNil(try server.handle(WorkerOp.VideoShareFrames(bytes: frameBytes), descriptor: copy, out: &out).failure)
         XCTAssertEqual(fcntl(copy, F_GETFD), -1, "the worker closed the descriptor it was given (its mapping stays)")
         for i in 0..<10 {
             for y in 0..<48 { for x in 0..<64 { shared.bytes[y * 128 + x * 2] = UInt8(16 + (x + i * 4) % 200); shared.bytes[y * 128 + x * 2 + 1] = 128 } }
-            let reply = server.handle(.videoAppendFrame(pts: Int64(i) * 3600, poster: i == 0, shared: frameBytes), payload: [], out: &out)
-            XCTAssertNil(reply.failure)
-            XCTAssertEqual(reply.appended, true)
+            XCTAssertEqual(try server.handle(WorkerOp.VideoAppendFrame(pts: Int64(i) * 3600, poster: i == 0, shared: frameBytes), out: &out).get(), true)
             if i == 0 { XCTAssertEqual(Array(out.prefix(2)), [0xFF, 0xD8], "the poster, a JPEG of the shared frame") }
         }
-        let tooLarge = server.handle(.videoAppendFrame(pts: 36_000, poster: false, shared: frameBytes + 1), payload: [], out: &out)
+        let tooLarge = try server.handle(WorkerOp.VideoAppendFrame(pts: 36_000, poster: false, shared: frameBytes + 1), out: &out)
         XCTAssertTrue("\(String(describing: tooLarge.failure))".contains("in a memory file of \(frameBytes)"), "\(tooLarge)")
         // The same frame as a payload still goes.
         let payload = [UInt8](UnsafeRawBufferPointer(shared.bytes))
-        XCTAssertEqual(server.handle(.videoAppendFrame(pts: 36_000, poster: false, shared: 0), payload: payload, out: &out).appended, true)
-        XCTAssertNil(server.handle(.videoFinishFrames, payload: [], out: &out).failure)
-        XCTAssertNil(server.handle(.videoClose, payload: [], out: &out).failure)
+        XCTAssertEqual(try server.handle(WorkerOp.VideoAppendFrame(pts: 36_000, poster: false, shared: 0), payload: payload, out: &out).get(), true)
+        XCTAssertNil(try server.handle(WorkerOp.VideoFinishFrames(), out: &out).failure)
+        XCTAssertNil(try server.handle(WorkerOp.VideoClose(), out: &out).failure)
         let info = try MediaProbe.probe(path)
         XCTAssertEqual(info.streams.map(\.codec), ["h264"])
         XCTAssertEqual(try XCTUnwrap(info.duration), 11.0 / 25, accuracy: 0.05)
@@ -299,16 +399,13 @@ final class MediaWorkerWireTests: XCTestCase {
         try writer.finish()
 
         func decode(atLeast: Int) throws -> (reads: [Int], samples: [Int16]) {
-            var server = WorkerServer()
+            let server = WorkerServer()
             var out: [UInt8] = []
-            XCTAssertNil(server.handle(.openDecoder(path: path), payload: [], out: &out).failure)
-            XCTAssertNil(server.handle(.decoderSetOutput(rate: 48000, channels: 1), payload: [], out: &out).failure)
+            XCTAssertNil(try server.handle(WorkerOp.OpenDecoder(path: path), out: &out).failure)
+            XCTAssertNil(try server.handle(WorkerOp.DecoderSetOutput(rate: 48000, channels: 1), out: &out).failure)
             var reads: [Int] = [], samples: [Int16] = []
             while true {
-                out = []
-                let reply = server.handle(.decoderRead(atLeast: atLeast), payload: [], out: &out)
-                XCTAssertNil(reply.failure)
-                guard let block = reply.block else { break }
+                guard let block = try server.handle(WorkerOp.DecoderRead(atLeast: atLeast), out: &out).get() else { break }
                 XCTAssertEqual(out.count, block.frames * 2, "the payload holds the joined frames")
                 reads.append(block.frames)
                 samples += out.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
