@@ -5,14 +5,15 @@
 # package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by dpkg-deb.
 # Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
 set -euo pipefail
+umask 022
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 out="${RECD_DEB_OUT:-$root}"
 
-for tool in dpkg-deb dpkg-shlibdeps fakeroot; do
+for tool in dpkg-deb dpkg-shlibdeps; do
   command -v "$tool" >/dev/null || {
-    echo "build-deb: $tool is missing: apt-get install dpkg-dev fakeroot (or scripts/install-deps.sh --test)" >&2
+    echo "build-deb: $tool is missing: apt-get install dpkg-dev (or scripts/install-deps.sh --test)" >&2
     exit 1
   }
 done
@@ -60,7 +61,7 @@ sed -e "s|@VERSION@|$version|" -e "s|@DEPENDS@|$depends|" -e "s|@INSTALLED_SIZE@
   packaging/debian/control.in > "$stage/DEBIAN/control"
 
 deb="$out/recd_${version}_amd64.deb"
-fakeroot dpkg-deb --build -Zxz "$stage" "$deb" >/dev/null
+dpkg-deb --root-owner-group --build -Zxz "$stage" "$deb" >/dev/null
 echo "build-deb: Depends: $depends"
 echo "build-deb: $(du -k "$deb" | cut -f1) KiB, installed $installed_size KiB"
 echo "$deb"
