@@ -37,6 +37,10 @@ version="$("$stage/usr/bin/recctl" --version)"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage"/usr/bin/recd \
   "$stage"/usr/bin/recctl "$stage"/usr/bin/recd-media
 gzip -9n "$stage"/usr/share/man/man1/*.1
+# Debian's zsh looks for packaged completions in vendor-completions (site-functions is /usr/local's).
+install -d "$stage/usr/share/zsh/vendor-completions"
+mv "$stage/usr/share/zsh/site-functions/_recctl" "$stage/usr/share/zsh/vendor-completions/"
+rmdir "$stage/usr/share/zsh/site-functions"
 install -d "$stage/usr/share/doc/recd"
 install -m 0644 packaging/debian/copyright "$stage/usr/share/doc/recd/copyright"
 date_r="$(date -R -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")"
