@@ -22,8 +22,20 @@ stage="$root/.build/deb/stage"
 rm -rf "$root/.build/deb"
 mkdir -p "$stage/DEBIAN"
 
-# The binaries and every file `make install` puts under a prefix, here /usr (Debian's paths).
-make --no-print-directory install PREFIX=/usr DESTDIR="$stage" SWIFT_BUILD_FLAGS=--static-swift-stdlib
+# Every file `make install` puts under a prefix, here /usr (Debian's paths).
+make --no-print-directory install PREFIX=/usr DESTDIR="$stage"
+# Then the binaries again, linked with the Swift runtime in. Their old links are removed first: the man
+# page plugin above rebuilds them without the flag, and SwiftPM does not relink on a flag change alone.
+bin="$(swift build -c release --show-bin-path)"
+rm -f "$bin/recd" "$bin/recctl" "$bin/recd-media"
+for p in recd recctl recd-media; do
+  swift build -c release --static-swift-stdlib --product "$p"
+  if readelf -d "$bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
+    echo "build-deb: $bin/$p still loads the Swift runtime's shared libraries (above): not linked statically" >&2
+    exit 1
+  fi
+  install -m 0755 "$bin/$p" "$stage/usr/bin/$p"
+done
 
 # The version from its one place, Sources/RecdAPI/Version.swift, as the built client prints it.
 version="$("$stage/usr/bin/recctl" --version)"
@@ -61,7 +73,7 @@ depends="${shlibs#shlibs:Depends=}"
 depends="$depends, systemd | systemd-standalone-sysusers"
 
 installed_size="$(du -sk --exclude=DEBIAN "$stage" | cut -f1)"
-sed -e "s|@VERSION@|$version|" -e "s|@DEPENDS@|$depends|" -e "s|@INSTALLED_SIZE@|$installed_size|" \
+sed -e "s#@VERSION@#$version#" -e "s#@DEPENDS@#$depends#" -e "s#@INSTALLED_SIZE@#$installed_size#" \
   packaging/debian/control.in > "$stage/DEBIAN/control"
 
 deb="$out/recd_${version}_amd64.deb"
