@@ -49,6 +49,8 @@ version="$("$stage/usr/bin/recctl" --version)"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage"/usr/bin/recd \
   "$stage"/usr/bin/recctl "$stage"/usr/bin/recd-media
 gzip -9n "$stage"/usr/share/man/man1/*.1
+# bash-completion sources its files: the generator's #! line makes lintian think they are run.
+sed -i '1{/^#!/d}' "$stage"/usr/share/bash-completion/completions/*
 # Debian's zsh looks for packaged completions in vendor-completions (site-functions is /usr/local's).
 install -d "$stage/usr/share/zsh/vendor-completions"
 mv "$stage/usr/share/zsh/site-functions/_recctl" "$stage/usr/share/zsh/vendor-completions/"
@@ -59,7 +61,7 @@ date_r="$(date -R -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")"
 printf 'recd (%s) unstable; urgency=medium\n\n  * Built from %s (see the project'"'"'s git history).\n\n -- %s  %s\n' \
   "$version" "$(git rev-parse --short HEAD 2>/dev/null || echo 'a source tree without git')" \
   "$(sed -n 's/^Maintainer: //p' packaging/debian/control.in)" "$date_r" \
-  | gzip -9n > "$stage/usr/share/doc/recd/changelog.Debian.gz"
+  | gzip -9n > "$stage/usr/share/doc/recd/changelog.gz"   # a native package (no Debian revision)
 for f in postinst prerm postrm; do install -m 0755 "packaging/debian/$f" "$stage/DEBIAN/$f"; done
 
 # Depends: the shared libraries the binaries load, through the shlibs/symbols files of the packages
