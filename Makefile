@@ -2,9 +2,10 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
-# Extra flags for the release build: `make deb` passes --static-swift-stdlib (see docs/design.md).
+# Extra flags for the release build: `make deb` links the Swift runtime in, in a build folder of its own
+# (scripts/build-deb.sh; why: docs/design.md).
 SWIFT_BUILD_FLAGS ?=
-RELEASE_DIR = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+RELEASE_DIR = $(shell $(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 
 .PHONY: run test deps test-deps bench-deps build debug install deb deb-test bench clean
 
@@ -63,6 +64,7 @@ install: build
 ## recd_VERSION_amd64.deb: a release build with the Swift runtime linked in, installed as `make install`
 ## would into /usr, packed with dpkg-deb (scripts/build-deb.sh; the package's files are in packaging/debian).
 deb:
+	scripts/install-deps.sh --deb
 	scripts/build-deb.sh
 
 ## The package in a clean Debian 12 root (mmdebstrap): installs with apt, records, lists (scripts/deb-test.sh).

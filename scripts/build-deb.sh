@@ -22,19 +22,17 @@ stage="$root/.build/deb/stage"
 rm -rf "$root/.build/deb"
 mkdir -p "$stage/DEBIAN"
 
-# Every file `make install` puts under a prefix, here /usr (Debian's paths).
-make --no-print-directory install PREFIX=/usr DESTDIR="$stage"
-# Then the binaries again, linked with the Swift runtime in. Their old links are removed first: the man
-# page plugin above rebuilds them without the flag, and SwiftPM does not relink on a flag change alone.
-bin="$(swift build -c release --show-bin-path)"
-rm -f "$bin/recd" "$bin/recctl" "$bin/recd-media"
+# Every file `make install` puts under a prefix, here /usr (Debian's paths), with the binaries linked
+# with the Swift runtime in. That build has a folder of its own, .build-deb: the flag changes how every
+# module is compiled, and the man-page plugin of `make install` builds in .build without it, so one
+# shared folder would be rebuilt whole at each switch (and SwiftPM does not relink on the flag alone).
+make --no-print-directory install PREFIX=/usr DESTDIR="$stage" \
+  SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path $root/.build-deb"
 for p in recd recctl recd-media; do
-  swift build -c release --static-swift-stdlib --product "$p"
-  if readelf -d "$bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
-    echo "build-deb: $bin/$p still loads the Swift runtime's shared libraries (above): not linked statically" >&2
+  if readelf -d "$stage/usr/bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
+    echo "build-deb: $p still loads the Swift runtime's shared libraries (above): not linked statically" >&2
     exit 1
   fi
-  install -m 0755 "$bin/$p" "$stage/usr/bin/$p"
 done
 
 # The version from its one place, Sources/RecdAPI/Version.swift, as the built client prints it.
