@@ -2,9 +2,12 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
-RELEASE_DIR = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+# Extra flags for the release build: `make deb` links the Swift runtime in, in a build folder of its own
+# (scripts/build-deb.sh; why: docs/design.md).
+SWIFT_BUILD_FLAGS ?=
+RELEASE_DIR = $(shell $(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 
-.PHONY: run test deps test-deps bench-deps build debug install bench clean
+.PHONY: run test deps test-deps bench-deps build debug install deb deb-test bench clean
 
 ## Install what is missing, build a release, run the daemon in the foreground.
 run: deps build
@@ -26,9 +29,9 @@ bench-deps:
 
 ## Release binaries: recd, recctl and recd-media (the media worker recd starts from its own directory).
 build:
-	$(SWIFT) build -c release --product recd
-	$(SWIFT) build -c release --product recctl
-	$(SWIFT) build -c release --product recd-media
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recd
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recctl
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recd-media
 
 debug:
 	$(SWIFT) build
@@ -57,6 +60,16 @@ install: build
 	$(SWIFT) package plugin generate-manual
 	install -m 0644 .build/plugins/GenerateManual/outputs/recctl/recctl.1 \
 		.build/plugins/GenerateManual/outputs/recd/recd.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+## recd_VERSION_amd64.deb: a release build with the Swift runtime linked in, installed as `make install`
+## would into /usr, packed with dpkg-deb (scripts/build-deb.sh; the package's files are in packaging/debian).
+deb:
+	scripts/install-deps.sh --deb
+	scripts/build-deb.sh
+
+## The package in a clean Debian 12 root (mmdebstrap): installs with apt, records, lists (scripts/deb-test.sh).
+deb-test: deb
+	scripts/deb-test.sh
 
 ## Benchmarks against peers run in the same scripts; they write BENCHMARKS.md.
 bench: bench-deps build

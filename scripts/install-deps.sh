@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages recd needs (with --test, what its tests use; with --bench, also perf).
+# Installs the Debian 12 packages recd needs (with --test, what its tests use; with --bench, also perf;
+# with --deb, what `make deb` and scripts/deb-test.sh use).
 # Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
 set -euo pipefail
 
@@ -16,6 +17,8 @@ test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa
            chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs)
 # Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads.
 bench_pkgs=(linux-perf)
+# The package (--deb): dpkg-shlibdeps and dpkg-deb (dpkg-dev), lintian, and mmdebstrap for the clean root.
+deb_pkgs=(dpkg-dev lintian mmdebstrap)
 # Pinned: the fuzz test's expectations (checks, phases, options) are those of this version. Its hooks
 # (Tests/fuzz/recd_formats.py) count grapheme clusters with the regex module's \X.
 schemathesis_version=4.32.5
@@ -25,6 +28,7 @@ fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 if [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]]; then want+=("${test_pkgs[@]}"); fi
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench_pkgs[@]}"); fi
+if [[ "${1:-}" == "--deb" ]]; then want+=("${deb_pkgs[@]}"); fi
 
 install_fuzzer() {
   [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
