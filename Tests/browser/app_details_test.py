@@ -11,10 +11,8 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback
 
-from harness import setup, wait_until
-from selenium import webdriver
+from harness import chromium, setup, wait_until
 from selenium.webdriver.common.by import By
-from selenium.webdriver.chrome.service import Service
 
 RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-details-")
 check, start = h.check, h.start
@@ -63,16 +61,7 @@ try:
     url = ui.stdout.readline().strip()
     base = url.split("/?")[0]
 
-    downloads = os.path.join(work, "downloads")
-    os.makedirs(downloads)
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
-              "--window-size=390,844", "--disable-dev-shm-usage"]:
-        options.add_argument(a)
-    options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    browser.set_script_timeout(30)
+    browser, downloads = chromium(work)
     wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
     text = lambda: browser.find_element(By.TAG_NAME, "body").text
     js = browser.execute_script

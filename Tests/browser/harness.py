@@ -63,3 +63,20 @@ def setup(prefix):
     env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
     data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
     return recd, recctl, shots, work, runtime, env, data, sock, Harness(env)
+
+
+def chromium(work):
+    """Debian's chromium, headless at phone size, downloads into WORK/downloads (returned too)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    downloads = os.path.join(work, "downloads")
+    os.makedirs(downloads)
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
+              "--window-size=390,844", "--disable-dev-shm-usage"]:
+        options.add_argument(a)
+    options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    browser.set_script_timeout(30)
+    return browser, downloads

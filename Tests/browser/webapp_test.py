@@ -7,11 +7,9 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback, urllib.request, urllib.error
 
-from harness import setup, wait_until
-from selenium import webdriver
+from harness import chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-webapp-")
@@ -80,16 +78,7 @@ try:
                             "-w", "%{http_code}", base + "/v1/recordings"], capture_output=True, text=True)
     check("another local user without the token gets nothing", other.stdout == "401", other.stdout + other.stderr)
 
-    downloads = os.path.join(work, "downloads")
-    os.makedirs(downloads)
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
-              "--window-size=390,844", "--disable-dev-shm-usage"]:
-        options.add_argument(a)
-    options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    browser.set_script_timeout(30)
+    browser, downloads = chromium(work)
     wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
     text = lambda: browser.find_element(By.TAG_NAME, "body").text
 
