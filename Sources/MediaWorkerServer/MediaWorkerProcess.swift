@@ -90,17 +90,16 @@ final class WorkerServer {
         defer { if let descriptor = call.descriptor { close(descriptor); call.descriptor = nil } }
         call.out = []
         do {
-            var offset = 0
-            let name = try WireCoding.decode(String.self, from: header, at: &offset)
+            let (name, end) = try WireJSON.name(of: header)
             guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
-            return try handler(self, header, offset, &call)
+            return try handler(self, header, end, &call)
         } catch {
             call.out = []
             return (try? WorkerAnswer<Done>.failure(WorkerFailure(error)).header()) ?? []
         }
     }
 
-    typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ fieldsAt: Int, inout WorkerCall) throws -> [UInt8]
+    typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]
 
     /// The operations served, by name, each with what it does (`answer`: one with a reply; `serve`: one
     /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
@@ -203,10 +202,8 @@ final class WorkerServer {
 
     /// A handler of `Op`: decodes its request, calls `body`, encodes its reply.
     private static func answer<Op: WorkerOperation>(_: Op.Type, _ body: @escaping @Sendable (WorkerServer, Op, inout WorkerCall) throws -> Op.Reply) -> (String, Handler) {
-        (Op.name, { server, header, offset, call in
-            var offset = offset
-            let op = try WireCoding.decode(Op.self, from: header, at: &offset)
-            guard offset == header.count else { throw WireCoding.leftOver(header.count - offset) }
+        (Op.name, { server, header, nameEnd, call in
+            let op = try Op.fields(of: header, after: nameEnd)
             let reply = try body(server, op, &call)
             defer { server.outputs.count = 0 }
             return try WorkerAnswer<Op.Reply>.reply(reply, outputs: server.outputs.count).header()

@@ -330,7 +330,6 @@ struct List: AsyncParsableCommand {
     /// and how to see the rest.
     func describe(_ list: RecordingList) -> String {
         if list.recordings.isEmpty {
-            let filter = [state.map { $0.spoken }, type.map { "\($0.rawValue)" }].compactMap { $0 }.joined(separator: " ")
             if list.total == 0 && state == nil && type == nil { return Say.emptyLibrary }
             if list.total == 0 { return "No \(Self.noun(state: state, type: type))." }
             return "No recordings from \(list.offset + 1) on: there \(list.total == 1 ? "is" : "are") \(list.total) in all"
