@@ -2,10 +2,12 @@
 """The web app with a library of 10,000 recordings: time to the library's first paint in headless
 Chromium, the page's bytes without media, beside `recctl --json list --limit 50` in the same run.
 Writes the "Web app" section of BENCHMARKS.md. Uses the release build (built if missing)."""
-import os, shutil, signal, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
+import os, signal, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Tests", "browser"))
 from benchmarks_md import write_section
+from harness import Harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS, LOADS = 10_000, 7
@@ -15,13 +17,8 @@ if not os.path.exists(os.path.join(bin_dir, "recd")):
 RECD, RECCTL = os.path.join(bin_dir, "recd"), os.path.join(bin_dir, "recctl")
 work = tempfile.mkdtemp(prefix="recd-bench-webapp-")
 data, sock = os.path.join(work, "data"), os.path.join(work, "recd.sock")
-procs = []
-
-
-def start(args, **kw):
-    p = subprocess.Popen(args, **kw)
-    procs.append(p)
-    return p
+h = Harness(None, work)
+start = h.start
 
 
 def wait_up():
@@ -107,11 +104,4 @@ the same run.
     print(section)
     write_section(REPO, "## Web app (bench/webapp.py)", section)
 finally:
-    for p in reversed(procs):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    shutil.rmtree(work, ignore_errors=True)
+    h.close()

@@ -9,7 +9,7 @@ counters, the speaker button and note, Data marked, an empty export).
 Usage: app_details_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import json, os, shutil, signal, subprocess, sys, tempfile, time, traceback
+import json, os, signal, subprocess, time, traceback
 
 from harness import chromium, setup, wait_until
 from selenium.webdriver.common.by import By
@@ -40,21 +40,10 @@ def recd_get(path):
 
 
 try:
-    with open(os.path.join(runtime, "pa.pa"), "w") as f:
-        f.write("load-module module-null-sink sink_name=mic rate=48000 channels=1\n"
-                "load-module module-null-sink sink_name=speaker rate=48000 channels=2\n"
-                "load-module module-native-protocol-unix\n")
-    subprocess.run(["pulseaudio", "-n", "-F", os.path.join(runtime, "pa.pa"), "--exit-idle-time=-1", "--daemonize=yes",
-                    "--use-pid-file=yes"], env=env, check=True, capture_output=True)
-    tone = os.path.join(work, "tone.wav")
-    subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "120", "sine", "440", "vol", "0.5"], check=True)
-    start(["paplay", "--latency-msec=10", "-d", "mic", tone])
+    h.start_pulse()
 
     def start_recd():
-        p = start([RECD, "--data-dir", data, "--socket", sock, "--capture-device", "pulse:mic.monitor",
-                   "--playback-device", "pulse:speaker"], stdout=open(os.path.join(work, "recd.log"), "a"), stderr=subprocess.STDOUT)
-        wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
-        return p
+        return h.start_recd(RECD, RECCTL, data, sock)
 
     recd = start_recd()
     ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -297,13 +286,6 @@ except Exception:
     traceback.print_exc()
     h.results.append(("the run", False))
 finally:
-    h.stop_all()
-    pid = os.path.join(runtime, "pulse", "pid")
-    if os.path.exists(pid):
-        try:
-            os.kill(int(open(pid).read().strip()), signal.SIGTERM)
-        except (ValueError, ProcessLookupError):
-            pass
-    shutil.rmtree(work, ignore_errors=True)
+    h.close()
 
 h.finish()

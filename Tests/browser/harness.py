@@ -1,12 +1,13 @@
 """What the browser tests share: checks counted and printed, the child processes they start (stopped
 at the end, newest first), waiting for a page to get somewhere, and the closing line that the Swift
 side (WebAppTests, UIRelayTests) reads."""
-import os, signal, subprocess, sys, tempfile, time
+import os, shutil, signal, subprocess, sys, tempfile, time
 
 
 class Harness:
-    def __init__(self, env):
+    def __init__(self, env, work=None, runtime=None):
         self.env = env
+        self.work, self.runtime = work, runtime
         self.procs = []
         self.results = []
 
@@ -27,6 +28,44 @@ class Harness:
                     p.wait(5)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+    def start_pulse(self):
+        """The paced microphone (shared/TESTING-AUDIO.md): a private PulseAudio server with a null sink
+        `mic` (48 kHz mono, whose monitor recd records) and `speaker` (stereo), and a 440 Hz tone
+        played into `mic` for two minutes."""
+        config = os.path.join(self.runtime, "pa.pa")
+        with open(config, "w") as f:
+            f.write("load-module module-null-sink sink_name=mic rate=48000 channels=1\n"
+                    "load-module module-null-sink sink_name=speaker rate=48000 channels=2\n"
+                    "load-module module-native-protocol-unix\n")
+        subprocess.run(["pulseaudio", "-n", "-F", config, "--exit-idle-time=-1", "--daemonize=yes", "--use-pid-file=yes"],
+                       env=self.env, check=True, capture_output=True)
+        tone = os.path.join(self.work, "tone.wav")
+        subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "120", "sine", "440", "vol", "0.5"], check=True)
+        self.start(["paplay", "--latency-msec=10", "-d", "mic", tone])
+
+    def start_recd(self, recd, recctl, data, sock, *extra):
+        """recd on the paced microphone and speaker (`start_pulse`), its log appended to WORK/recd.log;
+        returns once `recctl status` answers."""
+        p = self.start([recd, "--data-dir", data, "--socket", sock, "--capture-device", "pulse:mic.monitor",
+                        "--playback-device", "pulse:speaker", *extra],
+                       stdout=open(os.path.join(self.work, "recd.log"), "a"), stderr=subprocess.STDOUT)
+        wait_until("recd", lambda: subprocess.run([recctl, "--socket", sock, "status"], env=self.env,
+                                                  capture_output=True).returncode == 0)
+        return p
+
+    def close(self):
+        """The end of a run, whatever happened: the processes stopped, the PulseAudio server (which
+        daemonized, so is not among them) too, and the work folder gone."""
+        self.stop_all()
+        pid = os.path.join(self.runtime or "", "pulse", "pid")
+        if self.runtime and os.path.exists(pid):
+            try:
+                os.kill(int(open(pid).read().strip()), signal.SIGTERM)
+            except (ValueError, ProcessLookupError):
+                pass
+        if self.work:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     def finish(self):
         """Prints "N passed, M failed" and exits: 0 only when something passed and nothing failed."""
@@ -62,7 +101,7 @@ def setup(prefix):
     os.makedirs(runtime, mode=0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
     data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-    return recd, recctl, shots, work, runtime, env, data, sock, Harness(env)
+    return recd, recctl, shots, work, runtime, env, data, sock, Harness(env, work, runtime)
 
 
 def chromium(work):

@@ -11,17 +11,12 @@ chromedriver, driven by selenium), against the real recd and the real `recctl ui
 Usage: relay_credential_test.py RECD RECCTL
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import http.server, json, os, shutil, signal, stat, subprocess, sys, tempfile, threading, time, traceback
+import http.server, os, subprocess, threading, traceback
 
-from harness import Harness, wait_until
-from selenium import webdriver
+from harness import chromium, setup, wait_until
 from selenium.webdriver.common.by import By
-from selenium.webdriver.chrome.service import Service
 
-RECD, RECCTL = sys.argv[1], sys.argv[2]
-work = tempfile.mkdtemp(prefix="recd-relay-")
-runtime = os.path.join(work, "rt")
-os.makedirs(runtime, mode=0o700)
+RECD, RECCTL, _, work, runtime, env, data, sock, h = setup("recd-relay-")
 fakebin = os.path.join(work, "bin")
 os.makedirs(fakebin)
 opened = os.path.join(work, "xdg-open.args")
@@ -35,9 +30,7 @@ cat "$f" >> {opened}.tmp
 mv {opened}.tmp {opened}
 """)
 os.chmod(os.path.join(fakebin, "xdg-open"), 0o755)
-env = dict(os.environ, XDG_RUNTIME_DIR=runtime, PATH=fakebin + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
-data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
-h = Harness(env)
+env["PATH"] = fakebin + ":" + os.environ.get("PATH", "/usr/bin:/bin")
 check, start, procs, results = h.check, h.start, h.procs, h.results
 
 
@@ -75,11 +68,7 @@ try:
     threading.Thread(target=other.serve_forever, daemon=True).start()
     other_base = f"http://127.0.0.1:{other.server_address[1]}"
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844", "--disable-dev-shm-usage"]:
-        options.add_argument(a)
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    browser, _ = chromium(work)
     text = lambda: browser.find_element(By.TAG_NAME, "body").text
     api_status = lambda: browser.execute_async_script(
         "const done = arguments[0]; fetch('v1/status').then(r => done(r.status), e => done(String(e)))")
@@ -152,7 +141,6 @@ except Exception:
     traceback.print_exc()
     results.append(("the run", False))
 finally:
-    h.stop_all()
-    shutil.rmtree(work, ignore_errors=True)
+    h.close()
 
 h.finish()
