@@ -20,16 +20,39 @@ public struct DataDirectory: Sendable {
 
     public init(root: URL) { self.root = root }
 
-    /// Creates the directories (mode 0700: recordings are private).
+    /// Creates the directories (mode 0700: recordings are private), and makes sure recd may write in
+    /// them: a folder it can only read fails here, at start-up, and not at the first take.
     public func create() throws(EngineError) {
         for dir in [root, recordings, uploads] {
             do {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
-                throw .storage(file: dir.path, operation: "create directory", underlying: "\(error.localizedDescription)")
+                throw .storage(file: dir.path, operation: "create directory",
+                               underlying: Self.whyNotWritable(dir.path) ?? error.localizedDescription)
             }
+            if let why = Self.whyNotWritable(dir.path) { throw .storage(file: dir.path, operation: "write in", underlying: why) }
         }
+    }
+
+    /// Why this process cannot write in `path` (or in its nearest existing parent, where it would be
+    /// created), in words a person can act on; nil when it can. A read-only file system under systemd
+    /// is most often the unit's sandbox (ProtectSystem=strict, ProtectHome=read-only), which lets
+    /// recd write only the folders its unit names: the remedy is a drop-in naming this one.
+    static func whyNotWritable(_ path: String) -> String? {
+        var existing = path
+        while access(existing, F_OK) != 0 && existing != "/" { existing = (existing as NSString).deletingLastPathComponent }
+        guard access(existing, W_OK) != 0 else { return nil }
+        let code = errno
+        var text = "\(existing) is " + (code == EROFS ? "on a read-only file system" : "not writable by uid \(getuid())")
+            + (code == EROFS ? " (EROFS)" : " (\(String(cString: strerror(code))))")
+        if code == EROFS && ProcessInfo.processInfo.environment["INVOCATION_ID"] != nil {
+            let cgroup = (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? ""
+            let edit = cgroup.contains("/user@") ? "systemctl --user edit recd" : "systemctl edit recd"
+            text += "; recd's systemd unit lets it write only the folders named by its ReadWritePaths=:"
+                + " add this one with `\(edit)` ([Service] ReadWritePaths=\(path))"
+        }
+        return text
     }
 
     /// Removes what interrupted imports left in `.uploads/` (at start-up, before anything is

@@ -87,6 +87,44 @@ final class DaemonTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("recd.sock").path))
     }
 
+    /// A data folder recd may not write in (a read-only mount, as a systemd unit's ProtectHome=read-only
+    /// makes of a home outside its ReadWritePaths=) stops start-up with the folder, the reason and, under
+    /// systemd, the drop-in that fixes it; and recd has created nothing. A mount namespace of its own
+    /// (unshare -m, root) makes the read-only mount without touching the host's.
+    func testADataFolderOnAReadOnlyMountIsRefusedAtStartSayingWhyAndWhatToDo() throws {
+        try Skip.if(getuid() != 0 || Tools.which("unshare") == nil, "needs root and unshare for a mount namespace")
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-ro-\(UUID().uuidString.prefix(6))")
+        let home = dir.appendingPathComponent("home"), existing = home.appendingPathComponent("existing")
+        try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        /// recd started with `--data-dir DATA` while HOME is mounted read-only; INVOCATION_ID as systemd sets it.
+        func start(_ data: URL, systemd: Bool) throws -> ProcessResult {
+            let script = "mount --bind \"$1\" \"$1\" && mount -o remount,bind,ro \"$1\" && shift && exec \"$@\""
+            var env = ProcessInfo.processInfo.environment
+            env["INVOCATION_ID"] = systemd ? "0123456789abcdef0123456789abcdef" : nil
+            return try Tools.run(Tools.which("unshare")!, ["-m", "sh", "-c", script, "sh", home.path, Tools.recd,
+                                                          "--socket", dir.appendingPathComponent("recd.sock").path,
+                                                          "--data-dir", data.path, "--capture-device", "null"],
+                                 environment: env, timeout: 20)
+        }
+        let missing = home.appendingPathComponent("recd")
+        let underSystemd = try start(missing, systemd: true)
+        XCTAssertNotEqual(underSystemd.status, 0)
+        XCTAssertTrue(underSystemd.stderr.contains("cannot create directory \(missing.path): \(home.path) is on a read-only file system"),
+                      underSystemd.stderr)
+        XCTAssertTrue(underSystemd.stderr.contains("`systemctl edit recd` ([Service] ReadWritePaths=\(missing.path))"), underSystemd.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing.path))
+        // A folder that is there but read-only: refused before anything is opened in it, and without
+        // the systemd advice when not under systemd.
+        let plain = try start(existing, systemd: false)
+        XCTAssertNotEqual(plain.status, 0)
+        XCTAssertTrue(plain.stderr.contains("cannot write in \(existing.path): \(existing.path) is on a read-only file system (EROFS)"),
+                      plain.stderr)
+        XCTAssertFalse(plain.stderr.contains("ReadWritePaths"), plain.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: existing.path), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("recd.sock").path))
+    }
+
     func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
         let pulse = try PulseAudioServer()
         defer { pulse.stop() }

@@ -209,6 +209,14 @@ final class SystemdTests: XCTestCase {
         let rootSaid = try String(contentsOf: out.appendingPathComponent("root-status.txt"), encoding: .utf8)
         XCTAssertNotEqual(rootCode.trimmingCharacters(in: .whitespacesAndNewlines), "0", rootSaid)
         XCTAssertTrue(rootSaid.contains("may not use this recd: only uid "), rootSaid)
+        // A data folder outside ~/.local/share/recd without a drop-in: refused, with the remedy.
+        let elsewhereCode = try String(contentsOf: out.appendingPathComponent("elsewhere.code"), encoding: .utf8)
+        let elsewhere = try String(contentsOf: out.appendingPathComponent("elsewhere.log"), encoding: .utf8)
+        XCTAssertNotEqual(elsewhereCode.trimmingCharacters(in: .whitespacesAndNewlines), "0", elsewhere)
+        XCTAssertTrue(elsewhere.contains("cannot create directory /home/recdunit/Recordings-elsewhere: /home/recdunit is on a read-only file system"),
+                      elsewhere)
+        XCTAssertTrue(elsewhere.contains("`systemctl --user edit recd` ([Service] ReadWritePaths=/home/recdunit/Recordings-elsewhere)"), elsewhere)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out.appendingPathComponent("elsewhere.created").path))
         XCTAssertFalse(rootSaid.contains("root"), "root is not offered where it cannot get in: \(rootSaid)")
         let log = VMRun.log(out, "recd.log")
         XCTAssertTrue(log.contains("root is not mapped into recd's user namespace"), log)

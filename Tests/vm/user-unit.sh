@@ -10,7 +10,8 @@
 # OUTDIR/status.txt (recd's /proc status: NoNewPrivs, Seccomp, capabilities),
 # OUTDIR/uid_map.txt, OUTDIR/root-status.txt (root's recctl status), OUTDIR/take.json, OUTDIR/import.json,
 # OUTDIR/list.json, OUTDIR/pulse.json and pulse.m4a (a take through the user's PulseAudio) and
-# OUTDIR/recd.log for the host to check.
+# OUTDIR/recd.log for the host to check; OUTDIR/elsewhere.log and .code: a start with a data folder
+# the unit does not let recd write.
 set -Eeuo pipefail
 # The guest's stage 2 runs chrooted into its root, and the kernel refuses a user namespace (which the
 # unit's PrivateUsers=yes makes) to a chrooted process. So first what switch_root does at boot, in a
@@ -117,4 +118,11 @@ as_user systemctl --user daemon-reload
 take pulse as_user paplay --latency-msec=10 -d mic "$tone"
 cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
 as_user systemctl --user stop recd.service recd.socket
+# A data folder outside the one the unit may write (ProtectHome=read-only), without a drop-in that names
+# it: recd refuses to start, saying which folder, why, and the drop-in that would let it.
+sed -i -e 's|--data-dir %h/.local/share/recd|--data-dir %h/Recordings-elsewhere|' -e "s|append:$out/recd.log|append:$out/elsewhere.log|" \
+  "$units/recd.service.d/test.conf"
+as_user systemctl --user daemon-reload
+if as_user systemctl --user start recd.service 2>/dev/null; then echo 0 > "$out/elsewhere.code"; else echo $? > "$out/elsewhere.code"; fi
+[ -e "$home/Recordings-elsewhere" ] && echo yes > "$out/elsewhere.created"
 echo "vm: done"
