@@ -109,7 +109,7 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         // On the connection's event loop the socket options are read at once: the future is
         // complete before `whenComplete` returns, so no request is read before the decision.
-        PeerCredentials.read(context.channel).whenComplete { [self] result in
+        PeerCredentials.read(context.channel).assumeIsolated().whenComplete { [self] result in
             // Unreadable credentials (never seen on a Unix socket): no slot; the access check refuses.
             guard case .success(let (peer, groups)) = result else { return }
             let served = policy.allows(peer, groups: groups)
@@ -136,6 +136,6 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
         ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(ByteBuffer(bytes: json + Data("\n".utf8)))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

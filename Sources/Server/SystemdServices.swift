@@ -65,6 +65,6 @@ struct SystemdStatusService: Service {
 struct LoudnessPassService: Service {
     let engine: Engine
     func run() async throws {
-        try? await cancelWhenGracefulShutdown { await engine.loudnessPass.run() }
+        await cancelWhenGracefulShutdown { await engine.loudnessPass.run() }
     }
 }
