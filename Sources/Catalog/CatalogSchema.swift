@@ -119,6 +119,7 @@ extension Catalog {
             // marked missing before this column.
             try db.execute(sql: "ALTER TABLE recording ADD COLUMN missingFrom TEXT CHECK (missingFrom IS NULL OR missingFrom IN ('pending', 'ready'))")
         }
+        m.registerMigration("v11: transcripts and search") { db in try Catalog.migrateTranscripts(db) }
         return m
     }
 }

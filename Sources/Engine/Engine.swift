@@ -18,6 +18,7 @@ public final class Engine: Sendable {
     public let library: Library
     /// Measures the loudness of recordings that have none yet (run as a service by the server).
     public let loudnessPass: LoudnessPass
+    public let transcriptionPass: TranscriptionPass
     let catalog: Catalog
     let logger: Logger
     /// Held while the engine lives: a second daemon on the same data directory would "recover" the
@@ -69,6 +70,8 @@ public final class Engine: Sendable {
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)
         loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)
+        transcriptionPass = TranscriptionPass(catalog: catalog, data: config.dataDirectory, events: events,
+                                              settings: config.transcription, logger: logger)
         library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
                           loudnessPass: loudnessPass, plays: plays)
     }

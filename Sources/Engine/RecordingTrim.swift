@@ -105,7 +105,8 @@ struct RecordingTrim {
         let committed: Recording
         do {
             committed = try catalog.commitReplacement(result, insert: asNew, states: [RecordingState.ready.rawValue, RecordingState.pending.rawValue],
-                                                      waveform: waveform, poster: poster, temporary: data.relative(temporary))
+                                                      waveform: waveform, poster: poster, temporary: data.relative(temporary),
+                                                      transcriptCut: (r.id, start, end))
         } catch {
             try? FileOps.remove(temporary)
             if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {

@@ -29,9 +29,9 @@ public enum WorkerSandbox {
     }
 
     /// Restricts this process to `writable` (and beneath) for everything, and to the directories of
-    /// its mapped files for reading.
-    public static func enter(writable: [String]) throws(Failure) {
-        let readable = mappedDirectories()
+    /// its mapped files for reading (or to `readable`, for a process that execs another program).
+    public static func enter(writable: [String], readable: [String]? = nil) throws(Failure) {
+        let readable = readable ?? mappedDirectories()
         var failed: UnsafePointer<CChar>?
         var path: UnsafePointer<CChar>?
         let rc = withCStrings(writable) { w in

@@ -92,6 +92,8 @@ public enum EventType: String, Codable, Sendable, CaseIterable {
     case playbackProgress = "playback.progress"
     case playbackEnded = "playback.ended"
     case libraryChanged = "library.changed"
+    case transcriptProgress = "transcript.progress"
+    case transcriptDone = "transcript.done"
 }
 
 public enum EventPayload: Sendable, Equatable {
@@ -104,6 +106,8 @@ public enum EventPayload: Sendable, Equatable {
     case playbackProgress(PlaybackProgressEvent)
     case playbackEnded(PlaybackEnded)
     case libraryChanged(LibraryChangedEvent)
+    case transcriptProgress(TranscriptProgressEvent)
+    case transcriptDone(TranscriptProgressEvent)
 
     public var type: EventType {
         switch self {
@@ -116,6 +120,8 @@ public enum EventPayload: Sendable, Equatable {
         case .playbackProgress: return .playbackProgress
         case .playbackEnded: return .playbackEnded
         case .libraryChanged: return .libraryChanged
+        case .transcriptProgress: return .transcriptProgress
+        case .transcriptDone: return .transcriptDone
         }
     }
 }
@@ -146,6 +152,8 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .playbackProgress: payload = .playbackProgress(try c.decode(PlaybackProgressEvent.self, forKey: .data))
         case .playbackEnded: payload = .playbackEnded(try c.decode(PlaybackEnded.self, forKey: .data))
         case .libraryChanged: payload = .libraryChanged(try c.decode(LibraryChangedEvent.self, forKey: .data))
+        case .transcriptProgress: payload = .transcriptProgress(try c.decode(TranscriptProgressEvent.self, forKey: .data))
+        case .transcriptDone: payload = .transcriptDone(try c.decode(TranscriptProgressEvent.self, forKey: .data))
         }
     }
 
@@ -163,6 +171,7 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .playbackProgress(let v): try c.encode(v, forKey: .data)
         case .playbackEnded(let v): try c.encode(v, forKey: .data)
         case .libraryChanged(let v): try c.encode(v, forKey: .data)
+        case .transcriptProgress(let v), .transcriptDone(let v): try c.encode(v, forKey: .data)
         }
     }
 }

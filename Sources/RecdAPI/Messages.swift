@@ -360,13 +360,17 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     @Nullable public var playback: PlaybackInfo?
     /// Loudness measured in the background (recordings that have none yet).
     public var loudnessPass: LoudnessPassStatus
+    /// Transcripts made in the background: off, not installed, idle or working, and how far.
+    public var transcription: TranscriptionStatus
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
                 dataDirectory: String, socket: String, counts: [String: Int], lastFault: FaultReport? = nil,
                 recovery: RecoveryReport? = nil, playback: PlaybackInfo? = nil,
-                loudnessPass: LoudnessPassStatus = LoudnessPassStatus(pending: 0, measured: 0, current: nil)) {
+                loudnessPass: LoudnessPassStatus = LoudnessPassStatus(pending: 0, measured: 0, current: nil),
+                transcription: TranscriptionStatus = TranscriptionStatus(state: "off")) {
         self.playback = playback
+        self.transcription = transcription
         self.loudnessPass = loudnessPass
         self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity
         self.active = active; self.captureDevice = captureDevice; self.playbackDevice = playbackDevice
@@ -376,7 +380,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
-             dataDirectory, socket, counts, lastFault, recovery, playback, loudnessPass
+             dataDirectory, socket, counts, lastFault, recovery, playback, loudnessPass, transcription
     }
 
 

@@ -35,6 +35,7 @@ public enum RecdRoutes {
         addLibraryRoutes(to: v1, engine: engine)
         addPlaybackRoutes(to: v1, engine: engine)
         addEventRoutes(to: v1, engine: engine)
+        TranscriptRoutes.add(to: v1, engine: engine)
         return router
     }
 
@@ -52,7 +53,7 @@ public enum RecdRoutes {
                 sampleRate: c.sampleRate, channels: c.channels,
                 dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts,
                 lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback,
-                loudnessPass: await engine.loudnessPass.status))
+                loudnessPass: await engine.loudnessPass.status, transcription: await engine.transcriptionPass.status))
         }
 
         v1.get("devices") { _, _ in

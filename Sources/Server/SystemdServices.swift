@@ -68,3 +68,11 @@ struct LoudnessPassService: Service {
         await cancelWhenGracefulShutdown { await engine.loudnessPass.run() }
     }
 }
+
+/// The engine's background transcription, for as long as recd runs.
+struct TranscriptionPassService: Service {
+    let engine: Engine
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await engine.transcriptionPass.run() }
+    }
+}

@@ -1,11 +1,14 @@
 // recd-media: a media worker. recd starts one per job (MediaWorkerPool) with its socket as
 // descriptor 3; all of recd's FFmpeg work happens here, never in the daemon (docs/design.md, "One
-// FFmpeg boundary"). No logic here.
+// FFmpeg boundary"). With --transcriber it starts recd's transcriber instead. No logic here.
 import Foundation
 import JournalLog
 import Logging
 import MediaWorkerServer
 
+if CommandLine.arguments.dropFirst().first == "--transcriber" {
+    TranscriberLauncher.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+}
 let journal = JournalLogHandler.stderrIsJournal()
 MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst())) { label, level in
     if journal { return JournalLogHandler(label: label, level: level) }

@@ -122,6 +122,12 @@ struct RecdCommand: AsyncParsableCommand {
         return .some(s)
     }
 
+    @Option(name: .long, help: ArgumentHelp("Transcribe saved recordings in the background with this Whisper model (base is what scripts/install-deps.sh --transcribe installs), or off. Without the transcriber installed, recd runs without transcripts and says so.", valueName: "model|off"))
+    var transcribe: String = "base"
+
+    @Option(name: .long, help: ArgumentHelp("The transcriber's folder (default: PREFIX/lib/recd/transcribe beside recd, or a build tree's .build/transcribe).", valueName: "dir"))
+    var transcriber: String?
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: $RECD_LOG_LEVEL, else info).")
     var logLevel: String = ProcessInfo.processInfo.environment["RECD_LOG_LEVEL"] ?? "info"
 
@@ -164,6 +170,9 @@ struct RecdCommand: AsyncParsableCommand {
             throw ValidationError("--video-preset must be one of \(VideoSettings.presets.joined(separator: ", "))")
         }
         guard (0...51).contains(videoCrf) else { throw ValidationError("--video-crf must be 0...51") }
+        guard transcribe == "off" || transcribe.range(of: "^[a-z0-9][a-z0-9.-]{0,40}$", options: .regularExpression) != nil else {
+            throw ValidationError("--transcribe must be off or the name of a Whisper model, such as base")
+        }
         if let videoBitrate, !(50_000...100_000_000).contains(videoBitrate) {
             throw ValidationError("--video-bitrate must be 50000...100000000")
         }
@@ -205,6 +214,8 @@ struct RecdCommand: AsyncParsableCommand {
         config.syncIntervalMs = syncIntervalMs
         if let seconds = ffmpegIdleUnloadSeconds { config.ffmpegIdleUnloadSeconds = seconds }
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
+        config.transcription = TranscriptionSettings(directory: transcriber ?? TranscriptionSettings.defaultDirectory(),
+                                                     model: transcribe == "off" ? nil : transcribe)
         do {
             let engine = try Engine(config: config, logger: logger)
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,

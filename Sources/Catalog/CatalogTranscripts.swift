@@ -1,0 +1,147 @@
+// Transcripts and search (issue 38): a recording's transcript is a row of its own that goes with the
+// recording's (deleted with it, cut with it by a trim in the trim's transaction); `search` is an FTS5
+// index of every recording's title, notes and transcript text, kept by triggers in the same
+// transactions as the rows it indexes, so it is never behind them, after a crash either.
+import Foundation
+import GRDB
+import RecdAPI
+
+/// A transcript as stored: made (`segments`) or failed (`error`).
+public struct StoredTranscript: Sendable, Equatable {
+    public var state: TranscriptState
+    public var language: String?
+    public var model: String
+    public var error: String?
+    public var segments: [TranscriptSegment]
+    public init(state: TranscriptState, language: String?, model: String, error: String?, segments: [TranscriptSegment]) {
+        self.state = state; self.language = language; self.model = model; self.error = error; self.segments = segments
+    }
+}
+
+extension Catalog {
+    static func migrateTranscripts(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE transcript (
+                recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                state TEXT NOT NULL CHECK (state IN ('done', 'failed')),
+                language TEXT, model TEXT NOT NULL, error TEXT,
+                text TEXT NOT NULL DEFAULT '', segments TEXT NOT NULL DEFAULT '[]');
+            -- One row per recording, its rowid the recording's (no VACUUM renumbers them: recd runs none,
+            -- and a migration that rebuilds the recording table must rebuild this index too).
+            CREATE VIRTUAL TABLE search USING fts5(title, notes, transcript, tokenize = 'unicode61 remove_diacritics 2');
+            INSERT INTO search (rowid, title, notes, transcript) SELECT rowid, title, notes, '' FROM recording;
+            CREATE TRIGGER search_insert AFTER INSERT ON recording BEGIN
+                INSERT INTO search (rowid, title, notes, transcript) VALUES (new.rowid, new.title, new.notes, '');
+            END;
+            CREATE TRIGGER search_update AFTER UPDATE OF title, notes ON recording BEGIN
+                UPDATE search SET title = new.title, notes = new.notes WHERE rowid = new.rowid;
+            END;
+            CREATE TRIGGER search_delete AFTER DELETE ON recording BEGIN
+                DELETE FROM search WHERE rowid = old.rowid;
+            END;
+            CREATE TRIGGER search_transcript_insert AFTER INSERT ON transcript BEGIN
+                UPDATE search SET transcript = new.text WHERE rowid = (SELECT rowid FROM recording WHERE id = new.recordingID);
+            END;
+            CREATE TRIGGER search_transcript_update AFTER UPDATE OF text ON transcript BEGIN
+                UPDATE search SET transcript = new.text WHERE rowid = (SELECT rowid FROM recording WHERE id = new.recordingID);
+            END;
+            CREATE TRIGGER search_transcript_delete AFTER DELETE ON transcript BEGIN
+                UPDATE search SET transcript = '' WHERE rowid = (SELECT rowid FROM recording WHERE id = old.recordingID);
+            END;
+            """)
+    }
+
+    public func transcript(id: UUID) throws -> StoredTranscript? {
+        try wrap("read") { try pool.read { db in try Self.transcript(id: id.uuidString, db) } }
+    }
+
+    static func transcript(id: String, _ db: Database) throws -> StoredTranscript? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT state, language, model, error, segments FROM transcript WHERE recordingID = ?",
+                                         arguments: [id]) else { return nil }
+        let segments = try JSONDecoder().decode([TranscriptSegment].self, from: Data((row["segments"] as String).utf8))
+        return StoredTranscript(state: TranscriptState(rawValue: row["state"]) ?? .failed, language: row["language"],
+                                model: row["model"], error: row["error"], segments: segments)
+    }
+
+    /// Saved recordings without a transcript (made or failed), newest first: the transcriber's queue.
+    public func idsWithoutTranscript() throws -> [UUID] {
+        try wrap("read") {
+            try pool.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT id FROM recording WHERE state = 'ready' AND id NOT IN (SELECT recordingID FROM transcript)
+                    ORDER BY createdAt DESC
+                    """).compactMap(UUID.init(uuidString:))
+            }
+        }
+    }
+
+    /// Stores what the transcriber made of the file of `sizeBytes` bytes, unless the row changed since
+    /// (deleted, a trim replaced its file: another size) or has one already. Returns whether it was stored.
+    @discardableResult
+    public func storeTranscript(id: UUID, _ t: StoredTranscript, transcribedFileSize sizeBytes: Int64?) throws -> Bool {
+        let segments = String(decoding: try JSONEncoder().encode(t.segments), as: UTF8.self)
+        return try wrap("store transcript") {
+            try write { db in
+                try db.execute(sql: """
+                    INSERT INTO transcript (recordingID, state, language, model, error, text, segments)
+                    SELECT id, ?, ?, ?, ?, ?, ? FROM recording WHERE id = ? AND state = 'ready' AND sizeBytes IS ?
+                    ON CONFLICT (recordingID) DO NOTHING
+                    """, arguments: [t.state.rawValue, t.language, t.model, t.error, Transcript.text(of: t.segments), segments,
+                                     id.uuidString, sizeBytes])
+                return db.changesCount == 1
+            }
+        }
+    }
+
+    /// Writes the transcript of `source` cut to `from..<to` (moved to start at 0) as `target`'s, in a
+    /// trim's transaction: the words stay with the sound they were heard in. A failed one goes as it is.
+    static func cutTranscript(of source: UUID, into target: UUID, from: Double, to: Double, _ db: Database) throws {
+        guard var t = try transcript(id: source.uuidString, db) else { return }
+        t.segments = t.segments.compactMap { $0.cut(from: from, to: to) }
+        let segments = String(decoding: try JSONEncoder().encode(t.segments), as: UTF8.self)
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO transcript (recordingID, state, language, model, error, text, segments) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [target.uuidString, t.state.rawValue, t.language, t.model, t.error, Transcript.text(of: t.segments), segments])
+    }
+
+    /// Forgets every failed transcript (tried again at this start: the failure may have been the
+    /// transcriber's, since fixed).
+    public func forgetFailedTranscripts() throws {
+        try wrap("forget failed transcripts") { try write { db in try db.execute(sql: "DELETE FROM transcript WHERE state = 'failed'") } }
+    }
+
+    /// Recordings (not being recorded) whose title, notes or transcript hold every word of `terms`,
+    /// (each word also as the start of a longer one: "harb" finds "harbour"), best first: each with the field matched, its text around the match («marked») and, for a
+    /// transcript, its segments (to find the time). `terms`: each a list of spellings, any of which
+    /// counts ("three", "3").
+    public func search(_ terms: [[String]], limit: Int) throws -> [(recording: Recording, field: String, snippet: String, segments: [TranscriptSegment])] {
+        guard !terms.isEmpty else { return [] }
+        let match = terms.map { spellings in
+            "(" + spellings.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " OR ") + ")"
+        }.joined(separator: " AND ")
+        return try wrap("search") {
+            try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT recording.id AS recordingID, snippet(search, 0, '«', '»', '…', 12) AS inTitle,
+                           snippet(search, 1, '«', '»', '…', 12) AS inNotes, snippet(search, 2, '«', '»', '…', 12) AS inTranscript,
+                           transcript.segments AS transcriptSegments
+                    FROM search JOIN recording ON recording.rowid = search.rowid
+                    LEFT JOIN transcript ON transcript.recordingID = recording.id
+                    WHERE search MATCH ? AND recording.state != 'recording'
+                    ORDER BY bm25(search, 10.0, 5.0, 1.0), recording.createdAt DESC LIMIT ?
+                    """, arguments: [match, limit])
+                return try rows.compactMap { row in
+                    // The row as every read selects it (by position: RecordingRecord.selection).
+                    guard let recording = try RecordingRecord.fetch(db, id: row["recordingID"])?.recording() else { return nil }
+                    let fields: [(String, String)] = [("title", row["inTitle"]), ("notes", row["inNotes"]), ("transcript", row["inTranscript"])]
+                    let (field, snippet) = fields.first { $0.1.contains("«") } ?? ("title", recording.title)
+                    var segments: [TranscriptSegment] = []
+                    if field == "transcript", let json: String = row["transcriptSegments"] {
+                        segments = (try? JSONDecoder().decode([TranscriptSegment].self, from: Data(json.utf8))) ?? []
+                    }
+                    return (recording, field, snippet, segments)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+"""recd-transcribe: recd's transcriber, Whisper through faster-whisper (CTranslate2), on the device.
+
+recd starts it through `recd-media --transcriber` (which puts it at idle priority, ends it when recd dies
+and shuts it in a Landlock sandbox that may read its own files and the system's, and write nothing), with
+a socket as descriptor 3. It never opens a recording: recd decodes the sound (16 kHz mono, 16-bit) and
+sends it. Frames are recd's worker frames (Sources/MediaWire/WorkerWire.swift, WireIO): a little-endian
+u32 header length, a u32 payload length, the header (JSON), the payload (bytes).
+
+  transcriber -> recd  {"ready": {"model": NAME}} once the model is loaded, or {"error": TEXT}
+  recd -> transcriber  {"op": "append"} + PCM             (as many as the recording takes)
+  recd -> transcriber  {"op": "transcribe"}               the sound appended so far, then forgotten
+  transcriber -> recd  {"segment": {"start", "end", "text", "words": [{"word", "start", "end", "probability"}…]}}
+                       for each segment as it is found, then {"done": {"language", "duration"}}
+                       or {"error": TEXT}
+
+It ends when recd closes the socket. Usage: recd-transcribe.py MODEL_DIR
+"""
+import json
+import os
+import socket
+import struct
+import sys
+
+os.environ["HF_HUB_OFFLINE"] = "1"   # the model is a directory: nothing is fetched, ever
+
+
+def read_exactly(sock, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(min(n - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return bytes(data)
+
+
+def read_frame(sock):
+    header_length, payload_length = struct.unpack("<II", read_exactly(sock, 8))
+    return json.loads(read_exactly(sock, header_length)), read_exactly(sock, payload_length)
+
+
+def send(sock, message):
+    header = json.dumps(message, ensure_ascii=False).encode()
+    sock.sendall(struct.pack("<II", len(header), 0) + header)
+
+
+def transcribe(model, pcm):
+    import numpy
+    audio = numpy.frombuffer(pcm, dtype="<i2").astype(numpy.float32) / 32768.0
+    # vad_filter: Whisper invents words in silence ("You" for 30 s of it); Silero's voice detection,
+    # inside faster-whisper, hands it only the parts with speech.
+    segments, info = model.transcribe(audio, word_timestamps=True, vad_filter=True, beam_size=5,
+                                      condition_on_previous_text=False)
+    for s in segments:
+        words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3), "probability": round(w.probability, 3)}
+                 for w in (s.words or [])]
+        yield {"segment": {"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text, "words": words}}
+    yield {"done": {"language": info.language, "duration": round(info.duration, 3)}}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("recd-transcribe is started by recd itself (usage: recd-transcribe.py MODEL_DIR)")
+    model_dir = sys.argv[1]
+    sock = socket.socket(fileno=3)
+    try:
+        import onnxruntime   # the voice detector's runtime: its warnings (no GPU here, no telemetry file) are noise in recd's log
+        onnxruntime.set_default_logger_severity(3)
+        from faster_whisper import WhisperModel
+        model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=os.cpu_count() or 1)
+    except Exception as e:  # a model directory that is not one, a package missing
+        send(sock, {"error": f"could not load the model in {model_dir}: {e}"})
+        return
+    send(sock, {"ready": {"model": os.path.basename(model_dir.rstrip("/"))}})
+    pcm = bytearray()
+    while True:
+        try:
+            header, payload = read_frame(sock)
+        except (EOFError, ConnectionError):
+            return   # recd is done with us
+        if header.get("op") == "append":
+            pcm += payload
+        elif header.get("op") == "transcribe":
+            try:
+                for message in transcribe(model, bytes(pcm)):
+                    send(sock, message)
+            except Exception as e:
+                send(sock, {"error": f"{type(e).__name__}: {e}"})
+            pcm = bytearray()
+        else:
+            send(sock, {"error": f"no operation {header.get('op')!r}"})
+
+
+if __name__ == "__main__":
+    main()
