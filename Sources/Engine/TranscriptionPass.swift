@@ -94,10 +94,12 @@ public actor TranscriptionPass {
 
     /// Passes until cancelled (recd's shutdown): one now, then one per wake-up.
     public func run() async {
+        var next = wakeups.makeAsyncIterator()
         guard isOn else {
             if let model = settings.model {
                 logger.info("transcripts: off, the transcriber (\(model)) is not installed in \(settings.directory) (scripts/install-deps.sh --transcribe)")
             }
+            while await next.next() != nil {}   // a service ends only with recd
             return
         }
         // A failure may have been the transcriber's, since fixed (or the file's, since put back).
@@ -113,7 +115,6 @@ public actor TranscriptionPass {
             }
         }
         defer { listener.cancel(); events.unsubscribe(subscription) }
-        var next = wakeups.makeAsyncIterator()
         repeat {
             await pass()
         } while await next.next() != nil && !Task.isCancelled
