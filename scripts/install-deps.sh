@@ -15,11 +15,13 @@ run_pkgs=(libasound2-plugins)
 # The web app's browser test: Debian's chromium and its driver, selenium for Debian's python3, an emoji font,
 # and a CJK font (the layout test measures real glyph widths of CJK titles, not fallback boxes).
 # The API fuzz test: schemathesis (PyPI, in a venv of Debian's python3) reaching the socket through socat.
-# The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image.
+# The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image. The transcript tests: espeak-ng speaking known sentences.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
-           chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs)
-# Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads.
-bench_pkgs=(linux-perf)
+           chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs
+           espeak-ng)
+# Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads; LibriVox clips
+# with their transcripts (pocketsphinx-testdata) for bench/transcribe.py.
+bench_pkgs=(linux-perf pocketsphinx-testdata)
 # The package (--deb): dpkg-shlibdeps and dpkg-deb (dpkg-dev), lintian, and mmdebstrap for the clean root.
 deb_pkgs=(dpkg-dev lintian mmdebstrap)
 # Pinned: the fuzz test's expectations (checks, phases, options) are those of this version. Its hooks

@@ -63,6 +63,19 @@ extension Catalog {
                                 model: row["model"], error: row["error"], segments: segments)
     }
 
+    /// The text of every transcript made (for the export), by recording.
+    public func transcriptTexts() throws -> [UUID: String] {
+        try wrap("read") {
+            try pool.read { db in
+                var texts: [UUID: String] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT recordingID, text FROM transcript WHERE state = 'done'") {
+                    if let id = UUID(uuidString: row["recordingID"]) { texts[id] = row["text"] }
+                }
+                return texts
+            }
+        }
+    }
+
     /// Saved recordings without a transcript (made or failed), newest first: the transcriber's queue.
     public func idsWithoutTranscript() throws -> [UUID] {
         try wrap("read") {

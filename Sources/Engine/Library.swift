@@ -334,7 +334,8 @@ public struct Library: Sendable {
     /// Metadata of every saved recording (pending previews are not in the library yet), newest first.
     public func export() throws(EngineError) -> [ExportRow] {
         let rows = try catalogCall { try catalog.list(ListQuery(order: .recent, state: .ready, limit: Int.max)) }
-        return MetadataExport.rows(rows.recordings)
+        let transcripts = try catalogCall { try catalog.transcriptTexts() }
+        return MetadataExport.rows(rows.recordings, transcripts: transcripts)
     }
 
     public func counts() throws(EngineError) -> [String: Int] {

@@ -5,12 +5,14 @@ import Storage
 
 public enum MetadataExport {
     public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount",
-                                   "loudnessLUFS", "loudnessRangeLU", "truePeakDBTP"]
+                                   "loudnessLUFS", "loudnessRangeLU", "truePeakDBTP", "transcript"]
 
-    public static func rows(_ recordings: [Recording]) -> [ExportRow] {
+    /// `transcripts`: the text of each recording's transcript, by id.
+    public static func rows(_ recordings: [Recording], transcripts: [UUID: String] = [:]) -> [ExportRow] {
         recordings.map {
             ExportRow(id: $0.id, title: $0.title, timestamp: $0.createdAt, duration: $0.duration,
-                      type: $0.type, purpose: $0.purpose, playCount: $0.playCount, loudness: $0.loudness)
+                      type: $0.type, purpose: $0.purpose, playCount: $0.playCount, loudness: $0.loudness,
+                      transcript: transcripts[$0.id])
         }
     }
 
@@ -27,6 +29,7 @@ public enum MetadataExport {
                 r.loudness.map { $0.integrated.map { String(format: "%.2f", $0) } ?? "-inf" } ?? "",
                 r.loudness?.range.map { String(format: "%.2f", $0) } ?? "",
                 r.loudness?.truePeak.map { String(format: "%.2f", $0) } ?? "",
+                neutralized(r.transcript ?? ""),
             ]
             out += fields.map(csvField).joined(separator: ",") + "\r\n"
         }
@@ -36,7 +39,8 @@ public enum MetadataExport {
     /// A person's text as a spreadsheet cell that is never a formula (OWASP's CSV injection rule): a
     /// cell beginning with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`, which
     /// spreadsheets show as text and do not run. A title `=1+2` opens as `'=1+2`, not as 3 (or worse,
-    /// `=HYPERLINK(…)` or `=cmd|…`). Only the title needs it: every other column is made by recd.
+    /// `=HYPERLINK(…)` or `=cmd|…`). The title needs it, and the transcript (what someone said, as
+    /// heard): every other column is made by recd.
     static func neutralized(_ s: String) -> String {
         guard let first = s.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return s }
         return "'" + s

@@ -397,10 +397,13 @@ public struct ExportRow: Codable, Sendable, Equatable {
     public var playCount: Int
     /// EBU R128 loudness; null until measured.
     @Nullable public var loudness: Loudness?
+    /// What was said (the transcript's text); null when there is none.
+    @Nullable public var transcript: String?
     public init(id: UUID, title: String, timestamp: Date, duration: Double?, type: RecordingType,
-                purpose: Purpose?, playCount: Int, loudness: Loudness? = nil) {
+                purpose: Purpose?, playCount: Int, loudness: Loudness? = nil, transcript: String? = nil) {
         self.id = id; self.title = title; self.timestamp = timestamp; self.duration = duration
         self.type = type; self.purpose = purpose; self.playCount = playCount; self.loudness = loudness
+        self.transcript = transcript
     }
 
     enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount, loudness }

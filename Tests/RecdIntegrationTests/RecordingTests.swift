@@ -357,7 +357,7 @@ final class RecordingTests: DaemonTestCase {
         }
         let csv = try String(contentsOfFile: cwd + "/" + files.first { $0.hasSuffix(".csv") }!, encoding: .utf8)
         let lines = csv.components(separatedBy: "\r\n")
-        XCTAssertEqual(lines[0], "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP")
+        XCTAssertEqual(lines[0], "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript")
         XCTAssertEqual(lines.count, 4, csv)   // header, 2 rows, and the empty string after the last CRLF
         XCTAssertTrue(lines[1].hasPrefix(b.id.uuidString + ",Newer,"), lines[1])
         XCTAssertNotNil(lines[1].range(of: #",audio,milestone,0,(-inf|-?\d+\.\d\d),(\d+\.\d\d)?,(-?\d+\.\d\d)?$"#, options: .regularExpression), lines[1])

@@ -15,14 +15,14 @@ final class MetadataExportTests: XCTestCase {
                                       row("Comma, \"quote\"\nnewline", duration: nil),
                                       row("Hush", loudness: Loudness(integrated: nil, range: nil, truePeak: nil))])
         XCTAssertEqual(csv, """
-            id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP\r
-            6981E9C0-C777-4C15-B1C8-72BD5107E312,Plain,2025-10-25T15:42:00.000Z,75.250,audio,motivational,12,-18.25,4.50,-1.02\r
+            id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,Plain,2025-10-25T15:42:00.000Z,75.250,audio,motivational,12,-18.25,4.50,-1.02,\r
             6981E9C0-C777-4C15-B1C8-72BD5107E312,"Comma, ""quote""
-            newline",2025-10-25T15:42:00.000Z,,audio,,12,,,\r
-            6981E9C0-C777-4C15-B1C8-72BD5107E312,Hush,2025-10-25T15:42:00.000Z,75.250,audio,,12,-inf,,\r
+            newline",2025-10-25T15:42:00.000Z,,audio,,12,,,,\r
+            6981E9C0-C777-4C15-B1C8-72BD5107E312,Hush,2025-10-25T15:42:00.000Z,75.250,audio,,12,-inf,,,\r
 
             """)
-        XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP\r\n")
+        XCTAssertEqual(MetadataExport.csv([]), "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript\r\n")
     }
 
     /// OWASP's CSV injection rule: a title a spreadsheet would run as a formula is written as text.

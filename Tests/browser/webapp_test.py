@@ -462,7 +462,7 @@ try:
         csv = wait("the download", lambda b: next((os.path.join(downloads, f) for f in os.listdir(downloads) if f.endswith(".csv")), None))
         with open(csv) as f:
             first = f.readline().strip()
-        check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP", first)
+        check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript", first)
 
         # Delete All Data.
         click("[data-action=delete-all]")
