@@ -48,6 +48,16 @@ public final class MediaWorkerPool: @unchecked Sendable {
         return abi > 0 ? abi : nil
     }
 
+    /// Refuses memory that is both written and executed to this process and what it starts, except the
+    /// transcriber (PR_SET_MDWE, Linux 6.3+): systemd's MemoryDenyWriteExecute= would reach the
+    /// transcriber too, whose math library (oneDNN, in CTranslate2) writes its kernels at run time.
+    /// The media workers refuse it for themselves (`MediaWorkerProcess`). Returns what to log.
+    public static func refuseExecGain() -> String {
+        let rc = recd_refuse_exec_gain()
+        return rc == 0 ? "memory is never both writable and executable in recd (PR_SET_MDWE)"
+            : "PR_SET_MDWE is not available (\(String(cString: strerror(-rc)))): a kernel before 6.3 has no W^X of its own for recd"
+    }
+
     /// `recd-media` in the directory of the running program (recd's, wherever it was installed;
     /// $RECD_MEDIA_WORKER overrides it).
     public static var besideThisProgram: String {

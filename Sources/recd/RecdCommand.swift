@@ -3,6 +3,7 @@ import ArgumentParser
 import Engine
 import Foundation
 import Logging
+import MediaWorker
 import RecdAPI
 import JournalLog
 import Server
@@ -197,6 +198,7 @@ struct RecdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "recd")
+        logger.info("\(MediaWorkerPool.refuseExecGain())")
         if case .all = ConcurrencyOnEventLoops.installed {
             logger.info("\(ConcurrencyOnEventLoops.installed.description)")
         } else {
