@@ -31,10 +31,11 @@ int recd_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0);
 }
 
-int recd_refuse_exec_gain(void) {
-    // PR_SET_MDWE (Linux 6.3), PR_MDWE_REFUSE_EXEC_GAIN: what systemd's MemoryDenyWriteExecute= does
-    // with seccomp, for this process and what it execs, without reaching the transcriber.
-    return prctl(65, 1UL, 0UL, 0UL, 0UL) == 0 ? 0 : -errno;
+int recd_refuse_exec_gain(int inherited) {
+    // PR_SET_MDWE (Linux 6.3): PR_MDWE_REFUSE_EXEC_GAIN (1), and unless `inherited`
+    // PR_MDWE_NO_INHERIT (2, Linux 6.6): what systemd's MemoryDenyWriteExecute= does with seccomp,
+    // without reaching the processes this one starts (the transcriber).
+    return prctl(65, inherited ? 1UL : 3UL, 0UL, 0UL, 0UL) == 0 ? 0 : -errno;
 }
 
 int recd_set_thread_name(const char *name) {

@@ -48,14 +48,14 @@ public final class MediaWorkerPool: @unchecked Sendable {
         return abi > 0 ? abi : nil
     }
 
-    /// Refuses memory that is both written and executed to this process and what it starts, except the
-    /// transcriber (PR_SET_MDWE, Linux 6.3+): systemd's MemoryDenyWriteExecute= would reach the
-    /// transcriber too, whose math library (oneDNN, in CTranslate2) writes its kernels at run time.
-    /// The media workers refuse it for themselves (`MediaWorkerProcess`). Returns what to log.
+    /// Refuses memory that is both written and executed to this process, not to those it starts
+    /// (PR_SET_MDWE with PR_MDWE_NO_INHERIT, Linux 6.6+): systemd's MemoryDenyWriteExecute= would
+    /// reach the transcriber too, whose math library (oneDNN, in CTranslate2) writes its kernels at
+    /// run time. The media workers refuse it for themselves (`MediaWorkerProcess`). Returns what to log.
     public static func refuseExecGain() -> String {
-        let rc = recd_refuse_exec_gain()
+        let rc = recd_refuse_exec_gain(0)
         return rc == 0 ? "memory is never both writable and executable in recd (PR_SET_MDWE)"
-            : "PR_SET_MDWE is not available (\(String(cString: strerror(-rc)))): a kernel before 6.3 has no W^X of its own for recd"
+            : "PR_SET_MDWE without inheritance is not available (\(String(cString: strerror(-rc))); Linux 6.6 has it): recd runs without W^X of its own"
     }
 
     /// `recd-media` in the directory of the running program (recd's, wherever it was installed;

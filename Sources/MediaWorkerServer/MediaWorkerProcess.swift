@@ -31,7 +31,7 @@ public enum MediaWorkerProcess {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
-        _ = recd_refuse_exec_gain()   // FFmpeg's code is static: no memory need be both written and run
+        _ = recd_refuse_exec_gain(1)   // FFmpeg's code is static: no memory need be both written and run
         let level = Logger.Level(rawValue: arguments[2]) ?? .info
         let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)

@@ -21,9 +21,10 @@ int recd_set_parent_death_signal(int sig);
 /// thread, its name in ps and top.
 int recd_set_thread_name(const char *name);
 
-/// No memory both written and executed, ever, from here on (PR_SET_MDWE): 0, or -errno (EINVAL on a
-/// kernel before 6.3).
-int recd_refuse_exec_gain(void);
+/// No memory both written and executed, ever, from here on (PR_SET_MDWE), in this process and, when
+/// `inherited`, in the processes it starts: 0, or -errno (EINVAL on a kernel before 6.3, or before 6.6
+/// when not `inherited`).
+int recd_refuse_exec_gain(int inherited);
 
 /// A memory file of `size` bytes shared with a worker (memfd_create, close-on-exec; declared only
 /// under _GNU_SOURCE), sealed at that size (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL), so that a
