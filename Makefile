@@ -7,7 +7,7 @@ SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 RELEASE_DIR = $(shell $(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 
-.PHONY: run test deps test-deps bench-deps build debug install deb deb-test bench clean
+.PHONY: run test deps test-deps bench-deps build debug install install-transcriber deb deb-test bench clean
 
 ## Install what is missing, build a release, run the daemon in the foreground.
 run: deps build
@@ -68,6 +68,10 @@ deb:
 	scripts/build-deb.sh
 
 ## The package in a clean Debian 12 root (mmdebstrap): installs with apt, records, lists (scripts/deb-test.sh).
+## The transcriber (faster-whisper and Whisper base, about 600 MB) where an installed recd looks for it.
+install-transcriber:
+	scripts/install-deps.sh --transcribe $(DESTDIR)$(PREFIX)/lib/recd/transcribe
+
 deb-test: deb
 	scripts/deb-test.sh
 
@@ -80,6 +84,7 @@ bench: bench-deps build
 	bench/video.py
 	bench/webapp.py
 	bench/idle.py
+	bench/transcribe.py
 	RECD_BIN_DIR=$(RELEASE_DIR) bench/power-cut.py
 
 clean:
