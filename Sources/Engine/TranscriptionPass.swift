@@ -154,19 +154,26 @@ public actor TranscriptionPass {
         let size = FileOps.size(path)
         do {
             let duration = r.duration ?? 0
-            let (segments, language) = try await runInBackground {
-                try Self.feed(path: path, to: transcriber)
-                // Stalled: no segment for this long (Whisper's 30 s windows take seconds each here).
-                return try transcriber.transcribe(stallSeconds: 600) { segment in
-                    let progress = duration > 0 ? min(1, segment.end / duration) : 0
-                    current.withLock { $0 = (id, progress) }
-                    events.publish(.transcriptProgress(TranscriptProgressEvent(recordingID: id, state: .pending, progress: progress)))
+            // recd stopping does not wait for the job (it may take minutes): the transcriber is killed,
+            // and the recording is transcribed again at the next start.
+            let (segments, language) = try await withTaskCancellationHandler {
+                try await runInBackground {
+                    try Self.feed(path: path, to: transcriber)
+                    // Stalled: no segment for this long (Whisper's 30 s windows take seconds each here).
+                    return try transcriber.transcribe(stallSeconds: 600) { segment in
+                        let progress = duration > 0 ? min(1, segment.end / duration) : 0
+                        current.withLock { $0 = (id, progress) }
+                        events.publish(.transcriptProgress(TranscriptProgressEvent(recordingID: id, state: .pending, progress: progress)))
+                    }
                 }
+            } onCancel: {
+                transcriber.stop()
             }
             stored = StoredTranscript(state: .done, language: language, model: transcriber.model, error: nil, segments: segments)
         } catch MediaError.noStream {
             stored = StoredTranscript(state: .done, language: nil, model: transcriber.model, error: nil, segments: [])   // a silent video: no words
         } catch let error as TranscriberError {
+            if Task.isCancelled { return }   // stopped with recd: nothing to say
             // The transcriber's own failure: this recording is tried again by the next pass.
             unavailable = "\(error)"
             logger.error("transcripts: recording \(id): \(error)")

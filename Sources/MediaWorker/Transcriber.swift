@@ -36,6 +36,8 @@ public final class Transcriber: @unchecked Sendable {
     private let pid: pid_t
     private let fd: Int32
     private var ended = false
+    /// Guards the pid between `stop` (any thread) and its reaping by `end`.
+    private let reaping = NSLock()
 
     /// Whether `directory` holds an installed transcriber with `model`.
     public static func isInstalled(_ directory: String, model: String) -> Bool {
@@ -116,7 +118,16 @@ public final class Transcriber: @unchecked Sendable {
         ended = true
         close(fd)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaping.withLock { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
+    }
+
+    /// Kills the transcriber now, from any thread (recd is stopping): the call waiting for it then
+    /// fails at once instead of waiting for the job, which may take minutes, to finish.
+    public func stop() {
+        reaping.withLock {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == 0 { kill(pid, SIGKILL) }
+        }
     }
 
     deinit { end() }

@@ -162,7 +162,12 @@ final class Daemon {
         self.extraArgs = ["--capture-device", captureDevice] + extraArgs
     }
 
-    var arguments: [String] { ["--data-dir", dataDir.path, "--socket", socket, "--log-level", "debug"] + extraArgs }
+    /// Transcription off unless a test asks for it (`--transcribe`, `--transcriber`): every import and
+    /// save would otherwise start Whisper beside the test (TranscriptTests test it).
+    var arguments: [String] {
+        let transcription = extraArgs.contains { $0 == "--transcribe" || $0 == "--transcriber" } ? [] : ["--transcribe", "off"]
+        return ["--data-dir", dataDir.path, "--socket", socket, "--log-level", "debug"] + transcription + extraArgs
+    }
 
     /// Starts recd and waits until its socket answers.
     func start(file: StaticString = #filePath, line: UInt = #line) throws {

@@ -140,14 +140,23 @@ final class TranscriptTests: DaemonTestCase {
     func testAKilledTranscriptionIsMadeAgainAtTheNextStart() throws {
         let long = try speech(String(repeating: "The quick brown fox jumps over the lazy dog near the river bank. ", count: 6), name: "long")
         let r = try daemon.recctlJSON(Recording.self, "import", long, "--title", "Fox")
-        var working = false
-        let deadline = Date().addingTimeInterval(60)
-        while !working && Date() < deadline {
-            let s = try daemon.recctlJSON(DaemonStatus.self, "status").transcription
-            working = s.state == "working" && s.current == r.id
-            if !working { Thread.sleep(forTimeInterval: 0.1) }
+        func waitUntilWorking() throws {
+            var working = false
+            let deadline = Date().addingTimeInterval(60)
+            while !working && Date() < deadline {
+                let s = try daemon.recctlJSON(DaemonStatus.self, "status").transcription
+                working = s.state == "working" && s.current == r.id
+                if !working { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            XCTAssertTrue(working, "the transcription never ran: \(daemon.log.suffix(2000))")
         }
-        XCTAssertTrue(working, "the transcription never ran: \(daemon.log.suffix(2000))")
+        // SIGTERM mid-transcription: recd stops at once (the job is killed, not waited for).
+        try waitUntilWorking()
+        let stopping = Date()
+        daemon.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 5, "recd waited for the transcription: \(daemon.log.suffix(1500))")
+        try daemon.start()
+        try waitUntilWorking()
         daemon.kill9()
         Thread.sleep(forTimeInterval: 0.5)
         let left = try Tools.run("pgrep", ["-f", "recd-transcribe.py"])
