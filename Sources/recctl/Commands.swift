@@ -412,11 +412,9 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let reply = try await global.client.send(.GET, "/v1/export?format=\(format.rawValue)")
         try RecdClient.check(reply)
-        try global.mayWrite(output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)", force: force)
-        try global.save(reply.body, to: output,
-                        defaultName: Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)") { name, _ in
-            "Data exported ✓ \(name)"
-        }
+        let name = output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)"
+        try global.mayWrite(name, force: force)
+        try global.save(reply.body, to: name) { name, _ in "Data exported ✓ \(name)" }
     }
 
     static func fileName(from headers: HTTPHeaders) -> String? {
