@@ -134,14 +134,7 @@ final class LaunchPage: Sendable {
         defer { close(fd) }
         _ = fchmod(fd, 0o600)
         let href = url.replacingScalar("&", with: "&amp;").replacingScalar("\"", with: "&quot;").replacingScalar("<", with: "&lt;")
-        let html = """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(href)">
-            <title>Opening recd's web app</title></head>
-            <body><p>Opening <a href="\(href)">recd's web app</a>…</p></body></html>
-
-            """
-        Console.write(Array(html.utf8), to: fd)
+        Console.write(Array((BridgeHandler.enterPage(href) + "\n").utf8), to: fd)
     }
 
     func remove() {
@@ -342,6 +335,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     /// launch file of --open is a file:// page, a link in another site's page) withholds a
     /// SameSite=Strict cookie from every request of that navigation, redirects included, so the
     /// app would answer 401; a navigation this page starts is the relay's own, and carries it.
+    /// (The launch file is this page too, on to the tokened address.)
     static func enterPage(_ location: String) -> String {
         """
         <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(location)">
