@@ -8,6 +8,9 @@ public enum PatchField<Value: Codable & Sendable & Equatable>: Sendable, Equatab
     case null
     case value(Value)
 
+    /// `.value`, or `.absent` for nil (a field the request leaves out).
+    public init(_ value: Value?) { self = value.map { .value($0) } ?? .absent }
+
     public var isPresent: Bool { if case .absent = self { return false } else { return true } }
 }
 

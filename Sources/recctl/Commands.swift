@@ -73,8 +73,7 @@ struct MetadataOptions: ParsableArguments {
     }
 
     var patch: MetadataPatch {
-        MetadataPatch(title: title.map { .value($0) } ?? .absent,
-                      notes: notes.map { .value($0) } ?? .absent,
+        MetadataPatch(title: PatchField(title), notes: PatchField(notes),
                       purpose: purpose.map { $0.lowercased() == "none" ? .null : .value(Purpose.named($0) ?? $0.lowercased()) } ?? .absent)
     }
 }

@@ -334,9 +334,7 @@ extension Record {
         guard let purpose = await ask("Purpose (optional: \(names.joined(separator: ", "))): ", valid: {
             $0.isEmpty || Purpose.named($0) != nil ? nil : "Choose one of \(names.joined(separator: ", ")), or leave it blank."
         }) else { return nil }
-        return MetadataPatch(title: title.map { .value($0) } ?? .absent,
-                             notes: notes.map { .value($0) } ?? .absent,
-                             purpose: purpose.flatMap { Purpose.named($0) }.map { .value($0) } ?? .absent)
+        return MetadataPatch(title: PatchField(title), notes: PatchField(notes), purpose: PatchField(purpose.flatMap { Purpose.named($0) }))
     }
 
     private static func leftPending(_ r: Recording) {
