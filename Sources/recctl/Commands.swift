@@ -295,13 +295,8 @@ struct Discard: AsyncParsableCommand {
 
     func run() async throws {
         let path = "/v1/recordings/\(try idPath(id))"
-        if !yes {
-            let (r, _) = try await global.client.call(.GET, path, as: Recording.self)
-            guard Delete.confirm(Say.confirmDiscard + " ('\(Output.text(r.title))')") else {
-                print(Say.nothingDiscarded)
-                return
-            }
-        }
+        let question = { (r: Recording) in Say.confirmDiscard + " ('\(Output.text(r.title))')" }
+        guard try await Delete.confirmed(yes, global.client, path, question, else: Say.nothingDiscarded) else { return }
         let (r, raw) = try await global.client.call(.POST, path + "/discard", body: Optional<Int>.none, as: Recording.self)
         global.emit(raw, Say.discarded(r))
     }
@@ -470,15 +465,20 @@ struct Delete: AsyncParsableCommand {
             return
         }
         let path = "/v1/recordings/\(try idPath(id!))"
-        if !yes {
-            let (r, _) = try await client.call(.GET, path, as: Recording.self)
-            guard Self.confirm(Say.confirmDelete(r)) else {
-                print(Say.nothingDeleted)
-                return
-            }
-        }
+        guard try await Self.confirmed(yes, client, path, Say.confirmDelete, else: Say.nothingDeleted) else { return }
         let (r, raw) = try await client.call(.DELETE, path, as: Recording.self)
         global.emit(raw, Say.deleted(r))
+    }
+
+    /// Unless `yes`: whether the person confirms `question` about the recording at `path`; `refused`
+    /// is said when they do not.
+    static func confirmed(_ yes: Bool, _ client: RecdClient, _ path: String, _ question: (Recording) -> String,
+                          else refused: String) async throws -> Bool {
+        if yes { return true }
+        let (r, _) = try await client.call(.GET, path, as: Recording.self)
+        if confirm(question(r)) { return true }
+        print(refused)
+        return false
     }
 
     /// Asks on the terminal; only an explicit yes confirms. On a terminal one key answers, as the
