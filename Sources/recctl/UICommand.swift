@@ -282,7 +282,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             switch check(head) {
             case .forward(let p): path = p
             case .refuse(let status, let body, let headers):
-                reply(context, status, body, extra: headers)
+                replyOn(context.channel, status, body, type: "text/plain; charset=utf-8", extra: headers)
                 return
             case .enter(let cookie):
                 replyOn(context.channel, .ok, Self.enterPage(gate.prefix + "/"), type: "text/html; charset=utf-8",
@@ -453,10 +453,6 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
         guard let upstream else { pending.append(part); return }
         upstream.writeAndFlush(part, promise: nil)
         if !upstream.isWritable { setAutoRead(browser, false) }
-    }
-
-    private func reply(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ text: String, extra: [(String, String)] = []) {
-        replyOn(context.channel, status, text, type: "text/plain; charset=utf-8", extra: extra)
     }
 
     private func replyOn(_ channel: any Channel, _ status: HTTPResponseStatus, _ text: String, type: String,
