@@ -495,13 +495,8 @@ struct Delete: AsyncParsableCommand {
     /// One key from the terminal, echoed with its newline. ISIG is off meanwhile, so Ctrl-C comes as
     /// its byte (a no) and the terminal is always put back as it was.
     static func oneKey() -> Character? {
-        var saved = termios()
-        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { return nil }
-        var raw = saved
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
-        withUnsafeMutableBytes(of: &raw.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
-        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
-        defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
+        guard KeyMode.enter(signals: false) else { return nil }
+        defer { KeyMode.leave() }
         var bytes: [UInt8] = []
         var b: UInt8 = 0
         guard read(STDIN_FILENO, &b, 1) == 1 else { Console.out(Data("\n".utf8)); return nil }

@@ -79,18 +79,21 @@ final class InputReader: Sendable {
     }
 }
 
-/// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal) while a choice is
-/// asked, and back as it was afterwards, also when recctl exits.
+/// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal unless `signals` is
+/// false) while a choice is asked, and back as it was afterwards, also when recctl exits. False
+/// when standard input has no terminal settings.
 enum KeyMode {
     private static let saved = Mutex<termios?>(nil)
 
-    static func enter() {
+    @discardableResult
+    static func enter(signals: Bool = true) -> Bool {
         var t = termios()
-        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return }
+        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return false }
         saved.withLock { if $0 == nil { $0 = t } }
-        t.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        t.c_lflag &= ~tcflag_t(signals ? ICANON | ECHO : ICANON | ECHO | ISIG)
         withUnsafeMutableBytes(of: &t.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
         tcsetattr(STDIN_FILENO, TCSANOW, &t)
+        return true
     }
 
     static func leave() {
