@@ -124,9 +124,7 @@ struct RecdClient {
     func events(_ path: String, onData: @escaping @Sendable (String) -> Void) async throws {
         let channel = try await connect()
         try await channel.executeThenClose { inbound, outbound in
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-            head.headers.add(name: "Host", value: "recd")
-            head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+            var head = Self.head(.GET, path)
             head.headers.add(name: "Accept", value: "text/event-stream")
             try await outbound.write(contentsOf: [.head(head), .end(nil)])
             var status = 0
