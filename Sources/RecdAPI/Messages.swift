@@ -127,7 +127,6 @@ public struct VideoCaptureInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// Reply to `POST /v1/record/start`.
 /// A stream of samples: what a capture device delivers, or what is recorded.
 public struct AudioFormatInfo: Codable, Sendable, Equatable {
     /// ALSA's name: `S16_LE`, `S32_LE`, `FLOAT_LE`, `S24_3LE`, `S24_LE`.
@@ -139,6 +138,7 @@ public struct AudioFormatInfo: Codable, Sendable, Equatable {
     }
 }
 
+/// Reply to `POST /v1/record/start`.
 public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var recording: Recording
     /// ALSA PCM name the recording captures sound from; null for a silent video.
