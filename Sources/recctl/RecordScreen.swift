@@ -80,11 +80,11 @@ final class InputReader: Sendable {
 }
 
 /// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal unless `signals` is
-/// false) while a choice is asked, and back as it was afterwards, also when recctl exits. False
-/// when standard input has no terminal settings.
+/// false) while a choice is asked, and back as it was afterwards, also when recctl exits.
 enum KeyMode {
     private static let saved = Mutex<termios?>(nil)
 
+    /// False when standard input has no terminal settings to change.
     @discardableResult
     static func enter(signals: Bool = true) -> Bool {
         var t = termios()
