@@ -46,9 +46,6 @@ public struct RecordingStoppedEvent: Codable, Sendable, Equatable {
         self.recordingID = recordingID; self.reason = reason; self.recording = recording; self.discarded = discarded
         self.error = error; self.capture = capture
     }
-
-    enum CodingKeys: String, CodingKey { case recordingID, reason, recording, discarded, error, capture }
-
 }
 
 /// Where a playback is (about four times a second while it plays).
@@ -62,9 +59,6 @@ public struct PlaybackProgressEvent: Codable, Sendable, Equatable {
         self.session = session; self.recordingID = recordingID; self.state = state; self.position = position
         self.duration = duration
     }
-
-    enum CodingKeys: String, CodingKey { case session, recordingID, state, position, duration }
-
 }
 
 /// Something in the library changed.
@@ -76,9 +70,6 @@ public struct LibraryChangedEvent: Codable, Sendable, Equatable {
     @Nullable public var recordingID: UUID?
     public var change: Change
     public init(recordingID: UUID?, change: Change) { self.recordingID = recordingID; self.change = change }
-
-    enum CodingKeys: String, CodingKey { case recordingID, change }
-
 }
 
 /// The kinds of event, as `type` names them (and `?type=` filters them).

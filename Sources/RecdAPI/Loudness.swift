@@ -13,6 +13,4 @@ public struct Loudness: Codable, Sendable, Equatable {
     public init(integrated: Double?, range: Double?, truePeak: Double?) {
         self.integrated = integrated; self.range = range; self.truePeak = truePeak
     }
-
-    enum CodingKeys: String, CodingKey { case integrated, range, truePeak }
 }

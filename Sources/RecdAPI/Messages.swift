@@ -8,8 +8,10 @@ public enum PatchField<Value: Codable & Sendable & Equatable>: Sendable, Equatab
     case null
     case value(Value)
 
+    /// `.value`, or `.absent` for nil (a field the request leaves out).
+    public init(_ value: Value?) { self = value.map { .value($0) } ?? .absent }
+
     public var isPresent: Bool { if case .absent = self { return false } else { return true } }
-    public var valueOrNil: Value? { if case .value(let v) = self { return v } else { return nil } }
 }
 
 extension KeyedDecodingContainer {
@@ -125,7 +127,6 @@ public struct VideoCaptureInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// Reply to `POST /v1/record/start`.
 /// A stream of samples: what a capture device delivers, or what is recorded.
 public struct AudioFormatInfo: Codable, Sendable, Equatable {
     /// ALSA's name: `S16_LE`, `S32_LE`, `FLOAT_LE`, `S24_3LE`, `S24_LE`.
@@ -137,6 +138,7 @@ public struct AudioFormatInfo: Codable, Sendable, Equatable {
     }
 }
 
+/// Reply to `POST /v1/record/start`.
 public struct StartRecordingResponse: Codable, Sendable, Equatable {
     public var recording: Recording
     /// ALSA PCM name the recording captures sound from; null for a silent video.
@@ -156,7 +158,6 @@ public struct StartRecordingResponse: Codable, Sendable, Equatable {
         self.recording = recording; self.device = device; self.video = video; self.startLatencyMs = startLatencyMs
         self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
     }
-    enum CodingKeys: String, CodingKey { case recording, device, deviceFormat, recordedFormat, video, startLatencyMs }
 }
 
 /// What to do with the recording once it is stopped.
@@ -218,13 +219,6 @@ public struct TrimRequest: Codable, Sendable, Equatable, APIRequestBody {
         end = try c.decodeIfPresent(Double.self, forKey: .end)
         asNew = try c.decodeIfPresent(Bool.self, forKey: .asNew) ?? false
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(start, forKey: .start)
-        try c.encodeIfPresent(end, forKey: .end)
-        try c.encode(asNew, forKey: .asNew)
-    }
 }
 
 /// Reply to `POST /v1/record/stop`.
@@ -237,7 +231,6 @@ public struct StopRecordingResponse: Codable, Sendable, Equatable {
     public init(recording: Recording?, discarded: Bool, capture: CaptureStats) {
         self.recording = recording; self.discarded = discarded; self.capture = capture
     }
-    enum CodingKeys: String, CodingKey { case recording, discarded, capture }
 }
 
 /// Counters of one capture session.
@@ -257,7 +250,6 @@ public struct CaptureStats: Codable, Sendable, Equatable {
         self.framesCaptured = framesCaptured; self.overruns = overruns; self.droppedFrames = droppedFrames
         self.videoFrames = videoFrames; self.videoDroppedFrames = videoDroppedFrames
     }
-    enum CodingKeys: String, CodingKey { case framesCaptured, overruns, droppedFrames, videoFrames, videoDroppedFrames }
 }
 
 /// `GET /v1/recordings`.
@@ -288,8 +280,6 @@ public struct RecordingPauseState: Codable, Sendable, Equatable {
         self.recordingID = recordingID; self.paused = paused; self.elapsed = elapsed; self.pausedFor = pausedFor
         self.pausedTotal = pausedTotal
     }
-
-    enum CodingKeys: String, CodingKey { case recordingID, paused, elapsed, pausedFor, pausedTotal }
 }
 
 /// The background measurement of recordings without a loudness (in `GET /v1/status`).
@@ -301,8 +291,6 @@ public struct LoudnessPassStatus: Codable, Sendable, Equatable {
     /// The one being measured now.
     @Nullable public var current: UUID?
     public init(pending: Int, measured: Int, current: UUID?) { self.pending = pending; self.measured = measured; self.current = current }
-
-    enum CodingKeys: String, CodingKey { case pending, measured, current }
 }
 
 /// `GET /v1/status`.
@@ -333,11 +321,6 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
             self.deviceFormat = deviceFormat; self.recordedFormat = recordedFormat
             self.paused = paused; self.pausedFor = pausedFor; self.pausedTotal = pausedTotal
         }
-
-        enum CodingKeys: String, CodingKey {
-            case recording, elapsed, paused, pausedFor, pausedTotal, capture, deviceFormat, recordedFormat
-        }
-
     }
 
     public var version: String
@@ -377,13 +360,6 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.sampleRate = sampleRate; self.channels = channels; self.dataDirectory = dataDirectory
         self.socket = socket; self.counts = counts; self.lastFault = lastFault; self.recovery = recovery
     }
-
-    enum CodingKeys: String, CodingKey {
-        case version, pid, uptime, activity, active, captureDevice, playbackDevice, sampleRate, channels,
-             dataDirectory, socket, counts, lastFault, recovery, playback, loudnessPass, transcription
-    }
-
-
 }
 
 /// One row of the metadata export (seed Screen 7.2): files are not exported.
@@ -405,9 +381,6 @@ public struct ExportRow: Codable, Sendable, Equatable {
         self.type = type; self.purpose = purpose; self.playCount = playCount; self.loudness = loudness
         self.transcript = transcript
     }
-
-    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount, loudness }
-
 }
 
 /// Body of the JSON export.

@@ -93,12 +93,6 @@ public struct Recording: Codable, Sendable, Equatable {
         self.recovered = recovered; self.droppedFrames = droppedFrames; self.loudness = loudness
         self.format = format
     }
-
-    enum CodingKeys: String, CodingKey {
-        case id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount,
-             lastPlayedAt, recovered, droppedFrames, loudness, format
-    }
-
 }
 
 /// Sort orders of the library list.

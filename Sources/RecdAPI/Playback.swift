@@ -66,9 +66,6 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
         self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
         self.startedAt = startedAt; self.gain = gain
     }
-
-    enum CodingKeys: String, CodingKey { case session, recording, state, position, duration, counts, device, underruns, startedAt, gain }
-
 }
 
 /// How a playback session ended.
@@ -103,9 +100,6 @@ public struct PlaybackEnded: Codable, Sendable, Equatable {
         self.session = session; self.recordingID = recordingID; self.title = title; self.reason = reason
         self.position = position; self.counted = counted; self.at = at; self.error = error
     }
-
-    enum CodingKeys: String, CodingKey { case session, recordingID, title, reason, position, counted, at, error }
-
 }
 
 /// `GET /v1/playback` and the replies of the transport controls.
@@ -115,9 +109,6 @@ public struct PlaybackStatus: Codable, Sendable, Equatable {
     /// The last playback that ended since the daemon started.
     @Nullable public var lastEnded: PlaybackEnded?
     public init(playback: PlaybackInfo?, lastEnded: PlaybackEnded?) { self.playback = playback; self.lastEnded = lastEnded }
-
-    enum CodingKeys: String, CodingKey { case playback, lastEnded }
-
 }
 
 /// `POST /v1/recordings/{id}/play` reply (201).
@@ -130,9 +121,6 @@ public struct PlayResponse: Codable, Sendable, Equatable {
     public init(playback: PlaybackInfo, startLatencyMs: Double, replaced: PlaybackEnded?) {
         self.playback = playback; self.startLatencyMs = startLatencyMs; self.replaced = replaced
     }
-
-    enum CodingKeys: String, CodingKey { case playback, startLatencyMs, replaced }
-
 }
 
 /// A position or offset as people write it: "90", "1:30", "1:02:03", with an optional sign for a

@@ -8,27 +8,21 @@ import FoundationEssentials
 /// `RecordingJSONTests` holds it to the encoder's output.
 public enum RecordingJSON {
     public static func encode(_ list: RecordingList) -> Data {
-        Data(listing(count: list.recordings.count, total: list.total, limit: list.limit, offset: list.offset,
-                     rowBytes: list.recordings.count * 560) { i, out in append(list.recordings[i], to: &out) })
-    }
-
-    private static func listing(count: Int, total: Int, limit: Int, offset: Int, rowBytes: Int,
-                                row: (Int, inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + rowBytes)
+        out.reserveCapacity(64 + list.recordings.count * 560)
         out.append(contentsOf: #"{"limit":"#.utf8)
-        int(limit, &out)
+        int(list.limit, &out)
         out.append(contentsOf: #","offset":"#.utf8)
-        int(offset, &out)
+        int(list.offset, &out)
         out.append(contentsOf: #","recordings":["#.utf8)
-        for i in 0..<count {
+        for (i, r) in list.recordings.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            row(i, &out)
+            append(r, to: &out)
         }
         out.append(contentsOf: #"],"total":"#.utf8)
-        int(total, &out)
+        int(list.total, &out)
         out.append(UInt8(ascii: "}"))
-        return out
+        return Data(out)
     }
 
     public static func encode(_ r: Recording) -> Data {

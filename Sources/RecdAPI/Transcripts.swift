@@ -68,8 +68,6 @@ public struct Transcript: Codable, Sendable, Equatable {
         self.text = Self.text(of: segments)
     }
 
-    enum CodingKeys: String, CodingKey { case recordingID, state, language, model, error, text, segments }
-
     /// The segments' text, one space between them.
     public static func text(of segments: [TranscriptSegment]) -> String {
         segments.map { trimmed($0.text) }.filter { !$0.isEmpty }.joined(separator: " ")
@@ -111,8 +109,6 @@ public struct SearchHit: Codable, Sendable, Equatable {
     public init(recording: Recording, field: String, snippet: String, time: Double?) {
         self.recording = recording; self.field = field; self.snippet = snippet; self.time = time
     }
-
-    enum CodingKeys: String, CodingKey { case recording, field, snippet, time }
 }
 
 /// `GET /v1/search?q=…`: the best matches first.
@@ -143,8 +139,6 @@ public struct TranscriptionStatus: Codable, Sendable, Equatable {
         self.state = state; self.model = model; self.pending = pending; self.current = current
         self.progress = progress; self.done = done; self.message = message
     }
-
-    enum CodingKeys: String, CodingKey { case state, model, pending, current, progress, done, message }
 }
 
 /// `transcript.progress` (as a long recording is transcribed: after each stretch of speech) and

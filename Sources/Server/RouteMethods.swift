@@ -47,27 +47,21 @@ final class RouteMethods: Sendable {
 
 /// A router group that records what it registers in a `RouteMethods`.
 struct APIGroup {
+    typealias Handler<Response> = @Sendable (Request, RecdRequestContext) async throws -> Response
     let group: RouterGroup<RecdRequestContext>
     let prefix: String
     let index: RouteMethods
 
-    private func record(_ path: String, _ method: HTTPRequest.Method) { index.add(prefix + "/" + path, method) }
+    private func on(_ method: HTTPRequest.Method, _ path: String, _ handler: @escaping Handler<some ResponseGenerator>) {
+        index.add(prefix + "/" + path, method)
+        group.on(RouterPath(path), method: method, use: handler)
+    }
 
-    func get(_ path: String, use handler: @escaping @Sendable (Request, RecdRequestContext) async throws -> some ResponseGenerator) {
-        record(path, .get); group.get(RouterPath(path), use: handler)
-    }
-    func head(_ path: String, use handler: @escaping @Sendable (Request, RecdRequestContext) async throws -> some ResponseGenerator) {
-        record(path, .head); group.head(RouterPath(path), use: handler)
-    }
-    func post(_ path: String, use handler: @escaping @Sendable (Request, RecdRequestContext) async throws -> some ResponseGenerator) {
-        record(path, .post); group.post(RouterPath(path), use: handler)
-    }
-    func patch(_ path: String, use handler: @escaping @Sendable (Request, RecdRequestContext) async throws -> some ResponseGenerator) {
-        record(path, .patch); group.patch(RouterPath(path), use: handler)
-    }
-    func delete(_ path: String, use handler: @escaping @Sendable (Request, RecdRequestContext) async throws -> some ResponseGenerator) {
-        record(path, .delete); group.delete(RouterPath(path), use: handler)
-    }
+    func get(_ path: String, use handler: @escaping Handler<some ResponseGenerator>) { on(.get, path, handler) }
+    func head(_ path: String, use handler: @escaping Handler<some ResponseGenerator>) { on(.head, path, handler) }
+    func post(_ path: String, use handler: @escaping Handler<some ResponseGenerator>) { on(.post, path, handler) }
+    func patch(_ path: String, use handler: @escaping Handler<some ResponseGenerator>) { on(.patch, path, handler) }
+    func delete(_ path: String, use handler: @escaping Handler<some ResponseGenerator>) { on(.delete, path, handler) }
 }
 
 /// Turns the router's 404 for a path that exists under other methods into 405 with `Allow`

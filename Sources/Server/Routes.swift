@@ -304,9 +304,7 @@ public enum RecdRoutes {
             throw EngineError.invalidValue(field: "name", detail: "give the file's name (no path, no control characters, at most 255 characters), e.g. ?name=memo.wav")
         }
         func text(_ key: Substring) -> String? { q[key].map { String($0) } }
-        let patch = MetadataPatch(title: text("title").map { .value($0) } ?? .absent,
-                                  notes: text("notes").map { .value($0) } ?? .absent,
-                                  purpose: text("purpose").map { .value($0) } ?? .absent)
+        let patch = MetadataPatch(title: PatchField(text("title")), notes: PatchField(text("notes")), purpose: PatchField(text("purpose")))
         let metadata = try MetadataRules.validate(patch)
         var modified: Date?
         if let m = text("modified") {

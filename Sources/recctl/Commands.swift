@@ -73,8 +73,7 @@ struct MetadataOptions: ParsableArguments {
     }
 
     var patch: MetadataPatch {
-        MetadataPatch(title: title.map { .value($0) } ?? .absent,
-                      notes: notes.map { .value($0) } ?? .absent,
+        MetadataPatch(title: PatchField(title), notes: PatchField(notes),
                       purpose: purpose.map { $0.lowercased() == "none" ? .null : .value(Purpose.named($0) ?? $0.lowercased()) } ?? .absent)
     }
 }
@@ -296,13 +295,8 @@ struct Discard: AsyncParsableCommand {
 
     func run() async throws {
         let path = "/v1/recordings/\(try idPath(id))"
-        if !yes {
-            let (r, _) = try await global.client.call(.GET, path, as: Recording.self)
-            guard Delete.confirm(Say.confirmDiscard + " ('\(Output.text(r.title))')") else {
-                print(Say.nothingDiscarded)
-                return
-            }
-        }
+        let question = { (r: Recording) in Say.confirmDiscard + " ('\(Output.text(r.title))')" }
+        guard try await Delete.confirmed(yes, global.client, path, question, else: Say.nothingDiscarded) else { return }
         let (r, raw) = try await global.client.call(.POST, path + "/discard", body: Optional<Int>.none, as: Recording.self)
         global.emit(raw, Say.discarded(r))
     }
@@ -412,11 +406,9 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let reply = try await global.client.send(.GET, "/v1/export?format=\(format.rawValue)")
         try RecdClient.check(reply)
-        try global.mayWrite(output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)", force: force)
-        try global.save(reply.body, to: output,
-                        defaultName: Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)") { name, _ in
-            "Data exported ✓ \(name)"
-        }
+        let name = output ?? Self.fileName(from: reply.headers) ?? "recd_export.\(format.rawValue)"
+        try global.mayWrite(name, force: force)
+        try global.save(reply.body, to: name) { name, _ in "Data exported ✓ \(name)" }
     }
 
     static func fileName(from headers: HTTPHeaders) -> String? {
@@ -473,15 +465,20 @@ struct Delete: AsyncParsableCommand {
             return
         }
         let path = "/v1/recordings/\(try idPath(id!))"
-        if !yes {
-            let (r, _) = try await client.call(.GET, path, as: Recording.self)
-            guard Self.confirm(Say.confirmDelete(r)) else {
-                print(Say.nothingDeleted)
-                return
-            }
-        }
+        guard try await Self.confirmed(yes, client, path, Say.confirmDelete, else: Say.nothingDeleted) else { return }
         let (r, raw) = try await client.call(.DELETE, path, as: Recording.self)
         global.emit(raw, Say.deleted(r))
+    }
+
+    /// Unless `yes`: whether the person confirms `question` about the recording at `path`; `refused`
+    /// is said when they do not.
+    static func confirmed(_ yes: Bool, _ client: RecdClient, _ path: String, _ question: (Recording) -> String,
+                          else refused: String) async throws -> Bool {
+        if yes { return true }
+        let (r, _) = try await client.call(.GET, path, as: Recording.self)
+        if confirm(question(r)) { return true }
+        print(refused)
+        return false
     }
 
     /// Asks on the terminal; only an explicit yes confirms. On a terminal one key answers, as the
@@ -498,13 +495,8 @@ struct Delete: AsyncParsableCommand {
     /// One key from the terminal, echoed with its newline. ISIG is off meanwhile, so Ctrl-C comes as
     /// its byte (a no) and the terminal is always put back as it was.
     static func oneKey() -> Character? {
-        var saved = termios()
-        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { return nil }
-        var raw = saved
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
-        withUnsafeMutableBytes(of: &raw.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
-        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
-        defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
+        guard KeyMode.enter(signals: false) else { return nil }
+        defer { KeyMode.leave() }
         var bytes: [UInt8] = []
         var b: UInt8 = 0
         guard read(STDIN_FILENO, &b, 1) == 1 else { Console.out(Data("\n".utf8)); return nil }

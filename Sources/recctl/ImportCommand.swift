@@ -42,7 +42,8 @@ struct Import: AsyncParsableCommand {
             let problem = !found ? (errno == ENOENT ? "no such file" : String(cString: strerror(errno)))
                 : info.st_mode & S_IFMT == S_IFDIR ? "is a directory: give the files in it" : nil
             if let problem {
-                report(code: "local", "\(file): \(problem)")
+                // Said as the daemon's refusals are, one per file, so the others' replies still come.
+                Main.report(code: "local", "\(file): \(problem)")
                 failed += 1
                 continue
             }
@@ -70,16 +71,5 @@ struct Import: AsyncParsableCommand {
             }
         }
         if failed > 0 { throw ExitCode(ExitStatus.refused) }
-    }
-
-    /// A file that was not sent, said as the daemon's refusals are: `recctl: …` on stderr, or with
-    /// --json an error object on stdout (one line per file, so the others' replies still come).
-    func report(code: String, _ message: String) {
-        if global.json {
-            let raw = (try? APIJSON.encoder().encode(["error": ["code": code, "message": message]])) ?? Data()
-            Console.out(raw + Data("\n".utf8))
-        } else {
-            Console.err(Data("recctl: \(message)\n".utf8))
-        }
     }
 }

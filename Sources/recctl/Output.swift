@@ -126,9 +126,8 @@ enum Output {
             ("size", r.sizeBytes.map { byteCountString($0) } ?? "-"),
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
             ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file),
+            ("format", format(r)), ("loudness", loudness(r)),
         ]
-        rows.append(("format", format(r)))
-        rows.append(("loudness", loudness(r)))
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
         if r.droppedFrames > 0 { rows.append(("dropped frames", String(r.droppedFrames))) }
         if !r.notes.isEmpty {

@@ -258,7 +258,7 @@ struct Media: AsyncParsableCommand {
         try global.mayWrite(name, force: force)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/media")
         try RecdClient.check(reply)
-        try global.save(reply.body, to: name, defaultName: name) { name, size in
+        try global.save(reply.body, to: name) { name, size in
             "Copied '\(Output.text(r.title))' to \(name) (\(size))"
         }
     }
@@ -278,16 +278,14 @@ struct Media: AsyncParsableCommand {
 }
 
 extension GlobalOptions {
-    /// Puts a downloaded body where `-o` says: standard output for `-`, else the file `output` (or
-    /// `defaultName` in the current directory), written whole (see `writeFile`). Then says what was
-    /// written: `{"file", "bytes"}` with --json, else `summary(name, size)`.
-    func save(_ body: Data, to output: String?, defaultName: @autoclosure () -> String,
-              summary: (_ name: String, _ size: String) -> String) throws {
-        if output == "-" {
+    /// Puts a downloaded body where `-o` says: standard output for `-`, else the file `name`, written
+    /// whole (see `writeFile`). Then says what was written: `{"file", "bytes"}` with --json, else
+    /// `summary(name, size)`.
+    func save(_ body: Data, to name: String, summary: (_ name: String, _ size: String) -> String) throws {
+        if name == "-" {
             Console.out(body)
             return
         }
-        let name = output ?? defaultName()
         try writeFile(body, to: name)
         if json {
             let data = try APIJSON.encoder().encode(WrittenFile(file: name, bytes: body.count))
@@ -353,10 +351,11 @@ struct Poster: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace an existing file without asking.") var force = false
 
     func run() async throws {
-        try global.mayWrite(output ?? "poster_\(id).jpg", force: force)
+        let name = output ?? "poster_\(id).jpg"
+        try global.mayWrite(name, force: force)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(idPath(id))/poster")
         try RecdClient.check(reply)
-        try global.save(reply.body, to: output, defaultName: "poster_\(id).jpg") { name, size in
+        try global.save(reply.body, to: name) { name, size in
             "Poster of \(id) saved to \(name) (\(size))"
         }
     }

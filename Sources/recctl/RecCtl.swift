@@ -191,9 +191,15 @@ enum Main {
         exit(ExitStatus.usage)
     }
 
+    /// An error of recctl's own, said and exited with `status`.
+    static func fail(code: String, _ message: String, hint: String? = nil, status: Int32) -> Never {
+        report(code: code, message, hint: hint)
+        exit(status)
+    }
+
     /// An error of recctl's own: `recctl: message` (and a hint) on stderr, or with --json
     /// `{"error": {"code", "message"}}` on stdout, as the daemon's errors are.
-    static func fail(code: String, _ message: String, hint: String? = nil, status: Int32) -> Never {
+    static func report(code: String, _ message: String, hint: String? = nil) {
         if jsonErrors {
             var detail = ["code": code, "message": message]
             if let hint { detail["hint"] = hint }
@@ -202,7 +208,6 @@ enum Main {
         } else {
             Console.err(Data(("recctl: \(message)\n" + (hint.map { $0 + "\n" } ?? "")).utf8))
         }
-        exit(status)
     }
 
     /// The recordings an ambiguous prefix matches, once each, with their titles.

@@ -65,49 +65,41 @@ struct RecdClient {
     }
 
     /// POSTs the bytes of `file` as the body, read and sent a MiB at a time (an hour of WAV is
-    /// not held in memory). recd may refuse before it has read them all (too large, no room) and
-    /// close: the reply is read all the same.
+    /// not held in memory), on a connection of its own. recd may refuse before it has read them all
+    /// (too large, no room) and close: the reply is read all the same, also when a write failed. A
+    /// connection lost midway is `.unreachable`, not a refusal.
     func upload(_ path: String, file: String) async throws -> HTTPReply {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ClientFailure.local("cannot read \(file): \(errnoText())") }
         defer { close(fd) }
         var info = stat()
         let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
-        return try await exchange(.POST, path, body: ("application/octet-stream", size)) { head, outbound in
-            try await outbound.write(.head(head))
-            var sent: Int64 = 0
-            var chunk = ByteBufferAllocator().buffer(capacity: 1 << 20)
-            while sent < size {
-                chunk.clear()
-                let n = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { buffer in
-                    var n: Int
-                    repeat { n = read(fd, buffer.baseAddress, buffer.count) } while n < 0 && errno == EINTR
-                    return max(0, n)
-                }
-                if n == 0 { break }
-                try await outbound.write(.body(.byteBuffer(chunk)))
-                sent += Int64(n)
-            }
-            try await outbound.write(.end(nil))
-        }
-    }
-
-    /// One request on a connection of its own: `write` sends the head it is given and the body; the
-    /// reply is then read — also when a write failed, since recd may have answered and closed before
-    /// taking the whole body. A connection lost midway is `.unreachable`, not a refusal.
-    private func exchange(_ method: HTTPMethod, _ path: String, body: (contentType: String, length: Int64)?,
-                          write: (HTTPRequestHead, NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) async throws -> Void)
-        async throws -> HTTPReply {
+        var head = Self.head(.POST, path)
+        head.headers.add(name: "Content-Type", value: "application/octet-stream")
+        head.headers.add(name: "Content-Length", value: String(size))
         let channel = try await connect()
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                var head = Self.head(method, path)
-                if let body {
-                    head.headers.add(name: "Content-Type", value: body.contentType)
-                    head.headers.add(name: "Content-Length", value: String(body.length))
-                }
                 var writeError: (any Error)?
-                do { try await write(head, outbound) } catch { writeError = error }
+                do {
+                    try await outbound.write(.head(head))
+                    var sent: Int64 = 0
+                    var chunk = ByteBufferAllocator().buffer(capacity: 1 << 20)
+                    while sent < size {
+                        chunk.clear()
+                        let n = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { buffer in
+                            var n: Int
+                            repeat { n = read(fd, buffer.baseAddress, buffer.count) } while n < 0 && errno == EINTR
+                            return max(0, n)
+                        }
+                        if n == 0 { break }
+                        try await outbound.write(.body(.byteBuffer(chunk)))
+                        sent += Int64(n)
+                    }
+                    try await outbound.write(.end(nil))
+                } catch {
+                    writeError = error
+                }
                 var reply = HTTPReply(status: 0, headers: [:], body: Data())
                 for try await part in inbound {
                     switch part {
@@ -132,9 +124,7 @@ struct RecdClient {
     func events(_ path: String, onData: @escaping @Sendable (String) -> Void) async throws {
         let channel = try await connect()
         try await channel.executeThenClose { inbound, outbound in
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-            head.headers.add(name: "Host", value: "recd")
-            head.headers.add(name: "User-Agent", value: "recctl/\(RecdVersion.current)")
+            var head = Self.head(.GET, path)
             head.headers.add(name: "Accept", value: "text/event-stream")
             try await outbound.write(contentsOf: [.head(head), .end(nil)])
             var status = 0

@@ -79,18 +79,21 @@ final class InputReader: Sendable {
     }
 }
 
-/// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal) while a choice is
-/// asked, and back as it was afterwards, also when recctl exits.
+/// The terminal in key mode (no line editing, no echo; Ctrl-C still a signal unless `signals` is
+/// false) while a choice is asked, and back as it was afterwards, also when recctl exits.
 enum KeyMode {
     private static let saved = Mutex<termios?>(nil)
 
-    static func enter() {
+    /// False when standard input has no terminal settings to change.
+    @discardableResult
+    static func enter(signals: Bool = true) -> Bool {
         var t = termios()
-        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return }
+        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return false }
         saved.withLock { if $0 == nil { $0 = t } }
-        t.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        t.c_lflag &= ~tcflag_t(signals ? ICANON | ECHO : ICANON | ECHO | ISIG)
         withUnsafeMutableBytes(of: &t.c_cc) { cc in cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0 }
         tcsetattr(STDIN_FILENO, TCSANOW, &t)
+        return true
     }
 
     static func leave() {
@@ -334,9 +337,7 @@ extension Record {
         guard let purpose = await ask("Purpose (optional: \(names.joined(separator: ", "))): ", valid: {
             $0.isEmpty || Purpose.named($0) != nil ? nil : "Choose one of \(names.joined(separator: ", ")), or leave it blank."
         }) else { return nil }
-        return MetadataPatch(title: title.map { .value($0) } ?? .absent,
-                             notes: notes.map { .value($0) } ?? .absent,
-                             purpose: purpose.flatMap { Purpose.named($0) }.map { .value($0) } ?? .absent)
+        return MetadataPatch(title: PatchField(title), notes: PatchField(notes), purpose: PatchField(purpose.flatMap { Purpose.named($0) }))
     }
 
     private static func leftPending(_ r: Recording) {

@@ -134,14 +134,7 @@ final class LaunchPage: Sendable {
         defer { close(fd) }
         _ = fchmod(fd, 0o600)
         let href = url.replacingScalar("&", with: "&amp;").replacingScalar("\"", with: "&quot;").replacingScalar("<", with: "&lt;")
-        let html = """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(href)">
-            <title>Opening recd's web app</title></head>
-            <body><p>Opening <a href="\(href)">recd's web app</a>…</p></body></html>
-
-            """
-        Console.write(Array(html.utf8), to: fd)
+        Console.write(Array((BridgeHandler.enterPage(href) + "\n").utf8), to: fd)
     }
 
     func remove() {
@@ -289,7 +282,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             switch check(head) {
             case .forward(let p): path = p
             case .refuse(let status, let body, let headers):
-                reply(context, status, body, extra: headers)
+                replyOn(context.channel, status, body, type: "text/plain; charset=utf-8", extra: headers)
                 return
             case .enter(let cookie):
                 replyOn(context.channel, .ok, Self.enterPage(gate.prefix + "/"), type: "text/html; charset=utf-8",
@@ -342,6 +335,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     /// launch file of --open is a file:// page, a link in another site's page) withholds a
     /// SameSite=Strict cookie from every request of that navigation, redirects included, so the
     /// app would answer 401; a navigation this page starts is the relay's own, and carries it.
+    /// (The launch file is this page too, on to the tokened address.)
     static func enterPage(_ location: String) -> String {
         """
         <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(location)">
@@ -459,10 +453,6 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
         guard let upstream else { pending.append(part); return }
         upstream.writeAndFlush(part, promise: nil)
         if !upstream.isWritable { setAutoRead(browser, false) }
-    }
-
-    private func reply(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ text: String, extra: [(String, String)] = []) {
-        replyOn(context.channel, status, text, type: "text/plain; charset=utf-8", extra: extra)
     }
 
     private func replyOn(_ channel: any Channel, _ status: HTTPResponseStatus, _ text: String, type: String,

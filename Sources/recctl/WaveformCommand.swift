@@ -63,23 +63,17 @@ struct Waveform: AsyncParsableCommand {
         let eighths = ["", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"]
         let upper = ["", "▔", "▀", "▀", "▀", "█", "█", "█", "█"]   // top half, mirrored (coarser: Unicode has few top blocks)
         let half = max(1, rows / 2)
-        var lines: [String] = []
-        for row in 0..<half {   // above the middle: bars grow upward from the centre line
-            let level = half - row - 1
-            lines.append(envelope.map { v -> String in
+        /// The row `level` rows away from the middle, in `glyphs`.
+        func row(_ level: Int, _ glyphs: [String]) -> String {
+            envelope.map { v -> String in
                 let units = Int((v * Double(half * 8)).rounded())
                 let inRow = min(8, max(0, units - level * 8))
-                return inRow == 0 ? " " : eighths[inRow]
-            }.joined())
+                return inRow == 0 ? " " : glyphs[inRow]
+            }.joined()
         }
-        for row in 0..<half {   // below: the mirror image
-            lines.append(envelope.map { v -> String in
-                let units = Int((v * Double(half * 8)).rounded())
-                let inRow = min(8, max(0, units - row * 8))
-                return inRow == 0 ? " " : upper[inRow]
-            }.joined())
-        }
-        return lines.joined(separator: "\n")
+        let above = (0..<half).map { row(half - $0 - 1, eighths) }   // bars grow upward from the centre line
+        let below = (0..<half).map { row($0, upper) }   // the mirror image
+        return (above + below).joined(separator: "\n")
     }
 
     static func svg(_ w: WaveformData, title: String) -> String {
