@@ -29,6 +29,10 @@ extension Catalog {
             -- One row per recording, its rowid the recording's (no VACUUM renumbers them: recd runs none,
             -- and a migration that rebuilds the recording table must rebuild this index too).
             CREATE VIRTUAL TABLE search USING fts5(title, notes, transcript, tokenize = 'unicode61 remove_diacritics 2');
+            -- The order of results: bm25 with a title worth ten times a transcript, notes five. As the
+            -- table's rank, so that `ORDER BY rank LIMIT n` is sorted inside FTS5 and only the n rows
+            -- returned get their snippets.
+            INSERT INTO search (search, rank) VALUES ('rank', 'bm25(10.0, 5.0, 1.0)');
             INSERT INTO search (rowid, title, notes, transcript) SELECT rowid, title, notes, '' FROM recording;
             CREATE TRIGGER search_insert AFTER INSERT ON recording BEGIN
                 INSERT INTO search (rowid, title, notes, transcript) VALUES (new.rowid, new.title, new.notes, '');
@@ -134,26 +138,24 @@ extension Catalog {
         }.joined(separator: " AND ")
         return try wrap("search") {
             try pool.read { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT recording.id AS recordingID, snippet(search, 0, '«', '»', '…', 12) AS inTitle,
-                           snippet(search, 1, '«', '»', '…', 12) AS inNotes, snippet(search, 2, '«', '»', '…', 12) AS inTranscript,
-                           transcript.segments AS transcriptSegments
-                    FROM search JOIN recording ON recording.rowid = search.rowid
-                    LEFT JOIN transcript ON transcript.recordingID = recording.id
-                    WHERE search MATCH ? AND recording.state != 'recording'
-                    ORDER BY bm25(search, 10.0, 5.0, 1.0), recording.createdAt DESC LIMIT ?
-                    """, arguments: [match, limit])
-                return try rows.compactMap { row in
-                    // The row as every read selects it (by position: RecordingRecord.selection).
-                    guard let recording = try RecordingRecord.fetch(db, id: row["recordingID"])?.recording() else { return nil }
-                    let fields: [(String, String)] = [("title", row["inTitle"]), ("notes", row["inNotes"]), ("transcript", row["inTranscript"])]
+                // The index alone first (its best `limit` rows and their snippets), then each row's
+                // recording: a join in the ranked query would carry every match's row into the sort.
+                let hits = try Row.fetchAll(db, sql: """
+                    SELECT rowid, snippet(search, 0, '«', '»', '…', 12) AS inTitle, snippet(search, 1, '«', '»', '…', 12) AS inNotes,
+                           snippet(search, 2, '«', '»', '…', 12) AS inTranscript
+                    FROM search WHERE search MATCH ? ORDER BY rank LIMIT ?
+                    """, arguments: [match, limit + 1])
+                return try hits.compactMap { hit in
+                    guard let id = try String.fetchOne(db, sql: "SELECT id FROM recording WHERE rowid = ?", arguments: [hit["rowid"]]),
+                          let recording = try RecordingRecord.fetch(db, id: id)?.recording(), recording.state != .recording else { return nil }
+                    let fields: [(String, String)] = [("title", hit["inTitle"]), ("notes", hit["inNotes"]), ("transcript", hit["inTranscript"])]
                     let (field, snippet) = fields.first { $0.1.contains("«") } ?? ("title", recording.title)
                     var segments: [TranscriptSegment] = []
-                    if field == "transcript", let json: String = row["transcriptSegments"] {
+                    if field == "transcript", let json = try String.fetchOne(db, sql: "SELECT segments FROM transcript WHERE recordingID = ?", arguments: [id]) {
                         segments = (try? JSONDecoder().decode([TranscriptSegment].self, from: Data(json.utf8))) ?? []
                     }
                     return (recording, field, snippet, segments)
-                }
+                }.prefix(limit).map { $0 }
             }
         }
     }
