@@ -406,7 +406,7 @@ public struct ExportRow: Codable, Sendable, Equatable {
         self.transcript = transcript
     }
 
-    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount, loudness }
+    enum CodingKeys: String, CodingKey { case id, title, timestamp, duration, type, purpose, playCount, loudness, transcript }
 
 }
 
