@@ -360,7 +360,7 @@ final class RecordingTests: DaemonTestCase {
         XCTAssertEqual(lines[0], "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript")
         XCTAssertEqual(lines.count, 4, csv)   // header, 2 rows, and the empty string after the last CRLF
         XCTAssertTrue(lines[1].hasPrefix(b.id.uuidString + ",Newer,"), lines[1])
-        XCTAssertNotNil(lines[1].range(of: #",audio,milestone,0,(-inf|-?\d+\.\d\d),(\d+\.\d\d)?,(-?\d+\.\d\d)?$"#, options: .regularExpression), lines[1])
+        XCTAssertNotNil(lines[1].range(of: #",audio,milestone,0,(-inf|-?\d+\.\d\d),(\d+\.\d\d)?,(-?\d+\.\d\d)?,$"#, options: .regularExpression), lines[1])
         XCTAssertTrue(lines[2].contains(#","Older, with ""quotes""","#), lines[2])
         let json = try Data(contentsOf: URL(fileURLWithPath: cwd + "/" + files.first { $0.hasSuffix(".json") }!))
         let doc = try APIJSON.decoder().decode(ExportDocument.self, from: json)

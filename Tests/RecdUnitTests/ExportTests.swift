@@ -45,7 +45,8 @@ final class MetadataExportTests: XCTestCase {
         let data = try MetadataExport.json([row("A")], exportedAt: Date(timeIntervalSince1970: 0))
         let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
         let first = (object["recordings"] as! [[String: Any]])[0]
-        XCTAssertEqual(Set(first.keys), ["id", "title", "timestamp", "duration", "type", "purpose", "playCount", "loudness"])
+        XCTAssertEqual(Set(first.keys), ["id", "title", "timestamp", "duration", "type", "purpose", "playCount", "loudness", "transcript"])
+        XCTAssertTrue(first["transcript"] is NSNull, "null when there is no transcript")
         XCTAssertTrue(first["purpose"] is NSNull)
         XCTAssertEqual(object["exportedAt"] as? String, "1970-01-01T00:00:00.000Z")
     }
