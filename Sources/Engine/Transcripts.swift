@@ -61,15 +61,18 @@ public enum SearchTerms {
         numbers.firstIndex(of: word) ?? tens.first { $0.value == word }?.key
     }
 
-    /// When the first word of `segments` that is one of the first term's spellings is said.
+    /// When the first word of `segments` that the search matched is said: a word that starts with one
+    /// of the terms' spellings, as the index matches it (case and accents aside: "harb" finds "Harbor").
     public static func firstTime(of terms: [[String]], in segments: [TranscriptSegment]) -> Double? {
-        let wanted = Set(terms.flatMap { $0 })
+        let wanted = terms.flatMap { $0 }.map(folded)
         for segment in segments {
             for word in segment.words {
-                let plain = word.word.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)
-                if plain.contains(where: wanted.contains) { return word.start }
+                let plain = folded(word.word).split { !($0.isLetter || $0.isNumber) }
+                if plain.contains(where: { token in wanted.contains { token.hasPrefix($0) } }) { return word.start }
             }
         }
         return nil
     }
+
+    static func folded(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
 }

@@ -21,7 +21,8 @@ enum TranscriptRoutes {
         }
         v1.get("search") { request, _ in
             let q = request.uri.queryParameters
-            // A "+" is a space in a query, as HTML forms send it (a plus sign itself comes as %2B).
+            // A "+" is a space in a query, as HTML forms send it (Hummingbird has decoded %2B to "+" by
+            // here too, but a plus sign is no letter or digit: no search needs one).
             guard let text = q["q"].map({ String($0).replacingOccurrences(of: "+", with: " ") }) else {
                 throw RequestError(status: .badRequest, code: .malformedRequest, message: "q= is missing: the words to search for")
             }

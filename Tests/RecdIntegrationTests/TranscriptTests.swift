@@ -85,7 +85,9 @@ final class TranscriptTests: DaemonTestCase {
         XCTAssertEqual(try search("3", "apples").results.map(\.recording.id), [shopping.id])
         XCTAssertEqual(try search("shopping").results.first?.field, "title")
         XCTAssertEqual(try search("storm", "apples").results, [], "all the words, not any")
-        XCTAssertEqual(try search("harb").results.map(\.recording.id), [storm.id], "a word's start finds it")
+        let harb = try search("harb")
+        XCTAssertEqual(harb.results.map(\.recording.id), [storm.id], "a word's start finds it")
+        XCTAssertNotNil(harb.results.first?.time, "and the time it is said")
         let readable = try daemon.recctl("search", "three", "apples")
         XCTAssertTrue(readable.stdout.contains("Shopping list") && readable.stdout.contains("--from"), readable.stdout)
 

@@ -1,0 +1,42 @@
+// What a search's text becomes (SearchTerms), and where in a transcript a hit is said; and a trim's
+// cut of a transcript segment (TranscriptSegment.cut).
+@testable import Engine
+import RecdAPI
+import XCTest
+
+final class SearchTermsTests: XCTestCase {
+    func testWordsAreLowerCaseLettersAndDigitsWithNumbersBothWays() {
+        XCTAssertEqual(SearchTerms.parse("Morning, AFTER!"), [["morning"], ["after"]])
+        XCTAssertEqual(SearchTerms.parse("three 3 twenty 40 100 21"),
+                       [["three", "3"], ["3", "three"], ["twenty", "20"], ["40", "forty"], ["100", "hundred"], ["21"]])
+        XCTAssertEqual(SearchTerms.parse("!! -- «»"), [])
+        XCTAssertEqual(SearchTerms.parse("café naïve"), [["café"], ["naïve"]], "accents are the index's to fold")
+        XCTAssertEqual(SearchTerms.parse(Array(repeating: "a", count: 40).joined(separator: " ")).count, 16)
+    }
+
+    func testTheTimeOfAHitIsItsFirstMatchingWordByPrefixCaseAndAccentsAside() {
+        func w(_ word: String, _ start: Double) -> TranscriptWord { TranscriptWord(word: word, start: start, end: start + 0.3, probability: 0.9) }
+        let segments = [TranscriptSegment(start: 0, end: 2, text: " We met at the Harbor.", words: [w(" We", 0), w(" met", 0.3), w(" at", 0.6), w(" the", 0.8), w(" Harbor.", 1.1)]),
+                        TranscriptSegment(start: 5, end: 6, text: " Café at 3.", words: [w(" Café", 5), w(" at", 5.4), w(" 3.", 5.7)])]
+        XCTAssertEqual(SearchTerms.firstTime(of: [["harb"]], in: segments), 1.1)
+        XCTAssertEqual(SearchTerms.firstTime(of: [["cafe"]], in: segments), 5)
+        XCTAssertEqual(SearchTerms.firstTime(of: SearchTerms.parse("three"), in: segments), 5.7)
+        XCTAssertNil(SearchTerms.firstTime(of: [["boat"]], in: segments))
+    }
+
+    func testACutKeepsTheWordsThatStartInsideMovedToItsStart() {
+        func w(_ word: String, _ start: Double, _ end: Double) -> TranscriptWord { TranscriptWord(word: word, start: start, end: end, probability: 1) }
+        let s = TranscriptSegment(start: 1, end: 4, text: " one two three", words: [w(" one", 1, 1.5), w(" two", 2, 2.5), w(" three", 3.5, 4.2)])
+        let cut = s.cut(from: 1.8, to: 4)
+        XCTAssertEqual(cut?.words.map(\.word), [" two", " three"])
+        XCTAssertEqual(cut?.text, " two three")
+        XCTAssertEqual(cut?.words.map(\.start) ?? [], [0.2, 1.7], accuracy: 1e-9)
+        XCTAssertEqual(cut?.words.last?.end ?? 0, 2.2, accuracy: 1e-9, "a word's end is cut at the cut's end")
+        XCTAssertNil(s.cut(from: 5, to: 9))
+    }
+}
+
+private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file: StaticString = #filePath, line: UInt = #line) {
+    XCTAssertEqual(a.count, b.count, file: file, line: line)
+    for (x, y) in zip(a, b) { XCTAssertEqual(x, y, accuracy: accuracy, file: file, line: line) }
+}
