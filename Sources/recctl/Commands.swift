@@ -129,12 +129,27 @@ struct Status: AsyncParsableCommand {
         if let p = s.playback { lines.append(Playback.describe(PlaybackStatus(playback: p, lastEnded: nil))) }
         lines.append("capture: \(s.captureDevice), \(s.sampleRate) Hz, \(s.channels) ch; playback: \(s.playbackDevice)")
         lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
+        lines.append("transcripts: " + Self.transcription(s.transcription))
         lines.append("data: \(s.dataDirectory)")
         if let f = s.lastFault {
             lines.append("last fault: recording \(Output.shortID(f.recordingID)) ended by itself at \(Output.date(f.at)): \(f.reason)")
         }
         if let r = s.recovery, !r.isClean { lines.append("recovery at start: " + Check.summary(r)) }
         global.emit(raw, lines.joined(separator: "\n"))
+    }
+
+    /// "base, 3 waiting, one 40 % done" / "off" / why not.
+    static func transcription(_ t: TranscriptionStatus) -> String {
+        switch t.state {
+        case "off": return "off (recd --transcribe)"
+        case "idle", "working":
+            var parts = [t.model ?? "on"]
+            if t.pending > 0 { parts.append("\(t.pending) waiting") }
+            if let p = t.progress { parts.append("one \(Int(p * 100)) % done") }
+            if t.done > 0 { parts.append("\(t.done) made since start") }
+            return parts.joined(separator: ", ")
+        default: return Output.text(t.message ?? t.state)
+        }
     }
 }
 

@@ -135,6 +135,8 @@ final class TranscriptTests: DaemonTestCase {
         let status = try daemon.recctlJSON(DaemonStatus.self, "status")
         XCTAssertEqual(status.transcription.state, "idle")
         XCTAssertGreaterThanOrEqual(status.transcription.done, 1)
+        let said = try daemon.recctl("status").stdout
+        XCTAssertTrue(said.contains("transcripts: base, 1 made since start"), said)
     }
 
     /// kill -9 while a transcript is being made: nothing half-made is stored, the transcriber dies
@@ -182,6 +184,7 @@ final class TranscriptAbsentTests: DaemonTestCase {
         let status = try daemon.recctlJSON(DaemonStatus.self, "status").transcription
         XCTAssertEqual(status.state, "not_installed")
         XCTAssertTrue(status.message?.contains("scripts/install-deps.sh --transcribe") == true, "\(status)")
+        XCTAssertTrue(try daemon.recctl("status").stdout.contains("transcripts: the transcriber is not installed in /nonexistent/transcribe"))
         let wav = try Tones.sine(frequency: 440, seconds: 2)
         let r = try daemon.recctlJSON(Recording.self, "import", wav, "--title", "Harbour walk", "--notes", "by the sea")
         let t = try daemon.recctlJSON(Transcript.self, "transcript", r.id.uuidString)
