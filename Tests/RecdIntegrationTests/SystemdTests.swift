@@ -189,7 +189,12 @@ final class SystemdTests: XCTestCase {
     /// snd-aloop and an import (a media worker inside the sandbox). The exposure score is asked of
     /// the running manager (`systemd-analyze security --user`), not estimated offline.
     func testTheUserUnitRunsSandboxedUnderARealUserManager() throws {
-        let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30)
+        // RECD_VM_TRANSCRIBE=1: the transcriber too, inside the unit (about two minutes more in the
+        // emulated guest, so not in every run; docs/testing.md).
+        let transcribe = ProcessInfo.processInfo.environment["RECD_VM_TRANSCRIBE"] == "1"
+        let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30) { out in
+            if transcribe { FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
+        }
         defer { try? FileManager.default.removeItem(at: out) }
         XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log", "units-status.txt"))")
         guard run.status == 0 else { return }
@@ -229,6 +234,14 @@ final class SystemdTests: XCTestCase {
         XCTAssertEqual(imported.duration ?? 0, 2, accuracy: 0.1)
         let list = try APIJSON.decoder().decode(RecordingList.self, from: Data(contentsOf: out.appendingPathComponent("list.json")))
         XCTAssertEqual(Set(list.recordings.map(\.id)), [take.id, imported.id])
+        // The transcriber ran inside the unit's sandbox (no MemoryDenyWriteExecute= there: its math
+        // library writes code at run time) and made the import's transcript: a tone, so no words.
+        if transcribe {
+            let said = (try? String(contentsOf: out.appendingPathComponent("transcript.json"), encoding: .utf8)) ?? "(none)"
+            let transcript = try APIJSON.decoder().decode(Transcript.self, from: Data(said.utf8))
+            XCTAssertEqual(transcript.state, .done, said)
+            XCTAssertEqual(transcript.segments, [])
+        }
         // A desktop's path: the user's PulseAudio through ALSA's pulse plugin, from inside the sandbox.
         // The tone is there (not silence); its pitch and level are not judged: an emulated guest on a
         // loaded host feeds PulseAudio in bursts (KernelDriverTests judges pitch and level).

@@ -37,6 +37,13 @@ chmod 0777 "$out"
 bindir=/opt/recd/bin
 mkdir -p "$bindir"
 cp "$recd" "$(dirname "$recd")/recd-media" "$recctl" "$bindir/"
+# The transcriber where an installed recd looks for it (PREFIX/lib/recd/transcribe), bound rather than
+# copied (600 MB); the bind makes it readable whatever the host's folders above it allow.
+# Only when asked (OUTDIR/transcribe.flag): in the emulated guest the model's start takes two minutes.
+if [ -e "$out/transcribe.flag" ] && [ -e "$repo/.build/transcribe/.installed" ]; then
+  mkdir -p /opt/recd/lib/recd/transcribe
+  mount --bind "$repo/.build/transcribe" /opt/recd/lib/recd/transcribe
+fi
 
 # What PID 1 and logind give a user manager on a booted system.
 # PID 1 makes /run/systemd/system (what sd_booted() looks for) and /run/systemd/unit-root (where a
@@ -106,6 +113,19 @@ ffmpeg -v error -f lavfi -i sine=frequency=440:duration=2 -c:a aac "$home/import
 chown "$user:" "$home/import-me.m4a"
 ctl --json import "$home/import-me.m4a" > "$out/import.json"
 ctl --json list > "$out/list.json"
+# The import's transcript, made by the transcriber (.build/transcribe, found beside recd) inside the unit's
+# sandbox: seccomp, the user namespace, the read-only system and home, Landlock. (Its sound is a tone:
+# the voice filter finds no speech, so the work is the model's start.)
+if [ -e "$out/transcribe.flag" ] && [ -e "$repo/.build/transcribe/.installed" ]; then
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$out/import.json")
+  start=$(date +%s)
+  for _ in $(seq 600); do
+    ctl --json transcript "$id" > "$out/transcript.json" 2>&1 || true
+    grep -q '"state":"pending"' "$out/transcript.json" || break
+    sleep 0.5
+  done
+  echo $(( $(date +%s) - start )) > "$out/transcript.seconds"
+fi
 
 # A desktop's way in: the user's PulseAudio (as PipeWire's pulse server would be) through ALSA's pulse
 # plugin: its socket in the runtime directory, its cookie in the home recd may only read.
