@@ -76,6 +76,8 @@ export const api = {
   waveform: (id, pixels) => call('GET', `/recordings/${id}/waveform?pixels=${pixels}`),
   playOnSpeaker: (id, position) => call('POST', `/recordings/${id}/play`, { position }),
   playback: () => call('GET', '/playback'),
+  transcript: (id) => call('GET', `/recordings/${id}/transcript`),
+  search: (q, limit = 50) => call('GET', `/search?q=${encodeURIComponent(q)}&limit=${limit}`),
   transport: (what, body) => call('POST', `/playback/${what}`, body),
   media: (id) => `v1/recordings/${id}/media`,
   poster: (id) => `v1/recordings/${id}/poster`,

@@ -3,6 +3,8 @@
 // delete (5.4.4) sheets. Re-read when `library.changed` says something changed elsewhere. A take not
 // saved yet ("not saved") leads back to its preview, where it is saved or discarded; one being
 // recorded leads to the recording screen: neither is played, edited or deleted as a saved one.
+// Search (issue 38): a field above the list that searches titles, notes and transcripts as one types;
+// while it holds a query the list is what it found, each with the words marked where they were found.
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm } from './ui.js';
@@ -10,11 +12,47 @@ import { openPlayer } from './player.js';
 
 const PAGE = 50;
 
+/// recd's snippet ("…the «storm» came…") as text with <mark>s: text nodes, never markup.
+function marked(snippet) {
+  return snippet.split(/(«[^«»]*»)/).filter(Boolean)
+    .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
+}
+
 export class Library {
   constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
     this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
     this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
     this.refreshing = null;
+    // The search field stays the same element across renders, so typing keeps its focus while the
+    // list under it changes.
+    this.query = ''; this.hits = null; this.searchError = null; this.searchSeq = 0; this.typing = null;
+    this.field = h('input', { type: 'search', name: 'q', 'aria-label': 'Search recordings', placeholder: 'Search recordings',
+      autocomplete: 'off', enterkeyhint: 'search', 'data-search': '' });
+    this.field.addEventListener('input', () => this.typed(250));
+    this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
+    this.body = h('div', { class: 'library-body' });
+  }
+
+  /// The field changed: a search 250 ms after the last key, once it holds a letter or a digit (recd
+  /// refuses a query without); emptied (or only punctuation), the library as it was.
+  typed(delay) {
+    clearTimeout(this.typing);
+    const q = this.field.value.trim();
+    if (!/[\p{L}\p{N}]/u.test(q)) {
+      this.searchSeq++;   // an answer still on its way is for a query no longer there
+      if (this.query) { this.query = ''; this.hits = null; this.searchError = null; this.render(); }
+      return;
+    }
+    this.typing = setTimeout(() => this.search(q).catch(() => {}), delay);
+  }
+
+  async search(q) {
+    const seq = ++this.searchSeq;
+    let hits = [], error = null;
+    try { hits = (await api.search(q)).results; } catch (e) { error = e; }
+    if (seq !== this.searchSeq || !this.isVisible()) return;   // typed on since, or another screen is up
+    this.query = q; this.hits = hits; this.searchError = error;
+    this.render();
   }
 
   async show() { await this.load(); }
@@ -32,7 +70,10 @@ export class Library {
   /// `library.changed` from elsewhere: coalesced, so a burst of changes costs one read.
   changed() {
     if (this.refreshing) return;
-    this.refreshing = setTimeout(async () => { this.refreshing = null; try { await this.load(); } catch { /* shown on next action */ } }, 150);
+    this.refreshing = setTimeout(async () => {
+      this.refreshing = null;
+      try { await this.load(); if (this.query) await this.search(this.query); } catch { /* shown on next action */ }
+    }, 150);
   }
 
   async more() {
@@ -42,7 +83,8 @@ export class Library {
   }
 
   render() {
-    if (this.total === 0) {   // either order: nothing to list
+    if (this.total === 0) {   // either order: nothing to list (nor to search)
+      this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
         h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
         h('h2', { id: 'empty-title' }, 'No recordings yet'),
@@ -50,6 +92,8 @@ export class Library {
         h('button', { type: 'button', class: 'primary', onclick: () => this.onRecord() }, 'RECORD YOUR FIRST')));
       return;
     }
+    if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
+    if (this.query) { this.body.replaceChildren(...this.results()); return; }
     const tab = (by, label) => h('button', {
       type: 'button', role: 'tab', 'aria-selected': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
@@ -66,11 +110,41 @@ export class Library {
     const more = this.rows.length < this.total
       ? [h('button', { type: 'button', class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`)]
       : [];
-    this.view.replaceChildren(
+    this.body.replaceChildren(
       ...quick,
       h('h2', { class: 'section' }, `All recordings (${this.total})`),
       h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Order' }, tab('recent', 'Recent'), tab('plays', 'Most Played')),
       rows, ...more);
+  }
+
+  /// What the search found: each recording with its snippet («words» marked) and, for words said in
+  /// it, when ("at 0:41"); a click plays it from there.
+  results() {
+    if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
+    if (!this.hits.length) return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”.`)];
+    const n = this.hits.length;
+    return [h('h2', { class: 'section' }, n === 1 ? '1 recording found' : `${n} recordings found`),
+      h('ul', { class: 'rows hits', 'aria-label': 'Search results' }, this.hits.map((hit) => {
+        const r = hit.recording;
+        const where = hit.field === 'transcript' ? (hit.time === null || hit.time === undefined ? 'said in it' : `at ${duration(hit.time)}`)
+          : hit.field === 'notes' ? 'in its notes' : 'in its title';
+        // Found in the whole title: the title itself with its words marked (not said twice).
+        const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
+        return h('li', { 'data-id': r.id, 'data-field': hit.field },
+          h('button', { type: 'button', class: 'row-main', onclick: () => this.openHit(hit) },
+            h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+            h('span', { class: 'row-text' },
+              h('div', { class: 'row-title' }, inTitle ? marked(hit.snippet) : r.title),
+              inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
+              h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`))));
+      }))];
+  }
+
+  openHit(hit) {
+    const r = hit.recording;
+    if (r.state === 'recording') return this.onRejoin();
+    if (r.state === 'pending') return this.onReview(r);
+    return this.play(r, false, hit.time ?? 0);
   }
 
   row(r) {
@@ -109,9 +183,9 @@ export class Library {
           live ? 'Open' : 'Save…')));
   }
 
-  async play(r, onSpeaker = false) {
+  async play(r, onSpeaker = false, at = 0) {
     try {
-      await openPlayer(r, { onSpeaker, onCounted: () => this.changed() });
+      await openPlayer(r, { onSpeaker, at, onCounted: () => this.changed() });
     } catch (e) { toast(e.message); }
   }
 

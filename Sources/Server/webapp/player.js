@@ -6,12 +6,14 @@
 import { api } from './api.js';
 import { h, duration, icon, toast } from './ui.js';
 import { drawWaveform, fitWaveform } from './waveform.js';
+import { transcriptPanel } from './transcript.js';
 
 let current = null;   // { recording, media, counts, counted, wave, close }
 
 export function closePlayer() { current?.close(); }
 
-export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {} } = {}) {
+/// `at`: where to start (seconds), as a search hit in a transcript says.
+export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {}, at = 0 } = {}) {
   closePlayer();
   const sheet = document.getElementById('player');
   const isVideo = recording.type === 'video';
@@ -36,6 +38,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     current = null;
     clearInterval(state.timer);
     state.unfit?.();
+    state.transcript?.close();
     const heard = state.speaker ? false : media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
     if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
@@ -51,6 +54,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     scrub.setAttribute('aria-valuenow', String(Math.round(Math.min(position(), length()))));
     scrub.setAttribute('aria-valuetext', `${duration(position())} of ${duration(length())}`);
     if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0);
+    state.transcript?.mark(position());
     const paused = state.speaker ? state.speakerPaused : media.paused;
     pause.textContent = paused ? '▶' : '⏸';
     pause.setAttribute('aria-label', paused ? 'Play' : 'Pause');
@@ -61,6 +65,12 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   const skip = (by) => seekTo(position() + by);
+  // A word of the transcript: heard from there (playing again if it was paused).
+  const playFrom = async (t) => {
+    await seekTo(t);
+    const paused = state.speaker ? state.speakerPaused : media.paused;
+    if (paused) await toggle().catch(() => {});
+  };
   const toggle = async () => {
     if (state.speaker) {
       const s = await api.transport(state.speakerPaused ? 'resume' : 'pause');
@@ -81,6 +91,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   });
 
   media.addEventListener('timeupdate', render);
+  // Saved recordings are transcribed (a take's preview is not): the words under the controls.
+  if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
   media.addEventListener('ended', async () => { render(); await count(); });   // to the end: one play
   sheet.replaceChildren(
     h('div', { class: 'head' },
@@ -95,12 +107,13 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     // Said in words: the sound is not in this browser but out of the machine recd runs on.
     // (a spread list: replaceChildren, unlike h(), would print a null as "null")
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
+    ...(state.transcript ? [state.transcript.el] : []),
     h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {
-    const reply = await api.playOnSpeaker(recording.id, 0);
-    state.speakerPosition = 0;
+    const reply = await api.playOnSpeaker(recording.id, at);
+    state.speakerPosition = at;
     media.removeAttribute('src');
     state.timer = setInterval(async () => {
       const s = await api.playback().catch(() => null);
@@ -116,6 +129,10 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       render();
     }, 250);
   } else {
+    if (at > 0) {   // before the media is known, from its metadata on
+      if (media.readyState >= 1) media.currentTime = at;
+      else media.addEventListener('loadedmetadata', () => { media.currentTime = at; }, { once: true });
+    }
     try { await media.play(); } catch { /* autoplay refused: the play button is there */ }
   }
   render();

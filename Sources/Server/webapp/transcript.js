@@ -1,0 +1,93 @@
+// The transcript under the player (issue 38): what recd's transcriber heard, word by word; the word
+// being heard marked as the position moves, kept in view; a click on a word plays from there.
+// recd makes transcripts in the background: a pending one says so and shows when `transcript.done`
+// comes; none (the transcriber off or not installed) or failed says why, in one quiet line.
+
+import { api, events } from './api.js';
+import { h } from './ui.js';
+
+/// `seek(t)`: what the player's own controls do. Returns { el, mark(position), close() }.
+export function transcriptPanel(recording, seek) {
+  const box = h('div', { class: 'transcript', 'data-transcript': '', 'data-state': 'loading' });
+  let words = [], spans = [], marked = -1, stream = null, closed = false, userScrolled = 0;
+  const line = (text, cls = 'hint') => h('p', { class: cls, title: cls === 'hint' ? undefined : text }, text);
+
+  // Someone scrolling the words themselves is left alone for a few seconds (as Google Recorder does).
+  const scrolled = () => { userScrolled = Date.now(); };
+
+  const show = (t) => {
+    box.dataset.state = t.state;
+    words = []; spans = []; marked = -1;
+    if (t.state === 'pending') {
+      box.replaceChildren(line('Transcribing…'));
+      listen();
+      return;
+    }
+    stream?.close(); stream = null;
+    if (t.state === 'none' || t.state === 'failed') {
+      const why = t.error ? `: ${t.error}` : '.';
+      box.replaceChildren(line((t.state === 'failed' ? 'The transcript could not be made' : 'No transcript') + why, 'hint quiet-line'));
+      return;
+    }
+    for (const s of t.segments ?? []) for (const w of s.words ?? []) if (w.word.trim()) words.push(w);
+    if (!words.length) { box.replaceChildren(line('No words were heard.')); return; }
+    // One paragraph per stretch of speech; each word a span carrying its start (a click plays from it).
+    const paragraphs = [];
+    let p = null, lastEnd = -Infinity;
+    for (const w of words) {
+      if (!p || w.start - lastEnd > 2) { p = h('p', {}); paragraphs.push(p); } else p.append(' ');
+      const span = h('span', { class: 'word', 'data-start': String(w.start) }, w.word.trim());
+      spans.push(span); p.append(span);
+      lastEnd = w.end;
+    }
+    const text = h('div', { class: 'words', role: 'region', tabindex: '0', 'aria-label': 'Transcript',
+      onwheel: scrolled, ontouchmove: scrolled, onkeydown: scrolled }, paragraphs);
+    text.addEventListener('click', (e) => {
+      const span = e.target.closest?.('.word');
+      if (span) { userScrolled = 0; seek(Number(span.dataset.start)); }
+    });
+    box.replaceChildren(text, h('p', { class: 'hint note' }, 'Transcribed on this device · may contain mistakes'));
+  };
+
+  const read = async () => {
+    try { if (!closed) show(await api.transcript(recording.id)); } catch (e) {
+      if (!closed) { box.dataset.state = 'error'; box.replaceChildren(line(`No transcript: ${e.message}`, 'hint quiet-line')); }
+    }
+  };
+
+  // While pending: the transcriber's progress, and the transcript once done (read again on a reconnection).
+  const listen = () => {
+    if (stream) return;
+    stream = events(['transcript.progress', 'transcript.done'], ({ data: e }) => {
+      if (e?.recordingID?.toLowerCase() !== recording.id.toLowerCase() || closed) return;
+      if (e.state === 'pending' && box.dataset.state === 'pending') {
+        box.firstChild.textContent = `Transcribing… ${Math.round((e.progress ?? 0) * 100)}%`;
+      } else if (e.state !== 'pending') read();
+    }, () => read());   // what came between the first read and the stream opening, too
+  };
+
+  /// Marks the word being heard at `position` (seconds): the last one begun, until a second past its end.
+  const mark = (position) => {
+    if (!words.length) return;
+    let lo = 0, hi = words.length - 1, at = -1;
+    while (lo <= hi) { const mid = (lo + hi) >> 1; if (words[mid].start <= position + 0.02) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+    if (at >= 0 && position > words[at].end + 1) at = -1;
+    if (at === marked) return;
+    if (marked >= 0) { spans[marked].classList.remove('now'); spans[marked].removeAttribute('aria-current'); }
+    marked = at;
+    if (at < 0) return;
+    const span = spans[at];
+    span.classList.add('now'); span.setAttribute('aria-current', 'true');
+    // In view inside the words' own box (never the page; it is the spans' offsetParent): a third of
+    // the way down when it left it.
+    const area = span.closest('.words');
+    if (!area || Date.now() - userScrolled < 4000) return;
+    const top = span.offsetTop, bottom = top + span.offsetHeight;
+    if (top < area.scrollTop || bottom > area.scrollTop + area.clientHeight) {
+      area.scrollTo({ top: Math.max(0, top - area.clientHeight / 3), behavior: 'smooth' });
+    }
+  };
+
+  read();
+  return { el: box, mark, close() { closed = true; stream?.close(); stream = null; } };
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""Issue 38's web app in a real browser (Debian's chromium + chromedriver, selenium) against the real
+recd, with the real transcriber (Whisper base, installed by scripts/install-deps.sh --transcribe in
+<repo>/.build/transcribe), on a private PulseAudio server, through the real `recctl ui`: speech made by
+espeak-ng and imported; the player's transcript ("Transcribing…" until `transcript.done`, then the
+words), a click on a word playing from there (in the browser, and on recd's speaker through its seek),
+the word being heard marked and kept in view; search as one types (debounced), the words marked with
+<mark> built as text (a title with markup stays text), "at 0:0X" for words said, a click on a hit
+playing from there, no hits, clearing; and recd without the transcriber: a quiet line, search on titles.
+
+Usage: transcript_test.py RECD RECCTL [SHOTS_DIR]
+Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
+"""
+import json, os, signal, subprocess, time, traceback
+
+from harness import chromium, setup, wait_until
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-transcript-")
+check, start = h.check, h.start
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRANSCRIBER = os.path.join(REPO, ".build", "transcribe")
+
+STORY = ("Good morning. Today I want to remember why I started. The storm passed over the harbour last night, "
+         "and the boats are safe. I walked along the water for an hour and felt calm again. "
+         "Tomorrow I will call my sister and tell her the good news about the new job.")
+SHOPPING = "Remember to buy three apples and a loaf of bread."
+TRICKY = "<b>Apples</b> & quiet"   # a title with markup: shown as text, never as markup
+
+
+def recctl(*args, check_rc=True):
+    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
+    if check_rc and out.returncode != 0:
+        raise RuntimeError(f"recctl {args}: {out.stderr}")
+    return out
+
+
+def recd_get(path):
+    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
+    return json.loads(out.stdout)
+
+
+def speech(text, name, silence=1.0):
+    """`text` spoken by espeak-ng after `silence` s, as a 48 kHz mono WAV."""
+    raw, wav = os.path.join(work, name + "-raw.wav"), os.path.join(work, name + ".wav")
+    subprocess.run(["espeak-ng", "-w", raw, text], check=True, capture_output=True)
+    subprocess.run(["sox", raw, "-r", "48000", "-c", "1", "-b", "16", wav, "pad", str(silence), "0.5"], check=True)
+    return wav
+
+
+def imported(path, title):
+    out = json.loads(recctl("--json", "import", path, "--title", title).stdout)
+    rec = (out.get("imported") or out.get("recordings") or [out])[0]
+    return rec.get("recording", rec)
+
+
+def transcript_of(rid, seconds=180):
+    deadline = time.time() + seconds
+    t = recd_get(f"/v1/recordings/{rid}/transcript")
+    while t["state"] == "pending" and time.time() < deadline:
+        time.sleep(0.25)
+        t = recd_get(f"/v1/recordings/{rid}/transcript")
+    return t
+
+
+try:
+    if not os.path.exists(os.path.join(TRANSCRIBER, ".installed")):
+        raise RuntimeError(f"the transcriber is not installed in {TRANSCRIBER}: scripts/install-deps.sh --transcribe")
+    h.start_pulse()
+    recd = h.start_recd(RECD, RECCTL, data, sock, "--transcriber", TRANSCRIBER)
+    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = ui.stdout.readline().strip()
+    base = url.split("/?")[0]
+
+    browser, _ = chromium(work)
+    wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
+    js = browser.execute_script
+    text = lambda: browser.find_element(By.TAG_NAME, "body").text
+
+    def size(width, height=844):
+        browser.set_window_size(width, height)
+        dw = width - js("return window.innerWidth")
+        if dw:
+            browser.set_window_size(width + dw, height)
+        time.sleep(0.3)
+
+    def shot(name):
+        if not SHOTS:
+            return
+        os.makedirs(SHOTS, exist_ok=True)
+        for width, height, tag in [(390, 844, "phone"), (1280, 860, "desktop")]:
+            size(width, height)
+            browser.save_screenshot(os.path.join(SHOTS, f"{name}-{tag}.png"))
+        size(390)
+
+    def click(css):
+        def attempt(b):
+            el = next((e for e in b.find_elements(By.CSS_SELECTOR, css) if e.is_displayed() and e.is_enabled()), None)
+            if el is not None:
+                el.click()
+            return el
+        return wait(css, attempt)
+
+    audio_time = lambda: js("const a = document.querySelector('#player audio'); return a && [a.currentTime, a.paused]")
+    marked = lambda: js("""const w = [...document.querySelectorAll('#player .word.now')];
+        return w.map((e) => [e.textContent, +e.dataset.start, e.getAttribute('aria-current')])""")
+
+    try:
+        size(390)
+        browser.get(url)
+        wait("the empty state", lambda b: "No recordings yet" in text())
+        check("an empty library offers no search", not browser.find_elements(By.CSS_SELECTOR, "input[type=search]"))
+
+        story = imported(speech(STORY, "story"), "Morning walk")
+        wait("the row", lambda b: b.find_elements(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main"))
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main").click()
+        click("#player [data-action=pause]")   # heard later, word by word
+        first = wait("the transcript's first state", lambda b: js("const t = document.querySelector('#player [data-transcript]'); return t && t.dataset.state !== 'loading' && [t.dataset.state, t.textContent]"))
+        check("while recd transcribes, the player says Transcribing…", first[0] == "pending" and first[1].startswith("Transcribing…"), first)
+        shot("38-transcribing")
+        try:
+            wait("the words (transcript.done, without reopening)", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .word"), 180)
+        except AssertionError:
+            print("transcript:", recd_get(f"/v1/recordings/{story['id']}/transcript")["state"], "player:",
+                  browser.find_element(By.ID, "player").text, "log:", open(os.path.join(work, "recd.log")).read()[-3000:])
+            raise
+        t = transcript_of(story["id"])
+        words = [w for s in t["segments"] for w in s["words"] if w["word"].strip()]
+        shown = js("return [...document.querySelectorAll('#player .word')].map((e) => [e.textContent, +e.dataset.start])")
+        check(f"the transcript shows when done: {len(shown)} words, each with its start, as recd has them",
+              len(shown) == len(words) > 20 and all(s[0] == w["word"].strip() and abs(s[1] - w["start"]) < 1e-6 for s, w in zip(shown, words)),
+              [shown[:5], words[:5]])
+        check("what recd heard is what was said", "storm passed over the harb" in t["text"].lower(), t["text"])
+        note = browser.find_element(By.CSS_SELECTOR, "#player [data-transcript] .note").text
+        check("the transcript says it is automatic", note == "Transcribed on this device · may contain mistakes", note)
+        geo = js("""const s = document.getElementById('player').getBoundingClientRect(), w = document.querySelector('#player .words');
+            return [Math.round(s.height), w.clientHeight, w.scrollHeight, innerHeight]""")
+        check(f"390x844: the sheet stays {geo[0]} px high (≤ 60%), the words a scrolling box of {geo[1]} px",
+              geo[0] <= 0.6 * geo[3] and 60 <= geo[1] <= 130 and geo[2] > geo[1], geo)
+
+        # A click on a word plays from its start; the word being heard is marked.
+        pick = next(i for i, w in enumerate(words) if w["start"] > 4)
+        before = audio_time()
+        browser.find_elements(By.CSS_SELECTOR, "#player .word")[pick].click()
+        moved = wait("the seek", lambda b: (lambda a: a if a and abs(a[0] - words[pick]["start"]) < 0.6 else None)(audio_time()), 5)
+        playing = wait("the playback", lambda b: (lambda a: a if a and not a[1] else None)(audio_time()), 5)
+        check(f"a click on “{words[pick]['word'].strip()}” seeks to its start ({words[pick]['start']:.2f} s) and plays",
+              before[1] and playing[0] >= words[pick]["start"] - 0.3, [before, moved, playing])
+        now = wait("a marked word", lambda b: marked(), 5)
+        check("while playing, the word being heard is marked (class and aria-current), one at a time",
+              len(now) == 1 and now[0][2] == "true" and now[0][1] <= audio_time()[0] + 0.05 and now[0][1] >= words[pick]["start"] - 0.01, [now, audio_time()])
+        later = wait("the mark moving on", lambda b: (lambda m: m if m and m[0][1] > now[0][1] else None)(marked()), 8)
+        check("the mark follows the playback", later[0][1] > now[0][1], [now, later])
+        # A word far down, out of the box's view: marked and scrolled into it (the box, not the page).
+        js("document.querySelector('#player .words').scrollTop = 0")
+        page_y = js("return scrollY")
+        last = len(words) - 3
+        js(f"document.querySelector('#player audio').currentTime = {words[last]['start'] + 0.05}")
+        wait("the late word marked", lambda b: (lambda m: m and m[0][1] == words[last]["start"])(marked()), 5)
+        time.sleep(1)   # the smooth scroll
+        seen = js("""const w = document.querySelector('#player .word.now').getBoundingClientRect(), b = document.querySelector('#player .words').getBoundingClientRect();
+            return [w.top >= b.top - 1 && w.bottom <= b.bottom + 1, document.querySelector('#player .words').scrollTop, scrollY]""")
+        check("a marked word out of view is scrolled into the transcript's box (the page stays put)", seen[0] and seen[1] > 0 and seen[2] == page_y, seen)
+        click("#player [data-action=pause]")
+        shot("38-player")
+        click("#player [data-action=close]")
+
+        # On recd's speaker the word is played from through recd's seek (GET /v1/playback says where).
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] button[title=\"Play on recd's speaker\"]").click()
+        wait("the speaker's words", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .word"), 10)
+        target = next(i for i, w in enumerate(words) if w["start"] > 8)
+        browser.find_elements(By.CSS_SELECTOR, "#player .word")[target].click()
+        pos = wait("recd's position", lambda b: (lambda p: p if p and abs(p["position"] - words[target]["start"]) < 1.0 else None)(recd_get("/v1/playback").get("playback")), 5)
+        check(f"on recd's speaker a click on a word seeks recd there ({words[target]['start']:.2f} s)", pos["state"] == "playing", pos)
+        on = wait("a word marked from recd's position", lambda b: marked(), 5)
+        check("on recd's speaker the word being heard is marked too", on[0][1] >= words[target]["start"] - 0.01, on)
+        click("#player [data-action=close]")
+
+        # Done but silent; and more to search.
+        silent = os.path.join(work, "silence.wav")
+        subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", silent, "trim", "0", "3"], check=True)
+        quiet = imported(silent, TRICKY)
+        shopping = imported(speech(SHOPPING, "shopping", 2.0), "Errands")
+        tq, ts = transcript_of(quiet["id"]), transcript_of(shopping["id"])
+        wait("the new rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li")) == 3)
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{quiet['id']}'] .row-main").click()
+        said = wait("the silent transcript", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-transcript][data-state=done]").text)
+        check("a recording with no speech says No words were heard.", tq["state"] == "done" and said == "No words were heard.", [tq, said])
+        click("#player [data-action=close]")
+
+        # Search as one types: one request after the typing stops, the hits with their words marked.
+        field = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
+        check("the search field is labelled", field.get_attribute("aria-label") == "Search recordings")
+        js("performance.clearResourceTimings()")
+        field.send_keys("apples")
+        wait("the hits", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.hits li")) == 2)
+        time.sleep(0.5)
+        asked = js("return performance.getEntriesByType('resource').map((e) => e.name).filter((n) => n.includes('/search?'))")
+        check("typing 'apples' asks recd once, after the typing stops", len(asked) == 1 and asked[0].endswith("q=apples&limit=50"), asked)
+        hits = js("""return [...document.querySelectorAll('ul.hits li')].map((li) => ({id: li.dataset.id, field: li.dataset.field,
+            title: li.querySelector('.row-title').textContent, marks: [...li.querySelectorAll('mark')].map((m) => m.textContent),
+            snippet: li.querySelector('.snippet')?.textContent, where: li.querySelector('[data-where]').textContent}))""")
+        by_field = {x["field"]: x for x in hits}
+        heard = by_field.get("transcript", {})
+        api = recd_get("/v1/search?q=apples")["results"]
+        hit_time = next((x["time"] for x in api if x["field"] == "transcript"), None)
+        check("a hit in what was said: its snippet with <mark>apples</mark> and when it is said",
+              heard.get("id") == shopping["id"] and [m.lower() for m in heard.get("marks", [])] == ["apples"]
+              and hit_time is not None and heard.get("where", "").endswith(f"at 0:{int(hit_time):02d}"), [heard, hit_time])
+        titled = by_field.get("title", {})
+        check("a hit in a title with markup: the markup shown as text, only the word marked, nothing injected",
+              titled.get("title") == TRICKY and titled.get("snippet") is None and [m.lower() for m in titled.get("marks", [])] == ["apples"]
+              and not browser.find_elements(By.CSS_SELECTOR, "ul.hits b") and titled.get("where", "").endswith("in its title"), titled)
+        check("while searching, the list is what was found (no Quick Play, no tabs)",
+              not browser.find_elements(By.CSS_SELECTOR, ".quick, .tabs")
+              and js("return document.querySelector('#view h2.section').textContent") == "2 recordings found")
+        shot("38-search")
+        browser.find_element(By.CSS_SELECTOR, f"ul.hits li[data-id='{shopping['id']}'] .row-main").click()
+        opened = wait("the player at the words", lambda b: (lambda a: a if a and a[0] > 0 and not a[1] else None)(audio_time()), 10)
+        check(f"a click on the hit plays it from {hit_time:.2f} s", abs(opened[0] - hit_time) < 1.0, [opened, hit_time])
+        check("the field keeps the query while the player is up", field.get_attribute("value") == "apples")
+        click("#player [data-action=close]")
+
+        field.clear()
+        field.send_keys("zebra")
+        none = wait("no hits", lambda b: b.find_element(By.CSS_SELECTOR, "[data-no-hits]").text)
+        check("no hits says so", none == "No recordings say “zebra”.", none)
+        js("performance.clearResourceTimings()")
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys("!!")
+        wait("the library again", lambda b: b.find_elements(By.CSS_SELECTOR, ".tabs"), 5)
+        time.sleep(0.5)
+        check("a query without letters or digits is not sent (recd would refuse it): the library shows",
+              not js("return performance.getEntriesByType('resource').filter((e) => e.name.includes('/search?')).length")
+              and not browser.find_elements(By.CSS_SELECTOR, ".banner"))
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys("harb")
+        wait("the prefix hit", lambda b: [e.get_attribute("data-id") for e in b.find_elements(By.CSS_SELECTOR, "ul.hits li")] == [story["id"]])
+        check("a word's beginning finds it ('harb')", True)
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.BACK_SPACE)
+        wait("the library after clearing", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows:not(.hits) li")) == 3 and b.find_elements(By.CSS_SELECTOR, ".tabs"), 5)
+        check("clearing the field brings the library back, the field still focused",
+              js("return document.activeElement === document.querySelector('input[type=search]')"))
+
+        # recd without the transcriber: a quiet line says why; search still finds titles.
+        recd.send_signal(signal.SIGTERM)
+        recd.wait(15)
+        recd = h.start_recd(RECD, RECCTL, data, sock, "--transcriber", "/nonexistent/transcribe")
+        plain = imported(speech("Nothing to see here.", "plain"), "Untranscribed note")
+        browser.get(base + "/")
+        wait("the rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li")) == 4)
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{plain['id']}'] .row-main").click()
+        why = wait("the quiet line", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-transcript][data-state=none]").text)
+        check("without the transcriber the player says why, in one quiet line, and plays",
+              why.startswith("No transcript: ") and "not installed" in why and audio_time() is not None, why)
+        check("without the transcriber the player's controls are all there",
+              all(browser.find_elements(By.CSS_SELECTOR, f"#player [data-action={a}]") for a in ("back", "pause", "forward", "close")))
+        shot("38-no-transcriber")
+        click("#player [data-action=close]")
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main").click()
+        kept = wait("the stored words", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .word"), 10)
+        check("a transcript made before is still shown", len(kept) == len(words), len(kept))
+        click("#player [data-action=close]")
+        field = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
+        field.send_keys("untranscribed")
+        found = wait("a title hit", lambda b: [e.get_attribute("data-id") for e in b.find_elements(By.CSS_SELECTOR, "ul.hits li")])
+        check("without the transcriber search still finds titles", found == [plain["id"]], found)
+    finally:
+        browser.quit()
+except Exception:
+    traceback.print_exc()
+    h.results.append(("the run", False))
+finally:
+    h.close()
+
+h.finish()
