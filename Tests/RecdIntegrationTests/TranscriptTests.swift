@@ -115,6 +115,12 @@ final class TranscriptTests: DaemonTestCase {
         let rows = try Tools.run("sqlite3", [daemon.dataDir.appendingPathComponent("catalog.sqlite").path,
                                              "SELECT count(*) FROM transcript; SELECT count(*) FROM search;"])
         XCTAssertEqual(rows.stdout.split(separator: "\n"), ["2", "2"], "the transcript and index rows went with the recording")
+        // Delete-all takes every transcript and index row with the recordings.
+        XCTAssertEqual(try daemon.recctl("delete", "--all", "--yes").status, 0)
+        let none = try Tools.run("sqlite3", [daemon.dataDir.appendingPathComponent("catalog.sqlite").path,
+                                             "SELECT count(*) FROM transcript; SELECT count(*) FROM search;"])
+        XCTAssertEqual(none.stdout.split(separator: "\n"), ["0", "0"])
+        XCTAssertEqual(try search("morning").results, [])
     }
 
     /// The "done when": a take made by `recctl record` is found by a sentence said in it
