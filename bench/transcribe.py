@@ -19,7 +19,9 @@ decoded beforehand; its whole CPU (imports and model load included, as recd's tr
 import datetime, json, os, re, resource, signal, sqlite3, statistics, subprocess, sys, tempfile, time, urllib.parse, uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Tests", "browser"))
 from benchmarks_md import launch_recd, write_section
+from harness import Harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIPS = "/usr/share/pocketsphinx/test/data/librivox"
@@ -33,7 +35,8 @@ if not os.path.exists(os.path.join(bin_dir, "recd")):
     subprocess.run(["swift", "build", "-c", "release"], cwd=REPO, check=True)
 RECD, RECCTL = os.path.join(bin_dir, "recd"), os.path.join(bin_dir, "recctl")
 work = tempfile.mkdtemp(prefix="recd-bench-transcribe-")
-procs = []
+h = Harness(None, None if os.environ.get("KEEP_WORK") else work)
+procs = h.procs
 
 
 def words(text):
@@ -212,12 +215,4 @@ Written by `bench/transcribe.py` on {today} — {os.cpu_count()} CPUs; recd: rel
     print(section)
     write_section(REPO, "## Transcripts and search", section)
 finally:
-    for p in reversed(procs):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    if not os.environ.get("KEEP_WORK"):
-        subprocess.run(["rm", "-rf", work])
+    h.close()

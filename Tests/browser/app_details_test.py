@@ -11,7 +11,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, signal, subprocess, time, traceback
 
-from harness import chromium, setup, wait_until
+from harness import Page, chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 
 RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-details-")
@@ -51,34 +51,8 @@ try:
     base = url.split("/?")[0]
 
     browser, downloads = chromium(work)
-    wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
-    text = lambda: browser.find_element(By.TAG_NAME, "body").text
-    js = browser.execute_script
-
-    def size(width, height=844):
-        """The viewport (not the window) at this width: innerWidth is what a phone of that width has."""
-        browser.set_window_size(width, height)
-        dw = width - js("return window.innerWidth")
-        if dw:
-            browser.set_window_size(width + dw, height)
-        time.sleep(0.3)
-
-    def shot(name):
-        if not SHOTS:
-            return
-        os.makedirs(SHOTS, exist_ok=True)
-        for width, height, tag in [(390, 844, "phone"), (1280, 860, "desktop")]:
-            size(width, height)
-            browser.save_screenshot(os.path.join(SHOTS, f"{name}-{tag}.png"))
-        size(390)
-
-    def click(css):
-        def attempt(b):
-            el = next((e for e in b.find_elements(By.CSS_SELECTOR, css) if e.is_displayed() and e.is_enabled()), None)
-            if el is not None:
-                el.click()
-            return el
-        return wait(css, attempt)
+    page = Page(browser, SHOTS)
+    wait, js, text, size, shot, click = page.wait, page.js, page.text, page.size, page.shot, page.click
 
     def toast():
         return browser.find_element(By.ID, "toast").text

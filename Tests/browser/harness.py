@@ -104,6 +104,49 @@ def setup(prefix):
     return recd, recctl, shots, work, runtime, env, data, sock, Harness(env, work, runtime)
 
 
+class Page:
+    """What the tests do with the page: wait for something, run JavaScript, read its text, size the
+    viewport, take phone and desktop screenshots into SHOTS (when given), click what is shown."""
+
+    def __init__(self, browser, shots):
+        self.browser, self.shots = browser, shots
+        self.js = browser.execute_script
+
+    def wait(self, what, predicate, timeout=15):
+        return wait_until(what, lambda: predicate(self.browser), timeout)
+
+    def text(self):
+        from selenium.webdriver.common.by import By
+        return self.browser.find_element(By.TAG_NAME, "body").text
+
+    def size(self, width, height=844):
+        """The viewport (not the window) at this width: innerWidth is what a phone of that width has."""
+        self.browser.set_window_size(width, height)
+        dw = width - self.js("return window.innerWidth")
+        if dw:
+            self.browser.set_window_size(width + dw, height)
+        time.sleep(0.3)
+
+    def shot(self, name):
+        if not self.shots:
+            return
+        os.makedirs(self.shots, exist_ok=True)
+        for width, height, tag in [(390, 844, "phone"), (1280, 860, "desktop")]:
+            self.size(width, height)
+            self.browser.save_screenshot(os.path.join(self.shots, f"{name}-{tag}.png"))
+        self.size(390)
+
+    def click(self, css):
+        from selenium.webdriver.common.by import By
+
+        def attempt(b):
+            el = next((e for e in b.find_elements(By.CSS_SELECTOR, css) if e.is_displayed() and e.is_enabled()), None)
+            if el is not None:
+                el.click()
+            return el
+        return self.wait(css, attempt)
+
+
 def chromium(work):
     """Debian's chromium, headless at phone size, downloads into WORK/downloads (returned too)."""
     from selenium import webdriver

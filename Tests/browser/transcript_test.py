@@ -13,7 +13,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, signal, subprocess, time, traceback
 
-from harness import chromium, setup, wait_until
+from harness import Page, chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -74,33 +74,8 @@ try:
     base = url.split("/?")[0]
 
     browser, _ = chromium(work)
-    wait = lambda what, pred, t=15: wait_until(what, lambda: pred(browser), t)
-    js = browser.execute_script
-    text = lambda: browser.find_element(By.TAG_NAME, "body").text
-
-    def size(width, height=844):
-        browser.set_window_size(width, height)
-        dw = width - js("return window.innerWidth")
-        if dw:
-            browser.set_window_size(width + dw, height)
-        time.sleep(0.3)
-
-    def shot(name):
-        if not SHOTS:
-            return
-        os.makedirs(SHOTS, exist_ok=True)
-        for width, height, tag in [(390, 844, "phone"), (1280, 860, "desktop")]:
-            size(width, height)
-            browser.save_screenshot(os.path.join(SHOTS, f"{name}-{tag}.png"))
-        size(390)
-
-    def click(css):
-        def attempt(b):
-            el = next((e for e in b.find_elements(By.CSS_SELECTOR, css) if e.is_displayed() and e.is_enabled()), None)
-            if el is not None:
-                el.click()
-            return el
-        return wait(css, attempt)
+    page = Page(browser, SHOTS)
+    wait, js, text, size, shot, click = page.wait, page.js, page.text, page.size, page.shot, page.click
 
     audio_time = lambda: js("const a = document.querySelector('#player audio'); return a && [a.currentTime, a.paused]")
     marked = lambda: js("""const w = [...document.querySelectorAll('#player .word.now')];
