@@ -98,10 +98,7 @@ public actor Recorder {
             throw .invalidValue(field: "audio", detail: "false is for a silent video (type \"video\"); an audio recording records sound")
         }
         let format = try config.format(request.format, video: request.type == .video)
-        let recordings = config.dataDirectory.recordings.path
-        if let free = FileOps.freeBytes(recordings), free < config.minFreeBytes {
-            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
-        }
+        try FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path)
         let id = UUID()
         let relative = DataDirectory.relativePath(id: id, type: request.type)
         let path = config.dataDirectory.absolute(relative)
