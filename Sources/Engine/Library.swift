@@ -175,10 +175,8 @@ public struct Library: Sendable {
         } catch CatalogError.unexpectedState(_, let state) {
             throw .invalidState(id: id, state: RecordingState(rawValue: state) ?? .missing, action: "count a play of",
                                 allowed: [.ready])
-        } catch let e as CatalogError {
-            throw .from(e)
         } catch {
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
     }
 

@@ -415,8 +415,7 @@ public actor Recorder {
                 attempt += 1
                 if attempt >= 3 {
                     logger.error("recording \(id): cannot record its outcome in the catalog (\(error)); it will be salvaged at the next start")
-                    if let e = error as? CatalogError { throw EngineError.from(e) }
-                    throw .unexpected("\(error)")
+                    throw .from(error)
                 }
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }

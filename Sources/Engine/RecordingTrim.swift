@@ -109,8 +109,7 @@ struct RecordingTrim {
             if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {
                 throw .invalidState(id: r.id, state: actual, action: "trim", allowed: [.ready, .pending])
             }
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
         try FileReplacement.finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
         return committed
