@@ -601,10 +601,6 @@ public actor Recorder {
         public var pause: RecordingPauseState?
         public var stats: CaptureStats?
         public var formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?
-        init(id: UUID, activity: DaemonStatus.Activity, pause: RecordingPauseState? = nil, stats: CaptureStats? = nil,
-             formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? = nil) {
-            self.id = id; self.activity = activity; self.pause = pause; self.stats = stats; self.formats = formats
-        }
     }
 }
 
