@@ -41,7 +41,6 @@ public struct CaptureCounters: Sendable, Equatable {
     /// Frames lost in overruns: the time from each xrun to its recovery (ALSA's status timestamps),
     /// times the rate.
     public var overrunFrames: Int64 = 0
-    public init() {}
 }
 
 /// Owns one ALSA capture PCM handle and the thread that reads it.

@@ -53,10 +53,7 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             return "camera '\(d)' failed: \(why) (\(call), errno \(e))"
         }
     }
-}
 
-/// `snd_strerror` text for an ALSA return code.
-extension CaptureError {
     /// A capture PCM that could not be opened or set up.
     init(_ e: AlsaSetupError) {
         switch e {

@@ -54,7 +54,6 @@ public struct VideoCaptureCounters: Sendable, Equatable {
     /// Frames the driver dropped (gaps in its sequence numbers): no buffer was free, or the
     /// camera's own overflow.
     public var droppedFrames: Int64 = 0
-    public init() {}
 }
 
 /// Owns one V4L2 capture device: its descriptor, its mmap buffers and the capture thread.

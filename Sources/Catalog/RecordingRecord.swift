@@ -43,18 +43,8 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
 
     enum Columns {
         static let id = Column(CodingKeys.id)
-        static let type = Column(CodingKeys.type)
         static let state = Column(CodingKeys.state)
-        static let title = Column(CodingKeys.title)
-        static let notes = Column(CodingKeys.notes)
-        static let purpose = Column(CodingKeys.purpose)
         static let createdAt = Column(CodingKeys.createdAt)
-        static let duration = Column(CodingKeys.duration)
-        static let sizeBytes = Column(CodingKeys.sizeBytes)
-        static let playCount = Column(CodingKeys.playCount)
-        static let lastPlayedAt = Column(CodingKeys.lastPlayedAt)
-        static let recovered = Column(CodingKeys.recovered)
-        static let droppedFrames = Column(CodingKeys.droppedFrames)
     }
 
     /// What every read selects, in this order: `init(row:)` reads the columns by position (GRDB's

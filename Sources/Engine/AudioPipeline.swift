@@ -62,12 +62,11 @@ final class FirstArrival: Sendable {
     }
     /// The arrival time, or the failure, or `timeout()` when nothing came in `ms`.
     func wait(ms: Int, timeout: () -> any Error) throws -> UInt64 {
-        let waited = signal.wait(timeout: .now() + .milliseconds(ms))
+        _ = signal.wait(timeout: .now() + .milliseconds(ms))
         signal.signal()   // later waiters pass at once
         let t = at.load(ordering: .relaxed)
         if t != 0 { return t }
         if let e = failure.withLock({ $0 }) { throw e }
-        _ = waited
         throw timeout()
     }
 }

@@ -46,10 +46,8 @@ public final class Engine: Sendable {
         }
         do {
             catalog = try Catalog(path: config.dataDirectory.catalogPath)
-        } catch let e as CatalogError {
-            throw .catalog(e)
         } catch {
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
         // A new data directory, catalog and folders: their entries durable before anything is
         // committed in them (SQLite syncs its WAL's directory entry, not the database's).

@@ -182,8 +182,7 @@ struct Importer {
                let existing = try? catalog.recording(id: uuid) {
                 throw .duplicate(name: name, existing: existing)
             }
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
         try FileReplacement.finish(temporary: temporary, target: finalPath, catalog: catalog, data: data, logger: logger)
         return committed

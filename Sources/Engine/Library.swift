@@ -137,11 +137,7 @@ public struct Library: Sendable {
         if let announcedBytes, announcedBytes > config.maxImportBytes {
             throw .tooLarge(name: name, limitBytes: config.maxImportBytes)
         }
-        let recordings = config.dataDirectory.recordings.path
-        let needed = 2 * (announcedBytes ?? 0) + config.minFreeBytes
-        if let free = FileOps.freeBytes(recordings), free < needed {
-            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: needed)
-        }
+        try FileOps.requireFree(2 * (announcedBytes ?? 0) + config.minFreeBytes, in: config.dataDirectory.recordings.path)
     }
 
     /// While an import arrives, and once it has: room above --min-free-mb for a result as large as
@@ -149,11 +145,7 @@ public struct Library: Sendable {
     /// was 0 bytes to `checkImportRoom` and is counted here; for an announced one this never asks for
     /// more than that check did.
     public func checkImportRoom(name: String, receivedBytes: Int64) throws(EngineError) {
-        let recordings = config.dataDirectory.recordings.path
-        let needed = receivedBytes + config.minFreeBytes
-        if let free = FileOps.freeBytes(recordings), free < needed {
-            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: needed)
-        }
+        try FileOps.requireFree(receivedBytes + config.minFreeBytes, in: config.dataDirectory.recordings.path)
     }
 
     /// Stores an uploaded file (`upload`, in `.uploads/`, with the SHA-256 of its bytes) as a new
@@ -183,10 +175,8 @@ public struct Library: Sendable {
         } catch CatalogError.unexpectedState(_, let state) {
             throw .invalidState(id: id, state: RecordingState(rawValue: state) ?? .missing, action: "count a play of",
                                 allowed: [.ready])
-        } catch let e as CatalogError {
-            throw .from(e)
         } catch {
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
     }
 

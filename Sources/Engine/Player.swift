@@ -225,8 +225,7 @@ public actor Player {
         var counted = false
         if active.counts && reason != .deleted {
             do {
-                let id = active.recording.id
-                _ = try await plays.count(id: id)
+                _ = try await plays.count(id: active.recording.id)
                 counted = true
             } catch {
                 // Deleted or discarded meanwhile, or the catalog failed: the play is lost, the recording is not.
@@ -251,8 +250,7 @@ public actor Player {
 
     /// What is playing now, and how the last playback ended.
     public func status() -> PlaybackStatus {
-        if case .playing(let a) = state { return PlaybackStatus(playback: info(a), lastEnded: lastEnded) }
-        return PlaybackStatus(playback: nil, lastEnded: lastEnded)
+        PlaybackStatus(playback: current, lastEnded: lastEnded)
     }
 
     /// The recording playing now, if any.

@@ -98,10 +98,7 @@ public actor Recorder {
             throw .invalidValue(field: "audio", detail: "false is for a silent video (type \"video\"); an audio recording records sound")
         }
         let format = try config.format(request.format, video: request.type == .video)
-        let recordings = config.dataDirectory.recordings.path
-        if let free = FileOps.freeBytes(recordings), free < config.minFreeBytes {
-            throw .insufficientStorage(path: recordings, freeBytes: free, requiredBytes: config.minFreeBytes)
-        }
+        try FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path)
         let id = UUID()
         let relative = DataDirectory.relativePath(id: id, type: request.type)
         let path = config.dataDirectory.absolute(relative)
@@ -418,8 +415,7 @@ public actor Recorder {
                 attempt += 1
                 if attempt >= 3 {
                     logger.error("recording \(id): cannot record its outcome in the catalog (\(error)); it will be salvaged at the next start")
-                    if let e = error as? CatalogError { throw EngineError.from(e) }
-                    throw .unexpected("\(error)")
+                    throw .from(error)
                 }
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }
@@ -605,10 +601,6 @@ public actor Recorder {
         public var pause: RecordingPauseState?
         public var stats: CaptureStats?
         public var formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)?
-        init(id: UUID, activity: DaemonStatus.Activity, pause: RecordingPauseState? = nil, stats: CaptureStats? = nil,
-             formats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? = nil) {
-            self.id = id; self.activity = activity; self.pause = pause; self.stats = stats; self.formats = formats
-        }
     }
 }
 

@@ -73,10 +73,7 @@ struct RecordingTrim {
         let target = data.absolute(result.file)
         let temporary = data.replacingPath(for: target)
         // The cut is at most the whole file: that much room, and the margin recordings keep.
-        let needed = (FileOps.size(source) ?? 0) + minFreeBytes
-        if let free = FileOps.freeBytes(data.recordings.path), free < needed {
-            throw .insufficientStorage(path: data.recordings.path, freeBytes: free, requiredBytes: needed)
-        }
+        try FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path)
         let waveform: Data?, poster: Data?
         do {
             let cut = try WorkerMedia.trim(from: source, to: temporary, start: start, end: end)
@@ -112,8 +109,7 @@ struct RecordingTrim {
             if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {
                 throw .invalidState(id: r.id, state: actual, action: "trim", allowed: [.ready, .pending])
             }
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
         try FileReplacement.finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
         return committed

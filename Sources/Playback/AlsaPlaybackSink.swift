@@ -14,10 +14,6 @@ public struct AlsaPlaybackSettings: Sendable, Equatable {
     /// costs nothing in responsiveness and rides out scheduling hiccups without underruns.
     public var periodMs: Int = 40
     public var bufferMs: Int = 400
-
-    public init(device: String, sampleRate: Int, channels: Int) {
-        self.device = device; self.sampleRate = sampleRate; self.channels = channels
-    }
 }
 
 /// The playback device (an `AlsaPCM`, opened non-blocking) and the stream calls of the playback thread.

@@ -37,10 +37,7 @@ public enum PlaybackError: Error, CustomStringConvertible, Sendable {
             return "\(file) is a silent video: it has no sound to play (a video player can show it: GET /v1/recordings/{id}/media)"
         }
     }
-}
 
-/// `snd_strerror` text for an ALSA return code.
-extension PlaybackError {
     /// A playback PCM that could not be opened or set up.
     init(_ e: AlsaSetupError) {
         switch e {

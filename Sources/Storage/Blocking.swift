@@ -48,8 +48,5 @@ public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T)
 /// A catalog write (or a change of `Recordings/` with its rows, or a long read) on `BlockingPool`,
 /// its errors as the engine's (`catalogCall` for the short reads done in place).
 public func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
-    do { return try await runBlocking(body) }
-    catch let e as CatalogError { throw EngineError.from(e) }
-    catch let e as EngineError { throw e }
-    catch { throw EngineError.unexpected("\(error)") }
+    do { return try await runBlocking(body) } catch { throw .from(error) }
 }

@@ -160,6 +160,14 @@ public enum FileOps {
         return overflow ? Int64.max : bytes
     }
 
+    /// Refuses (`insufficientStorage`) when the filesystem holding `path` has less than `needed`
+    /// bytes free; one whose free space cannot be read passes.
+    public static func requireFree(_ needed: Int64, in path: String) throws(EngineError) {
+        if let free = freeBytes(path), free < needed {
+            throw .insufficientStorage(path: path, freeBytes: free, requiredBytes: needed)
+        }
+    }
+
     /// fsync of a file or directory, so a rename or a finished file survives power loss.
     public static func sync(_ path: String) throws(EngineError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

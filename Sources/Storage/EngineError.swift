@@ -105,13 +105,20 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         default: return .catalog(error)
         }
     }
+
+    /// What a catalog call threw, as an engine error: a catalog error as `from` maps it, an engine
+    /// error as it is, anything else `unexpected`.
+    public static func from(_ error: any Error) -> EngineError {
+        switch error {
+        case let e as CatalogError: from(e)
+        case let e as EngineError: e
+        default: .unexpected("\(error)")
+        }
+    }
 }
 
 /// Runs a catalog call, turning its errors into engine errors.
 @discardableResult
 public func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
-    do { return try body() }
-    catch let e as CatalogError { throw EngineError.from(e) }
-    catch let e as EngineError { throw e }
-    catch { throw EngineError.unexpected("\(error)") }
+    do { return try body() } catch { throw .from(error) }
 }

@@ -51,8 +51,7 @@ public enum TakeRemoval {
                 throw .invalidState(id: r.id, state: actual, action: action,
                                     allowed: RecordingState.allCases.filter { states.contains($0) })
             }
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
+            throw .from(error)
         }
         if hadFile { try? FileOps.remove(aside) }
     }

@@ -149,7 +149,6 @@ struct RecdCommand: AsyncParsableCommand {
         guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
             throw ValidationError("--socket-mode \(socketMode) is not an octal file mode such as 660")
         }
-        _ = mode
         guard EngineConfiguration.syncIntervalRange.contains(syncIntervalMs) else {
             throw ValidationError("--sync-interval-ms must be \(EngineConfiguration.syncIntervalRange.lowerBound)...\(EngineConfiguration.syncIntervalRange.upperBound)")
         }
