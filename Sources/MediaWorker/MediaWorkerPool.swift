@@ -169,6 +169,13 @@ final class MediaWorkerConnection: @unchecked Sendable {
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     static func start(_ executable: String, arguments: [String], priority: MediaWorkerPool.Priority) throws(MediaWorkerError) -> MediaWorkerConnection {
+        let (pid, fd) = try spawn(executable, arguments: arguments)
+        return MediaWorkerConnection(pid: pid, fd: fd, priority: priority)
+    }
+
+    /// Starts `executable PID ARGUMENTS…` (PID: recd's, which it checks) with one end of a new socket
+    /// pair as its descriptor 3; returns its pid and recd's end. The media workers and the transcriber.
+    static func spawn(_ executable: String, arguments: [String]) throws(MediaWorkerError) -> (pid: pid_t, fd: Int32) {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
             throw .spawnFailed(executable: executable, call: "socketpair", code: errno)
@@ -183,7 +190,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
             close(fds[0])
             throw .spawnFailed(executable: executable, call: "posix_spawn", code: rc)
         }
-        return MediaWorkerConnection(pid: pid, fd: fds[0], priority: priority)
+        return (pid, fds[0])
     }
 
     /// Sends `op` (and `sending` as its payload, `passing` as a descriptor the worker gets a copy

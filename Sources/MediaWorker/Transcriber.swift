@@ -51,22 +51,11 @@ public final class Transcriber: @unchecked Sendable {
                 loadSeconds: Int = 120) throws(TranscriberError) {
         guard Self.isInstalled(directory, model: model) else { throw .notInstalled(directory: directory) }
         self.model = model
-        var fds: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw .failed("socketpair: \(String(cString: strerror(errno)))")
+        do {
+            (pid, fd) = try MediaWorkerConnection.spawn(launcher, arguments: ["--transcriber", directory, model])
+        } catch {
+            throw .failed("\(error)")
         }
-        let args = [launcher, "--transcriber", String(getpid()), directory, model]
-        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = recd_spawn_with_channel(launcher, &argv, fds[1], &pid)
-        close(fds[1])
-        guard rc == 0 else {
-            close(fds[0])
-            throw .failed("could not start \(launcher): \(String(cString: strerror(rc)))")
-        }
-        self.pid = pid
-        self.fd = fds[0]
         do {
             let first = try receive(deadline: .now + .seconds(loadSeconds))
             if let error = first.error { throw TranscriberError.failed(error) }

@@ -1,4 +1,4 @@
-// `recd-media --transcriber PARENT_PID DIR MODEL`: how recd starts its transcriber (transcribe/,
+// `recd-media PARENT_PID --transcriber DIR MODEL`: how recd starts its transcriber (transcribe/,
 // Python: faster-whisper). This process sets up what the media workers have — death with recd, idle
 // priority, a Landlock sandbox — and then becomes the transcriber by exec: all three survive exec,
 // so the Python process, which cannot set them up itself, runs inside them. The socket on
@@ -10,7 +10,7 @@ public enum TranscriberLauncher {
     /// Never returns: execs the transcriber, or exits with a message on stderr (recd's log).
     public static func run(arguments: [String]) -> Never {
         guard arguments.count == 3, let parent = pid_t(arguments[0]), fcntl(3, F_GETFD) >= 0 else {
-            fail("--transcriber is started by recd itself (PARENT_PID DIR MODEL, its socket on descriptor 3)", code: 64)
+            fail("--transcriber is started by recd itself (PARENT_PID --transcriber DIR MODEL, its socket on descriptor 3)", code: 64)
         }
         let dir = arguments[1], model = arguments[2]
         _ = recd_set_parent_death_signal(SIGKILL)

@@ -6,11 +6,12 @@ import JournalLog
 import Logging
 import MediaWorkerServer
 
-if CommandLine.arguments.dropFirst().first == "--transcriber" {
-    TranscriberLauncher.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.count > 1 && arguments[1] == "--transcriber" {
+    TranscriberLauncher.run(arguments: [arguments[0]] + arguments.dropFirst(2))
 }
 let journal = JournalLogHandler.stderrIsJournal()
-MediaWorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst())) { label, level in
+MediaWorkerProcess.run(arguments: arguments) { label, level in
     if journal { return JournalLogHandler(label: label, level: level) }
     var handler = StreamLogHandler.standardError(label: label)
     handler.logLevel = level
