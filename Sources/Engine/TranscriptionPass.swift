@@ -56,13 +56,13 @@ public actor TranscriptionPass {
 
     init(catalog: Catalog, data: DataDirectory, events: EventHub, settings: TranscriptionSettings, logger: Logger) {
         self.catalog = catalog; self.data = data; self.events = events; self.settings = settings; self.logger = logger
+        isOn = settings.model.map { Transcriber.isInstalled(settings.directory, model: $0) } ?? false
         (wakeups, wakeup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// Whether transcripts are being made: on, and installed.
-    public nonisolated var isOn: Bool {
-        settings.model.map { Transcriber.isInstalled(settings.directory, model: $0) } ?? false
-    }
+    /// Whether transcripts are being made: on, and installed when recd started (what `run` decided;
+    /// a transcriber installed later is used from the next start).
+    public nonisolated let isOn: Bool
 
     /// Asks for a pass (a recording was saved or imported).
     public nonisolated func wake() { wakeup.yield() }
@@ -151,7 +151,9 @@ public actor TranscriptionPass {
         current.withLock { $0 = (id, 0) }
         defer { current.withLock { $0 = nil } }
         var stored: StoredTranscript
-        let size = FileOps.size(path)
+        // The size of the file as read: a transcript is stored only if it is still that file (a stat:
+        // disk I/O, so not on the actor).
+        let size: Int64? = (try? await runBlocking { FileOps.size(path) }) ?? nil
         do {
             let duration = r.duration ?? 0
             // recd stopping does not wait for the job (it may take minutes): the transcriber is killed,
@@ -183,7 +185,14 @@ public actor TranscriptionPass {
             stored = StoredTranscript(state: .failed, language: nil, model: transcriber.model, error: "\(error)", segments: [])
         }
         let final = stored
-        guard (try? await runBlocking({ try catalog.storeTranscript(id: id, final, transcribedFileSize: size) })) == true else { return }
+        do {
+            // false: the recording changed meanwhile (deleted, trimmed): a later pass finds what is left.
+            guard try await runBlocking({ try catalog.storeTranscript(id: id, final, transcribedFileSize: size) }) else { return }
+        } catch {
+            // A full disk, a catalog error: nothing stored, so the next pass (or start) tries again.
+            logger.error("transcripts: recording \(id): its transcript could not be stored: \(error)")
+            return
+        }
         done += 1
         logger.info("transcripts: recording \(id): \(final.state == .done ? "\(final.segments.reduce(0) { $0 + $1.words.count }) words" : "failed")")
         events.publish(.transcriptDone(TranscriptProgressEvent(recordingID: id, state: final.state, progress: 1)))
