@@ -2,7 +2,7 @@
 """Meters and waveforms: what they cost, beside the work they ride on.
 
   share of capture   recd-bench (a non-installed executable of the package) runs recd's LevelMeter
-                     (1920-frame periods, as the capture thread) and WaveformBuilder (8192-frame
+                     (1920-frame periods, as the capture thread) and WaveformBuilder (16384-frame
                      blocks, as the encoder thread) over 60 s of 48 kHz stereo, on the thread CPU
                      clock; beside it, the CPU recd itself spends recording 10 s of 48 kHz stereo from
                      a paced ALSA device (utime+stime of the recd process and its media workers from

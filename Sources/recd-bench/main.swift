@@ -2,10 +2,10 @@
 // Not installed; prints one JSON object.
 //   recd-bench metering SECONDS CHANNELS
 // Feeds SECONDS of 48 kHz audio through LevelMeter (1920-frame periods, as the capture thread
-// does) and WaveformBuilder (8192-frame blocks, as the encoder thread does: its
+// does) and WaveformBuilder (16384-frame blocks, as the encoder thread does: its
 // AudioPipeline.encoderBlockFrames), and through
 // AudioFileWriter (AAC + fragmented MP4 into a temporary file) for scale, timing each with the
-// thread's CPU clock; and through TruePeakMeter and LoudnessMeter (8192-frame blocks, the encoder
+// thread's CPU clock; and through TruePeakMeter and LoudnessMeter (16384-frame blocks, the encoder
 // thread's work for the loudness of every recording).
 import Foundation
 import Media
@@ -13,7 +13,7 @@ import MediaWire
 import Metering
 
 /// The encoder thread's block (Engine's AudioPipeline.encoderBlockFrames; this target does not link Engine).
-let encoderBlock = 8192
+let encoderBlock = 16384
 
 func threadCPU() -> Double {
     var ts = timespec()

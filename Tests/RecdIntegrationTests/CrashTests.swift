@@ -189,7 +189,9 @@ final class CrashTests: DaemonTestCase {
                     XCTAssertGreaterThan(decoded.duration, beforePause - 0.3,
                                          "iteration \(iteration): salvaged \(decoded.duration) s of the \(beforePause) s before the pause")
                 } else {
-                    XCTAssertGreaterThan(decoded.duration, recorded - 1.6,
+                    // Lost at most: the fragment the muxer held (1 s), the block in recd's ring (0.34 s),
+                    // the request's own time and the encoder's delay.
+                    XCTAssertGreaterThan(decoded.duration, recorded - 1.8,
                                          "iteration \(iteration): salvaged \(decoded.duration) s of \(recorded) s")
                 }
                 XCTAssertEqual(salvaged.format, format, "iteration \(iteration)")
