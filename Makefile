@@ -5,7 +5,10 @@ SWIFT ?= swift
 # Extra flags for the release build: `make deb` links the Swift runtime in, in a build folder of its own
 # (scripts/build-deb.sh; why: docs/design.md).
 SWIFT_BUILD_FLAGS ?=
-RELEASE_DIR = $(shell $(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
+# What `build` and `install` compile: release; the suite's package test installs a debug build (faster to
+# compile from clean, the same files otherwise: scripts/build-deb.sh).
+CONFIGURATION ?= release
+RELEASE_DIR = $(shell $(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 
 .PHONY: run test deps test-deps bench-deps build debug install install-transcriber deb deb-test bench clean
 
@@ -29,14 +32,14 @@ bench-deps:
 
 ## Release binaries: recd, recctl and recd-media (the media worker recd starts from its own directory).
 build:
-	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recd
-	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recctl
-	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product recd-media
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --product recd
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --product recctl
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --product recd-media
 
 debug:
 	$(SWIFT) build
 
-## Binaries (recd-media beside recd: recd starts it from its own directory), units (user and system), sysusers entry, shell completions and the recctl man page.
+## Binaries (recd-media beside recd: recd starts it from its own directory), units (user and system), sysusers entry, shell completions and the man pages of recctl and recd (swift-argument-parser's generate-manual, run on the built binaries).
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/recd $(DESTDIR)$(PREFIX)/lib/systemd/user \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
@@ -57,9 +60,9 @@ install: build
 	$(RELEASE_DIR)/recctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_recctl
 	$(RELEASE_DIR)/recctl --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/recctl.fish
 	$(RELEASE_DIR)/recd --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/recd
-	$(SWIFT) package plugin generate-manual
-	install -m 0644 .build/plugins/GenerateManual/outputs/recctl/recctl.1 \
-		.build/plugins/GenerateManual/outputs/recd/recd.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --product generate-manual
+	$(RELEASE_DIR)/generate-manual $(RELEASE_DIR)/recctl --output-directory $(DESTDIR)$(PREFIX)/share/man/man1
+	$(RELEASE_DIR)/generate-manual $(RELEASE_DIR)/recd --output-directory $(DESTDIR)$(PREFIX)/share/man/man1
 
 ## recd_VERSION_amd64.deb: a release build with the Swift runtime linked in, installed as `make install`
 ## would into /usr, packed with dpkg-deb (scripts/build-deb.sh; the package's files are in packaging/debian).
@@ -67,11 +70,11 @@ deb:
 	scripts/install-deps.sh --deb
 	scripts/build-deb.sh
 
-## The package in a clean Debian 12 root (mmdebstrap): installs with apt, records, lists (scripts/deb-test.sh).
 ## The transcriber (faster-whisper and Whisper base, about 600 MB) where an installed recd looks for it.
 install-transcriber:
 	scripts/install-deps.sh --transcribe $(DESTDIR)$(PREFIX)/lib/recd/transcribe
 
+## The package in a clean Debian 12 root (mmdebstrap): installs with apt, records, lists (scripts/deb-test.sh).
 deb-test: deb
 	scripts/deb-test.sh
 
@@ -83,7 +86,10 @@ bench: bench-deps build
 	bench/metering.py
 	bench/video.py
 	bench/webapp.py
+	bench/editing.py
+	bench/client-startup.py
 	bench/idle.py
+	bench/first-word.py
 	bench/transcribe.py
 	RECD_BIN_DIR=$(RELEASE_DIR) bench/power-cut.py
 

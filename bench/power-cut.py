@@ -2,7 +2,8 @@
 """Power cuts (issue 16): what recd keeps, and what the sync cadence costs the disk.
 
   cuts      scripts/power-cut-test.sh CUTS: cuts of the test VM's power (ext4 on /dev/vda) at random
-            moments of record, stop, save, edit, played, play, delete, discard, delete-all and trim;
+            moments of record, a video take, a take paused and resumed, import, stop, save, edit,
+            played, play, delete, discard, delete-all and trim;
             cuts survived per operation, and the seconds lost per recording cut mid-take (the
             time from the start reply to the cut, less the duration recovery salvaged).
   cadence   bench/vm-sync-cost.sh in the VM: SECONDS of recording (48 kHz mono AAC from snd-aloop)

@@ -4,12 +4,15 @@
 # runtime's .so files: docs/design.md), installed by `make install` into a staging /usr, then the
 # package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by dpkg-deb.
 # Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
+# RECD_DEB_CONFIGURATION=debug packs a debug build instead (the suite's PackageTests: the same package,
+# compiled in less time; what users get is `make deb`'s release build).
 set -euo pipefail
 umask 022
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 out="${RECD_DEB_OUT:-$root}"
+configuration="${RECD_DEB_CONFIGURATION:-release}"
 
 for tool in dpkg-deb dpkg-shlibdeps; do
   command -v "$tool" >/dev/null || {
@@ -26,7 +29,7 @@ mkdir -p "$stage/DEBIAN"
 # with the Swift runtime in. That build has a folder of its own, .build-deb: the flag changes how every
 # module is compiled, and the man-page plugin of `make install` builds in .build without it, so one
 # shared folder would be rebuilt whole at each switch (and SwiftPM does not relink on the flag alone).
-make --no-print-directory install PREFIX=/usr DESTDIR="$stage" \
+make --no-print-directory install PREFIX=/usr DESTDIR="$stage" CONFIGURATION="$configuration" \
   SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path $root/.build-deb"
 for p in recd recctl recd-media; do
   if readelf -d "$stage/usr/bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
