@@ -49,7 +49,8 @@ struct RecordingTrim {
     static func copyTitle(_ title: String) -> String {
         let suffix = " (trimmed)"
         let room = MetadataLimits.titleMaxCharacters - suffix.count
-        let base = title.count <= room ? title : String(title.prefix(room - 1)) + "…"
+        // A cut that ends at a space gives "11:36… (trimmed)", not "11:36 … (trimmed)".
+        let base = title.count <= room ? title : String(title.prefix(room - 1)).trimmingCharacters(in: .whitespaces) + "…"
         return base + suffix
     }
 
