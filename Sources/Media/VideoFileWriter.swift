@@ -109,7 +109,7 @@ public final class VideoFileWriter: @unchecked Sendable {
     }
 
     private func writeVideoPackets() throws {
-        try encoder.drain(into: packet.pointer) { pkt in
+        try encoder.owner.receivePackets(into: packet.pointer, call: "avcodec_receive_packet(libx264)") { pkt in
             av_packet_rescale_ts(pkt, encoder.context.pointee.time_base, stream.pointee.time_base)
             pkt.pointee.stream_index = stream.pointee.index
             try muxerLock.withLock { try muxer.write(pkt) }
