@@ -3,7 +3,6 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// Owns an opened AVCodecContext for one of `AudioCodec` and the one AVFrame it is fed through.
 /// Used from a single thread (the recording's encoder thread).
 final class FFmpegAudioEncoder {

@@ -3,7 +3,6 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// The audio stream of a file being written: gathers captured S16 frames into the codec's frames, stamps
 /// them by sample count (the capture is continuous) and hands each packet to the muxer.
 /// Used by one thread (the recording's audio encoder thread).

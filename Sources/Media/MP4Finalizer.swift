@@ -4,7 +4,6 @@ import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-
 public enum MP4Finalizer {
     /// FFmpeg's AAC encoder's `initial_padding`.
     static let aacPrimingSamples: Int64 = 1024

@@ -3,7 +3,6 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
 /// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
 final class FFmpegH264Encoder {

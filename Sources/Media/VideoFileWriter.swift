@@ -5,7 +5,6 @@ import CFFmpegShim
 import Foundation
 import Synchronization
 
-
 /// Writes a `.mov` while it is being recorded: H.264 (libx264) and, unless the recording is a silent
 /// video, AAC, in fragmented QuickTime (empty moov, a fragment at each keyframe = each second), each
 /// fragment flushed to the file when complete, so a killed recording plays up to its last whole
