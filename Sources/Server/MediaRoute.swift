@@ -75,13 +75,7 @@ enum MediaRoute {
     static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, fileIO: FileIO,
                         withBody: Bool) async throws -> Response {
         let r = try engine.library.resolve(try context.recordingID())
-        switch r.state {
-        case .ready, .pending: break
-        case .missing: throw EngineError.fileMissing(id: r.id, file: r.file)
-        case .recording:
-            // Its file is a fragmented MP4 still being written and renamed at the end.
-            throw EngineError.invalidState(id: r.id, state: r.state, action: "read the media of", allowed: [.ready, .pending])
-        }
+        try r.requireFile(to: "read the media of")
         let path = engine.config.dataDirectory.absolute(r.file)
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw EngineError.fileMissing(id: r.id, file: r.file) }
