@@ -83,7 +83,7 @@ public struct Library: Sendable {
         }
         await player.stopIfPlaying(r.id)   // a preview of it ends (previews never count)
         try await blockingCatalogCall { [catalog, config] in
-            try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
+            try TakeRemoval.remove(r, expecting: [.pending], action: "discard", catalog: catalog, data: config.dataDirectory)
         }
         logger.info("recording \(r.id) discarded")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .discarded)))

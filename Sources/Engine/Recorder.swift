@@ -349,7 +349,7 @@ public actor Recorder {
             do {
                 if let r = try catalogCall({ try catalog.recording(id: active.id) }) {
                     try await blockingCatalogCall { [catalog] in
-                        try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+                        try TakeRemoval.remove(r, expecting: [.recording], action: "discard", catalog: catalog, data: data)
                     }
                 }
             } catch {
