@@ -44,22 +44,15 @@ enum ByteRangeRequest: Equatable {
 }
 
 enum MediaRoute {
-    /// Content type by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
+    /// Content types by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
+    private static let contentTypes = [
+        "m4a": "audio/mp4", "mov": "video/quicktime", "mp4": "video/mp4", "wav": "audio/wav", "mp3": "audio/mpeg",
+        "flac": "audio/flac", "ogg": "audio/ogg", "oga": "audio/ogg", "opus": "audio/ogg", "aac": "audio/aac",
+        "caf": "audio/x-caf", "webm": "video/webm", "mkv": "video/x-matroska", "mka": "video/x-matroska",
+    ]
+
     static func contentType(for file: String) -> String {
-        switch (file as NSString).pathExtension.lowercased() {
-        case "m4a": return "audio/mp4"
-        case "mov": return "video/quicktime"
-        case "mp4": return "video/mp4"
-        case "wav": return "audio/wav"
-        case "mp3": return "audio/mpeg"
-        case "flac": return "audio/flac"
-        case "ogg", "oga", "opus": return "audio/ogg"
-        case "aac": return "audio/aac"
-        case "caf": return "audio/x-caf"
-        case "webm": return "video/webm"
-        case "mkv", "mka": return "video/x-matroska"
-        default: return "application/octet-stream"
-        }
+        contentTypes[(file as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 
     static func add(to v1: APIGroup, engine: Engine) {
