@@ -117,8 +117,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         let already = state.withLock { s -> Bool in defer { s.started = true }; return s.started }
         precondition(!already, "AlsaCaptureSource.start called twice")
         let thread = Thread { [self] in
-            let error = self.captureLoop(deliver: deliver)
-            onEnd(error)
+            onEnd(self.captureLoop(deliver: deliver))
             self.finished.signal()
         }
         thread.name = "recd-capture \(settings.device)"

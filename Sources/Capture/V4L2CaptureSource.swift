@@ -252,8 +252,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
             throw .videoUnavailable(device: settings.device, call: "VIDIOC_STREAMON", errno: e)
         }
         let thread = Thread { [self] in
-            let error = self.captureLoop(deliver: deliver)
-            onEnd(error)
+            onEnd(self.captureLoop(deliver: deliver))
             self.finished.signal()
         }
         thread.name = "recd-video \(settings.device)"

@@ -71,12 +71,7 @@ extension Catalog {
                         try db.execute(sql: "UPDATE recording SET contentHash = ? WHERE id = ?", arguments: [contentHash, r.id.uuidString])
                     }
                 } else {
-                    guard let record = try RecordingRecord.fetch(db, id: r.id.uuidString) else {
-                        throw CatalogError.notFound(id: r.id.uuidString)
-                    }
-                    guard states.contains(record.state) else {
-                        throw CatalogError.unexpectedState(id: r.id.uuidString, state: record.state)
-                    }
+                    _ = try RecordingRecord.existing(db, id: r.id.uuidString, in: states)
                     // The cut's loudness is its own: measured again (NULL until then).
                     try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ?, loudness = ? WHERE id = ?",
                                    arguments: [r.duration, r.sizeBytes,
@@ -96,10 +91,7 @@ extension Catalog {
                 }
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])
-                guard let after = try RecordingRecord.fetch(db, id: r.id.uuidString) else {
-                    throw CatalogError.notFound(id: r.id.uuidString)
-                }
-                return try after.recording()
+                return try RecordingRecord.existing(db, id: r.id.uuidString).recording()
             }
         }
     }

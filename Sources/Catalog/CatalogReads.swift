@@ -100,12 +100,6 @@ extension Catalog {
                        arguments: StatementArguments(filter + [q.limit, q.offset]), filterArguments: filter)
     }
 
-    static func topSQL(limit: Int) -> PageSQL {
-        let tail = "FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
-        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)",
-                       count: "SELECT count(*) FROM recording WHERE state = 'ready'", arguments: [limit], filterArguments: [])
-    }
-
     private func count(_ db: Database, _ page: PageSQL) throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: page.count), arguments: StatementArguments(page.filterArguments)) ?? 0
     }
@@ -113,11 +107,9 @@ extension Catalog {
     /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
     /// newest first.
     public func top(limit: Int) throws -> [Recording] {
-        try wrap("top") {
-            try pool.read { db in
-                try RecordingRecord.fetchAll(db.cachedStatement(sql: Self.topSQL(limit: limit).rows), arguments: [limit])
-                    .map { try $0.recording() }
-            }
+        let sql = "SELECT \(RecordingRecord.selection) FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
+        return try wrap("top") {
+            try pool.read { db in try RecordingRecord.fetchAll(db.cachedStatement(sql: sql), arguments: [limit]).map { try $0.recording() } }
         }
     }
 
@@ -126,8 +118,7 @@ extension Catalog {
         try wrap("count") {
             try pool.read { db in
                 var out: [RecordingState: Int] = [:]
-                let rows = try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM recording GROUP BY state")
-                for row in rows {
+                for row in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM recording GROUP BY state") {
                     if let s = RecordingState(rawValue: row["state"]) { out[s] = row["n"] }
                 }
                 return out

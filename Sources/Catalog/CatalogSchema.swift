@@ -5,23 +5,7 @@ extension Catalog {
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("v1: recordings") { db in
-            try db.create(table: "recording") { t in
-                t.primaryKey("id", .text)
-                t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")
-                t.column("state", .text).notNull()
-                t.column("title", .text).notNull().check(sql: "length(title) > 0")
-                t.column("notes", .text).notNull().defaults(to: "")
-                t.column("purpose", .text)
-                    .check(sql: "purpose IS NULL OR purpose IN ('motivational', 'craving', 'reflection', 'milestone')")
-                t.column("createdAt", .datetime).notNull()
-                t.column("duration", .double)
-                t.column("sizeBytes", .integer)
-                t.column("file", .text).notNull().unique()
-                t.column("playCount", .integer).notNull().defaults(to: 0).check(sql: "playCount >= 0")
-                t.column("lastPlayedAt", .datetime)
-                t.column("recovered", .boolean).notNull().defaults(to: false)
-                t.column("droppedFrames", .integer).notNull().defaults(to: 0)
-            }
+            try db.create(table: "recording") { t in recordingColumns(t, checked: false) }
             // Newest first, and the seed's "most played" order (count desc, then newest).
             try db.create(index: "recording_by_created", on: "recording", columns: ["createdAt"])
             try db.execute(sql: "CREATE INDEX recording_by_plays ON recording(playCount DESC, createdAt DESC)")
@@ -46,42 +30,18 @@ extension Catalog {
         m.registerMigration("v4: waveforms") { db in
             // audiowaveform v2 binary data (16-bit, the recording's own resolution), one per recording;
             // it goes with its row.
-            try db.execute(sql: """
-                CREATE TABLE waveform (
-                    recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
-                    data BLOB NOT NULL)
-                """)
+            try createAttachmentTable("waveform", db)
         }
         m.registerMigration("v5: posters") { db in
             // JPEG of a video recording's first frame (the preview's "first frame shown"); it goes with its row.
-            try db.execute(sql: """
-                CREATE TABLE poster (
-                    recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
-                    data BLOB NOT NULL)
-                """)
+            try createAttachmentTable("poster", db)
         }
         m.registerMigration("v6: state and droppedFrames checks") { db in
             // The states and counters the code writes, enforced by the schema as the other columns'
             // are: SQLite adds CHECKs only by rebuilding the table (its documented 12 steps; GRDB runs
             // the migration with foreign keys off and checks them before the commit, so the waveform
             // and poster rows that refer to a recording stay).
-            try db.create(table: "recording_v6") { t in
-                t.primaryKey("id", .text)
-                t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")
-                t.column("state", .text).notNull().check(sql: "state IN ('recording', 'pending', 'ready', 'missing')")
-                t.column("title", .text).notNull().check(sql: "length(title) > 0")
-                t.column("notes", .text).notNull().defaults(to: "")
-                t.column("purpose", .text)
-                    .check(sql: "purpose IS NULL OR purpose IN ('motivational', 'craving', 'reflection', 'milestone')")
-                t.column("createdAt", .datetime).notNull()
-                t.column("duration", .double)
-                t.column("sizeBytes", .integer)
-                t.column("file", .text).notNull().unique()
-                t.column("playCount", .integer).notNull().defaults(to: 0).check(sql: "playCount >= 0")
-                t.column("lastPlayedAt", .datetime)
-                t.column("recovered", .boolean).notNull().defaults(to: false)
-                t.column("droppedFrames", .integer).notNull().defaults(to: 0).check(sql: "droppedFrames >= 0")
-            }
+            try db.create(table: "recording_v6") { t in recordingColumns(t, checked: true) }
             let columns = "id, type, state, title, notes, purpose, createdAt, duration, sizeBytes, file, playCount, lastPlayedAt, recovered, droppedFrames"
             try db.execute(sql: "INSERT INTO recording_v6 (\(columns)) SELECT \(columns) FROM recording")
             try db.drop(table: "recording")
@@ -121,5 +81,37 @@ extension Catalog {
         }
         m.registerMigration("v11: transcripts and search") { db in try Catalog.migrateTranscripts(db) }
         return m
+    }
+
+    /// The recording table's columns as v1 made them; `checked` adds the CHECKs on `state` and
+    /// `droppedFrames` that v6 rebuilt the table for. (The column order is the table's: rows are
+    /// read by position.)
+    private static func recordingColumns(_ t: TableDefinition, checked: Bool) {
+        t.primaryKey("id", .text)
+        t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")
+        let state = t.column("state", .text).notNull()
+        if checked { state.check(sql: "state IN ('recording', 'pending', 'ready', 'missing')") }
+        t.column("title", .text).notNull().check(sql: "length(title) > 0")
+        t.column("notes", .text).notNull().defaults(to: "")
+        t.column("purpose", .text)
+            .check(sql: "purpose IS NULL OR purpose IN ('motivational', 'craving', 'reflection', 'milestone')")
+        t.column("createdAt", .datetime).notNull()
+        t.column("duration", .double)
+        t.column("sizeBytes", .integer)
+        t.column("file", .text).notNull().unique()
+        t.column("playCount", .integer).notNull().defaults(to: 0).check(sql: "playCount >= 0")
+        t.column("lastPlayedAt", .datetime)
+        t.column("recovered", .boolean).notNull().defaults(to: false)
+        let droppedFrames = t.column("droppedFrames", .integer).notNull().defaults(to: 0)
+        if checked { droppedFrames.check(sql: "droppedFrames >= 0") }
+    }
+
+    /// A table of one blob per recording, which goes with its row (deleted by the cascade).
+    private static func createAttachmentTable(_ name: String, _ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE \(name) (
+                recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                data BLOB NOT NULL)
+            """)
     }
 }

@@ -15,10 +15,7 @@ extension Catalog {
     public func modify(id: UUID, _ body: (inout Recording) throws -> Void) throws -> Recording {
         try wrap("update") {
             try write { db in
-                guard let record = try RecordingRecord.fetch(db, id: id.uuidString) else {
-                    throw CatalogError.notFound(id: id.uuidString)
-                }
-                var r = try record.recording()
+                var r = try RecordingRecord.existing(db, id: id.uuidString).recording()
                 try body(&r)
                 precondition(r.id == id, "modify must not change the id")
                 try RecordingRecord(r).update(db)
@@ -65,12 +62,7 @@ extension Catalog {
     public func delete(id: UUID, ifStateIn states: Set<String>) throws {
         try wrap("delete") {
             try write { db in
-                guard let record = try RecordingRecord.fetch(db, id: id.uuidString) else {
-                    throw CatalogError.notFound(id: id.uuidString)
-                }
-                guard states.contains(record.state) else {
-                    throw CatalogError.unexpectedState(id: id.uuidString, state: record.state)
-                }
+                _ = try RecordingRecord.existing(db, id: id.uuidString, in: states)
                 try RecordingRecord.deleteOne(db, key: id.uuidString)
             }
         }

@@ -66,6 +66,13 @@ struct RecordingRecord: Encodable, FetchableRecord, PersistableRecord, Sendable 
     /// The selected columns as SQL, for statements written out (and compiled once: `cachedStatement`).
     static let selection = (selectedColumns.map { "\"\($0)\"" } + selectedLoudness).joined(separator: ", ")
 
+    /// The row `id`, in one of `states` when they are given; else `notFound` or `unexpectedState`.
+    static func existing(_ db: Database, id: String, in states: Set<String>? = nil) throws -> RecordingRecord {
+        guard let record = try fetch(db, id: id) else { throw CatalogError.notFound(id: id) }
+        if let states, !states.contains(record.state) { throw CatalogError.unexpectedState(id: id, state: record.state) }
+        return record
+    }
+
     init(row: Row) throws {
         id = row[0]; type = row[1]; state = row[2]; title = row[3]; notes = row[4]; purpose = row[5]
         guard let created = StoredDate.read(row, 6) else { throw DatabaseError(message: "recording.createdAt is NULL") }

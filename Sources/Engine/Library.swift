@@ -83,7 +83,7 @@ public struct Library: Sendable {
         }
         await player.stopIfPlaying(r.id)   // a preview of it ends (previews never count)
         try await blockingCatalogCall { [catalog, config] in
-            try TakeRemoval.remove(r, expecting: .pending, action: "discard", catalog: catalog, data: config.dataDirectory)
+            try TakeRemoval.remove(r, expecting: [.pending], action: "discard", catalog: catalog, data: config.dataDirectory)
         }
         logger.info("recording \(r.id) discarded")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .discarded)))
@@ -115,11 +115,7 @@ public struct Library: Sendable {
     /// (uncounted) when it is cut in place.
     public func trim(_ idOrPrefix: String, _ request: TrimRequest) async throws(EngineError) -> Recording {
         let r = try resolve(idOrPrefix)
-        switch r.state {
-        case .ready, .pending: break
-        case .missing: throw .fileMissing(id: r.id, file: r.file)
-        case .recording: throw .invalidState(id: r.id, state: r.state, action: "trim", allowed: [.ready, .pending])
-        }
+        try r.requireFile(to: "trim")
         let (start, end) = try RecordingTrim.span(request, of: r)
         if !request.asNew { await player.stopIfPlaying(r.id) }
         let trim = RecordingTrim(catalog: catalog, data: config.dataDirectory, minFreeBytes: config.minFreeBytes, logger: logger)
@@ -251,12 +247,7 @@ public struct Library: Sendable {
     private func attachment<T: Sendable>(of r: Recording, name: String, without: String,
                                          stored: () throws -> T?, make: @escaping @Sendable (String) throws -> T,
                                          store: (T) throws -> Void, size: (T) -> String) async throws(EngineError) -> T {
-        switch r.state {
-        case .ready, .pending: break
-        case .missing: throw .fileMissing(id: r.id, file: r.file)
-        case .recording:
-            throw .invalidState(id: r.id, state: r.state, action: "read the \(name) of", allowed: [.ready, .pending])
-        }
+        try r.requireFile(to: "read the \(name) of")
         if let kept = try catalogCall(stored) { return kept }
         let path = config.dataDirectory.absolute(r.file)
         guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }

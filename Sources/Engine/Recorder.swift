@@ -349,7 +349,7 @@ public actor Recorder {
             do {
                 if let r = try catalogCall({ try catalog.recording(id: active.id) }) {
                     try await blockingCatalogCall { [catalog] in
-                        try TakeRemoval.remove(r, expecting: .recording, action: "discard", catalog: catalog, data: data)
+                        try TakeRemoval.remove(r, expecting: [.recording], action: "discard", catalog: catalog, data: data)
                     }
                 }
             } catch {
@@ -581,11 +581,8 @@ public actor Recorder {
         case .idle: return nil
         case .starting(let id, _, _): return ActiveReport(id: id, activity: .starting)
         case .stopping(let id, _): return ActiveReport(id: id, activity: .stopping)
-        case .held(let h):
-            guard let a = h.recording else { return nil }
-            return Self.report(a)
-        case .recording(let a):
-            return Self.report(a)
+        case .held(let h): return h.recording.map(Self.report)
+        case .recording(let a): return Self.report(a)
         }
     }
 

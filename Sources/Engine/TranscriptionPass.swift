@@ -150,7 +150,7 @@ public actor TranscriptionPass {
         let path = data.absolute(r.file)
         current.withLock { $0 = (id, 0) }
         defer { current.withLock { $0 = nil } }
-        var stored: StoredTranscript
+        let stored: StoredTranscript
         // The size of the file as read: a transcript is stored only if it is still that file (a stat:
         // disk I/O, so not on the actor).
         let size: Int64? = (try? await runBlocking { FileOps.size(path) }) ?? nil
@@ -184,18 +184,17 @@ public actor TranscriptionPass {
             logger.warning("transcripts: recording \(id) could not be decoded for its transcript: \(error)")
             stored = StoredTranscript(state: .failed, language: nil, model: transcriber.model, error: "\(error)", segments: [])
         }
-        let final = stored
         do {
             // false: the recording changed meanwhile (deleted, trimmed): a later pass finds what is left.
-            guard try await runBlocking({ try catalog.storeTranscript(id: id, final, transcribedFileSize: size) }) else { return }
+            guard try await runBlocking({ try catalog.storeTranscript(id: id, stored, transcribedFileSize: size) }) else { return }
         } catch {
             // A full disk, a catalog error: nothing stored, so the next pass (or start) tries again.
             logger.error("transcripts: recording \(id): its transcript could not be stored: \(error)")
             return
         }
         done += 1
-        logger.info("transcripts: recording \(id): \(final.state == .done ? "\(final.segments.reduce(0) { $0 + $1.words.count }) words" : "failed")")
-        events.publish(.transcriptDone(TranscriptProgressEvent(recordingID: id, state: final.state, progress: 1)))
+        logger.info("transcripts: recording \(id): \(stored.state == .done ? "\(stored.segments.reduce(0) { $0 + $1.words.count }) words" : "failed")")
+        events.publish(.transcriptDone(TranscriptProgressEvent(recordingID: id, state: stored.state, progress: 1)))
     }
 
     /// Decodes `path` to 16 kHz mono in a media worker (at idle priority) and sends it to the

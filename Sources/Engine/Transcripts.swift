@@ -8,10 +8,7 @@ extension Engine {
     /// The transcript of a recording (id or prefix): made, pending, failed, or none and why.
     public func transcript(_ idOrPrefix: String) async throws(EngineError) -> Transcript {
         let r = try library.resolve(idOrPrefix)
-        do { return try await transcriptionPass.transcript(of: r) } catch {
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
-        }
+        do { return try await transcriptionPass.transcript(of: r) } catch { throw .from(error) }
     }
 
     /// The recordings whose title, notes or transcript hold every word of `text`, best first (at most
@@ -22,12 +19,7 @@ extension Engine {
         guard !terms.isEmpty else {
             throw .invalidValue(field: "q", detail: "give at least one word to search for (letters or digits)")
         }
-        let catalog = self.catalog
-        let rows: [(recording: Recording, field: String, snippet: String, segments: [TranscriptSegment])]
-        do { rows = try await runBlocking { try catalog.search(terms, limit: limit) } } catch {
-            if let e = error as? CatalogError { throw EngineError.from(e) }
-            throw .unexpected("\(error)")
-        }
+        let rows = try await blockingCatalogCall { [catalog] in try catalog.search(terms, limit: limit) }
         return SearchResults(query: text, results: rows.map { row in
             SearchHit(recording: row.recording, field: row.field, snippet: row.snippet,
                       time: row.field == "transcript" ? SearchTerms.firstTime(of: terms, in: row.segments) : nil)

@@ -3,11 +3,10 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// Owns an opened AVCodecContext for one of `AudioCodec` and the one AVFrame it is fed through.
 /// Used from a single thread (the recording's encoder thread).
 final class FFmpegAudioEncoder {
-    private let owner: FFmpegCodecContext
+    let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
     /// Reused input frame: `frameSize` samples per channel in `sampleFormat`.
     private let frameOwner: FFmpegFrame
@@ -84,17 +83,6 @@ final class FFmpegAudioEncoder {
             try FFmpegError.check(avcodec_send_frame(context, frame), "avcodec_send_frame")
         } else {
             try FFmpegError.check(avcodec_send_frame(context, nil), "avcodec_send_frame(flush)")
-        }
-    }
-
-    /// Receives every packet that is ready into `packet`, calling `sink` for each.
-    /// Returns at EAGAIN (needs more input) or EOF (fully flushed).
-    func drain(into packet: UnsafeMutablePointer<AVPacket>, _ sink: (UnsafeMutablePointer<AVPacket>) throws -> Void) throws {
-        while true {
-            let rc = avcodec_receive_packet(context, packet)
-            if rc == recd_averror_eagain() || rc == recd_averror_eof() { return }
-            try FFmpegError.check(rc, "avcodec_receive_packet")
-            try sink(packet)
         }
     }
 }

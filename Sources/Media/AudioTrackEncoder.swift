@@ -3,7 +3,6 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// The audio stream of a file being written: gathers captured S16 frames into the codec's frames, stamps
 /// them by sample count (the capture is continuous) and hands each packet to the muxer.
 /// Used by one thread (the recording's audio encoder thread).
@@ -79,7 +78,7 @@ final class AudioTrackEncoder {
         // left that frame 21 ms early and the picture 21 ms late after the finalizing remux. Here
         // the priming starts at 0 instead; `MP4Finalizer` hides it with an edit list.
         let padding = Int64(encoder.context.pointee.initial_padding)
-        try encoder.drain(into: packet.pointer) { pkt in
+        try encoder.owner.receivePackets(into: packet.pointer, call: "avcodec_receive_packet") { pkt in
             if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts += padding }
             if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts += padding }
             av_packet_rescale_ts(pkt, encoder.context.pointee.time_base, stream.pointee.time_base)

@@ -4,7 +4,6 @@ import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-
 /// Converts each camera frame into a YUV 4:2:0 picture of the same size (libswscale; a plain copy
 /// when the camera already sends YU12). MJPEG frames are decoded with libavcodec first.
 /// Used from one thread (the recording's video thread).

@@ -4,7 +4,6 @@ import MediaWire
 import CFFmpeg
 import Foundation
 
-
 /// Owns one SwrContext (freed in deinit) and its output buffer. Used on the capture thread only:
 /// `convert` allocates nothing after the first calls of a given size.
 ///

@@ -122,7 +122,6 @@ final class FFmpegMuxer {
     }
 }
 
-/// Owns one AVPacket.
 /// Owns one AVCodecContext: allocated in `init`, freed (the codec closed with it) in `deinit`, so a
 /// set-up step that throws after it leaks nothing, whichever type it is part of.
 final class FFmpegCodecContext {
@@ -135,8 +134,21 @@ final class FFmpegCodecContext {
         var p: UnsafeMutablePointer<AVCodecContext>? = pointer
         avcodec_free_context(&p)
     }
+
+    /// An encoder's output: receives every packet that is ready into `packet`, calling `sink` for
+    /// each; returns at EAGAIN (it needs more input) or EOF (fully flushed). `call` names it in errors.
+    func receivePackets(into packet: UnsafeMutablePointer<AVPacket>, call: String,
+                        _ sink: (UnsafeMutablePointer<AVPacket>) throws -> Void) throws {
+        while true {
+            let rc = avcodec_receive_packet(pointer, packet)
+            if rc == recd_averror_eagain() || rc == recd_averror_eof() { return }
+            try FFmpegError.check(rc, call)
+            try sink(packet)
+        }
+    }
 }
 
+/// Owns one AVPacket.
 final class FFmpegPacket {
     let pointer: UnsafeMutablePointer<AVPacket>
     init() throws {

@@ -4,12 +4,7 @@ import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-
 public enum MP4Finalizer {
-    /// Copies every stream of `source` into a new faststart MP4 at `destination` (no re-encoding).
-    /// FFmpeg 5.1 has no "hybrid" fragmented mode, so this second pass is how a recording gets one moov
-    /// with the right duration. A read error after at least one packet ends the copy there: what was
-    /// read is kept (salvage of a file cut by a crash).
     /// FFmpeg's AAC encoder's `initial_padding`.
     static let aacPrimingSamples: Int64 = 1024
 
@@ -25,6 +20,10 @@ public enum MP4Finalizer {
         }
     }
 
+    /// Copies every stream of `source` into a new faststart MP4 at `destination` (no re-encoding).
+    /// FFmpeg 5.1 has no "hybrid" fragmented mode, so this second pass is how a recording gets one moov
+    /// with the right duration. A read error after at least one packet ends the copy there: what was
+    /// read is kept (salvage of a file cut by a crash).
     /// `streams`: the indexes of the source's streams to copy (all when nil); `container`: the
     /// output's path whose name decides the container (a temporary destination has no telling name),
     /// the source's when nil.

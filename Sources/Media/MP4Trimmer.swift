@@ -4,7 +4,6 @@ import CFFmpeg
 import CFFmpegShim
 import Foundation
 
-
 public enum MP4Trimmer {
     /// Copies the span `[start, end)` (seconds of the source's presentation timeline) of every audio
     /// and video stream of `source` into a new faststart file at `destination` (the source's

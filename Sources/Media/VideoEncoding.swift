@@ -3,11 +3,10 @@ import MediaWire
 import CFFmpeg
 import CFFmpegShim
 
-
 /// Owns an opened libx264 AVCodecContext. Frames in: YUV 4:2:0 planar at the encoding's size,
 /// stamped in `VideoEncoding.timeBase`. Used from one thread (the recording's video thread).
 final class FFmpegH264Encoder {
-    private let owner: FFmpegCodecContext
+    let owner: FFmpegCodecContext
     var context: UnsafeMutablePointer<AVCodecContext> { owner.pointer }
 
     init(_ e: VideoEncoding, globalHeader: Bool) throws {
@@ -18,8 +17,7 @@ final class FFmpegH264Encoder {
         ctx.pointee.height = Int32(e.height)
         ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P
         ctx.pointee.time_base = VideoEncoding.avTimeBase
-        let fpsQ = av_d2q(e.fps, 100_000)
-        ctx.pointee.framerate = fpsQ
+        ctx.pointee.framerate = av_d2q(e.fps, 100_000)
         // One keyframe a second: the fragmented file cuts a fragment at each, so a crash loses at
         // most about a second, and a player can seek to any second.
         ctx.pointee.gop_size = Int32(max(1, e.fps.rounded()))
@@ -40,16 +38,6 @@ final class FFmpegH264Encoder {
     /// Sends `frame` (nil flushes).
     func send(_ frame: UnsafeMutablePointer<AVFrame>?) throws {
         try FFmpegError.check(avcodec_send_frame(context, frame), frame == nil ? "avcodec_send_frame(flush)" : "avcodec_send_frame(libx264)")
-    }
-
-    /// Receives every packet that is ready, calling `sink` for each; returns at EAGAIN or EOF.
-    func drain(into packet: UnsafeMutablePointer<AVPacket>, _ sink: (UnsafeMutablePointer<AVPacket>) throws -> Void) throws {
-        while true {
-            let rc = avcodec_receive_packet(context, packet)
-            if rc == recd_averror_eagain() || rc == recd_averror_eof() { return }
-            try FFmpegError.check(rc, "avcodec_receive_packet(libx264)")
-            try sink(packet)
-        }
     }
 }
 

@@ -5,7 +5,6 @@ import CFFmpegShim
 import Foundation
 import Synchronization
 
-
 /// Writes a `.mov` while it is being recorded: H.264 (libx264) and, unless the recording is a silent
 /// video, AAC, in fragmented QuickTime (empty moov, a fragment at each keyframe = each second), each
 /// fragment flushed to the file when complete, so a killed recording plays up to its last whole
@@ -109,7 +108,7 @@ public final class VideoFileWriter: @unchecked Sendable {
     }
 
     private func writeVideoPackets() throws {
-        try encoder.drain(into: packet.pointer) { pkt in
+        try encoder.owner.receivePackets(into: packet.pointer, call: "avcodec_receive_packet(libx264)") { pkt in
             av_packet_rescale_ts(pkt, encoder.context.pointee.time_base, stream.pointee.time_base)
             pkt.pointee.stream_index = stream.pointee.index
             try muxerLock.withLock { try muxer.write(pkt) }

@@ -132,7 +132,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
                 let exe = executable, level = logLevel, sandbox = sandbox
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
-                    try MediaWorkerConnection.start(exe, arguments: [priority.rawValue, level] + sandbox, priority: priority)
+                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + sandbox, priority: priority)
                 }
                 lock.lock()
                 reply(result)
@@ -163,14 +163,10 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// The payload of the last reply.
     private(set) var payload: [UInt8] = []
 
-    private init(pid: pid_t, fd: Int32, priority: MediaWorkerPool.Priority) {
-        self.pid = pid; self.fd = fd; self.priority = priority
-    }
-
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
-    static func start(_ executable: String, arguments: [String], priority: MediaWorkerPool.Priority) throws(MediaWorkerError) -> MediaWorkerConnection {
-        let (pid, fd) = try spawn(executable, arguments: arguments)
-        return MediaWorkerConnection(pid: pid, fd: fd, priority: priority)
+    init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority) throws(MediaWorkerError) {
+        (pid, fd) = try Self.spawn(executable, arguments: arguments)
+        self.priority = priority
     }
 
     /// Starts `executable PID ARGUMENTS…` (PID: recd's, which it checks) with one end of a new socket

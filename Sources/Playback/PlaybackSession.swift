@@ -125,10 +125,11 @@ public final class PlaybackSession: @unchecked Sendable {
         let firstWrite = Mutex<Result<UInt64, PlaybackError>?>(nil)
         let firstWriteDone = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            let end = self.run(from: position, meterIntervalMs: meterIntervalMs, observer: observer) { result in
+            var loop = PlaybackLoop(session: self, meterIntervalMs: meterIntervalMs, observer: observer) { result in
                 firstWrite.withLock { $0 = result }
                 firstWriteDone.signal()
             }
+            let end = loop.run(from: position)
             finished.store(true, ordering: .relaxed)
             if case .stopped = end {} else { onEnd(end) }
             ended.signal()
@@ -168,14 +169,6 @@ public final class PlaybackSession: @unchecked Sendable {
         while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
             if finished.load(ordering: .relaxed) { return }
         }
-    }
-
-    // MARK: the playback thread
-
-    private func run(from start: Double, meterIntervalMs: Int, observer: @escaping (PlaybackObservation) -> Void,
-                     firstWrite: @escaping (Result<UInt64, PlaybackError>) -> Void) -> PlaybackEnd {
-        var loop = PlaybackLoop(session: self, meterIntervalMs: meterIntervalMs, observer: observer, firstWrite: firstWrite)
-        return loop.run(from: start)
     }
 }
 

@@ -44,9 +44,6 @@ public struct APIErrorBody: Codable, Sendable, Equatable, Error {
         public var matches: [String]?
         /// For `device_unavailable` of a video recording: what can be recorded instead.
         public var offer: Offer?
-        public init(code: APIErrorCode, message: String, matches: [String]? = nil, offer: Offer? = nil) {
-            self.code = code; self.message = message; self.matches = matches; self.offer = offer
-        }
     }
     public var error: Detail
     public init(code: APIErrorCode, message: String, matches: [String]? = nil, offer: Offer? = nil) {

@@ -100,19 +100,22 @@ public enum EventPayload: Sendable, Equatable {
     case transcriptProgress(TranscriptProgressEvent)
     case transcriptDone(TranscriptProgressEvent)
 
-    public var type: EventType {
+    public var type: EventType { typeAndData.type }
+
+    /// Each event's `type` and what its `data` holds.
+    var typeAndData: (type: EventType, data: any Encodable) {
         switch self {
-        case .meter: return .meter
-        case .recordingStarted: return .recordingStarted
-        case .recordingStopped: return .recordingStopped
-        case .recordingPaused: return .recordingPaused
-        case .recordingResumed: return .recordingResumed
-        case .playbackStarted: return .playbackStarted
-        case .playbackProgress: return .playbackProgress
-        case .playbackEnded: return .playbackEnded
-        case .libraryChanged: return .libraryChanged
-        case .transcriptProgress: return .transcriptProgress
-        case .transcriptDone: return .transcriptDone
+        case .meter(let v): return (.meter, v)
+        case .recordingStarted(let v): return (.recordingStarted, v)
+        case .recordingStopped(let v): return (.recordingStopped, v)
+        case .recordingPaused(let v): return (.recordingPaused, v)
+        case .recordingResumed(let v): return (.recordingResumed, v)
+        case .playbackStarted(let v): return (.playbackStarted, v)
+        case .playbackProgress(let v): return (.playbackProgress, v)
+        case .playbackEnded(let v): return (.playbackEnded, v)
+        case .libraryChanged(let v): return (.libraryChanged, v)
+        case .transcriptProgress(let v): return (.transcriptProgress, v)
+        case .transcriptDone(let v): return (.transcriptDone, v)
         }
     }
 }
@@ -152,17 +155,8 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(seq, forKey: .seq)
         try c.encode(at, forKey: .at)
+        let (type, data) = payload.typeAndData
         try c.encode(type, forKey: .type)
-        switch payload {
-        case .meter(let v): try c.encode(v, forKey: .data)
-        case .recordingStarted(let v): try c.encode(v, forKey: .data)
-        case .recordingStopped(let v): try c.encode(v, forKey: .data)
-        case .recordingPaused(let v), .recordingResumed(let v): try c.encode(v, forKey: .data)
-        case .playbackStarted(let v): try c.encode(v, forKey: .data)
-        case .playbackProgress(let v): try c.encode(v, forKey: .data)
-        case .playbackEnded(let v): try c.encode(v, forKey: .data)
-        case .libraryChanged(let v): try c.encode(v, forKey: .data)
-        case .transcriptProgress(let v), .transcriptDone(let v): try c.encode(v, forKey: .data)
-        }
+        try c.encode(data, forKey: .data)
     }
 }

@@ -26,12 +26,10 @@ public enum APIJSON {
         return d
     }
 
-    /// `2025-10-25T15:42:07.123Z`. (One style, made once: making it per date was a tenth of a
-    /// listing's time.)
+    /// `2025-10-25T15:42:07.123Z` (`DateText`).
     public static func formatDate(_ date: Date) -> String {
         DateText.format(date)
     }
-    private static let isoWithMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     public static func parseDate(_ s: String) -> Date? {
         if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(s) { return d }

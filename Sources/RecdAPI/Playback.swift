@@ -129,10 +129,9 @@ public enum SeekArgument {
     public enum ParseError: Error, CustomStringConvertible, Equatable {
         case invalid(String)
         public var description: String {
-            if case .invalid(let s) = self {
-                return "'\(s)' is not a position: use seconds (90), m:ss (1:30), h:mm:ss, or +N / -N to move by N seconds"
+            switch self {
+            case .invalid(let s): "'\(s)' is not a position: use seconds (90), m:ss (1:30), h:mm:ss, or +N / -N to move by N seconds"
             }
-            return ""
         }
     }
 

@@ -104,11 +104,8 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let (status, body) = ErrorMapping.map(error)
-            if status.code >= 500 {
-                context.logger.error("\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
-            } else {
-                context.logger.debug("\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
-            }
+            context.logger.log(level: status.code >= 500 ? .error : .debug,
+                               "\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
             return JSONResponse.make(body, status: status)
         }
     }

@@ -44,22 +44,15 @@ enum ByteRangeRequest: Equatable {
 }
 
 enum MediaRoute {
-    /// Content type by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
+    /// Content types by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
+    private static let contentTypes = [
+        "m4a": "audio/mp4", "mov": "video/quicktime", "mp4": "video/mp4", "wav": "audio/wav", "mp3": "audio/mpeg",
+        "flac": "audio/flac", "ogg": "audio/ogg", "oga": "audio/ogg", "opus": "audio/ogg", "aac": "audio/aac",
+        "caf": "audio/x-caf", "webm": "video/webm", "mkv": "video/x-matroska", "mka": "video/x-matroska",
+    ]
+
     static func contentType(for file: String) -> String {
-        switch (file as NSString).pathExtension.lowercased() {
-        case "m4a": return "audio/mp4"
-        case "mov": return "video/quicktime"
-        case "mp4": return "video/mp4"
-        case "wav": return "audio/wav"
-        case "mp3": return "audio/mpeg"
-        case "flac": return "audio/flac"
-        case "ogg", "oga", "opus": return "audio/ogg"
-        case "aac": return "audio/aac"
-        case "caf": return "audio/x-caf"
-        case "webm": return "video/webm"
-        case "mkv", "mka": return "video/x-matroska"
-        default: return "application/octet-stream"
-        }
+        contentTypes[(file as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 
     static func add(to v1: APIGroup, engine: Engine) {
@@ -75,13 +68,7 @@ enum MediaRoute {
     static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, fileIO: FileIO,
                         withBody: Bool) async throws -> Response {
         let r = try engine.library.resolve(try context.recordingID())
-        switch r.state {
-        case .ready, .pending: break
-        case .missing: throw EngineError.fileMissing(id: r.id, file: r.file)
-        case .recording:
-            // Its file is a fragmented MP4 still being written and renamed at the end.
-            throw EngineError.invalidState(id: r.id, state: r.state, action: "read the media of", allowed: [.ready, .pending])
-        }
+        try r.requireFile(to: "read the media of")
         let path = engine.config.dataDirectory.absolute(r.file)
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw EngineError.fileMissing(id: r.id, file: r.file) }

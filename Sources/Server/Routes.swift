@@ -81,8 +81,7 @@ public enum RecdRoutes {
         v1.post("record/start") { request, _ in
             let receivedAt = DispatchTime.now().uptimeNanoseconds
             let body = try await decode(StartRecordingRequest.self, request)
-            let reply = try await engine.recorder.start(body, receivedAt: receivedAt)
-            return JSONResponse.make(reply, status: .created)
+            return JSONResponse.make(try await engine.recorder.start(body, receivedAt: receivedAt), status: .created)
         }
 
         v1.post("record/stop") { request, _ in
@@ -173,8 +172,7 @@ public enum RecdRoutes {
         v1.post("recordings/:id/trim") { request, context in
             let id = try context.recordingID()
             let body = try await decode(TrimRequest.self, request)
-            let r = try await engine.library.trim(id, body)
-            return JSONResponse.make(r, status: body.asNew ? .created : .ok)
+            return JSONResponse.make(try await engine.library.trim(id, body), status: body.asNew ? .created : .ok)
         }
         v1.post("recordings/:id/save") { request, context in
             let id = try context.recordingID()
@@ -182,8 +180,7 @@ public enum RecdRoutes {
             return JSONResponse.make(try await engine.library.save(id, patch))
         }
         v1.post("recordings/:id/discard") { _, context in
-            let id = try context.recordingID()
-            return JSONResponse.make(try await engine.library.discard(id))
+            JSONResponse.make(try await engine.library.discard(try context.recordingID()))
         }
         v1.delete("recordings/:id") { _, context in
             JSONResponse.make(try await engine.library.delete(try context.recordingID()))

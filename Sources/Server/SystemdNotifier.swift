@@ -36,9 +36,7 @@ public struct SystemdNotifier: Sendable {
         if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }   // abstract namespace
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard bytes.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let data = Array(message.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in

@@ -122,3 +122,15 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
 public func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
     do { return try body() } catch { throw .from(error) }
 }
+
+extension Recording {
+    /// Refuses to `action` a recording whose file is not there to read: a missing one, or one still
+    /// being recorded (a fragmented file still being written, and renamed at the end).
+    public func requireFile(to action: String) throws(EngineError) {
+        switch state {
+        case .ready, .pending: return
+        case .missing: throw .fileMissing(id: id, file: file)
+        case .recording: throw .invalidState(id: id, state: state, action: action, allowed: [.ready, .pending])
+        }
+    }
+}

@@ -139,7 +139,7 @@ public struct Recovery: Sendable {
             ? RecordingFinalizer.finalize(path: path, data: data, logger: logger)
             : FinishedFile(duration: nil, sizeBytes: nil, packets: 0)
         if finished.packets == 0 {
-            try TakeRemoval.remove(r, expecting: .recording, action: "remove", catalog: catalog, data: data)
+            try TakeRemoval.remove(r, expecting: [.recording], action: "remove", catalog: catalog, data: data)
             report.removedEmpty.append(id)
             logger.warning("recovery: recording \(id) (\(r.title)) was interrupted before any audio was written; removed")
             return

@@ -12,21 +12,11 @@ import RecdAPI
 /// After a crash, `settleInterruptedRemoval` (start-up recovery) puts an aside file back if its row
 /// still exists (the removal is undone) and unlinks it otherwise (the removal is finished).
 public enum TakeRemoval {
-    public static func remove(_ r: Recording, expecting state: RecordingState, action: String,
-                              catalog: Catalog, data: DataDirectory) throws(EngineError) {
-        try remove(r, expecting: [state], action: action, catalog: catalog, data: data)
-    }
-
-    /// As above, with the row allowed to be in any of `states` at the moment it is deleted.
+    /// Removes `r`, its row allowed to be in any of `states` at the moment it is deleted.
     public static func remove(_ r: Recording, expecting states: Set<RecordingState>, action: String,
                               catalog: Catalog, data: DataDirectory) throws(EngineError) {
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        try removeLocked(r, expecting: states, action: action, catalog: catalog, data: data)
-    }
-
-    private static func removeLocked(_ r: Recording, expecting states: Set<RecordingState>, action: String,
-                                     catalog: Catalog, data: DataDirectory) throws(EngineError) {
         let path = data.absolute(r.file)
         let aside = data.discardingPath(for: path)
         let hadFile = FileOps.exists(path)

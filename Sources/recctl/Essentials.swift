@@ -14,16 +14,19 @@ enum Console {
     static func err(_ bytes: some Sequence<UInt8>) { write(Array(bytes), to: STDERR_FILENO) }
     static func err(_ text: String) { err(Array(text.utf8)) }
 
-    /// Every byte, across short writes and EINTR; stops at any other error (a closed pipe).
-    static func write(_ bytes: [UInt8], to fd: Int32) {
+    /// Every byte, across short writes and EINTR; stops at any other error (a closed pipe) and
+    /// returns false.
+    @discardableResult
+    static func write(_ bytes: some ContiguousBytes, to fd: Int32) -> Bool {
         bytes.withUnsafeBytes { buffer in
             var done = 0
             while done < buffer.count {
                 let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
+                if n <= 0 { return false }
                 done += n
             }
+            return true
         }
     }
 }

@@ -314,9 +314,10 @@ extension GlobalOptions {
     }
 }
 
-/// Writes `data` beside `name` and renames it into place: an interrupted copy never leaves a partial
-/// file under the name.
+/// Writes `data` to standard output for `-`, else beside `name` and renames it into place: an
+/// interrupted copy never leaves a partial file under the name.
 func writeFile(_ data: Data, to name: String) throws {
+    if name == "-" { Console.out(data); return }
     let temporary = name + ".part"
     func fail() -> ClientFailure {
         let reason = errnoText()
@@ -325,17 +326,7 @@ func writeFile(_ data: Data, to name: String) throws {
     }
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
     guard fd >= 0 else { throw fail() }
-    let written = data.withUnsafeBytes { bytes -> Bool in
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            done += n
-        }
-        return true
-    }
-    guard written else { close(fd); throw fail() }
+    guard Console.write(data, to: fd) else { close(fd); throw fail() }
     guard close(fd) == 0, rename(temporary, name) == 0 else { throw fail() }
 }
 

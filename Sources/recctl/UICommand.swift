@@ -37,7 +37,7 @@ struct UI: AsyncParsableCommand {
         // recd must be there (this also starts a socket-activated recd).
         _ = try await global.client.call(.GET, "/v1/status", as: DaemonStatus.self)
         let gate = BridgeGate()
-        let connections = BridgeConnections(cap: BridgeConnections.defaultCap)
+        let connections = BridgeConnections()
         let socket = global.socket
         let group = MultiThreadedEventLoopGroup.singleton
         let bootstrap = ServerBootstrap(group: group)
@@ -107,7 +107,7 @@ final class LaunchPage: Sendable {
     let path: String
     /// A directory made for the page (removed with it), when the runtime directory would not do.
     let ownDirectory: String?
-    private let removed = Mutex(false)
+    private let removed = Atomic(false)
 
     var fileURL: String { "file://" + path.percentEncoded(keeping: "/-._~") }
 
@@ -138,11 +138,7 @@ final class LaunchPage: Sendable {
     }
 
     func remove() {
-        let first = removed.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard !removed.exchange(true, ordering: .relaxed) else { return }
         unlink(path)
         if let ownDirectory { rmdir(ownDirectory) }
     }
@@ -156,7 +152,7 @@ final class BridgeGate: @unchecked Sendable {
     let prefix = "/ui-" + BridgeGate.random(bytes: 16)
     let token = BridgeGate.random()
     let cookie = BridgeGate.random()
-    private let used = Mutex(false)
+    private let used = Atomic(false)
     private let boundPort = Mutex(0)
     private let redeemed = Mutex<(@Sendable () -> Void)?>(nil)
     var port: Int {
@@ -172,13 +168,9 @@ final class BridgeGate: @unchecked Sendable {
 
     /// True once, for the right token.
     func redeem(_ candidate: Substring) -> Bool {
-        let ok = used.withLock { used in
-            guard !used, BridgeGate.same(candidate.utf8, token.utf8) else { return false }
-            used = true
-            return true
-        }
-        if ok { onRedeem?() }
-        return ok
+        guard BridgeGate.same(candidate.utf8, token.utf8), !used.exchange(true, ordering: .relaxed) else { return false }
+        onRedeem?()
+        return true
     }
 
     static func random(bytes count: Int = 32) -> String {
@@ -203,13 +195,10 @@ final class BridgeGate: @unchecked Sendable {
 /// The browser connections: at most `cap`. When one more comes, the oldest that has not shown the
 /// cookie or the token is closed; when all have, the new one is.
 final class BridgeConnections: Sendable {
-    static let defaultCap = 64
+    let cap = 64
     private struct Entry { let channel: any Channel; var trusted: Bool }
     private struct State { var next = 0; var entries: [Int: Entry] = [:] }
     private let state = Mutex(State())
-    let cap: Int
-
-    init(cap: Int) { self.cap = cap }
 
     /// The new connection's id, or nil when it is the one to go.
     func admit(_ channel: any Channel) -> Int? {
@@ -252,7 +241,6 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Request parts that came before the connection to recd was up.
     private var pending: [HTTPClientRequestPart] = []
     private var forwarding = false
-    private var respondedHead = false
     /// The request is a page load (the browser's navigation), not the app's own API call.
     private var wantsPage = false
     private var headerDeadline: Scheduled<Void>?
@@ -277,7 +265,6 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             headerDeadline?.cancel()
             headerDeadline = nil
             forwarding = false
-            respondedHead = false
             let path: String
             switch check(head) {
             case .forward(let p): path = p
@@ -351,14 +338,11 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         let prefix = gate.prefix
         let uri = head.uri.utf8
-        guard uri.count > prefix.utf8.count, BridgeGate.same(uri.prefix(prefix.utf8.count), prefix.utf8) else {
+        let path = String(head.uri.dropFirst(prefix.count))
+        guard uri.count > prefix.utf8.count, BridgeGate.same(uri.prefix(prefix.utf8.count), prefix.utf8), path.hasPrefix("/") else {
             if uri.count == prefix.utf8.count, BridgeGate.same(uri, prefix.utf8) {
                 return .refuse(.permanentRedirect, "", [("Location", prefix + "/")])
             }
-            return .refuse(.notFound, "Nothing here. Open the address `recctl ui` printed, or run `recctl ui` again.", [])
-        }
-        let path = String(head.uri.dropFirst(prefix.count))
-        guard path.hasPrefix("/") else {
             return .refuse(.notFound, "Nothing here. Open the address `recctl ui` printed, or run `recctl ui` again.", [])
         }
         let url = URLComponents(string: path)
@@ -388,8 +372,7 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private func connect(_ context: ChannelHandlerContext) {
         let browser = context.channel
-        let relay = ResponseRelay(browser: browser, onHead: { [weak self] in self?.respondedHead = true },
-                                  onEnd: { [weak self] in self?.awaitHead(browser) })
+        let relay = ResponseRelay(browser: browser, onEnd: { [weak self] in self?.awaitHead(browser) })
         ClientBootstrap(group: context.eventLoop)
             .connectTimeout(.seconds(5))
             .channelInitializer { channel in
@@ -481,12 +464,11 @@ func setAutoRead(_ channel: any Channel, _ on: Bool) {
 final class ResponseRelay: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
     private let browser: any Channel
-    private let onHead: () -> Void
     private let onEnd: () -> Void
     private var ended = false
 
-    init(browser: any Channel, onHead: @escaping () -> Void, onEnd: @escaping () -> Void) {
-        self.browser = browser; self.onHead = onHead; self.onEnd = onEnd
+    init(browser: any Channel, onEnd: @escaping () -> Void) {
+        self.browser = browser; self.onEnd = onEnd
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -494,7 +476,6 @@ final class ResponseRelay: ChannelInboundHandler, @unchecked Sendable {
         case .head(var head):
             head.headers.remove(name: "Connection")   // recd's connection is per request; the browser's is kept
             head.version = .http1_1
-            onHead()
             browser.writeAndFlush(HTTPServerResponsePart.head(head), promise: nil)
         case .body(let buffer):
             browser.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(buffer)), promise: nil)

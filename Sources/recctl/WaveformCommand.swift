@@ -32,7 +32,7 @@ struct Waveform: AsyncParsableCommand {
         if let format, let output {
             let reply = try await global.client.send(.GET, "\(base)?format=\(format)&bits=\(bits)")
             try RecdClient.check(reply)
-            try write(reply.body, to: output)
+            try writeFile(reply.body, to: output)
             if output != "-" { print("Waveform of '\(Output.text(r.title))' written to \(output) (\(format), \(bits)-bit)") }
             return
         }
@@ -40,16 +40,11 @@ struct Waveform: AsyncParsableCommand {
         let (w, raw) = try await global.client.call(.GET, "\(base)?pixels=\(svg == nil ? columns : 1000)&bits=16",
                                                     as: WaveformData.self)
         if let svg {
-            try write(Data(Self.svg(w, title: r.title).utf8), to: svg)
+            try writeFile(Data(Self.svg(w, title: r.title).utf8), to: svg)
             print("Waveform of '\(Output.text(r.title))' written to \(svg)")
             return
         }
         global.emit(raw, "\(Output.text(r.title)) (\(Output.duration(r.duration)))\n" + Self.blocks(w.envelope, rows: rows))
-    }
-
-    func write(_ data: Data, to path: String) throws {
-        if path == "-" { Console.out(data); return }
-        try writeFile(data, to: path)
     }
 
     static func terminalColumns() -> Int {

@@ -44,59 +44,38 @@ func timed(_ body: () throws -> Void) rethrows -> Double {
     return threadCPU() - t0
 }
 
+/// Calls `body` with each block of `size` frames of `samples` (the last one may be shorter) and its
+/// frame count.
+@MainActor func forEachBlock(of size: Int = encoderBlock,
+                             _ body: (UnsafeBufferPointer<Int16>, Int) throws -> Void) rethrows {
+    try samples.withUnsafeBufferPointer { all in
+        var f = 0
+        while f < frames {
+            let n = min(size, frames - f)
+            try body(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), n)
+            f += n
+        }
+    }
+}
+
 var readings = 0
 let meter = LevelMeter(LevelMeterSettings(sampleRate: rate, channels: channels))
-let meterCPU = samples.withUnsafeBufferPointer { all in
-    timed {
-        var f = 0
-        while f < frames {
-            let n = min(1920, frames - f)
-            meter.process(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n) { _ in readings += 1 }
-            f += n
-        }
-    }
+let meterCPU = timed {
+    forEachBlock(of: 1920) { block, n in meter.process(block, frames: n) { _ in readings += 1 } }
 }
 let builder = WaveformBuilder(sampleRate: rate, channels: channels)
-let waveformCPU = samples.withUnsafeBufferPointer { all in
-    timed {
-        var f = 0
-        while f < frames {
-            let n = min(encoderBlock, frames - f)
-            builder.append(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
-            f += n
-        }
-    }
-}
+let waveformCPU = timed { forEachBlock { builder.append($0, frames: $1) } }
 let pixels = builder.finish().length
-@MainActor func blocks(_ body: (UnsafeBufferPointer<Int16>, Int) -> Void) -> Double {
-    samples.withUnsafeBufferPointer { all in
-        timed {
-            var f = 0
-            while f < frames {
-                let n = min(encoderBlock, frames - f)
-                body(UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), n)
-                f += n
-            }
-        }
-    }
-}
 let truePeak = TruePeakMeter(sampleRate: rate, channels: channels)
-let truePeakCPU = blocks { truePeak.add($0, frames: $1) }
+let truePeakCPU = timed { forEachBlock { truePeak.add($0, frames: $1) } }
 let loudness = LoudnessMeter(sampleRate: rate, channels: channels)!
-let loudnessCPU = blocks { loudness.add($0, frames: $1) }
+let loudnessCPU = timed { forEachBlock { loudness.add($0, frames: $1) } }
 let path = NSTemporaryDirectory() + "recd-bench-\(getpid()).m4a"
 defer { try? FileManager.default.removeItem(atPath: path) }
-let encodeCPU = try samples.withUnsafeBufferPointer { all in
-    try timed {
-        let writer = try AudioFileWriter(path: path, encoding: AudioEncoding(sampleRate: rate, channels: channels, bitRate: 128_000))
-        var f = 0
-        while f < frames {
-            let n = min(encoderBlock, frames - f)
-            try writer.append(interleaved: UnsafeBufferPointer(rebasing: all[(f * channels)..<((f + n) * channels)]), frames: n)
-            f += n
-        }
-        try writer.finish()
-    }
+let encodeCPU = try timed {
+    let writer = try AudioFileWriter(path: path, encoding: AudioEncoding(sampleRate: rate, channels: channels, bitRate: 128_000))
+    try forEachBlock { try writer.append(interleaved: $0, frames: $1) }
+    try writer.finish()
 }
 let result: [String: Any] = ["seconds": seconds, "channels": channels, "meterCPU": meterCPU, "waveformCPU": waveformCPU,
                              "encodeCPU": encodeCPU, "readings": readings, "pixels": pixels,
