@@ -193,7 +193,7 @@ final class SystemdTests: XCTestCase {
         // emulated guest, so not in every run; docs/testing.md).
         let transcribe = ProcessInfo.processInfo.environment["RECD_VM_TRANSCRIBE"] == "1"
         let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30) { out in
-            if transcribe { FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
+            if transcribe { _ = FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
         }
         defer { try? FileManager.default.removeItem(at: out) }
         XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log", "units-status.txt"))")
