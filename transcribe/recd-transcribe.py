@@ -14,6 +14,10 @@ u32 header length, a u32 payload length, the header (JSON), the payload (bytes).
                        or {"error": TEXT}
 
 It ends when recd closes the socket. Usage: recd-transcribe.py MODEL_DIR
+
+The launcher's seccomp filter already refuses new sockets, signals to other processes, ptrace and
+the like (WorkerSandbox.swift); it lets execve through, since that is how this process began.
+Once the model is loaded, `refuse_exec` stacks a second filter that refuses execve too.
 """
 import json
 import os
@@ -22,6 +26,43 @@ import struct
 import sys
 
 os.environ["HF_HUB_OFFLINE"] = "1"   # the model is a directory: nothing is fetched, ever
+
+
+# seccomp's numbers for this machine: (AUDIT_ARCH, execve, execveat, seccomp).
+SECCOMP_ARCHES = {"x86_64": (0xC000003E, 59, 322, 317), "aarch64": (0xC00000B7, 221, 281, 277)}
+
+
+def refuse_exec():
+    """A seccomp filter, stacked on the launcher's: execve and execveat answer EPERM from now on, in
+    every thread (TSYNC: the model's libraries started theirs already, and prctl's filter would cover
+    only the calling thread)."""
+    import ctypes
+    arch = SECCOMP_ARCHES.get(os.uname().machine)
+    if arch is None:
+        return False
+    audit, execve, execveat, seccomp = arch
+    ld_arch, ld_nr = (0x20, 4), (0x20, 0)          # BPF_LD|BPF_W|BPF_ABS of seccomp_data.arch / .nr
+    jeq, ret = 0x15, 0x06                          # BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    allow, eperm, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000
+    program = [(ld_arch[0], 0, 0, ld_arch[1]), (jeq, 1, 0, audit), (ret, 0, 0, kill),
+               # A jump counts from the next instruction: execve skips execveat's test, to EPERM.
+               (ld_nr[0], 0, 0, ld_nr[1]), (jeq, 1, 0, execve), (jeq, 0, 1, execveat),
+               (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Instruction))]
+
+    filters = (Instruction * len(program))(*[Instruction(*i) for i in program])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    libc.syscall.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_void_p]
+    libc.prctl(38, 1, None, 0, 0)   # PR_SET_NO_NEW_PRIVS: already set by the launcher
+    # seccomp(SECCOMP_SET_MODE_FILTER (1), SECCOMP_FILTER_FLAG_TSYNC (1), program): 0, or a thread's
+    # id when one could not take it.
+    return libc.syscall(seccomp, 1, 1, ctypes.addressof(Program(len(program), filters))) == 0
 
 
 def read_exactly(sock, n):
@@ -71,6 +112,8 @@ def main():
     except Exception as e:  # a model directory that is not one, a package missing
         send(sock, {"error": f"could not load the model in {model_dir}: {e}"})
         return
+    if not refuse_exec():
+        print("recd-transcribe: execve stays allowed (no seccomp filter for this machine)", file=sys.stderr)
     send(sock, {"ready": {"model": os.path.basename(model_dir.rstrip("/"))}})
     pcm = bytearray()
     while True:

@@ -55,7 +55,7 @@ int recd_shared_memory(const char *name, size_t size) {
     return fd;
 }
 
-ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int fd) {
+ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int fd, int flags) {
     union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
     memset(&control, 0, sizeof control);
     struct msghdr message = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt,
@@ -65,7 +65,7 @@ ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(header), &fd, sizeof(int));
-    return sendmsg(socket, &message, MSG_NOSIGNAL);
+    return sendmsg(socket, &message, flags);
 }
 
 ssize_t recd_receive_with_descriptor(int socket, void *buffer, size_t length, int *fd) {
@@ -103,6 +103,13 @@ ssize_t recd_receive_with_descriptor(int socket, void *buffer, size_t length, in
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
+/// landlock_ruleset_attr as of ABI 6 (Debian 12's headers stop at ABI 1's field).
+struct recd_landlock_ruleset_attr { __u64 handled_access_fs, handled_access_net, scoped; };
+#define RECD_LANDLOCK_NET_BIND_TCP (1ULL << 0)
+#define RECD_LANDLOCK_NET_CONNECT_TCP (1ULL << 1)
+#define RECD_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define RECD_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+
 int recd_landlock_abi(void) {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
     return abi < 0 ? -errno : (int)abi;
@@ -134,13 +141,23 @@ int recd_landlock_enter(const char *const *writable, int writable_count, const c
     if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
     if (abi >= 3) handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
     if (abi >= 5) handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-    struct landlock_ruleset_attr attr = { .handled_access_fs = handled };
-    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    // ABI 4 (Linux 6.7): TCP bind and connect handled with no rule, so refused everywhere; ABI 6
+    // (6.12): no signal to a process outside this domain (recd, the owner's other processes) and no
+    // abstract Unix socket of theirs. The struct grew with each: its size tells the kernel which.
+    struct recd_landlock_ruleset_attr attr = { .handled_access_fs = handled };
+    size_t attr_size = 8;
+    if (abi >= 4) { attr.handled_access_net = RECD_LANDLOCK_NET_BIND_TCP | RECD_LANDLOCK_NET_CONNECT_TCP; attr_size = 16; }
+    if (abi >= 6) { attr.scoped = RECD_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | RECD_LANDLOCK_SCOPE_SIGNAL; attr_size = 24; }
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
     if (ruleset < 0) return -errno;
     int rc = 0;
     *failed = "landlock_add_rule";
+    // Writable folders get every right but making links, pipes, sockets and devices: nothing a media
+    // job makes, and a link made there is what recd (which runs unsandboxed) could be led through.
+    const __u64 special = LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SOCK
+        | LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK;
     for (int i = 0; i < writable_count && rc == 0; i++) {
-        rc = add_rule(ruleset, writable[i], handled, 1);
+        rc = add_rule(ruleset, writable[i], handled & ~special, 1);
         if (rc < 0) *path = writable[i];
     }
     const __u64 read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
@@ -158,4 +175,123 @@ int recd_landlock_enter(const char *const *writable, int writable_count, const c
     }
     close(ruleset);
     return rc;
+}
+
+// ---- seccomp-bpf (seccomp(2)): what a worker may ask of the kernel beyond files ----
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+
+#if defined(__x86_64__)
+#define RECD_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define RECD_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/// The calls no media job and no transcription needs, refused with EPERM: new sockets (so no
+/// connection to recd's socket, PulseAudio's, an abstract socket or TCP), other processes' memory
+/// and signals, namespaces and mounts, the kernel's own interfaces (modules, BPF, keys, io_uring,
+/// which could make the refused calls for it), file handles that bypass paths.
+static const int refused_calls[] = {
+#define R(name) SYS_##name,
+    R(socket) R(socketpair) R(connect) R(bind) R(listen) R(accept) R(accept4)
+    R(ptrace) R(process_vm_readv) R(process_vm_writev) R(kcmp)
+#ifdef SYS_process_madvise
+    R(process_madvise)
+#endif
+#ifdef SYS_pidfd_open
+    R(pidfd_open) R(pidfd_getfd) R(pidfd_send_signal)
+#endif
+    R(tkill) R(rt_sigqueueinfo)
+    R(mount) R(umount2) R(pivot_root) R(chroot) R(unshare) R(setns)
+#ifdef SYS_move_mount
+    R(move_mount) R(open_tree) R(fsopen) R(fsconfig) R(fsmount) R(fspick)
+#endif
+#ifdef SYS_mount_setattr
+    R(mount_setattr)
+#endif
+    R(bpf) R(perf_event_open) R(userfaultfd) R(keyctl) R(add_key) R(request_key)
+    R(init_module) R(finit_module) R(delete_module) R(kexec_load)
+#ifdef SYS_kexec_file_load
+    R(kexec_file_load)
+#endif
+    R(reboot) R(swapon) R(swapoff) R(acct) R(quotactl) R(syslog) R(vhangup)
+#ifdef SYS_io_uring_setup
+    R(io_uring_setup) R(io_uring_enter) R(io_uring_register)
+#endif
+    R(open_by_handle_at) R(name_to_handle_at) R(fanotify_init)
+    R(settimeofday) R(clock_settime) R(clock_adjtime) R(adjtimex) R(sethostname) R(setdomainname)
+#if defined(__x86_64__)
+    R(iopl) R(ioperm)
+#endif
+#undef R
+};
+
+#define STMT(code, k) ((struct sock_filter)BPF_STMT(code, k))
+#define JUMP(code, k, t, f) ((struct sock_filter)BPF_JUMP(code, k, t, f))
+#define ERRNO(e) (SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+#define ARG_LOW(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+#define ARG_HIGH(n) (offsetof(struct seccomp_data, args) + 8 * (n) + 4)
+
+int recd_seccomp_enter(int allow_exec) {
+#ifndef RECD_AUDIT_ARCH
+    (void)allow_exec;
+    return -ENOSYS;
+#else
+    struct sock_filter f[256];   // about 170 used
+    int n = 0;
+    const unsigned self = (unsigned)getpid();
+    // Another architecture's calls (a 32-bit int 0x80 on x86-64): their numbers mean other things.
+    f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, RECD_AUDIT_ARCH, 1, 0);
+    f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    // x32's numbers (bit 30) alias x86-64's calls past any list.
+    f[n++] = JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    f[n++] = STMT(BPF_RET | BPF_K, ERRNO(EPERM));
+#endif
+    for (size_t i = 0; i < sizeof refused_calls / sizeof refused_calls[0]; i++) {
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)refused_calls[i], 0, 1);
+        f[n++] = STMT(BPF_RET | BPF_K, ERRNO(EPERM));
+    }
+    if (!allow_exec) {
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 1, 0);
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 0, 1);
+        f[n++] = STMT(BPF_RET | BPF_K, ERRNO(EPERM));
+    }
+    // clone3 passes its flags in memory a filter cannot read: ENOSYS makes glibc use clone.
+    f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);
+    f[n++] = STMT(BPF_RET | BPF_K, ERRNO(ENOSYS));
+    // clone: threads and plain children, never in new namespaces.
+    const unsigned namespaces = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID
+        | CLONE_NEWNET | CLONE_NEWCGROUP;
+    f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
+    f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(0));
+    f[n++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, namespaces, 0, 1);
+    f[n++] = STMT(BPF_RET | BPF_K, ERRNO(EPERM));
+    f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    // Signals: to this process only (its threads: tgkill with its own group id). kill(0) and
+    // kill(-1) reach others, so only this pid passes.
+    static const int signalling[] = { SYS_kill, SYS_tgkill, SYS_rt_tgsigqueueinfo };
+    for (size_t i = 0; i < 3; i++) {
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)signalling[i], 0, 6);
+        f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(0));
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 2);
+        f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HIGH(0));
+        f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);   // pid_t is 32 bits: the upper half is 0
+        f[n++] = STMT(BPF_RET | BPF_K, ERRNO(EPERM));
+        f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    }
+    f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog program = { .len = (unsigned short)n, .filter = f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -errno;
+    // TSYNC: every thread of the process, not only this one (a runtime may have started some).
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
+    if (rc < 0) return -errno;
+    return rc == 0 ? 0 : -EBUSY;   // rc > 0: a thread that could not take the filter
+
+#endif
 }

@@ -56,11 +56,13 @@ public final class Engine: Sendable {
         }
         AlsaLog.route(to: logger)
         // FFmpeg runs in worker processes (recd-media), ended when idle this long, each in a Landlock
-        // sandbox of the data directory (said once here when the kernel cannot: they run without).
+        // sandbox of the recordings and the uploads — not the catalog (said once here when the kernel
+        // cannot: they run without). A worker that parsed an upload ends with its job.
+        let data = config.dataDirectory
         MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue,
-                                         sandbox: [config.dataDirectory.root.path])
+                                         sandbox: [data.recordings.path, data.uploads.path], untrusted: data.uploads.path)
         if let abi = MediaWorkerPool.landlockABI {
-            logger.info("media workers: Landlock ABI \(abi), each may use only \(config.dataDirectory.root.path)")
+            logger.info("media workers: Landlock ABI \(abi)\(MediaWorkerPool.landlockScopes(abi)), each may use only \(data.recordings.path) and \(data.uploads.path)")
         } else {
             logger.warning("media workers: Landlock is not available here (the kernel has none, or a seccomp filter refuses it); they run without a filesystem sandbox")
         }

@@ -249,7 +249,7 @@ public struct Library: Sendable {
                                          store: (T) throws -> Void, size: (T) -> String) async throws(EngineError) -> T {
         try r.requireFile(to: "read the \(name) of")
         if let kept = try catalogCall(stored) { return kept }
-        let path = config.dataDirectory.absolute(r.file)
+        let path = try config.dataDirectory.recordingPath(r.file)
         guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
         let made: T
         do {

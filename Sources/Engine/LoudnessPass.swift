@@ -62,7 +62,7 @@ public actor LoudnessPass {
             // SQLite's write lock while a busy CPU never gives it back); only the decode is idle.
             guard let r = try await runBlocking({ try catalog.recording(id: id) }), r.loudness == nil,
                   r.state == .ready || r.state == .pending else { return }
-            let path = data.absolute(r.file)
+            let path = try data.recordingPath(r.file)
             let (size, measured) = try await runInBackground { (FileOps.size(path), try Library.analyze(path: path, priority: .background).loudness) }
             guard let loudness = measured else { return }
             let stored = try await runBlocking { try catalog.storeLoudness(id: id, loudness, measuredFileSize: size) }

@@ -78,7 +78,7 @@ public actor Player {
                 throw .invalidValue(field: "position", detail: "\(position) is past the end of the recording (0 to "
                                     + String(format: "%.3f s", duration) + ")")
             }
-            let path = config.dataDirectory.absolute(recording.file)
+            let path = try config.dataDirectory.recordingPath(recording.file)
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {
                 throw .fileMissing(id: recording.id, file: recording.file)

@@ -58,7 +58,7 @@ struct RecordingTrim {
     func run(_ r: Recording, start: Double, end: Double, asNew: Bool) throws(EngineError) -> Recording {
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        let source = data.absolute(r.file)
+        let source = try data.recordingPath(r.file)
         guard FileOps.exists(source) else { throw .fileMissing(id: r.id, file: r.file) }
         var result = r
         result.loudness = nil   // the cut's own: measured again
@@ -71,7 +71,7 @@ struct RecordingTrim {
             result.recovered = false
             result.title = Self.copyTitle(r.title)
         }
-        let target = data.absolute(result.file)
+        let target = try data.recordingPath(result.file)
         let temporary = data.replacingPath(for: target)
         // The cut is at most the whole file: that much room, and the margin recordings keep.
         try FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path)

@@ -146,8 +146,10 @@ public actor TranscriptionPass {
 
     private func transcribe(_ id: UUID, with transcriber: Transcriber) async {
         let (catalog, data, events, current) = (self.catalog, self.data, self.events, self.current)
-        guard let r = try? await runBlocking({ try catalog.recording(id: id) }), r.state == .ready else { return }
-        let path = data.absolute(r.file)
+        // A file value recd would not follow (`recordingPath`) is refused wherever the recording is
+        // used; the check and repair mark it missing.
+        guard let r = try? await runBlocking({ try catalog.recording(id: id) }), r.state == .ready,
+              let path = try? data.recordingPath(r.file) else { return }
         current.withLock { $0 = (id, 0) }
         defer { current.withLock { $0 = nil } }
         let stored: StoredTranscript

@@ -157,8 +157,10 @@ public enum WireIO {
 
     /// One `sendmsg` for the whole frame (when the socket's buffer takes it): three sends woke the
     /// reader up to three times a frame. `passing`: a descriptor that goes with the frame's first
-    /// byte (read by `read(_:payload:descriptor:)`).
-    public static func write(_ fd: Int32, header: [UInt8], payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil) throws {
+    /// byte (read by `read(_:payload:descriptor:)`). `deadline`: when the peer has not taken every
+    /// byte by then (it stopped reading), `TimedOut`.
+    public static func write(_ fd: Int32, header: [UInt8], payload: UnsafeRawBufferPointer?, passing descriptor: Int32? = nil,
+                             deadline: ContinuousClock.Instant? = nil) throws {
         var lengths: (UInt32, UInt32) = (UInt32(header.count).littleEndian, UInt32(payload?.count ?? 0).littleEndian)
         try withUnsafeMutableBytes(of: &lengths) { lengthBytes in
             try header.withUnsafeBytes { headerBytes in
@@ -167,17 +169,16 @@ public enum WireIO {
                 if let payload, payload.count > 0 {
                     parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count))
                 }
-                try sendAll(fd, &parts, passing: descriptor)
+                try sendAll(fd, &parts, passing: descriptor, deadline: deadline)
             }
         }
     }
 
     /// Reads one frame: its header, and its payload into `payload` (resized to fit; kept between calls).
-    /// `deadline`: when the frame has not begun by then, `TimedOut` (once begun, it is read whole).
+    /// `deadline`: when the whole frame has not come by then, `TimedOut`.
     public static func read(_ fd: Int32, payload: inout [UInt8], deadline: ContinuousClock.Instant? = nil) throws -> [UInt8] {
-        if let deadline { try waitForInput(fd, until: deadline) }
         var none: Int32? = nil
-        return try read(fd, payload: &payload, descriptor: &none, acceptsDescriptor: false)
+        return try read(fd, payload: &payload, descriptor: &none, acceptsDescriptor: false, deadline: deadline)
     }
 
     /// `read`, and the descriptor passed with the frame (nil when none came). It is the caller's to close.
@@ -185,10 +186,11 @@ public enum WireIO {
         try read(fd, payload: &payload, descriptor: &descriptor, acceptsDescriptor: true)
     }
 
-    private static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?, acceptsDescriptor: Bool) throws -> [UInt8] {
+    private static func read(_ fd: Int32, payload: inout [UInt8], descriptor: inout Int32?, acceptsDescriptor: Bool,
+                             deadline: ContinuousClock.Instant? = nil) throws -> [UInt8] {
         var lengths: (UInt32, UInt32) = (0, 0)
         try withUnsafeMutableBytes(of: &lengths) { (raw) in
-            guard acceptsDescriptor else { return try receiveAll(fd, raw) }
+            guard acceptsDescriptor else { return try receiveAll(fd, raw, deadline: deadline) }
             // The descriptor comes with the frame's first byte, so with the first receive.
             var received: Int32 = -1
             var n: Int
@@ -208,27 +210,34 @@ public enum WireIO {
             throw Closed(reason: "a frame of \(headerCount) + \(payloadCount) bytes (protocol error)")
         }
         var header = [UInt8](repeating: 0, count: headerCount)
-        try header.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw) }
+        try header.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw, deadline: deadline) }
         if payload.count != payloadCount { payload = [UInt8](repeating: 0, count: payloadCount) }
-        try payload.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw) }
+        try payload.withUnsafeMutableBytes { (raw) in try receiveAll(fd, raw, deadline: deadline) }
         return header
     }
 
     /// Sends every byte of `parts` in order, however many calls the socket's buffer takes.
-    private static func sendAll(_ fd: Int32, _ parts: inout [iovec], passing descriptor: Int32?) throws {
+    /// With a `deadline`, sends without blocking and waits in poll(2) for room until then.
+    private static func sendAll(_ fd: Int32, _ parts: inout [iovec], passing descriptor: Int32?,
+                                deadline: ContinuousClock.Instant?) throws {
         var first = 0
         var descriptor = descriptor
+        let flags = Int32(MSG_NOSIGNAL) | (deadline == nil ? 0 : Int32(MSG_DONTWAIT))
         while first < parts.count {
             let n = parts.withUnsafeMutableBufferPointer { iov -> Int in
                 if let passed = descriptor {
-                    return recd_send_with_descriptor(fd, iov.baseAddress! + first, Int32(iov.count - first), passed)
+                    return recd_send_with_descriptor(fd, iov.baseAddress! + first, Int32(iov.count - first), passed, flags)
                 }
                 var message = msghdr()
                 message.msg_iov = iov.baseAddress! + first
                 message.msg_iovlen = iov.count - first
-                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                return sendmsg(fd, &message, flags)
             }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), deadline != nil {
+                try wait(fd, for: POLLOUT, until: deadline)
+                continue
+            }
             guard n > 0 else { throw Closed(reason: String(cString: strerror(errno))) }
             descriptor = nil   // gone with the first byte sent
             // Past the parts sent whole, into the one sent in part.
@@ -249,12 +258,12 @@ public enum WireIO {
     /// the socket, and recv's wait does not tell it apart), so a thread waiting for a reply was woken
     /// for nothing when the worker read the request, and the worker when recd read the reply: half
     /// the context switches of a round trip. poll waiting for input is not woken by that.
-    public static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer) throws {
+    public static func receiveAll(_ fd: Int32, _ raw: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant? = nil) throws {
         var offset = 0
         while offset < raw.count {
             let n = recv(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_DONTWAIT))
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                try waitForInput(fd)
+                try waitForInput(fd, until: deadline)
                 continue
             }
             if n < 0 && errno == EINTR { continue }
@@ -267,7 +276,13 @@ public enum WireIO {
     /// Blocks until `fd` has input (or its peer closed it: the next recv says which), or throws
     /// `TimedOut` at `deadline`.
     private static func waitForInput(_ fd: Int32, until deadline: ContinuousClock.Instant? = nil) throws {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        try wait(fd, for: POLLIN, until: deadline)
+    }
+
+    /// Blocks until `fd` is ready for `events` (or failed: the next call says how), or throws
+    /// `TimedOut` at `deadline`.
+    private static func wait(_ fd: Int32, for events: Int32, until deadline: ContinuousClock.Instant?) throws {
+        var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
         while true {
             var timeout: Int32 = -1
             if let deadline {

@@ -17,6 +17,12 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// recordings, measured when nothing else wants the CPU).
     public enum Priority: String, Sendable { case normal, background }
 
+    /// What a worker is lent for. A `take`'s worker encodes what recd captured, writes it and
+    /// finalizes that file: it parses no file from elsewhere, so a file crafted to take over a parser
+    /// never shares a process with a take. `files` workers parse the library's files (and, ended
+    /// after it, an upload).
+    public enum Use: Sendable { case take, files }
+
     private struct Idle {
         var connection: MediaWorkerConnection
         var until: Date?
@@ -28,8 +34,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private var idleSeconds: Double? = 30
     private var logLevel = "info"
     private var sandbox: [String] = []
+    /// Files beneath this folder are untrusted (uploads): a worker that was asked to read one ends
+    /// with its lease, never back in the pool ("uploads/": with its slash).
+    private var untrusted: String?
     private var idle: [Idle] = []
-    private var toStart: [(Priority, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
+    private var toStart: [(Priority, Use, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
 
@@ -46,6 +55,15 @@ public final class MediaWorkerPool: @unchecked Sendable {
     public static var landlockABI: Int32? {
         let abi = recd_landlock_abi()
         return abi > 0 ? abi : nil
+    }
+
+    /// What Landlock adds beyond files at `abi`, in words for the log (seccomp covers the rest).
+    public static func landlockScopes(_ abi: Int32) -> String {
+        switch abi {
+        case ..<4: return ""
+        case 4, 5: return " with TCP refused"
+        default: return " with TCP, signals and abstract sockets refused"
+        }
     }
 
     /// Refuses memory that is both written and executed to this process, not to those it starts
@@ -69,21 +87,24 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// `executable`: the worker program. `idleSeconds`: how long a worker nobody uses is kept for
     /// the next job (nil: until recd exits; 0: not at all). `logLevel`: swift-log's name of the level
     /// the workers log FFmpeg's messages at. `sandbox`: the directories a worker may use (recd's data
-    /// directory): it enters a Landlock sandbox of them at start (none: no sandbox).
-    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = []) {
+    /// directory's recordings and uploads): it enters a Landlock sandbox of them and a seccomp filter
+    /// at start (none: neither, as in the unit tests). `untrusted`: the uploads' folder (see `untrusted`).
+    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = [],
+                          untrusted: String? = nil) {
         lock.withLock {
             if let executable { self.executable = executable }
             self.logLevel = logLevel
             self.idleSeconds = idleSeconds
             self.sandbox = sandbox
+            self.untrusted = untrusted.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
         }
         lock.signal()
     }
 
-    /// An idle worker of `priority`, or a new one.
-    func checkout(_ priority: Priority) throws(MediaWorkerError) -> MediaWorkerConnection {
+    /// An idle worker of `priority` for `use`, or a new one.
+    func checkout(_ priority: Priority, for use: Use) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
-            guard let i = idle.lastIndex(where: { $0.connection.priority == priority }) else { return nil }
+            guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use }) else { return nil }
             return idle.remove(at: i).connection
         }
         if let reused { return reused }
@@ -91,21 +112,27 @@ public final class MediaWorkerPool: @unchecked Sendable {
         let result = Mutex<Result<MediaWorkerConnection, MediaWorkerError>?>(nil)
         lock.withLock {
             startThreadIfNeeded()
-            toStart.append((priority, { r in result.withLock { $0 = r }; done.signal() }))
+            toStart.append((priority, use, { r in result.withLock { $0 = r }; done.signal() }))
         }
         lock.signal()
         done.wait()
         return try result.withLock { $0! }.get()
     }
 
-    /// Back from a user: emptied (`reset`) and kept for the next, or ended.
+    /// Back from a user: emptied (`reset`) and kept for the next, or ended (one that read an upload:
+    /// whatever the file did to it stays with it).
     func checkin(_ connection: MediaWorkerConnection) {
+        if connection.readUntrusted {
+            lock.withLock { toEnd.append(connection) }
+            lock.signal()
+            return
+        }
         guard !connection.isBroken, (try? connection.call(WorkerOp.Reset(), operation: "reset")) != nil else {
             return   // already ended and reaped by the failed call
         }
         lock.withLock {
             let seconds = idleSeconds
-            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority }) {
+            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == connection.use }) {
                 toEnd.append(connection)   // one idle worker of each priority is enough
             } else {
                 idle.append(Idle(connection: connection, until: seconds.map { Date().addingTimeInterval($0) }))
@@ -128,11 +155,12 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.lock()
         while true {
             if !toStart.isEmpty {
-                let (priority, reply) = toStart.removeFirst()
-                let exe = executable, level = logLevel, sandbox = sandbox
+                let (priority, use, reply) = toStart.removeFirst()
+                let exe = executable, level = logLevel, sandbox = sandbox, untrusted = untrusted
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
-                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + sandbox, priority: priority)
+                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + sandbox, priority: priority,
+                                              use: use, untrusted: untrusted)
                 }
                 lock.lock()
                 reply(result)
@@ -158,15 +186,22 @@ public final class MediaWorkerPool: @unchecked Sendable {
 final class MediaWorkerConnection: @unchecked Sendable {
     let pid: pid_t
     let priority: MediaWorkerPool.Priority
+    let use: MediaWorkerPool.Use
+    /// The folder of untrusted files (with its slash), and whether this worker was asked to read one.
+    private let untrusted: String?
+    private(set) var readUntrusted = false
     private let fd: Int32
     private(set) var isBroken = false
     /// The payload of the last reply.
     private(set) var payload: [UInt8] = []
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
-    init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority) throws(MediaWorkerError) {
+    init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
+         untrusted: String?) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
         self.priority = priority
+        self.use = use
+        self.untrusted = untrusted
     }
 
     /// Starts `executable PID ARGUMENTS…` (PID: recd's, which it checks) with one end of a new socket
@@ -197,18 +232,27 @@ final class MediaWorkerConnection: @unchecked Sendable {
     func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
                                    onOutput: (() -> Void)? = nil, operation: @autoclosure () -> String) throws -> Op.Reply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
+        if let path = op.fileRead, let untrusted, path.hasPrefix(untrusted) {
+            guard use == .files else { throw MediaWorkerError.failed("\(operation()): a take's media worker never reads an upload") }
+            readUntrusted = true
+        }
         let answer: WorkerAnswer<Op.Reply>
         let seconds = MediaWorkerPool.stallLimit + (op.fileRead.map { path in
             // A second more for each 8 MB of the file a whole-file job reads (a remux of 4 GB from an SD card).
             var st = stat()
             return stat(path, &st) == 0 ? Int(st.st_size) / 8_000_000 : 0
         } ?? 0)
+        // One deadline for the whole call, the request's bytes included: a stopped worker stops
+        // reading, and a large request would otherwise wait in sendmsg for as long as it stays stopped.
+        let deadline = ContinuousClock.now + .seconds(seconds)
         do {
             let header: [UInt8]
             do { header = try op.header() } catch { throw MediaWorkerError.failed("could not encode \(op): \(error)") }
-            try WireIO.write(fd, header: header, payload: sending, passing: descriptor)
             let reply: [UInt8]
-            do { reply = try WireIO.read(fd, payload: &payload, deadline: .now + .seconds(seconds)) } catch is WireIO.TimedOut {
+            do {
+                try WireIO.write(fd, header: header, payload: sending, passing: descriptor, deadline: deadline)
+                reply = try WireIO.read(fd, payload: &payload, deadline: deadline)
+            } catch is WireIO.TimedOut {
                 // Closing the socket would not end a worker stuck in FFmpeg: it is killed, then reaped.
                 kill(pid, SIGKILL)
                 end()
@@ -258,9 +302,10 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// nil once given back.
     private let held: Mutex<MediaWorkerConnection?>
 
-    public init(_ priority: MediaWorkerPool.Priority = .normal, pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
+    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use = .files,
+                pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
         self.pool = pool
-        held = Mutex(try pool.checkout(priority))
+        held = Mutex(try pool.checkout(priority, for: use))
     }
 
     /// The worker, for `operation`; an error once the lease was given back (the worker may be another

@@ -68,8 +68,14 @@ public final class Transcriber: @unchecked Sendable {
 
     /// Sound for the job: 16 kHz mono samples, as many calls as it takes.
     public func append(_ samples: UnsafeBufferPointer<Int16>) throws(TranscriberError) {
+        let seconds = MediaWorkerPool.stallLimit
         do {
-            try WireIO.write(fd, header: Array(#"{"op":"append"}"#.utf8), payload: UnsafeRawBufferPointer(samples))
+            try WireIO.write(fd, header: Array(#"{"op":"append"}"#.utf8), payload: UnsafeRawBufferPointer(samples),
+                             deadline: .now + .seconds(seconds))
+        } catch is WireIO.TimedOut {
+            kill(pid, SIGKILL)
+            end()
+            throw .failed("it took no sound for \(seconds) s, and was stopped")
         } catch {
             throw .failed(died("\(error)"))
         }
@@ -80,7 +86,7 @@ public final class Transcriber: @unchecked Sendable {
     /// `stallSeconds`: how long it may go without a segment before it is taken for stuck and killed.
     public func transcribe(stallSeconds: Int, onSegment: (TranscriptSegment) -> Void) throws(TranscriberError) -> (segments: [TranscriptSegment], language: String?) {
         do {
-            try WireIO.write(fd, header: Array(#"{"op":"transcribe"}"#.utf8), payload: nil)
+            try WireIO.write(fd, header: Array(#"{"op":"transcribe"}"#.utf8), payload: nil, deadline: .now + .seconds(stallSeconds))
             var segments: [TranscriptSegment] = []
             while true {
                 let message = try receive(deadline: .now + .seconds(stallSeconds))

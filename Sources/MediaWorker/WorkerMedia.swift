@@ -95,10 +95,10 @@ public final class WorkerAudioWriter {
 
     /// `onOutputWritten` is called on the writing thread each time a fragment has reached the file.
     /// `lease`: a worker shared with the caller, who keeps it; without one the writer takes its own
-    /// and gives it back at `finish()`.
-    public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil,
+    /// (for `use`: a take's, or a file's as an import's) and gives it back at `finish()`.
+    public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil, use: MediaWorkerPool.Use = .files,
                 onOutputWritten: (() -> Void)? = nil) throws {
-        worker = try lease ?? MediaWorkerLease()
+        worker = try lease ?? MediaWorkerLease(for: use)
         ownsLease = lease == nil
         self.path = path
         self.encoding = encoding
@@ -167,7 +167,7 @@ public final class WorkerPCMConverter {
     private var out: [Int16] = []
 
     public init(from format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int) throws {
-        worker = try MediaWorkerLease()
+        worker = try MediaWorkerLease(for: .take)
         input = (format, rate, channels)
         output = (toRate, toChannels)
         try worker.call(WorkerOp.OpenConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
@@ -210,7 +210,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
 
     public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?,
                 onOutputWritten: (() -> Void)? = nil) throws {
-        worker = try MediaWorkerLease()
+        worker = try MediaWorkerLease(for: .take)
         self.path = path; self.video = video; self.camera = camera
         audioChannels = audio?.channels ?? 0
         self.onOutputWritten = onOutputWritten

@@ -37,10 +37,16 @@ public enum MediaWorkerProcess {
         FFmpegLog.route(to: logger)
         let writable = Array(arguments.dropFirst(3))
         if !writable.isEmpty {
-            do { try WorkerSandbox.enter(writable: writable) } catch {
+            do {
+                try WorkerSandbox.enter(writable: writable)
+                try WorkerSandbox.refuseBeyondFiles(allowExec: false)
+            } catch {
                 // recd logs the kernel's lack of Landlock once (MediaWorkerPool); anything else is a
                 // bug of the rules, and a worker without its sandbox must not serve.
-                if case WorkerSandbox.Failure.unsupported = error {} else {
+                switch error {
+                case .unsupported: break
+                case .unsupportedSeccomp: logger.warning("media worker: \(error)")
+                case .failed:
                     logger.error("media worker: \(error)")
                     _exit(70)
                 }

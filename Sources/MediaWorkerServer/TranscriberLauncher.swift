@@ -26,6 +26,12 @@ public enum TranscriberLauncher {
         } catch {
             fail("\(error)", code: 70)
         }
+        // execve stays allowed for the exec below; the transcriber refuses it itself once its model
+        // is loaded (a second filter, stacked: recd-transcribe.py's refuse_exec).
+        do { try WorkerSandbox.refuseBeyondFiles(allowExec: true) } catch {
+            guard case .unsupportedSeccomp = error else { fail("\(error)", code: 70) }
+            FileHandle.standardError.write(Data("recd-media: the transcriber: \(error)\n".utf8))
+        }
         let python = dir + "/venv/bin/python3"
         // -I: no PYTHON* variables, no user site, no current directory on the path; -B: no .pyc
         // written (the sandbox would refuse it anyway).

@@ -15,6 +15,8 @@ public enum WorkerSandbox {
         /// Landlock cannot be used here (`errno`: ENOSYS, not built; EOPNOTSUPP, not enabled at boot;
         /// EPERM, refused by a seccomp filter).
         case unsupported(code: Int32)
+        /// seccomp cannot be used here (a kernel without it, or a unit's filter refusing the call).
+        case unsupportedSeccomp(code: Int32)
         /// A rule or the restriction failed.
         case failed(call: String, path: String?, code: Int32)
 
@@ -22,6 +24,8 @@ public enum WorkerSandbox {
             switch self {
             case .unsupported(let code):
                 return "Landlock is not available (\(String(cString: strerror(code)))): media workers run without a filesystem sandbox"
+            case .unsupportedSeccomp(let code):
+                return "seccomp is not available (\(String(cString: strerror(code)))): this worker may open sockets and signal other processes"
             case .failed(let call, let path, let code):
                 return "could not enter the media worker's sandbox: \(call)\(path.map { " on \($0)" } ?? ""): \(String(cString: strerror(code)))"
             }
@@ -45,6 +49,19 @@ public enum WorkerSandbox {
         // SystemCallFilter without the Landlock calls) refuses it.
         if call == "landlock_create_ruleset" && [ENOSYS, EOPNOTSUPP, EPERM].contains(-rc) { throw .unsupported(code: -rc) }
         throw .failed(call: call, path: path.map { String(cString: $0) }, code: -rc)
+    }
+
+    /// Beyond files (seccomp-bpf, `recd_seccomp_enter`): no new socket of any family — so neither
+    /// recd's socket nor PulseAudio's, an abstract socket or TCP —, no signal but to itself, no
+    /// ptrace or other process's memory, no namespaces, mounts, io_uring, BPF or keys, and unless
+    /// `allowExec` no execve: what a parser bug could use to reach past the job. Inherited by every
+    /// thread and across exec. Throws `unsupported` where the kernel (or a unit's own filter) has
+    /// no seccomp; the caller goes on then, as without Landlock.
+    public static func refuseBeyondFiles(allowExec: Bool) throws(Failure) {
+        let rc = recd_seccomp_enter(allowExec ? 1 : 0)
+        guard rc != 0 else { return }
+        if [ENOSYS, EINVAL, EPERM, EACCES].contains(-rc) { throw .unsupportedSeccomp(code: -rc) }
+        throw .failed(call: "seccomp", path: nil, code: -rc)
     }
 
     /// The directories of the files this process has mapped (/proc/self/maps), read before the

@@ -4,6 +4,8 @@ import Engine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
+import NIOPosix
 import RecdAPI
 import Storage
 
@@ -56,26 +58,24 @@ enum MediaRoute {
     }
 
     static func add(to v1: APIGroup, engine: Engine) {
-        let fileIO = FileIO()
         v1.get("recordings/:id/media") { request, context in
-            try await respond(request, context, engine: engine, fileIO: fileIO, withBody: true)
+            try await respond(request, context, engine: engine, withBody: true)
         }
         v1.head("recordings/:id/media") { request, context in
-            try await respond(request, context, engine: engine, fileIO: fileIO, withBody: false)
+            try await respond(request, context, engine: engine, withBody: false)
         }
     }
 
-    static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, fileIO: FileIO,
-                        withBody: Bool) async throws -> Response {
+    static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, withBody: Bool) async throws -> Response {
         let r = try engine.library.resolve(try context.recordingID())
         try r.requireFile(to: "read the media of")
-        let path = engine.config.dataDirectory.absolute(r.file)
-        var st = stat()
-        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw EngineError.fileMissing(id: r.id, file: r.file) }
-        let size = Int(st.st_size)
+        // Opened once, beneath Recordings/ and never through a link; served from that descriptor.
+        let data = engine.config.dataDirectory
+        let file = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in try data.openFile(of: r) }
+        let size = file.size
         var headers: HTTPFields = [.contentType: contentType(for: r.file), .acceptRanges: "bytes"]
         // The file of a recording never changes once it is pending or ready: size and mtime identify it.
-        headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(st.st_mtim.tv_sec)\""
+        headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(file.modified)\""
         let range = ByteRangeRequest.parse(request.headers[.range], size: size)
         switch range {
         case .unsatisfiable:
@@ -84,13 +84,29 @@ enum MediaRoute {
         case .whole:
             headers[.contentLength] = String(size)
             guard withBody, size > 0 else { return Response(status: .ok, headers: headers) }
-            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: path, context: context))
+            return Response(status: .ok, headers: headers, body: body(file, 0...(size - 1)))
         case .part(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
             headers[.contentLength] = String(bytes.count)
             guard withBody else { return Response(status: .partialContent, headers: headers) }
-            return Response(status: .partialContent, headers: headers,
-                            body: try await fileIO.loadFile(path: path, range: bytes, context: context))
+            return Response(status: .partialContent, headers: headers, body: body(file, bytes))
+        }
+    }
+
+    /// `bytes` of the opened file, read in 128 KiB chunks on NIO's blocking pool as the client takes them.
+    static func body(_ file: OpenedFile, _ bytes: ClosedRange<Int>) -> ResponseBody {
+        ResponseBody(contentLength: bytes.count) { writer in
+            var offset = bytes.lowerBound
+            while offset <= bytes.upperBound {
+                let count = min(128 * 1024, bytes.upperBound + 1 - offset)
+                let at = offset
+                let chunk = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in try file.read(at: at, count: count) }
+                // Shorter than it was when opened: a response cannot be made shorter than its length.
+                guard !chunk.isEmpty else { throw EngineError.storage(file: file.path, operation: "read", underlying: "the file ended early") }
+                try await writer.write(ByteBuffer(bytes: chunk))
+                offset += chunk.count
+            }
+            try await writer.finish(nil)
         }
     }
 }

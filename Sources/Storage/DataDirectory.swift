@@ -98,6 +98,51 @@ public struct DataDirectory: Sendable {
 
     public func absolute(_ relative: String) -> String { root.appendingPathComponent(relative).path }
 
+    /// The path of a recording's file, from the catalog's `file` value — only when it has the shape
+    /// recd gives it, `Recordings/NAME` with NAME one visible component: the catalog lies where a
+    /// compromised worker once could write, so a value that would lead elsewhere (`../`, a folder, an
+    /// absolute path) is refused, never used.
+    public func recordingPath(_ file: String) throws(EngineError) -> String {
+        guard let name = Self.recordingName(file) else {
+            throw .storage(file: file, operation: "use",
+                           underlying: "it is not the name of a file in Recordings/ (the catalog was changed outside recd): recd does not follow it")
+        }
+        return recordings.appendingPathComponent(String(name)).path
+    }
+
+    /// NAME of `Recordings/NAME` (no copy) when NAME is one visible component: no slash, no leading
+    /// dot (recd's own temporaries, `..`), no NUL; nil otherwise. By UTF-8 bytes: Character by
+    /// Character (`hasPrefix`, `contains("/")`) this was most of a 100,000-row start-up.
+    public static func recordingName(_ file: String) -> Substring? {
+        let prefix = "Recordings/".utf8
+        let utf8 = file.utf8
+        guard utf8.starts(with: prefix) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.count)
+        guard start < utf8.endIndex, utf8[start] != UInt8(ascii: "."),
+              !utf8[start...].contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 }) else { return nil }
+        return file[start...]
+    }
+
+    /// A recording's file opened for reading beneath `Recordings/` without following a link
+    /// (`CFileOps_open_beneath`), and only when it is a regular file: what recd serves or reads
+    /// itself. A link, a pipe or a device there is refused with a storage error (logged as a server
+    /// error), never opened through.
+    public func openFile(of r: Recording) throws(EngineError) -> OpenedFile {
+        let path = try recordingPath(r.file)
+        let fd = CFileOps_open_beneath(recordings.path, String(Self.recordingName(r.file)!), O_RDONLY | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw .fileMissing(id: r.id, file: r.file) }
+            let why = errno == ELOOP || errno == EXDEV ? "it is a symbolic link: recd never follows one in Recordings/" : FileOps.errnoText()
+            throw .storage(file: path, operation: "open", underlying: why)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .storage(file: path, operation: "open", underlying: "it is not a regular file: recd opens only recordings' files")
+        }
+        return OpenedFile(fd: fd, path: path, size: Int(st.st_size), modified: Int(st.st_mtim.tv_sec))
+    }
+
     /// Where a file is finalized before it atomically replaces the original.
     public func finalizingPath(for path: String) -> String { sibling(of: path, suffix: Self.finalizingSuffix) }
 
@@ -128,6 +173,41 @@ public struct DataDirectory: Sendable {
         guard name.hasPrefix("."), name.hasSuffix(suffix), name.count > suffix.count + 1 else { return nil }
         return String(name.dropFirst().dropLast(suffix.count))
     }
+}
+
+/// A file opened for reading, closed when the last reference goes: reads by offset (pread), so
+/// several readers may share it.
+public final class OpenedFile: Sendable {
+    public let fd: Int32
+    public let path: String
+    /// Its size and modification time (seconds) when it was opened.
+    public let size: Int
+    public let modified: Int
+
+    init(fd: Int32, path: String, size: Int, modified: Int) {
+        self.fd = fd
+        self.path = path
+        self.size = size
+        self.modified = modified
+    }
+
+    /// Up to `count` bytes at `offset` (fewer only at the end of the file). Blocking: call it on a
+    /// thread meant for disk I/O.
+    public func read(at offset: Int, count: Int) throws(EngineError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw .storage(file: path, operation: "read", underlying: FileOps.errnoText()) }
+            if n == 0 { break }
+            done += n
+        }
+        bytes.removeLast(count - done)
+        return bytes
+    }
+
+    deinit { close(fd) }
 }
 
 /// A recursive lock for blocking, short critical sections on files and the catalog.

@@ -26,12 +26,15 @@ public enum RecordingFinalizer {
     /// Blocking.
     public static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
         let tmp = data.finalizingPath(for: path)
+        // A take's worker (the one that wrote the file, when it is idle): the file is recd's own
+        // capture, never bytes from elsewhere.
+        let lease = try? MediaWorkerLease(for: .take)
         do {
-            let result = try WorkerMedia.remux(from: path, to: tmp)
+            let result = try WorkerMedia.remux(from: path, to: tmp, lease: lease)
             try FileOps.sync(tmp)
             try FileOps.rename(tmp, path)
             try FileOps.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-            let info = try? WorkerMedia.probe(path)
+            let info = try? WorkerMedia.probe(path, lease: lease)
             if result.stoppedAtDamage { logger.warning("\(path): a torn last fragment was dropped") }
             return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: result.packets)
         } catch {
@@ -39,7 +42,7 @@ public enum RecordingFinalizer {
             logger.warning("could not finalize \(path); keeping the fragmented file: \(error)")
             // Kept as it is, it is the file the reply (and the row) speak of: durable before them.
             do { try FileOps.sync(path) } catch { logger.warning("\(error)") }
-            let info = try? WorkerMedia.probe(path)
+            let info = try? WorkerMedia.probe(path, lease: lease)
             return FinishedFile(duration: info?.duration, sizeBytes: FileOps.size(path), packets: nil)
         }
     }

@@ -134,7 +134,7 @@ public struct Recovery: Sendable {
     /// A row whose file never came to be, or holds no audio at all, is removed: nothing was recorded.
     private func salvage(_ id: UUID, _ report: inout RecoveryReport) throws {
         guard let r = try catalog.recording(id: id) else { return }
-        let path = data.absolute(r.file)
+        let path = try data.recordingPath(r.file)
         let finished = (FileOps.size(path) ?? 0) > 0
             ? RecordingFinalizer.finalize(path: path, data: data, logger: logger)
             : FinishedFile(duration: nil, sizeBytes: nil, packets: 0)
@@ -171,8 +171,8 @@ public struct Recovery: Sendable {
         // they are as many as the files, no file is without a row.
         var matched = 0
         for row in rows {
-            let name = Self.name(inRecordings: row.file)
-            let there = name.map { present.contains($0) } ?? FileOps.exists(data.absolute(row.file))
+            let name = DataDirectory.recordingName(row.file)
+            let there = name.map { present.contains($0) } ?? false
             if there && name != nil { matched += 1 }
             if !there && (row.state == pending || row.state == ready) && row.id != active {
                 do {
@@ -190,7 +190,7 @@ public struct Recovery: Sendable {
                 // a later rollback): the state it had when the file is the one it had (same size),
                 // else pending, which asks the user to look.
                 do {
-                    if let back = try catalog.fileIsBack(id: id, sizeBytes: FileOps.size(data.absolute(row.file))) {
+                    if let back = try catalog.fileIsBack(id: id, sizeBytes: FileOps.size(data.recordingPath(row.file))) {
                         report.foundAgain.append(id)
                         logger.warning("recovery: the file of missing recording \(id) is back (\(row.file)); it is \(back.state.rawValue) again")
                     }
@@ -201,7 +201,7 @@ public struct Recovery: Sendable {
         }
         guard matched < files.count else { return }
         // Files no row names (few, if any: sorted for a stable order of adoption).
-        let named = Set(rows.compactMap { Self.name(inRecordings: $0.file) })
+        let named = Set(rows.compactMap { DataDirectory.recordingName($0.file) })
         for name in files.filter({ !named.contains(Substring($0)) }).sorted() {
             adoptOrQuarantine(name, &report)
         }
@@ -244,22 +244,10 @@ public struct Recovery: Sendable {
         }
     }
 
-    /// Whether a row's file is there: looked up in the listing of `Recordings/` (no system call),
-    /// with a real check for a path elsewhere.
+    /// Whether a row's file is there: looked up in the listing of `Recordings/` (no system call). A
+    /// value that is not a name there (`DataDirectory.recordingName`) is never looked at: not there.
     private func exists(_ relative: String, in listing: Set<Substring>) -> Bool {
-        if let name = Self.name(inRecordings: relative) { return listing.contains(name) }
-        return FileOps.exists(data.absolute(relative))
-    }
-
-    /// `Recordings/<name>` → `<name>` (no copy); nil for a path elsewhere. By UTF-8 bytes: Character
-    /// by Character (`hasPrefix`, `contains("/")`) this was most of a 100,000-row start-up.
-    public static func name(inRecordings relative: String) -> Substring? {
-        let prefix = "Recordings/".utf8
-        let utf8 = relative.utf8
-        guard utf8.starts(with: prefix) else { return nil }
-        let start = utf8.index(utf8.startIndex, offsetBy: prefix.count)
-        guard start < utf8.endIndex, !utf8[start...].contains(UInt8(ascii: "/")) else { return nil }
-        return relative[start...]
+        DataDirectory.recordingName(relative).map { listing.contains($0) } ?? false
     }
 
     /// The check without repairs.
@@ -275,7 +263,7 @@ public struct Recovery: Sendable {
             $0 != Self.quarantine && !($0.hasPrefix(DeleteAll.trashPrefix) && !open.contains($0))
         }
         let active = activeID?.uuidString
-        let named = Set(rows.compactMap { Self.name(inRecordings: $0.file) })
+        let named = Set(rows.compactMap { DataDirectory.recordingName($0.file) })
         var withoutFile: [UUID] = [], missing: [UUID] = [], back: [UUID] = [], interrupted: [UUID] = []
         for row in rows where row.id != active {
             guard let id = UUID(uuidString: row.id) else { continue }

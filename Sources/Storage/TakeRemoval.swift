@@ -17,7 +17,7 @@ public enum TakeRemoval {
                               catalog: Catalog, data: DataDirectory) throws(EngineError) {
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        let path = data.absolute(r.file)
+        let path = try data.recordingPath(r.file)
         let aside = data.discardingPath(for: path)
         let hadFile = FileOps.exists(path)
         if hadFile {

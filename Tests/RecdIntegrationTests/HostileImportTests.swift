@@ -113,31 +113,43 @@ final class HostileImportTests: XCTestCase {
     }
 
     /// A worker that stops answering (stopped here with SIGSTOP, as a job stuck in FFmpeg on a hostile
-    /// file or a hung disk would be) holds its import only until the stall limit (3 s here): the
-    /// worker is killed, the import fails with a clear error and keeps nothing; an edit and a delete
-    /// sent while it hangs are answered before it ends; the next import gets a new worker.
+    /// file or a hung disk would be) holds its import only until the stall limit (3 s here), also while
+    /// recd is still writing the upload's bytes to it (a stopped worker stops reading: recd's write has
+    /// the same deadline as its read): the worker is killed, the import fails with a clear error and
+    /// keeps nothing; an edit and a delete sent while it hangs are answered before it ends; the next
+    /// import gets a new worker. No worker is idle after an import: one that read an upload ends with it.
     func testAStalledWorkerIsStoppedAndEditsAreAnsweredMeanwhile() throws {
         let a = work.appendingPathComponent("a.wav").path, b = work.appendingPathComponent("b.wav").path
         let c = work.appendingPathComponent("c.wav").path
         try ffmpeg(a, ["-f", "lavfi", "-i", "sine=frequency=300:duration=1"])
-        try ffmpeg(b, ["-f", "lavfi", "-i", "sine=frequency=600:duration=1"])
+        // 30 s of stereo: 5.8 MB, sent at 1 MB/s, so the upload is still coming when its worker stops.
+        try ffmpeg(b, ["-f", "lavfi", "-i", "sine=frequency=600:duration=30", "-ac", "2"])
         try ffmpeg(c, ["-f", "lavfi", "-i", "sine=frequency=900:duration=1"])
         let first = try daemon.recctlJSON(Recording.self, "import", a)
         let other = try daemon.recctlJSON(Recording.self, "import", c, "--title", "Other")
-        // The import's worker is kept idle for the next job: stop it, so the next import hangs in it.
-        let stopped = try workers()
-        XCTAssertFalse(stopped.isEmpty, "an idle worker is kept after an import\n\(daemon.log)")
-        for pid in stopped { kill(pid, SIGSTOP) }
-        defer { for pid in stopped { kill(pid, SIGKILL) } }
+        let ending = Date().addingTimeInterval(1.5)   // ended by the pool's thread just after the reply
+        while try !workers().isEmpty && Date() < ending { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertEqual(try workers(), [], "the workers that read the uploads ended with their imports\n\(daemon.log)")
 
         let hanging = Process()
-        hanging.executableURL = URL(fileURLWithPath: Tools.recctl)
-        hanging.arguments = ["--socket", daemon.socket, "import", b]
-        let errors = Pipe()
-        hanging.standardError = errors
-        hanging.standardOutput = FileHandle.nullDevice
+        hanging.executableURL = URL(fileURLWithPath: try XCTUnwrap(Tools.which("curl")))
+        hanging.arguments = ["-s", "--max-time", "60", "--limit-rate", "1M", "-w", "\n%{http_code}", "--unix-socket", daemon.socket,
+                             "-X", "POST", "--data-binary", "@" + b, "http://recd/v1/recordings/import?name=b.wav"]
+        let output = Pipe()
+        hanging.standardOutput = output
         try hanging.run()
-        Thread.sleep(forTimeInterval: 0.5)   // the import reaches its worker
+        // The worker that hashes the upload starts at its first bytes: stop it as soon as it is there.
+        var stopped: [Int32] = []
+        let appear = Date().addingTimeInterval(10)
+        while stopped.isEmpty && Date() < appear {
+            stopped = try workers()
+            if stopped.isEmpty { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        for pid in stopped { kill(pid, SIGSTOP) }
+        defer { for pid in stopped { kill(pid, SIGKILL) } }
+        XCTAssertFalse(stopped.isEmpty, "a worker hashes the upload as it comes\n\(daemon.log)")
+        let stoppedAt = Date()
+        Thread.sleep(forTimeInterval: 0.5)
         XCTAssertTrue(hanging.isRunning, "the import waits on its stopped worker")
         let edit = try daemon.recctl("edit", String(first.id.uuidString.prefix(8)), "--title", "Edited while an import hangs")
         XCTAssertEqual(edit.status, 0, edit.stderr)
@@ -146,13 +158,16 @@ final class HostileImportTests: XCTestCase {
         XCTAssertTrue(hanging.isRunning, "the edit and the delete were answered while the import still hung")
 
         hanging.waitUntilExit()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertNotEqual(hanging.terminationStatus, 0)
+        let waited = Date().timeIntervalSince(stoppedAt)
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let status = Int(said.split(separator: "\n").last ?? "") ?? 0
+        XCTAssertTrue((500..<600).contains(status), said)
         XCTAssertTrue(said.contains("gave no answer for 3 s") && said.contains("was stopped"), said)
+        XCTAssertLessThan(waited, 10, "the import failed at the stall limit (3 s), not when the worker was killed by the test")
         for pid in stopped { XCTAssertNotEqual(kill(pid, 0), 0, "the stalled worker \(pid) was killed and reaped") }
         try assertNothingKept(1)
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", first.id.uuidString).title, "Edited while an import hangs")
         // A new worker for the next import.
-        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "import", b, "--title", "After").state, .ready)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "import", c, "--title", "After").state, .ready)
     }
 }

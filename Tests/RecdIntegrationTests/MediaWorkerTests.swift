@@ -65,15 +65,18 @@ final class MediaWorkerTests: DaemonTestCase {
         XCTAssertEqual(r.state, .ready)
         XCTAssertEqual(try XCTUnwrap(r.duration), 1.0, accuracy: 0.05)
         try assertNoFFmpegMapped(pid, "after an import")
-        // The import's worker is kept for the next job: it is where FFmpeg is, under its own name.
-        let worker = try XCTUnwrap(try workers(of: pid).first, "the import's worker is kept while idle\n\(daemon.log)")
+        // The import's worker read an upload: it ended with the import, never lent again.
+        XCTAssertTrue(try waitFor(workers: 0, of: pid, timeout: 1.5), "the worker that read the upload ended with it, not at the idle time (3 s)\n\(daemon.log)")
+        // A trim's worker (the library's own file) is kept for the next job: it is where FFmpeg is, under its own name.
+        XCTAssertEqual(try daemon.recctl("trim", r.id.uuidString, "--start", "0.1", "--as-new").status, 0)
+        let worker = try XCTUnwrap(try workers(of: pid).first, "the trim's worker is kept while idle\n\(daemon.log)")
         XCTAssertTrue(try maps(worker).contains("libavformat.so"), "the worker has FFmpeg")
         XCTAssertEqual(try Tools.run("cat", ["/proc/\(worker)/comm"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines), "recd-media")
         // Ended once nothing used it for the idle time (and reaped: no zombie left); a new one for the next import.
         XCTAssertTrue(try waitFor(workers: 0, of: pid), "the worker should end 3 s after the import\n\(daemon.log)")
         let again = try daemon.recctl(["--json", "import", try wav(in: daemon.dir, hz: 880), "--title", "Second"])
         XCTAssertEqual(again.status, 0, again.stderr)
-        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.count, 2)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.count, 3)
         try assertNoFFmpegMapped(pid, "after two imports")
     }
 
@@ -91,9 +94,12 @@ final class MediaWorkerTests: DaemonTestCase {
         try other.start()
         defer { other.cleanUp() }
         let pid = try XCTUnwrap(other.process?.processIdentifier)
-        XCTAssertEqual(try other.recctlJSON(Recording.self, "import", try wav(in: other.dir)).state, .ready)
+        let imported = try other.recctlJSON(Recording.self, "import", try wav(in: other.dir))
+        XCTAssertEqual(imported.state, .ready)
+        XCTAssertEqual(try other.recctl("trim", imported.id.uuidString, "--start", "0.1").status, 0)
         Thread.sleep(forTimeInterval: 4.5)
-        XCTAssertEqual(try workers(of: pid).count, 1, "--ffmpeg-idle-unload never keeps the worker")
+        // The trim's worker, and the background one that measured the cut's loudness.
+        XCTAssertFalse(try workers(of: pid).isEmpty, "--ffmpeg-idle-unload never keeps the worker")
     }
 
     /// A paused playback keeps its worker however long; it decodes on after the pause, and ends after.

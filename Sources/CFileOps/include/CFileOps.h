@@ -8,4 +8,10 @@
 /// filesystem cannot, EXDEV across filesystems).
 int CFileOps_exchange(const char *a, const char *b);
 
+/// Opens `name` beneath `directory` (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS; O_NOFOLLOW
+/// before Linux 5.6) with `flags`, close-on-exec: a symbolic link anywhere in `name` — one a sandboxed
+/// worker could have placed — fails with ELOOP (or EXDEV when it would leave `directory`), never
+/// followed. Returns the descriptor, or -1 with errno.
+int CFileOps_open_beneath(const char *directory, const char *name, int flags);
+
 #endif

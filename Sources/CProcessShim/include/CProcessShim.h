@@ -32,9 +32,9 @@ int recd_refuse_exec_gain(int inherited);
 /// with errno.
 int recd_shared_memory(const char *name, size_t size);
 
-/// sendmsg(2) of `iov` with descriptor `fd` passed along (SCM_RIGHTS: the CMSG_* macros do not reach
-/// Swift). Returns what sendmsg returns.
-ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int fd);
+/// sendmsg(2) of `iov` with `flags` and descriptor `fd` passed along (SCM_RIGHTS: the CMSG_* macros
+/// do not reach Swift). Returns what sendmsg returns.
+ssize_t recd_send_with_descriptor(int socket, struct iovec *iov, int iovcnt, int fd, int flags);
 
 /// recv(2) of up to `length` bytes, without waiting (MSG_DONTWAIT), that also takes a descriptor
 /// passed with them (SCM_RIGHTS, made close-on-exec): `*fd` is it, or -1 when none came. Any
@@ -53,5 +53,13 @@ int recd_landlock_abi(void);
 /// (and `*path` the path it was about, when there is one).
 int recd_landlock_enter(const char *const *writable, int writable_count, const char *const *readable, int readable_count,
                         const char **failed, const char **path);
+
+/// Installs this process's seccomp-bpf filter (inherited by threads, children and across exec): the
+/// calls that reach beyond its files are refused with EPERM — new sockets of any family (so no
+/// connect or bind), ptrace and the process_vm_* calls, signals to any process but itself,
+/// namespaces, mounts, io_uring, BPF, modules and keys — and, unless `allow_exec`, execve. Every
+/// thread of the process takes it (SECCOMP_FILTER_FLAG_TSYNC). Sets no_new_privs first. Returns 0, or
+/// -errno (ENOSYS on an architecture it has no numbers for).
+int recd_seccomp_enter(int allow_exec);
 
 #endif
