@@ -16,7 +16,7 @@ folder of an earlier scripts/power-cut-test.sh run kept with RECD_POWER_CUT_OUT:
 instead of new cuts), SYNC_COST_JSON (an earlier sync-cost.json: no VM run for the cadence),
 LOG_WRITES=1 (also replay every flush point of one run: scripts/power-cut-replay.sh, ~20 min) or
 LOG_WRITES_OUT (the kept folder of such a run). Without
-../shared/vm/run-in-vm.sh it says why and exits 0.
+scripts/vm/run-in-vm.sh it says why and exits 0.
 """
 import datetime, json, os, statistics, subprocess, sys, tempfile
 from benchmarks_md import write_section

@@ -19,7 +19,7 @@ Writes its section of BENCHMARKS.md (not with --no-write or BENCH_NO_WRITE=1). E
 directory with recd and recctl), or RECD_BIN, RECCTL_BIN (default .build/release/..., built if
 missing); RECORD_SECONDS (10), ROUNDS (3), KEEP_WORK=1 (keeps the guest's logs and last files),
 VIDEO_BENCH_JSON (the video-bench.json of an earlier run: no VM run, only figures and section). Without
-../shared/vm/run-in-vm.sh it says why and exits 0.
+scripts/vm/run-in-vm.sh it says why and exits 0.
 """
 import datetime, json, os, shutil, statistics, subprocess, sys, tempfile
 from benchmarks_md import write_section
@@ -44,7 +44,7 @@ def log(*a):
 
 REUSE = os.environ.get("VIDEO_BENCH_JSON")   # an earlier run's video-bench.json: no VM run, only the figures
 if not REUSE and not os.access(RUN_IN_VM, os.X_OK):
-    print(f"[video] skipped: no {RUN_IN_VM} (the VM scripts of shared/ are not beside this repository); "
+    print(f"[video] skipped: no {RUN_IN_VM} (the VM harness of scripts/vm is missing); "
           "BENCHMARKS.md left as it is")
     sys.exit(0)
 if not REUSE and not any(k in os.environ for k in ("RECD_BIN_DIR", "RECD_BIN", "RECCTL_BIN")):
@@ -162,7 +162,7 @@ lines = [
     f"(emulated, no KVM), {data['cpus']} vCPUs, kernel {data['uname']}; recd: {kind} build "
     f"(`{os.path.relpath(os.path.abspath(RECD), REPO)}`).", "",
     f"CPU seconds (user+sys) per recorded second of H.264 + AAC from real kernel drivers inside the test VM "
-    f"(`../shared/vm/run-in-vm.sh`): vivid's `/dev/video0` at {SIZE} YU12 (yuv420p), {FPS} fps, and snd-aloop's "
+    f"(`scripts/vm/run-in-vm.sh`): vivid's `/dev/video0` at {SIZE} YU12 (yuv420p), {FPS} fps, and snd-aloop's "
     f"`hw:Loopback,1,0` at 48 kHz mono, with a 1 kHz tone played into `hw:Loopback,0,0` throughout. {len(runs)} round{'s' if len(runs) != 1 else ''} of "
     f"{SECS} s, recd and ffmpeg alternating in one boot. The guest is emulated (about 15× slower than the host), "
     "which slows both alike: **the ratio is the figure**; the absolute times are not the host's.", "",

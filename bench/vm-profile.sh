@@ -48,8 +48,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd -P)
 out=${1:-/tmp/recd-vm-profile}
 mkdir -p "$out"
 out=$(cd "$out" && pwd -P)
-run_in_vm=$repo/../shared/vm/run-in-vm.sh
-[[ -x $run_in_vm ]] || { echo "no $run_in_vm (shared/ beside the repository)" >&2; exit 1; }
+run_in_vm=$repo/scripts/vm/run-in-vm.sh
+[[ -x $run_in_vm ]] || { echo "no $run_in_vm (the repository's VM harness)" >&2; exit 1; }
 VM_RW=$out "$run_in_vm" "$repo/bench/vm-profile.sh" --guest "$repo/.build/release/recd" "$repo/.build/release/recctl" "$out"
 python3 - "$out" <<'EOF'
 import collections, os, re, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (../shared/vm/run-in-vm.sh with VM_DISK: an ext4 image as /dev/vda).
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh with VM_DISK: an ext4 image as /dev/vda).
 # Driven by bench/power-cut.py; see bench/README.md.
 #
 # Usage: vm-sync-cost.sh RECD OUTDIR TONE.wav SECONDS INTERVAL_MS...

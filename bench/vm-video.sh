@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (../shared/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
 # snd-aloop a real ALSA card. Driven by bench/video.py; see bench/README.md.
 #
 # Usage: vm-video.sh RECD RECCTL OUTDIR SECONDS [ROUNDS]

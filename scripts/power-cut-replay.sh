@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd -P)
-vm=$root/../shared/vm/run-in-vm.sh
+vm=$root/scripts/vm/run-in-vm.sh
 [ -x "$vm" ] || { echo "power-cut-replay: no $vm" >&2; exit 2; }
 bin=$(cd "${RECD_BIN_DIR:-.build/debug}" 2>/dev/null && pwd -P) || bin=$root/.build/debug
 [ -x "$bin/recd" ] || { swift build --product recd && swift build --product recctl || exit 2; bin=$root/.build/debug; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Power cuts in a real kernel on a real filesystem (issue 16): N rounds (default 100). Each round is
-# one boot of the test VM (../shared/vm, VM_DISK: an ext4 image as /dev/vda that outlives the guest):
+# one boot of the test VM (scripts/vm, VM_DISK: an ext4 image as /dev/vda that outlives the guest):
 # recd starts on it (start-up recovery after the previous cut), what it shows is dumped, then a random
 # operation (record, video, pause, import, stop, save, edit, played, play, delete, discard, delete-all,
 # trim) is started
@@ -14,14 +14,14 @@
 #   RECD_POWER_CUT_OUT=DIR keeps the rounds there (default: a temporary folder, removed when all pass)
 #   RECD_BIN_DIR=DIR       recd and recctl to test (default .build/debug; built if missing)
 # Exit status: 0 every cut passed, 1 some failed, 2 something is missing here, 125 the VM could not run.
-# Needs qemu and a kernel (shared/vm installs them on first use), mkfs.ext4 (e2fsprogs), sox,
+# Needs qemu and a kernel (scripts/vm installs them on first use), mkfs.ext4 (e2fsprogs), sox,
 # ffmpeg, curl, sqlite3, aplay (alsa-utils) and python3: scripts/install-deps.sh --test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd -P)
 n=${1:-100}
-vm=$root/../shared/vm/run-in-vm.sh
-[ -x "$vm" ] || { echo "power-cut-test: no $vm: the VM scripts of shared/ are not beside this repository" >&2; exit 2; }
+vm=$root/scripts/vm/run-in-vm.sh
+[ -x "$vm" ] || { echo "power-cut-test: no $vm: the VM harness of scripts/vm is missing" >&2; exit 2; }
 bin=$(cd "${RECD_BIN_DIR:-.build/debug}" 2>/dev/null && pwd -P) || bin=$root/.build/debug
 if [ ! -x "$bin/recd" ] || [ ! -x "$bin/recctl" ]; then
   swift build --product recd && swift build --product recctl || exit 2

@@ -1,20 +1,20 @@
-// recd on a real ALSA kernel driver (snd-aloop) inside a throw-away VM (shared/vm, see VM.md):
+// recd on a real ALSA kernel driver (snd-aloop) inside a throw-away VM (scripts/vm):
 // what PulseAudio cannot show — hw: devices and real overruns (EPIPE) with their recovery.
 import Foundation
 import RecdAPI
 import XCTest
 
-/// Runs a script of Tests/vm inside the throw-away VM of shared/vm with a folder the script writes
+/// Runs a script of Tests/vm inside the throw-away VM of scripts/vm with a folder the script writes
 /// its results into. Skips (with the reason printed) only where the VM scripts are not there.
 enum VMRun {
-    static let runInVM = Tools.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vm/run-in-vm.sh").path
+    static let runInVM = Tools.packageRoot.appendingPathComponent("scripts/vm/run-in-vm.sh").path
 
     /// Returns the results folder (removed by the caller) and the run; `tone` is a 1 kHz sine of
     /// `toneSeconds` at half scale, passed to the script after RECD RECCTL OUTDIR.
     static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600,
                     prepare: (URL) throws -> Void = { _ in }) throws -> (URL, ProcessResult) {
         guard FileManager.default.isExecutableFile(atPath: runInVM) else {
-            throw Skip.because("no \(runInVM): the VM scripts of shared/ are not beside this repository")
+            throw Skip.because("no \(runInVM): the VM scripts of this repository are missing")
         }
         let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-vm-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)

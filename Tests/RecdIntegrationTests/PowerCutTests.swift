@@ -1,5 +1,5 @@
 // Power cuts in a real kernel on ext4 (issue 16): the short version of scripts/power-cut-test.sh,
-// which boots the throw-away VM of shared/vm once per cut (see its header and docs/testing.md).
+// which boots the throw-away VM of scripts/vm once per cut (see its header and docs/testing.md).
 import Foundation
 import XCTest
 
@@ -10,7 +10,7 @@ final class PowerCutTests: XCTestCase {
     /// printed). About 3.5 minutes.
     func testPowerCutsAtRandomMomentsLoseNothingAcknowledged() throws {
         guard FileManager.default.isExecutableFile(atPath: VMRun.runInVM) else {
-            throw Skip.because("no \(VMRun.runInVM): the VM scripts of shared/ are not beside this repository")
+            throw Skip.because("no \(VMRun.runInVM): the VM scripts of this repository are missing")
         }
         let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 13
         var env = ProcessInfo.processInfo.environment

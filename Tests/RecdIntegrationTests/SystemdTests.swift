@@ -194,6 +194,7 @@ final class SystemdTests: XCTestCase {
         let transcribe = ProcessInfo.processInfo.environment["RECD_VM_TRANSCRIBE"] == "1"
         let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30) { out in
             if transcribe { _ = FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
+            try WorkerEscapeTests.buildHook(into: out.appendingPathComponent("hook"))
         }
         defer { try? FileManager.default.removeItem(at: out) }
         XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log", "units-status.txt"))")
@@ -223,6 +224,15 @@ final class SystemdTests: XCTestCase {
         XCTAssertTrue(elsewhere.contains("`systemctl --user edit recd` ([Service] ReadWritePaths=/home/recdunit/Recordings-elsewhere)"), elsewhere)
         XCTAssertFalse(FileManager.default.fileExists(atPath: out.appendingPathComponent("elsewhere.created").path))
         XCTAssertFalse(rootSaid.contains("root"), "root is not offered where it cannot get in: \(rootSaid)")
+        // Hostile code in the unit's media worker, on Debian 12's kernel (Landlock ABI 2: neither TCP
+        // rules nor scopes): the worker's seccomp filter refuses the sockets, signals and traces.
+        XCTAssertTrue(try String(contentsOf: out.appendingPathComponent("kernel.txt"), encoding: .utf8).hasPrefix("6.1"))
+        let recdLog = try String(contentsOf: out.appendingPathComponent("recd.log"), encoding: .utf8)
+        WorkerEscapeTests.assertEveryEscapeFailed(try XCTUnwrap(WorkerEscapeTests.results(in: recdLog, from: "media-worker"), recdLog))
+        XCTAssertEqual(try String(contentsOf: out.appendingPathComponent("hostile-secret-after.txt"), encoding: .utf8), "PRIVATE KEY\n")
+        XCTAssertFalse(try String(contentsOf: out.appendingPathComponent("hostile-recordings.txt"), encoding: .utf8).contains("hostile"))
+        XCTAssertTrue(try String(contentsOf: out.appendingPathComponent("hostile-import.json"), encoding: .utf8).contains("ready"),
+                      VMRun.log(out, "hostile-import.json", "recd.log"))
         let log = VMRun.log(out, "recd.log")
         XCTAssertTrue(log.contains("root is not mapped into recd's user namespace"), log)
         XCTAssertTrue(log.contains("media workers: Landlock ABI"), log)

@@ -1,5 +1,5 @@
 // Video recordings from a real V4L2 camera driver (vivid) with sound from a real ALSA card
-// (snd-aloop), inside the throw-away VM of shared/vm: Tests/vm/video-record.sh does the recording
+// (snd-aloop), inside the throw-away VM of scripts/vm: Tests/vm/video-record.sh does the recording
 // in the guest, the checks here read what it left with the ffmpeg CLI (independent of recd's code).
 import Foundation
 import RecdAPI

@@ -36,11 +36,7 @@ final class WorkerEscapeTests: XCTestCase {
             try FileManager.default.createDirectory(at: privateDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             secret = privateDir.appendingPathComponent("id_ed25519").path
             XCTAssertTrue(FileManager.default.createFile(atPath: secret, contents: Data("PRIVATE KEY\n".utf8), attributes: [.posixPermissions: 0o600]))
-            hook = hookDir.appendingPathComponent("escape-hook.so").path
-            let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("hostile/escape-hook.c").path
-            let cc = try Tools.run("cc", ["-shared", "-fPIC", "-O1", "-o", hook, source, "-ldl", "-lpthread"])
-            XCTAssertEqual(cc.status, 0, cc.stderr)
+            hook = try WorkerEscapeTests.buildHook(into: hookDir)
             abstract = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             var a = sockaddr_un()
             a.sun_family = sa_family_t(AF_UNIX)
@@ -105,16 +101,31 @@ final class WorkerEscapeTests: XCTestCase {
         try daemon.start()
     }
 
-    /// The hostile code's line of results from `where` (each escape: `ok` or the errno's name).
+    /// Builds Tests/hostile/escape-hook.c into `dir` (made here); returns the library's path.
+    @discardableResult
+    static func buildHook(into dir: URL) throws -> String {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let hook = dir.appendingPathComponent("escape-hook.so").path
+        let source = Tools.packageRoot.appendingPathComponent("Tests/hostile/escape-hook.c").path
+        let cc = try Tools.run("cc", ["-shared", "-fPIC", "-O1", "-o", hook, source, "-ldl", "-lpthread"])
+        XCTAssertEqual(cc.status, 0, cc.stderr)
+        return hook
+    }
+
+    /// The hostile code's line of results from `place` in `log` (each escape: `ok` or the errno's
+    /// name), or nil when it has not reported.
+    static func results(in log: String, from place: String) -> [String: String]? {
+        guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("HOSTILE \(place)") }) else { return nil }
+        return Dictionary(uniqueKeysWithValues: line.split(separator: " ").dropFirst(2).map { pair in
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+        })
+    }
+
     func results(from place: String, within seconds: Double) throws -> [String: String] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if let line = daemon.log.split(separator: "\n").first(where: { $0.hasPrefix("HOSTILE \(place)") }) {
-                return Dictionary(uniqueKeysWithValues: line.split(separator: " ").dropFirst(2).map { pair in
-                    let kv = pair.split(separator: "=", maxSplits: 1)
-                    return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
-                })
-            }
+            if let found = Self.results(in: daemon.log, from: place) { return found }
             Thread.sleep(forTimeInterval: 0.2)
         }
         XCTFail("the hostile code in the \(place) never reported\n\(daemon.log)")
@@ -125,7 +136,7 @@ final class WorkerEscapeTests: XCTestCase {
                           "connect-abstract", "connect-tcp", "kill-parent", "kill-other", "kill-group", "ptrace",
                           "process_vm_readv", "execve"]
 
-    func assertEveryEscapeFailed(_ results: [String: String], file: StaticString = #filePath, line: UInt = #line) {
+    static func assertEveryEscapeFailed(_ results: [String: String], file: StaticString = #filePath, line: UInt = #line) {
         for name in Self.escapes {
             XCTAssertNotNil(results[name], "\(name) was tried", file: file, line: line)
             XCTAssertNotEqual(results[name], "ok", "\(name) must fail: \(results)", file: file, line: line)
@@ -152,7 +163,7 @@ final class WorkerEscapeTests: XCTestCase {
         let wav = targets.dir.appendingPathComponent("memo.wav").path
         XCTAssertEqual(try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=duration=1", wav]).status, 0)
         let imported = try daemon.recctlJSON(Recording.self, "import", wav)
-        assertEveryEscapeFailed(try results(from: "media-worker", within: 10))
+        Self.assertEveryEscapeFailed(try results(from: "media-worker", within: 10))
         try assertNothingPlanted()
         XCTAssertTrue(targets.other.isRunning)
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", imported.id.uuidString).state, .ready)
@@ -212,7 +223,7 @@ final class WorkerEscapeTests: XCTestCase {
         let wav = targets.dir.appendingPathComponent("speech.wav").path
         XCTAssertEqual(try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=duration=2", wav]).status, 0)
         let imported = try daemon.recctlJSON(Recording.self, "import", wav)
-        assertEveryEscapeFailed(try results(from: "transcriber", within: 180))
+        Self.assertEveryEscapeFailed(try results(from: "transcriber", within: 180))
         try assertNothingPlanted()
         let deadline = Date().addingTimeInterval(180)
         var transcript = try daemon.recctlJSON(Transcript.self, "transcript", imported.id.uuidString)

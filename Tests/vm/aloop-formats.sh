@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (shared/vm/run-in-vm.sh): recd records from hw:Loopback,1,0 while aplay holds
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh): recd records from hw:Loopback,1,0 while aplay holds
 # the loopback to a format that is not the recording's (snd-aloop: the first side to open fixes it), as
 # a stereo-only codec, a 44.1 kHz USB microphone, a 96 kHz interface or a mono-only device would.
 # Usage: aloop-formats.sh RECD RECCTL OUTDIR — OUTDIR holds the tones made on the host:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (shared/vm/run-in-vm.sh), where snd-aloop is a real ALSA kernel driver:
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh), where snd-aloop is a real ALSA kernel driver:
 # audio played into hw:Loopback,0,0 is captured from hw:Loopback,1,0, paced by a kernel timer.
 # Usage: aloop-record.sh RECD RECCTL OUTDIR TONE.wav
 # Writes OUTDIR/clean.json and OUTDIR/overrun.json (recctl's stop replies) and copies the recorded

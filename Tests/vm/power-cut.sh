@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (shared/vm/run-in-vm.sh with VM_DISK): one round of the power-cut test
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh with VM_DISK): one round of the power-cut test
 # (scripts/power-cut-test.sh). The data directory is on /dev/vda (ext4), which outlives the guest.
 # Usage: power-cut.sh RECD RECCTL OUTDIR TONE.wav ROUND OP DELAY_MS SEED
 #   1. mounts the disk (ext4 replays its journal), starts recd (start-up recovery runs before the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (shared/vm/run-in-vm.sh): recd's user unit (systemd/recd.service) under a
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh): recd's user unit (systemd/recd.service) under a
 # real systemd user manager (`systemd --user`, the one Debian 12 ships) for a user made here, as
 # `systemctl --user enable --now recd.socket` would run it: socket activation, READY=1, the sandbox the
 # unit asks for, then a take from snd-aloop and an import through the media worker inside it.
@@ -11,7 +11,8 @@
 # OUTDIR/uid_map.txt, OUTDIR/root-status.txt (root's recctl status), OUTDIR/take.json, OUTDIR/import.json,
 # OUTDIR/list.json, OUTDIR/pulse.json and pulse.m4a (a take through the user's PulseAudio) and
 # OUTDIR/recd.log for the host to check; OUTDIR/elsewhere.log and .code: a start with a data folder
-# the unit does not let recd write.
+# the unit does not let recd write; with OUTDIR/hook/escape-hook.so, hostile-*.txt/json and kernel.txt
+# (hostile code in the unit's media worker, its results in recd.log).
 set -Eeuo pipefail
 # The guest's stage 2 runs chrooted into its root, and the kernel refuses a user namespace (which the
 # unit's PrivateUsers=yes makes) to a chrooted process. So first what switch_root does at boot, in a
@@ -137,7 +138,37 @@ sed -i 's|--capture-device hw:Loopback,1,0|--capture-device pulse:mic.monitor|' 
 as_user systemctl --user daemon-reload
 take pulse as_user paplay --latency-msec=10 -d mic "$tone"
 cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
-as_user systemctl --user stop recd.service recd.socket
+as_user systemctl --user stop recd.service
+
+# Hostile code in the unit's media worker (WorkerEscapeTests' hook, built by the host in OUTDIR/hook):
+# on Debian 12's kernel (Landlock ABI 2: no TCP rules, no signal or abstract-socket scopes) and inside
+# the unit, the worker's own Landlock and seccomp must stop it. Its line of results goes to recd.log.
+if [ -e "$out/hook/escape-hook.so" ]; then
+  mkdir -p /opt/recd/lib && install -m 0644 "$out/hook/escape-hook.so" /opt/recd/lib/escape-hook.so
+  install -d -m 0700 -o "$user" -g "$user" "$home/private"
+  install -m 0600 -o "$user" -g "$user" /dev/null "$home/private/id_ed25519"
+  echo "PRIVATE KEY" > "$home/private/id_ed25519"
+  python3 -c 'import socket,time
+a=socket.socket(socket.AF_UNIX); a.bind("\0recd-vm-hostile"); a.listen()
+t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
+  listeners=$!
+  data=$home/.local/share/recd
+  printf '[Service]\nEnvironment=LD_PRELOAD=/opt/recd/lib/escape-hook.so HOSTILE_SECRET=%s HOSTILE_CATALOG=%s HOSTILE_RECORDINGS=%s HOSTILE_RECD_SOCKET=%s HOSTILE_PULSE_SOCKET=%s HOSTILE_ABSTRACT=recd-vm-hostile HOSTILE_TCP_PORT=47123 HOSTILE_OTHER_PID=%s\n' \
+    "$home/private/id_ed25519" "$data/catalog.sqlite" "$data/Recordings" "$sock" "$runtime/pulse/native" \
+    "$(pgrep -u "$user" -x pulseaudio | head -n 1)" > "$units/recd.service.d/hostile.conf"
+  as_user systemctl --user daemon-reload
+  ffmpeg -v error -f lavfi -i sine=frequency=660:duration=1 "$home/hostile.wav"
+  chown "$user:" "$home/hostile.wav"
+  ctl --json import "$home/hostile.wav" > "$out/hostile-import.json"
+  cp "$home/private/id_ed25519" "$out/hostile-secret-after.txt"
+  ls "$data/Recordings" > "$out/hostile-recordings.txt"
+  uname -r > "$out/kernel.txt"
+  kill "$listeners" 2>/dev/null || true
+  as_user systemctl --user stop recd.service
+  rm "$units/recd.service.d/hostile.conf"
+  as_user systemctl --user daemon-reload
+fi
+as_user systemctl --user stop recd.socket
 # A data folder outside the one the unit may write (ProtectHome=read-only), without a drop-in that names
 # it: recd refuses to start, saying which folder, why, and the drop-in that would let it.
 sed -i -e 's|--data-dir %h/.local/share/recd|--data-dir %h/Recordings-elsewhere|' -e "s|append:$out/recd.log|append:$out/elsewhere.log|" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs INSIDE the test VM (shared/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
+# Runs INSIDE the test VM (scripts/vm/run-in-vm.sh), where vivid is a real V4L2 camera driver and
 # snd-aloop a real ALSA card: a tone played into hw:Loopback,0,0 is captured from hw:Loopback,1,0.
 # Usage: video-record.sh RECD RECCTL OUTDIR TONE.wav
 # Leaves in OUTDIR, for the host to check with ffprobe/ffmpeg: av.mov/av.json/av.jpg (camera + sound), av-ffmpeg-maps.txt, av-frame-maps.txt,
