@@ -120,11 +120,18 @@ let package = Package(
         // Release: relative relocations packed (DT_RELR, glibc >= 2.36; lld, the toolchain's own,
         // writes them): fewer private dirty pages of relocated data (docs/design.md).
         linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
-                                      .when(configuration: .release))]),
+                                      .when(configuration: .release)),
+                         // The concurrency runtime's global-executor hooks, found with dlsym
+                         // (ConcurrencyOnEventLoops, NIO's take-over): with the runtime linked in (the
+                         // package) they are the program's own symbols, absent from its dynamic table
+                         // unless exported; otherwise an idle packaged recd wakes once a second.
+                         .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobal_hook",
+                                       "-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobalWithDelay_hook",
+                                       "-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobalWithDeadline_hook"])]),
         // The media worker: FFmpeg linked as any program links it, started by recd (MediaWorkerPool)
         // for each job; never by a person.
         .executableTarget(name: "recd-media", dependencies: [
-            "MediaWorkerServer", "JournalLog",
+            "MediaWorkerServer", "JournalLog", "RecdAPI",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .executableTarget(name: "recctl", dependencies: [

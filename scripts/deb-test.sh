@@ -61,6 +61,11 @@ until recctl list > /dev/null 2>&1; do
   sleep 0.1
 done
 ok "recd serves on /tmp/t/recd.sock"
+# With the Swift runtime linked in, the concurrency hooks must still be found (Package.swift exports
+# them): else Swift's jobs stay on Dispatch and an idle recd wakes once a second.
+grep -q "Swift concurrency runs on NIO's event loops (jobs and timers)" /tmp/t/recd.log \
+  || { cat /tmp/t/recd.log; fail "the packaged recd's concurrency stays on Dispatch (an idle recd wakes once a second)"; }
+ok "Swift concurrency on NIO's event loops, as in the built recd: an idle recd does not wake"
 
 recctl record start || { cat /tmp/t/recd.log; fail "recctl record start"; }
 sleep 2

@@ -4,6 +4,7 @@
 import CProcessShim
 import Foundation
 import MediaWire
+import RecdAPI
 import Synchronization
 
 /// Starts, lends and ends media workers. One thread of its own ("media-workers") starts them —
@@ -204,14 +205,15 @@ final class MediaWorkerConnection: @unchecked Sendable {
         self.untrusted = untrusted
     }
 
-    /// Starts `executable PID ARGUMENTS…` (PID: recd's, which it checks) with one end of a new socket
+    /// Starts `executable PID VERSION ARGUMENTS…` (PID: recd's, which it checks; VERSION: recd's, which
+    /// it must be) with one end of a new socket
     /// pair as its descriptor 3; returns its pid and recd's end. The media workers and the transcriber.
     static func spawn(_ executable: String, arguments: [String]) throws(MediaWorkerError) -> (pid: pid_t, fd: Int32) {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
             throw .spawnFailed(executable: executable, call: "socketpair", code: errno)
         }
-        let args = [executable, String(getpid())] + arguments
+        let args = [executable, String(getpid()), RecdVersion.current] + arguments
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
@@ -290,6 +292,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
         let code = (status >> 8) & 0xff
         // 127: the dynamic loader's exit when a library cannot be loaded (it says which on stderr).
         if code == 127 { return "could not start (exit status 127: a library it needs, such as FFmpeg's libavformat, could not be loaded; the loader's message is in recd's log)" }
+        if code == 75 { return "is not of recd's version \(RecdVersion.current) (exit status 75: it was replaced, as by a package upgrade): restart recd" }
         return "exited with status \(code)\(reason.map { " (\($0))" } ?? "")"
     }
 }

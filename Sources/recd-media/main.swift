@@ -5,8 +5,18 @@ import Foundation
 import JournalLog
 import Logging
 import MediaWorkerServer
+import RecdAPI
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+// recd-media PARENT_PID VERSION …: recd passes its own version, and a worker of another (the package
+// upgraded under a running recd) refuses to serve rather than speak a wire it may not share.
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.count > 1 {
+    guard arguments[1] == RecdVersion.current else {
+        FileHandle.standardError.write(Data("recd-media \(RecdVersion.current), recd \(arguments[1]): restart recd (its media worker was replaced, as by a package upgrade)\n".utf8))
+        exit(75)
+    }
+    arguments.remove(at: 1)
+}
 if arguments.count > 1 && arguments[1] == "--transcriber" {
     TranscriberLauncher.run(arguments: [arguments[0]] + arguments.dropFirst(2))
 }

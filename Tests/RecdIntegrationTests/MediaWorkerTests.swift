@@ -102,6 +102,24 @@ final class MediaWorkerTests: DaemonTestCase {
         XCTAssertFalse(try workers(of: pid).isEmpty, "--ffmpeg-idle-unload never keeps the worker")
     }
 
+    /// recd and its worker are one version: recd passes its own to each worker it starts, and a worker
+    /// of another version (the package upgraded under a running recd: here the real recd-media, told
+    /// another version by a wrapper) refuses to serve; the job fails saying to restart recd.
+    func testAWorkerOfAnotherVersionRefusesAndTheJobSaysRestartRecd() throws {
+        let wrapper = daemon.dir.appendingPathComponent("upgraded-recd-media").path
+        let worker = URL(fileURLWithPath: Tools.recd).deletingLastPathComponent().appendingPathComponent("recd-media").path
+        try Data("#!/bin/bash\npid=$1; shift 2\nexec \(worker) \"$pid\" 9.9.9 \"$@\"\n".utf8).write(to: URL(fileURLWithPath: wrapper))
+        chmod(wrapper, 0o755)
+        let other = try Daemon(environment: pulse.environment.merging(["RECD_MEDIA_WORKER": wrapper]) { $1 })
+        try other.start()
+        defer { other.cleanUp() }
+        let r = try other.recctl("import", try wav(in: other.dir))
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("restart recd"), r.stderr)
+        XCTAssertTrue(other.log.contains("recd-media \(RecdVersion.current), recd 9.9.9: restart recd"), other.log)
+        XCTAssertEqual(try other.recctlJSON(RecordingList.self, "list").total, 0)
+    }
+
     /// A paused playback keeps its worker however long; it decodes on after the pause, and ends after.
     func testAPausedPlaybackKeepsItsWorkerAndRecdNeverMapsFFmpeg() throws {
         let pid = try recdPID
