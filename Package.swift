@@ -43,6 +43,9 @@ let package = Package(
         // prctl (variadic), posix_spawn's closefrom (_GNU_SOURCE) and Landlock's system calls for the
         // media workers.
         .target(name: "CProcessShim"),
+        // The concurrency runtime's executor hooks by address (ConcurrencyOnEventLoops): dlsym does not
+        // find them where the runtime is linked in (the package).
+        .target(name: "CSwiftRuntimeHooks"),
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
@@ -100,7 +103,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
         .target(name: "Server", dependencies: [
-            "RecdAPI", "Engine", "Storage", "JournalLog",
+            "RecdAPI", "Engine", "Storage", "JournalLog", "CSwiftRuntimeHooks",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,14 +123,7 @@ let package = Package(
         // Release: relative relocations packed (DT_RELR, glibc >= 2.36; lld, the toolchain's own,
         // writes them): fewer private dirty pages of relocated data (docs/design.md).
         linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
-                                      .when(configuration: .release)),
-                         // The concurrency runtime's global-executor hooks, found with dlsym
-                         // (ConcurrencyOnEventLoops, NIO's take-over): with the runtime linked in (the
-                         // package) they are the program's own symbols, absent from its dynamic table
-                         // unless exported; otherwise an idle packaged recd wakes once a second.
-                         .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobal_hook",
-                                       "-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobalWithDelay_hook",
-                                       "-Xlinker", "--export-dynamic-symbol=swift_task_enqueueGlobalWithDeadline_hook"])]),
+                                      .when(configuration: .release))]),
         // The media worker: FFmpeg linked as any program links it, started by recd (MediaWorkerPool)
         // for each job; never by a person.
         .executableTarget(name: "recd-media", dependencies: [

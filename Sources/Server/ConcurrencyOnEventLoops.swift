@@ -1,4 +1,5 @@
 // Swift concurrency's jobs run on NIO's event loops instead of Dispatch's global queues.
+import CSwiftRuntimeHooks
 import Glibc
 import NIOCore
 import NIOPosix
@@ -21,9 +22,6 @@ public enum ConcurrencyOnEventLoops {
     public enum Installed: Sendable {
         /// Immediate and timed jobs run on the event loops.
         case all
-        /// Immediate jobs only: the runtime's timed-job hooks were not found (a toolchain that
-        /// renamed them), so a `Task.sleep` still starts Dispatch's once-a-second monitor.
-        case immediateOnly
         /// Nothing: another global executor was installed first.
         case none
 
@@ -31,7 +29,6 @@ public enum ConcurrencyOnEventLoops {
         public var description: String {
             switch self {
             case .all: return "Swift concurrency runs on NIO's event loops (jobs and timers): an idle recd does not wake"
-            case .immediateOnly: return "Swift concurrency's timers stay on Dispatch (the runtime's timed-job hooks were not found): an idle recd wakes once a second"
             case .none: return "Swift concurrency stays on Dispatch (another global executor was installed first): an idle recd wakes once a second"
             }
         }
@@ -49,13 +46,23 @@ public enum ConcurrencyOnEventLoops {
     }
 
     private static func takeOver() -> Installed {
-        // NIO's own take-over: immediate jobs (`swift_task_enqueueGlobal_hook`).
-        guard NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() else { return .none }
+        // NIO's own take-over: immediate jobs (`swift_task_enqueueGlobal_hook`). It finds the hook
+        // with dlsym, which fails where the runtime is linked in (the package): there the same hook,
+        // reached by address, runs each job on an event loop as NIO's does (through `execute`).
+        if !NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() {
+            let immediateHook = hookVariable(0)
+            guard immediateHook.pointee == nil else { return .none }
+            let immediate: EnqueueHook = { job, _ in
+                let loop = MultiThreadedEventLoopGroup.singleton.any()
+                let sendable = SendableJob(job: job)
+                loop.execute { sendable.job.runSynchronously(on: loop.executor.asUnownedSerialExecutor()) }
+            }
+            immediateHook.pointee = unsafeBitCast(immediate, to: UnsafeRawPointer.self)
+        }
         // Timed jobs have their own hooks, which NIO leaves to Dispatch (a `dispatch_after` on a
         // global queue: the same monitor). Here they become event-loop timers that enqueue the
         // job, when due, through the hook above.
-        guard let delayHook = hookVariable("swift_task_enqueueGlobalWithDelay_hook"),
-              let deadlineHook = hookVariable("swift_task_enqueueGlobalWithDeadline_hook") else { return .immediateOnly }
+        let delayHook = hookVariable(1), deadlineHook = hookVariable(2)
         let afterDelay: DelayHook = { nanoseconds, job, _ in
             ConcurrencyOnEventLoops.enqueue(job, in: Int64(clamping: nanoseconds))
         }
@@ -80,8 +87,11 @@ public enum ConcurrencyOnEventLoops {
     private typealias DeadlineHook = @convention(thin) (Int64, Int64, Int64, Int64, Int32, UnownedJob,
                                                         @convention(thin) (Int64, Int64, Int64, Int64, Int32, UnownedJob) -> Void) -> Void
 
-    private static func hookVariable(_ name: String) -> UnsafeMutablePointer<UnsafeRawPointer?>? {
-        dlsym(dlopen(nil, RTLD_NOW), name)?.assumingMemoryBound(to: UnsafeRawPointer?.self)
+    private typealias EnqueueHook = @convention(thin) (UnownedJob, @convention(thin) (UnownedJob) -> Void) -> Void
+
+    /// The runtime's hook variable (`recd_swift_executor_hook`: 0 immediate, 1 delay, 2 deadline).
+    private static func hookVariable(_ which: Int32) -> UnsafeMutablePointer<UnsafeRawPointer?> {
+        UnsafeMutableRawPointer(recd_swift_executor_hook(which)!).assumingMemoryBound(to: UnsafeRawPointer?.self)
     }
 
     /// Runs `job` on an event loop once `nanoseconds` have passed (at once when ≤ 0).
