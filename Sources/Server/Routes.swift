@@ -25,6 +25,7 @@ public enum RecdRoutes {
         router.add(middleware: ServerTimingMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: PeerAccessMiddleware(policy: policy))
+        router.add(middleware: SingleHostMiddleware())
         let methods = RouteMethods()
         router.add(middleware: MethodNotAllowedMiddleware(index: methods))
         WebApp.add(to: router)
