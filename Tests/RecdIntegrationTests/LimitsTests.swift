@@ -87,6 +87,53 @@ final class LimitsTests: DaemonTestCase {
         XCTAssertNotNil(daemon.process, "recd is still running")
     }
 
+    /// While the owner's own clients fill every slot, recctl says recd is busy (exit 4), not that it
+    /// is not reachable and should be started (exit 3): for its 503, for the 503 a connection past
+    /// the waiting refusals now gets at once (it was closed unanswered: "connection reset"), and for a
+    /// socket whose queue of connections is full (connect says EAGAIN; recctl's blocking connect
+    /// waited for ever under a stopped recd).
+    func testRecctlSaysRecdIsBusyWhenItTakesNoMoreConnections() throws {
+        // 4 slots (--max-connections 4), held by the owner's connections that say nothing.
+        var held = try (0..<4).map { _ in try UnixConnection(daemon.socket) }
+        Thread.sleep(forTimeInterval: 0.3)
+        var r = try daemon.recctl("status")
+        XCTAssertEqual(r.status, 4, "\(r.stdout) \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("recd is busy: serving its limit of 4 connections"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("not reachable"), r.stderr)
+        r = try daemon.recctl("--json", "status")
+        XCTAssertEqual(r.status, 4, r.stderr)
+        XCTAssertTrue(r.stdout.contains("\"too_many_connections\""), r.stdout)
+
+        // 16 more waiting for their 503: the next one is answered at once, and recctl says busy.
+        held += try (0..<16).map { _ in try UnixConnection(daemon.socket) }
+        Thread.sleep(forTimeInterval: 0.3)
+        r = try daemon.recctl("status")
+        XCTAssertEqual(r.status, 4, "\(r.stdout) \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("recd is busy"), r.stderr)
+        held.removeAll()
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(try daemon.recctl("status").status, 0, "slots come back when connections close")
+
+        // recd stopped: nothing is accepted, and the socket's queue fills up.
+        let pid = try XCTUnwrap(daemon.process).processIdentifier
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        var queued: [UnixConnection] = []
+        while let c = try UnixConnection(daemon.socket, blocking: false) { queued.append(c) }
+        XCTAssertGreaterThan(queued.count, 0)
+        for args in [["status"], ["events"]] {
+            let started = Date()
+            r = try daemon.recctl(args)
+            XCTAssertEqual(r.status, 4, "recctl \(args): \(r.stdout) \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("recd is busy at \(daemon.socket): its queue of connections waiting to be accepted is full"),
+                          r.stderr)
+            XCTAssertLessThan(Date().timeIntervalSince(started), 5, "recctl \(args) waited on a full queue")
+        }
+        kill(pid, SIGCONT)
+        queued.removeAll()
+        XCTAssertEqual(try daemon.recctl("status").status, 0, "served again once recd accepts")
+    }
+
     /// Sends `request` on a connection of its own and reads every response until the connection
     /// closes or is quiet for a second: (status, head, body) each, and whether it was closed.
     private func exchange(_ request: String) throws -> ([(status: Int, head: String, body: String)], closed: Bool) {
