@@ -1,9 +1,10 @@
 """Schemathesis hooks for recd's OpenAPI document (loaded through SCHEMATHESIS_HOOKS=recd_formats).
 
 The document names two string formats JSON Schema cannot state: titles and notes are limited in
-user-perceived characters (grapheme clusters), which `maxLength` (code points) does not count.
-These strategies generate values that are valid by recd's rules, so a refusal of one is a real
-disagreement; the document's `pattern` (no control characters) still applies on top of them.
+user-perceived characters (grapheme clusters), which `maxLength` (code points) does not count. They
+are in request bodies and in an import's query (`title`, `notes`). These strategies generate values
+that are valid by recd's rules, so a refusal of one is a real disagreement; the document's `pattern`
+(no control characters, no bidirectional overrides or isolates) still applies on top of them.
 
 Negative testing cannot use them the other way round. To violate a format it drops the keyword and
 draws any string, and it judges every custom format as failed, since it has no checker for one: a
@@ -24,9 +25,13 @@ from schemathesis.core.parameters import ParameterLocation
 TITLE_MAX = 40   # MetadataLimits.titleMaxCharacters
 NOTES_MAX = 200  # MetadataLimits.notesMaxCharacters
 
-# Every character but controls (Cc), surrogates (Cs) and the line/paragraph separators (which a
-# title refuses as line breaks). Combining marks are in: they make graphemes of several code points.
-_TEXT = st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp"))
+# The bidirectional overrides and isolates recd refuses as it refuses controls (MetadataRules).
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+# Every character but controls (Cc), surrogates (Cs), the line/paragraph separators (which a title
+# refuses as line breaks) and the bidirectional overrides and isolates. Combining marks are in: they
+# make graphemes of several code points.
+_TEXT = st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp"), exclude_characters=BIDI_CONTROLS)
 
 # At most 40 code points is at most 40 graphemes, whatever they combine into.
 schemathesis.openapi.format("recd-title", st.text(_TEXT, max_size=TITLE_MAX))
@@ -36,8 +41,10 @@ schemathesis.openapi.format(
     st.lists(st.one_of(_TEXT, st.sampled_from(["\n", "\r\n"])), max_size=NOTES_MAX).map("".join),
 )
 
-# The body fields that carry a recd format, by property name.
+# The fields that carry a recd format, by property (body) or parameter (query) name.
 _FORMATTED_FIELDS = ("title", "notes")
+# Where they are: a body's properties, an import's query parameters.
+_FORMATTED_LOCATIONS = (ParameterLocation.BODY, ParameterLocation.QUERY)
 
 
 def graphemes(text: str) -> int:
@@ -74,11 +81,12 @@ def within_format(field: str, value: object) -> bool:
 
 
 def formatted_field(mutation) -> str | None:
-    """The title or notes property whose `format` alone a body mutation negated, else None."""
+    """The title or notes (a body's property or a query parameter) whose `format` alone a mutation
+    negated, else None."""
     if (
         mutation.operator != OperatorKind.NEGATE_CONSTRAINTS
         or tuple(mutation.keywords) != ("format",)
-        or mutation.parameter_location != ParameterLocation.BODY
+        or mutation.parameter_location not in _FORMATTED_LOCATIONS
     ):
         return None
     segments = mutation.schema_pointer.split("/")
@@ -86,22 +94,23 @@ def formatted_field(mutation) -> str | None:
     return named[-1] if named and named[-1] in _FORMATTED_FIELDS else None
 
 
-def only_valid_formats_negated(mutations, body) -> bool:
+def only_valid_formats_negated(mutations, body, query=None) -> bool:
     """True when every mutation negated a recd format alone and the drawn value keeps that format."""
-    if not mutations or not isinstance(body, dict):
+    if not mutations:
         return False
     for mutation in mutations:
         field = formatted_field(mutation)
-        if field is None or not within_format(field, body.get(field)):
+        values = body if mutation.parameter_location == ParameterLocation.BODY else query
+        if field is None or not isinstance(values, dict) or not within_format(field, values.get(field)):
             return False
     return True
 
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response) -> bool:
-    """Keeps every failure but "schema-violating request accepted" for a body whose only violation
-    was a recd format that the value in fact keeps (see the module's comment)."""
+    """Keeps every failure but "schema-violating request accepted" for a body or query whose only
+    violation was a recd format that the value in fact keeps (see the module's comment)."""
     if not isinstance(failure, AcceptedNegativeData) or case.meta is None:
         return True
     mutations = getattr(case.meta.phase.data, "mutations", ())
-    return not only_valid_formats_negated(mutations, case.body)
+    return not only_valid_formats_negated(mutations, case.body, case.query)

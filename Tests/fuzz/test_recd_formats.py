@@ -64,12 +64,49 @@ class FailureFilter(unittest.TestCase):
                   mutation("/properties/title", location="query")]:
             self.assertFalse(formats.only_valid_formats_negated([m], body), m.to_dict())
 
+    def test_an_imports_query_title_and_notes_are_judged_as_a_bodys(self):
+        query = {"name": "a.wav", "title": "\U000a69e0 ok", "notes": "n" * 201}
+        self.assertTrue(formats.only_valid_formats_negated([mutation("/properties/title", location="query")], None, query))
+        self.assertFalse(formats.only_valid_formats_negated([mutation("/properties/notes", location="query")], None, query))
+        self.assertFalse(formats.only_valid_formats_negated([mutation("/properties/name", location="query")], None, query))
+        self.assertFalse(formats.only_valid_formats_negated([mutation("/properties/title", location="query")], None, None))
+
+    def test_the_generated_text_holds_no_bidirectional_override(self):
+        self.assertEqual(len(formats.BIDI_CONTROLS), 9)
+        self.assertTrue(all(0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069 for c in formats.BIDI_CONTROLS))
+
     def test_every_mutation_must_be_a_kept_format(self):
         body = {"title": "ok", "notes": "n" * 201}
         self.assertFalse(formats.only_valid_formats_negated(
             [mutation("/properties/title/anyOf/0"), mutation("/properties/notes/anyOf/0")], body))
         self.assertFalse(formats.only_valid_formats_negated([], body))
 
+
+
+class DocumentPatterns(unittest.TestCase):
+    """The document's patterns refuse what recd refuses (MetadataRules.firstControl): controls and the
+    bidirectional overrides and isolates, in a body's title and notes and an import's name, title, notes."""
+
+    def patterns(self):
+        import re
+        import yaml
+        doc = yaml.safe_load(DOCUMENT.read_text())
+        schemas = doc["components"]["schemas"]
+        query = {p["name"]: p["schema"] for p in doc["paths"]["/v1/recordings/import"]["post"]["parameters"]}
+        return {
+            "title": re.compile(schemas["TitleInput"]["pattern"]),
+            "notes": re.compile(schemas["NotesInput"]["pattern"]),
+            "import name": re.compile(query["name"]["pattern"]),
+            "import title": re.compile(query["title"]["pattern"]),
+            "import notes": re.compile(query["notes"]["pattern"]),
+        }
+
+    def test_controls_and_bidirectional_overrides_are_outside_every_text_pattern(self):
+        for where, pattern in self.patterns().items():
+            self.assertTrue(pattern.search("memo.wav"), where)
+            self.assertTrue(pattern.search("\u05e9\u05dc\u05d5\u05dd\u200f 1"), where)   # a right-to-left mark is allowed
+            for c in formats.BIDI_CONTROLS + "\u0000\u001b\u007f\u008a\u009f":
+                self.assertIsNone(pattern.search("memo" + c + "vaw.exe"), f"{where}: U+{ord(c):04X}")
 
 
 class RegisteredHook(unittest.TestCase):
