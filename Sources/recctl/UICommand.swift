@@ -247,13 +247,13 @@ final class BridgeGate: @unchecked Sendable {
 
     /// True once, for the right token.
     func redeem(_ candidate: Substring) -> Bool {
-        let redeemed = tokenState.withLock { t in
+        let valid = tokenState.withLock { t in
             guard BridgeGate.same(candidate.utf8, t.value.utf8), !t.used else { return false }
             t.used = true
             return true
         }
-        if redeemed { onRedeem?() }
-        return redeemed
+        if valid { onRedeem?() }
+        return valid
     }
 
     /// A new one-time token in place of the last one (used or not).
