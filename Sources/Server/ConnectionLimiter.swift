@@ -89,8 +89,10 @@ final class ConnectionSlots: Sendable {
 /// peer's credentials (before any slot is taken: who the peer is decides which slots it may have)
 /// and takes its slots; a connection beyond a limit answers its first request with 503
 /// `too_many_connections` (JSON, `Retry-After: 1`, `Connection: close`) and is closed, so a flood of
-/// connections cannot starve the clients already served. A refused peer's requests go on to the
-/// access check, which answers 403.
+/// connections cannot starve the clients already served. One beyond the refusals a uid may have
+/// waiting gets that 503 at once, before it asks, and is closed. A refused peer's request goes on
+/// to the access check, which answers 403; the connection is closed once that answer is sent (with
+/// `Connection: close`), so the peer cannot keep it by streaming a body after it.
 final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // Hummingbird's pipeline has converted NIO's HTTP/1 parts to swift-http-types' by here.
     typealias InboundIn = HTTPRequestPart
@@ -103,6 +105,8 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// What `slots` gave this connection, to give back at the end.
     private var taken: (uid: UInt32, held: Bool, served: Bool)?
     private var refusal: ConnectionSlots.Refusal?
+    /// The peer is not served (the access check answers 403): its connection ends with the answer.
+    private var closesAfterResponse = false
 
     init(slots: ConnectionSlots, policy: AccessPolicy) { self.slots = slots; self.policy = policy }
 
@@ -111,14 +115,34 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
         // complete before `whenComplete` returns, so no request is read before the decision.
         PeerCredentials.read(context.channel).assumeIsolated().whenComplete { [self] result in
             // Unreadable credentials (never seen on a Unix socket): no slot; the access check refuses.
-            guard case .success(let (peer, groups)) = result else { return }
+            guard case .success(let (peer, groups)) = result else { closesAfterResponse = true; return }
             let served = policy.allows(peer, groups: groups)
+            closesAfterResponse = !served
             switch slots.take(uid: peer.uid, served: served) {
             case .held: taken = (peer.uid, true, served)
             case .refused(let why): taken = (peer.uid, false, served); refusal = why
-            case .dropped: context.close(promise: nil)
+            case .dropped: answerAtOnceAndClose(context, .peerFull(uid: peer.uid))
             }
         }
+    }
+
+    /// The 503 written as bytes at the front of the pipeline, before any request has come (the HTTP
+    /// handlers answer only requests), then the connection closed. A client is told why (recctl says
+    /// recd is busy) instead of finding its connection reset; the descriptor goes as soon as before.
+    private func answerAtOnceAndClose(_ context: ChannelHandlerContext, _ refusal: ConnectionSlots.Refusal) {
+        guard let front = try? context.pipeline.syncOperations.context(handlerType: RequestBytesSignal.self) else {
+            context.close(promise: nil)
+            return
+        }
+        let json = String(decoding: refusalJSON(refusal), as: UTF8.self)
+        let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(json.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + json
+        front.writeAndFlush(NIOAny(ByteBuffer(string: response))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private func refusalJSON(_ refusal: ConnectionSlots.Refusal) -> Data {
+        let body = APIErrorBody(code: .tooManyConnections, message: slots.message(refusal))
+        return ((try? APIJSON.encoder().encode(body)) ?? Data()) + Data("\n".utf8)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -128,14 +152,29 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let refusal else { context.fireChannelRead(data); return }
         guard case .head = unwrapInboundIn(data) else { return }   // the rest of a refused request is dropped
-        let body = APIErrorBody(code: .tooManyConnections, message: slots.message(refusal))
-        let json = (try? APIJSON.encoder().encode(body)) ?? Data()
+        let json = refusalJSON(refusal)
         let head = HTTPResponse(status: .serviceUnavailable, headerFields: [
-            .contentType: "application/json", .contentLength: String(json.count + 1),
+            .contentType: "application/json", .contentLength: String(json.count),
             .retryAfter: "1", .connection: "close",
         ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(ByteBuffer(bytes: json + Data("\n".utf8)))), promise: nil)
+        context.write(wrapOutboundOut(.body(ByteBuffer(bytes: json))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard closesAfterResponse else { context.write(data, promise: promise); return }
+        switch unwrapOutboundIn(data) {
+        case .head(var head):
+            head.headerFields[.connection] = "close"
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            let written = context.eventLoop.makePromise(of: Void.self)
+            if let promise { written.futureResult.cascade(to: promise) }
+            context.writeAndFlush(data, promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
     }
 }

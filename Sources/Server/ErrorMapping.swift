@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NIOHTTP1
 import RecdAPI
 import Storage
 
@@ -26,6 +27,10 @@ enum ErrorMapping {
             return map(e)
         case is NIOTooManyBytesError:
             return (.contentTooLarge, tooLarge)
+        case let e as HTTPParserError:
+            // A body that breaks HTTP's framing (a chunk size that is no hexadecimal number, …): the
+            // client's fault, and the connection cannot go on (JSONErrorMiddleware closes it).
+            return (.badRequest, APIErrorBody(code: .malformedRequest, message: "malformed request body: \(e)"))
         case let e as DecodingError:
             return (.badRequest, APIErrorBody(code: .malformedRequest, message: "malformed JSON body: \(describe(e))"))
         case let e as HTTPError:
@@ -106,7 +111,10 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let (status, body) = ErrorMapping.map(error)
             context.logger.log(level: status.code >= 500 ? .error : .debug,
                                "\(request.method) \(request.uri.path) → \(status.code): \(body.error.message)")
-            return JSONResponse.make(body, status: status)
+            var response = JSONResponse.make(body, status: status)
+            // The parser stopped at the broken framing: nothing after it can be read as a request.
+            if error is HTTPParserError { response.headers[.connection] = "close" }
+            return response
         }
     }
 }

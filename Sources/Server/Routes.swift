@@ -25,6 +25,7 @@ public enum RecdRoutes {
         router.add(middleware: ServerTimingMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: PeerAccessMiddleware(policy: policy))
+        router.add(middleware: SingleHostMiddleware())
         let methods = RouteMethods()
         router.add(middleware: MethodNotAllowedMiddleware(index: methods))
         WebApp.add(to: router)
@@ -298,7 +299,7 @@ public enum RecdRoutes {
         guard let name = q["name"].map({ String($0) }), !name.isEmpty,
               !name.contains("/"), name.unicodeScalars.count <= 255,
               MetadataRules.firstControl(in: name, allowingNewlines: false) == nil else {
-            throw EngineError.invalidValue(field: "name", detail: "give the file's name (no path, no control characters, at most 255 characters), e.g. ?name=memo.wav")
+            throw EngineError.invalidValue(field: "name", detail: "give the file's name (no path, no control characters or bidirectional overrides, at most 255 characters), e.g. ?name=memo.wav")
         }
         func text(_ key: Substring) -> String? { q[key].map { String($0) } }
         let patch = MetadataPatch(title: PatchField(text("title")), notes: PatchField(text("notes")), purpose: PatchField(text("purpose")))

@@ -29,7 +29,7 @@ public enum MetadataRules {
                 throw .invalidValue(field: "title", detail: "a title is one line")
             }
             if let c = firstControl(in: raw, allowingNewlines: false) {
-                throw .invalidValue(field: "title", detail: "control character \(Self.name(c)) is not allowed")
+                throw .invalidValue(field: "title", detail: "\(Self.kind(c)) \(Self.name(c)) is not allowed")
             }
             let title = raw.trimmingCharacters(in: .whitespaces)
             if title.isEmpty {
@@ -52,7 +52,7 @@ public enum MetadataRules {
                 throw .fieldTooLong(field: "notes", limit: MetadataLimits.notesMaxCharacters, count: notes.count)
             }
             if let c = firstControl(in: notes, allowingNewlines: true) {
-                throw .invalidValue(field: "notes", detail: "control character \(Self.name(c)) is not allowed (line breaks are)")
+                throw .invalidValue(field: "notes", detail: "\(Self.kind(c)) \(Self.name(c)) is not allowed (line breaks are)")
             }
             change.notes = notes
         }
@@ -74,14 +74,29 @@ public enum MetadataRules {
         return change
     }
 
-    /// The first C0 or C1 control character or DEL in `text` (a line feed allowed where asked).
-    /// Such characters would reach the terminals of everyone who lists the library: an escape sequence
-    /// in a title can recolour, move the cursor or retitle the window of another user of the socket.
+    /// The first C0 or C1 control character, DEL, or bidirectional override or isolate (U+202A–U+202E,
+    /// U+2066–U+2069) in `text` (a line feed allowed where asked). Such characters would reach the
+    /// terminals and pages of everyone who lists the library: an escape sequence in a title can
+    /// recolour, move the cursor or retitle the window of another user of the socket, and an override
+    /// shows text other than what is stored ("Trojan Source", CVE-2021-42574: `memo‮vaw.exe` reads
+    /// as `memoexe.wav`), in a title, a note or an imported file's name alike. Refused, not removed:
+    /// what is stored is what was sent, or nothing.
     public static func firstControl(in text: String, allowingNewlines: Bool) -> Unicode.Scalar? {
         text.unicodeScalars.first { c in
             if allowingNewlines && c == "\n" { return false }
-            return c.value < 0x20 || (0x7F...0x9F).contains(c.value)
+            return c.value < 0x20 || (0x7F...0x9F).contains(c.value) || isBidiControl(c)
         }
+    }
+
+    /// The explicit directional embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI,
+    /// RLI, FSI, PDI). The implicit marks (LRM, RLM, ALM) reorder nothing around them and stay allowed.
+    public static func isBidiControl(_ c: Unicode.Scalar) -> Bool {
+        (0x202A...0x202E).contains(c.value) || (0x2066...0x2069).contains(c.value)
+    }
+
+    /// What `c`, a character `firstControl` found, is called in an error message.
+    public static func kind(_ c: Unicode.Scalar) -> String {
+        isBidiControl(c) ? "bidirectional formatting character" : "control character"
     }
 
     /// CR LF → LF, scalar by scalar: Foundation's `replacingOccurrences` left the CR of "P\r\n\u{C4D}"

@@ -74,7 +74,10 @@ struct BlockingExchange {
         }
     }
 
-    /// A connected socket; nothing listening (or no such socket) is `.unreachable` with the reason.
+    /// A connected socket; nothing listening (or no such socket) is `.unreachable` with the reason, a
+    /// queue of connections that stays full for `ConnectRetry.busyWait` `.busy`. Connected without
+    /// blocking (a full queue blocks connect(2) until recd accepts, for ever if recd is stopped),
+    /// then made blocking for the exchange.
     private func connect() throws -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -84,16 +87,26 @@ struct BlockingExchange {
             throw ClientFailure.unreachable(socket: socketPath, reason: "the socket's path is longer than \(capacity - 1) bytes")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw ClientFailure.unreachable(socket: socketPath, reason: errnoText()) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            let reason = errnoText()
+        let deadline = ContinuousClock.now + ConnectRetry.busyWait
+        while true {
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if connected == 0 { break }
+            let code = errno
+            if code == EINTR { continue }
+            if code == EAGAIN, ContinuousClock.now < deadline {
+                var pause = timespec(tv_sec: 0, tv_nsec: Int(ConnectRetry.pause.components.attoseconds / 1_000_000_000))
+                nanosleep(&pause, nil)
+                continue
+            }
             close(fd)
-            throw ClientFailure.unreachable(socket: socketPath, reason: reason)
+            if code == EAGAIN { throw ClientFailure.busy(socket: socketPath, reason: errnoText(code)) }
+            throw ClientFailure.unreachable(socket: socketPath, reason: errnoText(code))
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return fd
     }
 

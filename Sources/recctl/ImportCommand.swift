@@ -61,6 +61,8 @@ struct Import: AsyncParsableCommand {
                 let dated = Date().timeIntervalSince(r.createdAt) > 60
                     ? "\n  dated \(Output.date(r.createdAt)) (when it was recorded): listed there in Recent, not at the top" : ""
                 global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)" + dated)
+            } catch let failure as ClientFailure where failure.isBusy {
+                throw failure   // recd takes nothing now: the next files would be refused the same way
             } catch ClientFailure.refused(_, let body) {
                 if global.json {
                     Console.out((try? APIJSON.encoder().encode(body)).map { $0 + Data("\n".utf8) } ?? Data())

@@ -17,6 +17,7 @@ struct RecCtl: AsyncParsableCommand {
           1  the daemon refused the request (its message is printed)
           2  usage error
           3  the daemon is not reachable (the socket that was tried is printed)
+          4  the daemon is busy: it serves as many connections as it may; try again shortly
         """,
         version: RecdVersion.current,
         subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Import.self, Delete.self,
@@ -25,7 +26,7 @@ struct RecCtl: AsyncParsableCommand {
 }
 
 enum ExitStatus {
-    static let ok: Int32 = 0, refused: Int32 = 1, usage: Int32 = 2, unreachable: Int32 = 3
+    static let ok: Int32 = 0, refused: Int32 = 1, usage: Int32 = 2, unreachable: Int32 = 3, busy: Int32 = 4
 }
 
 /// `recctl --socket S --json status` reads naturally, but ArgumentParser takes a subcommand's options
@@ -145,6 +146,18 @@ enum Main {
             exit(ExitStatus.ok)
         } catch let failure as ClientFailure {
             switch failure {
+            case .refused(_, let body) where failure.isBusy:
+                // recd is there and answered: not "start it", but "later".
+                if jsonErrors {
+                    Console.out(((try? APIJSON.encoder().encode(body)) ?? Data()) + Data("\n".utf8))
+                    exit(ExitStatus.busy)
+                }
+                let said = body.error.message
+                fail(code: "busy", "recd is busy: " + (said.hasPrefix("recd is ") ? String(said.dropFirst("recd is ".count)) : said),
+                     hint: busyHint, status: ExitStatus.busy)
+            case .busy(let socket, let reason):
+                fail(code: "busy", "recd is busy at \(socket): its queue of connections waiting to be accepted is full (\(reason))",
+                     hint: busyHint, status: ExitStatus.busy)
             case .refused(let status, let body):
                 if jsonErrors {
                     let raw = (try? APIJSON.encoder().encode(body)) ?? Data()
@@ -175,6 +188,8 @@ enum Main {
             exitForArgumentParser(error)
         }
     }
+
+    static let busyHint = "It takes no more connections now: try again shortly, or close some of your clients of recd."
 
     /// Help and version requests print to stdout and exit 0; every other parsing or validation
     /// error is a usage error: message to stderr, exit 2.

@@ -12,10 +12,34 @@ enum ClientFailure: Error {
     case refused(status: Int, APIErrorBody)
     /// Nothing is listening on the socket (exit code 3).
     case unreachable(socket: String, reason: String)
+    /// recd is there but takes no more connections now: its queue of connections to accept is full
+    /// (connect(2) says EAGAIN). Its 503 `too_many_connections` is a `.refused` said the same way
+    /// (exit code 4 for both: `isBusy`).
+    case busy(socket: String, reason: String)
     /// The daemon's reply could not be understood.
     case badReply(String)
     /// Something on this side failed: a file that cannot be written, or is not to be replaced (exit code 1).
     case local(String)
+}
+
+extension ClientFailure {
+    /// recd answered that it serves as many connections as it may (503 `too_many_connections`), or
+    /// could not be connected to for its full queue: try again shortly, nothing is wrong with the request.
+    var isBusy: Bool {
+        switch self {
+        case .busy: true
+        case .refused(let status, let body): status == 503 && body.error.code == .tooManyConnections
+        default: false
+        }
+    }
+}
+
+/// connect(2) on a Unix socket whose queue of connections waiting to be accepted is full: EAGAIN at
+/// once for a non-blocking socket (a blocking one waits, for ever if recd is stopped). Tried again for
+/// `busyWait` in all before recctl says recd is busy: a queue drains in microseconds when recd accepts.
+enum ConnectRetry {
+    static let busyWait: Duration = .seconds(1)
+    static let pause: Duration = .milliseconds(20)
 }
 
 struct HTTPReply {
@@ -27,20 +51,28 @@ struct HTTPReply {
 struct RecdClient {
     let socketPath: String
 
-    /// An HTTP/1 connection to the daemon; nothing listening is `.unreachable`.
+    /// An HTTP/1 connection to the daemon; nothing listening is `.unreachable`, a full queue `.busy`.
     private func connect() async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
-        do {
-            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(5))
-                .connect(unixDomainSocketPath: socketPath) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
-                            wrappingChannelSynchronously: channel)
+        let deadline = ContinuousClock.now + ConnectRetry.busyWait
+        while true {
+            do {
+                return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connectTimeout(.seconds(5))
+                    .connect(unixDomainSocketPath: socketPath) { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                            return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
+                                wrappingChannelSynchronously: channel)
+                        }
                     }
+            } catch where Self.errnoCode(error) == EAGAIN {
+                guard ContinuousClock.now < deadline else {
+                    throw ClientFailure.busy(socket: socketPath, reason: Self.describe(error))
                 }
-        } catch {
-            throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
+                try await Task.sleep(for: ConnectRetry.pause)
+            } catch {
+                throw ClientFailure.unreachable(socket: socketPath, reason: Self.describe(error))
+            }
         }
     }
 
@@ -171,6 +203,13 @@ struct RecdClient {
             throw ClientFailure.refused(status: reply.status,
                                         APIErrorBody(code: .internalError, message: "HTTP \(reply.status): \(text)"))
         }
+    }
+
+    /// The errno behind a connection's failure, if it has one.
+    static func errnoCode(_ error: any Error) -> Int32? {
+        if let e = error as? IOError { return e.errnoCode }
+        if let e = error as? NIOConnectionError, let first = e.connectionErrors.first { return errnoCode(first.error) }
+        return nil
     }
 
     static func describe(_ error: any Error) -> String {

@@ -3,7 +3,10 @@
 // who ran it (recd's peer check and its logs still name that user). It knows nothing of the screens:
 // it gates (a per-instance secret path, one-time token → cookie scoped to that path, Host, Origin)
 // and forwards, streaming responses as they come (the event stream, Range requests of media) but
-// no faster than the browser takes them. Why each gate: docs/webapp.md and docs/design.md.
+// no faster than the browser takes them. A browser that lost the cookie (another site on 127.0.0.1
+// can make it drop it) is let in again with a secret kept in this origin's storage, or by a new
+// address the owner asks for (Enter on recctl ui's terminal, SIGUSR1). Why each gate:
+// docs/webapp.md and docs/design.md.
 import ArgumentParser
 import Dispatch
 import FoundationEssentials
@@ -22,7 +25,9 @@ struct UI: AsyncParsableCommand {
         Prints the address to open (a secret path and a one-time token) as the first line, then serves
         until Ctrl-C. Only 127.0.0.1 is listened on; the token is exchanged for a cookie that the browser
         sends only under that path, and is then dropped from the address bar. Requests with another Host,
-        or changes from another Origin, are refused.
+        or changes from another Origin, are refused. A line typed on its terminal (Enter), or SIGUSR1,
+        prints a new address (and with --open opens it), for a browser that is no longer let in; the
+        address before it then lets no one in.
         """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "Port on 127.0.0.1 (default: a free one).") var port: Int = 0
@@ -40,6 +45,9 @@ struct UI: AsyncParsableCommand {
         let connections = BridgeConnections()
         let socket = global.socket
         let group = MultiThreadedEventLoopGroup.singleton
+        // A Cookie header as large as a browser sends: another site on 127.0.0.1 may fill the browser's
+        // jar for the host (cookies ignore ports), and all of it comes with every request.
+        let limits = BridgeGate.decoderLimits
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 128)
@@ -49,7 +57,8 @@ struct UI: AsyncParsableCommand {
                 guard let id = connections.admit(channel) else { return channel.close() }
                 channel.closeFuture.whenComplete { _ in connections.leave(id) }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withErrorHandling: true, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
                     try channel.pipeline.syncOperations.addHandler(
                         BridgeHandler(gate: gate, socket: socket, trust: { connections.trust(id) }))
                 }
@@ -63,40 +72,84 @@ struct UI: AsyncParsableCommand {
         }
         let bound = server.localAddress?.port ?? port
         gate.port = bound
-        let url = "http://127.0.0.1:\(bound)\(gate.prefix)/?token=\(gate.token)"
-        // First line, flushed at once: a script reads it from a pipe (with --json, as {"url": …}).
-        let first = global.json ? (try? APIJSON.encoder().encode(["url": url])).map { String(decoding: $0, as: UTF8.self) } ?? url : url
-        Console.out(Data((first + "\n").utf8))
-        Console.err(Data("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)\(gate.prefix)/ (Ctrl-C stops)\n".utf8))
-        var launch: LaunchPage?
-        if open {
-            // xdg-open and the browser get a private file that redirects, not the address: a
-            // command line is readable by every user (/proc/PID/cmdline), a 0600 file is not.
-            do {
-                let page = try LaunchPage(url: url)
-                launch = page
-                gate.onRedeem = { page.remove() }
-                DispatchQueue.global().asyncAfter(deadline: .now() + LaunchPage.lifetime) { page.remove() }
-                let status = spawn(["/usr/bin/env", "xdg-open", page.fileURL])
-                if status != 0 {
-                    Console.err(Data("recctl ui: could not run xdg-open (\(errnoText(status))); open the address yourself\n".utf8))
-                }
-            } catch {
-                Console.err(Data("recctl ui: \(error); open the address yourself\n".utf8))
-            }
-        }
+        let invitations = Invitations(gate: gate, json: global.json, opens: open)
+        invitations.issue(first: true)
+        // Its terminal, while it is the terminal's foreground job (a background job that reads it is
+        // stopped by SIGTTIN: with that ignored the read fails instead, and the terminal is let go).
+        let terminal = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp()
+        Console.err(Data(("recctl ui: serving recd's web app at http://127.0.0.1:\(bound)\(gate.prefix)/ (Ctrl-C stops; "
+                          + (terminal ? "Enter here, or " : "") + "kill -USR1 \(getpid()) prints a new address)\n").utf8))
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        let stop = Mutex(false)
-        let sources = [SIGINT, SIGTERM].map { s in
+        signal(SIGUSR1, SIG_IGN)
+        signal(SIGTTIN, SIG_IGN)
+        var sources = [SIGINT, SIGTERM].map { s in
             let source = DispatchSource.makeSignalSource(signal: s)
-            source.setEventHandler { stop.withLock { $0 = true }; server.close(promise: nil) }
+            source.setEventHandler { server.close(promise: nil) }
             source.resume()
             return source
         }
-        defer { sources.forEach { $0.cancel() }; launch?.remove() }
+        // A new address for a browser that is no longer let in (and no other way back: another
+        // browser, its storage cleared), asked by whoever is the owner: their terminal or a signal.
+        let renew = DispatchSource.makeSignalSource(signal: SIGUSR1)
+        renew.setEventHandler { invitations.issue(first: false) }
+        renew.resume()
+        sources.append(renew)
+        var typed: (any DispatchSourceRead)?
+        if terminal {
+            let source = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO)
+            source.setEventHandler {
+                var buffer = [UInt8](repeating: 0, count: 256)
+                let n = tcgetpgrp(STDIN_FILENO) == getpgrp() ? read(STDIN_FILENO, &buffer, buffer.count) : -1
+                if n <= 0 { source.cancel(); return }   // Ctrl-D, or sent to the background: SIGUSR1 still asks
+                for byte in buffer[0..<n] where byte == UInt8(ascii: "\n") { invitations.issue(first: false) }
+            }
+            source.resume()
+            typed = source
+        }
+        defer { sources.forEach { $0.cancel() }; typed?.cancel(); invitations.end() }
         try await server.closeFuture.get()
     }
+}
+
+/// The tokened address: printed on standard output (one line each: a script reads the first from a
+/// pipe; with --json as {"url": …}) and with --open opened, at the start and each time the owner
+/// asks for a new one. A new address revokes the token before it if it was not used, and its launch
+/// page.
+final class Invitations: Sendable {
+    let gate: BridgeGate
+    let json: Bool
+    let opens: Bool
+    private let launch = Mutex<LaunchPage?>(nil)
+
+    init(gate: BridgeGate, json: Bool, opens: Bool) { self.gate = gate; self.json = json; self.opens = opens }
+
+    func issue(first: Bool) {
+        let token = first ? gate.token : gate.reissue()
+        let url = "http://127.0.0.1:\(gate.port)\(gate.prefix)/?token=\(token)"
+        let line = json ? (try? APIJSON.encoder().encode(["url": url])).map { String(decoding: $0, as: UTF8.self) } ?? url : url
+        Console.out(Data((line + "\n").utf8))
+        if !first {
+            Console.err(Data("recctl ui: a new address (above); the one before it lets no one in now\n".utf8))
+        }
+        guard opens else { return }
+        // xdg-open and the browser get a private file that redirects, not the address: a command
+        // line is readable by every user (/proc/PID/cmdline), a 0600 file is not.
+        do {
+            let page = try LaunchPage(url: url)
+            launch.withLock { current in current?.remove(); current = page }
+            gate.onRedeem = { page.remove() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + LaunchPage.lifetime) { page.remove() }
+            let status = spawn(["/usr/bin/env", "xdg-open", page.fileURL])
+            if status != 0 {
+                Console.err(Data("recctl ui: could not run xdg-open (\(errnoText(status))); open the address yourself\n".utf8))
+            }
+        } catch {
+            Console.err(Data("recctl ui: \(error); open the address yourself\n".utf8))
+        }
+    }
+
+    func end() { launch.withLock { $0?.remove() } }
 }
 
 /// The page `--open` hands to xdg-open: a file only its owner can read (0600, in the owner's 0700
@@ -145,15 +198,36 @@ final class LaunchPage: Sendable {
 }
 
 /// The per-instance secrets and the port the Host must name: the path prefix the app is served
-/// under, the one-time token, and the cookie it is exchanged for (named after the port and scoped
-/// to the prefix, so a second `recctl ui` sets its own beside it).
+/// under, the one-time token, the cookie it is exchanged for (named after the port and scoped to
+/// the prefix, so a second `recctl ui` sets its own beside it), and the secret that gets that cookie
+/// again (kept in the origin's storage by the page the token opens).
 final class BridgeGate: @unchecked Sendable {
     /// `/ui-` and 16 random bytes: a browser sends the cookie only under it, whatever the port.
     let prefix = "/ui-" + BridgeGate.random(bytes: 16)
-    let token = BridgeGate.random()
     let cookie = BridgeGate.random()
-    private let used = Atomic(false)
+    /// What `POST <prefix>/.relay/renew` takes (in `renewHeader`) for the cookie again.
+    let renewal = BridgeGate.random()
+    /// The one-time token and whether it was used; replaced by `reissue`.
+    private let tokenState = Mutex((value: BridgeGate.random(), used: false))
     private let boundPort = Mutex(0)
+
+    /// The largest request head read (one header or all): 1 MiB. A browser keeps at most 180
+    /// cookies of 4 KiB (name and value) for a host, Chromium and Firefox alike, and sends every one
+    /// that matches: 180 × (4096 + 2) bytes, about 720 KiB, whose path is `/` when another site on
+    /// 127.0.0.1 set them. NIO's default (80 KiB) answered 400 to every request of the app after 20
+    /// such cookies. A head past the bound is still 400; 64 connections hold at most 64 MiB of heads,
+    /// each for at most the 10 s header timeout.
+    static let maxHeadBytes = 1 << 20
+    static var decoderLimits: NIOHTTPDecoderLimitConfiguration {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = maxHeadBytes
+        limits.maxHeaderListSize = maxHeadBytes
+        return limits
+    }
+    /// Where the page's secret is kept (localStorage, which is per origin: port included).
+    static let storageKey = "recd-ui-renew"
+    static let renewPath = "/.relay/renew"
+    static let renewHeader = "X-Recd-UI-Renew"
     private let redeemed = Mutex<(@Sendable () -> Void)?>(nil)
     var port: Int {
         get { boundPort.withLock { $0 } }
@@ -165,12 +239,46 @@ final class BridgeGate: @unchecked Sendable {
         set { redeemed.withLock { $0 = newValue } }
     }
     var cookieName: String { "recd_ui_\(port)" }
+    var token: String { tokenState.withLock { $0.value } }
+
+    /// The cookie as set. `Priority=High` (Chromium's): when a host's jar overflows, low and medium
+    /// cookies go first, so a flood of ordinary ones does not push this one out as readily.
+    var setCookie: String { "\(cookieName)=\(cookie); HttpOnly; SameSite=Strict; Path=\(prefix)/; Priority=High" }
 
     /// True once, for the right token.
     func redeem(_ candidate: Substring) -> Bool {
-        guard BridgeGate.same(candidate.utf8, token.utf8), !used.exchange(true, ordering: .relaxed) else { return false }
-        onRedeem?()
-        return true
+        let valid = tokenState.withLock { t in
+            guard BridgeGate.same(candidate.utf8, t.value.utf8), !t.used else { return false }
+            t.used = true
+            return true
+        }
+        if valid { onRedeem?() }
+        return valid
+    }
+
+    /// A new one-time token in place of the last one (used or not).
+    func reissue() -> String {
+        tokenState.withLock { t in
+            t = (BridgeGate.random(), false)
+            return t.value
+        }
+    }
+
+    /// Whether the Cookie headers carry this relay's cookie. Only its own name is looked at: the other
+    /// cookies a browser sends for 127.0.0.1 (every port's: cookies ignore ports) are skipped unread.
+    func carriesCookie(_ headers: HTTPHeaders) -> Bool {
+        let name = Array((cookieName + "=").utf8), value = Array(cookie.utf8)
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        for field in headers["Cookie"] {
+            for pair in field.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
+                let trimmed = pair.drop(while: blank)
+                guard trimmed.starts(with: name) else { continue }
+                var candidate = trimmed.dropFirst(name.count)
+                while let last = candidate.last, blank(last) { candidate = candidate.dropLast() }
+                if BridgeGate.same(candidate, value) { return true }
+            }
+        }
+        return false
     }
 
     static func random(bytes count: Int = 32) -> String {
@@ -272,8 +380,18 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
                 replyOn(context.channel, status, body, type: "text/plain; charset=utf-8", extra: headers)
                 return
             case .enter(let cookie):
-                replyOn(context.channel, .ok, Self.enterPage(gate.prefix + "/"), type: "text/html; charset=utf-8",
-                        extra: [("Set-Cookie", cookie), ("Content-Security-Policy", "default-src 'none'")])
+                let nonce = BridgeGate.random(bytes: 16)
+                replyOn(context.channel, .ok, Self.enterPage(gate.prefix + "/", storing: gate.renewal, nonce: nonce),
+                        type: "text/html; charset=utf-8",
+                        extra: [("Set-Cookie", cookie), ("Content-Security-Policy", "default-src 'none'; script-src 'nonce-\(nonce)'")])
+                return
+            case .renewed(let cookie):
+                replyOn(context.channel, .ok, "let in again", type: "text/plain; charset=utf-8", extra: [("Set-Cookie", cookie)])
+                return
+            case .renewPage:
+                let nonce = BridgeGate.random(bytes: 16)
+                replyOn(context.channel, .unauthorized, Self.renewPage(prefix: gate.prefix, nonce: nonce), type: "text/html; charset=utf-8",
+                        extra: [("Content-Security-Policy", "default-src 'none'; script-src 'nonce-\(nonce)'; connect-src 'self'")])
                 return
             }
             trust()
@@ -314,8 +432,12 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     enum Verdict {
         case forward(path: String)
         case refuse(HTTPResponseStatus, String, [(String, String)])
-        /// The token redeemed: this cookie, and a page that goes on to the app.
+        /// The token redeemed: this cookie, and a page that keeps the renewal secret and goes on to the app.
         case enter(cookie: String)
+        /// The renewal secret shown: the cookie again.
+        case renewed(cookie: String)
+        /// A page load without the cookie: a page that asks for it again with the stored secret.
+        case renewPage
     }
 
     /// Sent with the cookie in place of a redirect: a browser that came from elsewhere (the
@@ -323,17 +445,45 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
     /// SameSite=Strict cookie from every request of that navigation, redirects included, so the
     /// app would answer 401; a navigation this page starts is the relay's own, and carries it.
     /// (The launch file is this page too, on to the tokened address.)
-    static func enterPage(_ location: String) -> String {
-        """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(location)">
-        <title>Opening recd's web app</title></head><body><p>Opening <a href="\(location)">recd's web app</a>…</p></body></html>
-        """
+    /// With `secret`, the relay's own answer to the token: a script (allowed by its nonce alone) keeps
+    /// the renewal secret in the origin's storage first.
+    static func enterPage(_ location: String, storing secret: String? = nil, nonce: String = "") -> String {
+        let keep = secret.map {
+            #"<script nonce="\#(nonce)">try{localStorage.setItem("\#(BridgeGate.storageKey)","\#($0)")}catch(e){}</script>"#
+        } ?? ""
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8">\(keep)<meta http-equiv="refresh" content="0;url=\(location)">
+            <title>Opening recd's web app</title></head><body><p>Opening <a href="\(location)">recd's web app</a>…</p></body></html>
+            """
+    }
+
+    /// The answer to a page load without the cookie (401): its script sends the secret the token's page
+    /// kept, once in 10 s (a browser that drops the cookie again at once is told, not sent round in a
+    /// loop), and loads the page again when that let it in; else the page says how to get a new address.
+    static func renewPage(prefix: String, nonce: String) -> String {
+        let script = #"""
+            (async()=>{let s=null;try{s=localStorage.getItem("\#(BridgeGate.storageKey)")}catch(e){}
+            const k="recd-ui-renewed",t=Number(sessionStorage.getItem(k)||0);if(!s||Date.now()-t<10000)return;
+            try{const r=await fetch("\#(prefix)\#(BridgeGate.renewPath)",{method:"POST",headers:{"\#(BridgeGate.renewHeader)":s},credentials:"same-origin"});
+            if(r.ok){sessionStorage.setItem(k,String(Date.now()));location.reload()}}catch(e){}})()
+            """#
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>recd's web app: not let in</title></head><body>
+            <h1>This browser is not let in</h1>
+            <p>It has no cookie of this <code>recctl ui</code> (a browser drops cookies when another site on 127.0.0.1 sets
+            many). Press Enter in the terminal where <code>recctl ui</code> runs, or send it SIGUSR1, for a new address;
+            or run <code>recctl ui</code> again.</p>
+            <script nonce="\(nonce)">\(script)</script></body></html>
+            """
     }
 
     /// The gate: Host (DNS rebinding), the instance's path, the token or cookie, and Origin for
     /// changes (CSRF). What is forwarded is the path without the instance's prefix.
     private func check(_ head: HTTPRequestHead) -> Verdict {
-        guard let host = head.headers.first(name: "Host"), host.lowercased() == gate.host else {
+        let hosts = head.headers["Host"]
+        guard hosts.count <= 1 else { return .refuse(.badRequest, "One Host header, not \(hosts.count).", []) }
+        guard let host = hosts.first, host.lowercased() == gate.host else {
             return .refuse(.forbidden, "recctl ui answers only requests for \(gate.host).", [])
         }
         let prefix = gate.prefix
@@ -346,9 +496,15 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             return .refuse(.notFound, "Nothing here. Open the address `recctl ui` printed, or run `recctl ui` again.", [])
         }
         let url = URLComponents(string: path)
-        let cookies = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace() }
-        let name = gate.cookieName + "="
-        let hasCookie = cookies.contains { $0.hasPrefix(name) && BridgeGate.same($0.utf8.dropFirst(name.utf8.count), gate.cookie.utf8) }
+        let hasCookie = gate.carriesCookie(head.headers)
+        if path == BridgeGate.renewPath {
+            // The page's own request (fetch, same origin), with the secret only its origin's storage holds.
+            guard head.method == .POST, head.headers.first(name: "Origin")?.lowercased() == gate.origin,
+                  let secret = head.headers.first(name: BridgeGate.renewHeader), BridgeGate.same(secret.utf8, gate.renewal.utf8) else {
+                return .refuse(.forbidden, "Not let in again. Run `recctl ui` again, or ask the one running for a new address.", [])
+            }
+            return .renewed(cookie: gate.setCookie)
+        }
         if url?.path == "/", let token = url?.queryItems?.first(where: { $0.name == "token" })?.value {
             // The printed link opened again in the browser that redeemed it: it is let in already.
             if hasCookie { return .refuse(.seeOther, "", [("Location", prefix + "/")]) }
@@ -358,9 +514,10 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
             // The token becomes a cookie and leaves the address bar (and the browser's history). The
             // cookie goes back only under this instance's prefix: not to another port's server, not
             // to another `recctl ui` (whose cookie, named after its port, sits beside this one).
-            return .enter(cookie: "\(gate.cookieName)=\(gate.cookie); HttpOnly; SameSite=Strict; Path=\(prefix)/")
+            return .enter(cookie: gate.setCookie)
         }
         guard hasCookie else {
+            if head.method == .GET && head.headers["Accept"].contains(where: { $0.contains("text/html") }) { return .renewPage }
             return .refuse(.unauthorized, "Open the address `recctl ui` printed (it carries a one-time token), or run `recctl ui` again.", [])
         }
         if head.method != .GET && head.method != .HEAD, let origin = head.headers.first(name: "Origin"),

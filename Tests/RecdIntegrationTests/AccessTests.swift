@@ -145,6 +145,53 @@ final class AccessTests: XCTestCase {
         XCTAssertEqual(crowdedOutsider.status, 1, crowdedOutsider.stderr)
     }
 
+    /// A refused peer is told 403 and its connection ends there: it cannot keep the connection (and
+    /// recd reading) by streaming a request body after the answer. Before, recd read on: 100 MB in
+    /// well under a second, the connection still open.
+    func testARefusedPeersConnectionEndsWithIts403() throws {
+        let daemon = try Daemon(environment: pulse.environment, extraArgs: ["--socket-mode", "666"])
+        defer { daemon.cleanUp() }
+        let run = URL(fileURLWithPath: daemon.socket).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try daemon.start()
+        let script = """
+            import json, socket, sys, time
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            s.sendall(b"POST /v1/recordings/import?name=a.wav HTTP/1.1\\r\\nHost: recd\\r\\nContent-Length: 104857600\\r\\n\\r\\n")
+            s.settimeout(5)
+            head = b""
+            while b"\\r\\n\\r\\n" not in head:
+                more = s.recv(4096)
+                if not more: break
+                head += more
+            sent, closed, t0 = 0, False, time.time()
+            s.settimeout(1)
+            try:
+                while sent < 50 << 20 and time.time() - t0 < 5:
+                    sent += s.send(b"x" * 65536)
+            except OSError:
+                closed = True
+            # Sent all it would (or for 5 s) without an error: closed only if the stream ends now.
+            while not closed:
+                try:
+                    closed = s.recv(65536) == b""
+                except socket.timeout:
+                    break
+                except OSError:
+                    closed = True
+            print(json.dumps({"head": head.split(b"\\r\\n\\r\\n")[0].decode(), "sent": sent, "closed": closed}))
+            """
+        let r = try asNobody(groups: [], "/usr/bin/python3", ["-c", script, daemon.socket])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        let head = try XCTUnwrap(out["head"] as? String).lowercased()
+        XCTAssertTrue(head.hasPrefix("http/1.1 403"), head)
+        XCTAssertTrue(head.contains("connection: close"), head)
+        XCTAssertEqual(out["closed"] as? Bool, true, "the refused peer's connection is still open: \(out)")
+        XCTAssertLessThan(try XCTUnwrap(out["sent"] as? Int), 8 << 20, "recd read on after its 403: \(out)")
+        XCTAssertEqual(try daemon.recctl("status").status, 0, "the owner is served")
+    }
+
     func testSocketGroupOwnsTheSocketAndTheDirectoryItMade() throws {
         let daemon = try Daemon(environment: pulse.environment, extraArgs: ["--socket-group", "audio"])
         defer { daemon.cleanUp() }

@@ -67,6 +67,45 @@ final class ClientTests: DaemonTestCase {
         }
     }
 
+    /// Right-to-left overrides and isolates (U+202A–U+202E, U+2066–U+2069) make a title, a note or a
+    /// file's name show other text than it holds (`memo‮vaw.exe` reads as `memoexe.wav`): 422 as the
+    /// other control characters, in the body and in an import's query alike; a file's own title tag
+    /// that holds one is imported with a space in its place, as controls are.
+    func testBidirectionalOverridesAreRefusedInTitlesNotesAndImportNames() throws {
+        try pulse.play(try Tones.sine())
+        let r = try saved("Plain")
+        var (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(r.id.uuidString)", body: #"{"title": "memo\u202Evaw.exe"}"#)
+        XCTAssertEqual(status, 422, body)
+        XCTAssertTrue(body.contains("bidirectional formatting character U+202E"), body)
+        (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(r.id.uuidString)", body: #"{"notes": "a\n\u2066b\u2069"}"#)
+        XCTAssertEqual(status, 422, body)
+        let edit = try daemon.recctl("edit", Output8(r.id), "--title", "memo\u{202E}vaw.exe")
+        XCTAssertEqual(edit.status, 1, edit.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", Output8(r.id)).title, "Plain", "nothing changed")
+
+        // An import: its name, title and notes (query parameters), checked before a byte is stored.
+        let wav = daemon.dir.appendingPathComponent("tagged.wav").path
+        let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+                                            "-metadata", "title=memo\u{202E}vaw.exe", "-y", wav])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        func importing(_ query: String) throws -> (Int, String) {
+            let out = daemon.dir.appendingPathComponent("import-reply").path
+            let c = try Tools.run("curl", ["-s", "-o", out, "-w", "%{http_code}", "--unix-socket", daemon.socket,
+                                           "--data-binary", "@" + wav, "http://recd/v1/recordings/import?" + query])
+            return (Int(c.stdout) ?? 0, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+        }
+        for query in ["name=memo%E2%80%AEvaw.exe", "name=a.wav&title=x%E2%81%A6y", "name=a.wav&notes=%E2%80%AAz"] {
+            (status, body) = try importing(query)
+            XCTAssertEqual(status, 422, "\(query): \(body)")
+            XCTAssertTrue(body.contains("invalid_value"), body)
+        }
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 1, "nothing was imported")
+        (status, body) = try importing("name=tagged.wav")
+        XCTAssertEqual(status, 201, body)
+        let imported = try APIJSON.decoder().decode(Recording.self, from: Data(body.utf8))
+        XCTAssertEqual(imported.title, "memo vaw.exe", "the tag's override became a space")
+    }
+
     func testCSVExportNeutralizesFormulas() throws {
         try pulse.play(try Tones.sine())
         _ = try saved("=1+2")

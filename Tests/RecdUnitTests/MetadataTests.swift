@@ -72,6 +72,22 @@ final class MetadataRulesTests: XCTestCase {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("Café 🎙️ 日本"))).title, .some("Café 🎙️ 日本"))
     }
 
+    /// Bidirectional overrides and isolates show text other than what is stored ("Trojan Source"):
+    /// refused as controls are, in titles and notes; the implicit marks (LRM, RLM, ALM) stay allowed.
+    func testBidirectionalOverridesAndIsolatesAreRefused() throws {
+        for scalar in Array(0x202A...0x202E) + Array(0x2066...0x2069) {
+            let c = String(Character(Unicode.Scalar(UInt32(scalar))!))
+            XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value("memo" + c + "vaw.exe"))), c) { error in
+                XCTAssertTrue("\(error)".contains("bidirectional formatting character U+\(String(scalar, radix: 16, uppercase: true))"), "\(error)")
+            }
+            XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(notes: .value("a\n" + c))), c)
+            XCTAssertNotNil(MetadataRules.firstControl(in: "name" + c + ".wav", allowingNewlines: false))
+        }
+        for mark in ["\u{200E}", "\u{200F}", "\u{061C}"] {
+            XCTAssertNoThrow(try MetadataRules.validate(MetadataPatch(title: .value("שלום" + mark + " 1"), notes: .value(mark))), mark)
+        }
+    }
+
     func testBlankAndNullTitlesMeanAuto() throws {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value("    "))).title, .some(nil))
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .null)).title, .some(nil))

@@ -30,7 +30,21 @@ function setReachable(v) {
 // ("connect(descriptor:addr:size:): Connection refused (errno: 111)"), which tells a person nothing.
 const UNREACHABLE = 'recd is not reachable. Is it running? (recctl status)';
 
-export async function call(method, path, body) {
+/// `recctl ui` lets a browser in with a cookie, which another site on 127.0.0.1 can make the browser
+/// drop (too many cookies for the host: cookies ignore ports). The page the relay's token opened left
+/// a secret in this origin's storage, which no other port can read or push out: sent back, it gets
+/// the cookie again (docs/webapp.md). recd itself never answers 401, so this is the relay's alone.
+async function letInAgain() {
+  let secret = null;
+  try { secret = localStorage.getItem('recd-ui-renew'); } catch { return false; }
+  if (!secret) return false;
+  try {
+    const r = await fetch('.relay/renew', { method: 'POST', headers: { 'X-Recd-UI-Renew': secret }, credentials: 'same-origin' });
+    return r.ok;
+  } catch { return false; }
+}
+
+export async function call(method, path, body, again = false) {
   let response;
   try {
     response = await fetch('v1' + path, {
@@ -43,6 +57,7 @@ export async function call(method, path, body) {
     setReachable(false);
     throw new APIError(0, { error: { code: 'unreachable', message: UNREACHABLE } });
   }
+  if (response.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
   const text = await response.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: an error page of the bridge */ }
