@@ -107,6 +107,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOExtras", package: "swift-nio-extras"),
