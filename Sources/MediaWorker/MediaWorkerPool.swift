@@ -38,6 +38,9 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// Files beneath this folder are untrusted (uploads): a worker that was asked to read one ends
     /// with its lease, never back in the pool ("uploads/": with its slash).
     private var untrusted: String?
+    /// Counts the times the sandbox's folders were replaced (`sandboxFoldersReplaced`); a worker
+    /// started before the last is never lent again.
+    private var generation = 0
     private var idle: [Idle] = []
     private var toStart: [(Priority, Use, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
     private var toEnd: [MediaWorkerConnection] = []
@@ -102,6 +105,18 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.signal()
     }
 
+    /// The folders the workers' sandbox names were replaced by others of the same name (a delete-all
+    /// swaps `Recordings/` for a new, empty one): Landlock's rules hold the folders a worker saw at its
+    /// start, so the idle workers end now and the busy ones when they are given back.
+    public func sandboxFoldersReplaced() {
+        lock.withLock {
+            generation += 1
+            toEnd += idle.map(\.connection)
+            idle = []
+        }
+        lock.signal()
+    }
+
     /// An idle worker of `priority` for `use`, or a new one.
     func checkout(_ priority: Priority, for use: Use) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
@@ -123,7 +138,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// Back from a user: emptied (`reset`) and kept for the next, or ended (one that read an upload:
     /// whatever the file did to it stays with it).
     func checkin(_ connection: MediaWorkerConnection) {
-        if connection.readUntrusted {
+        if connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
             lock.withLock { toEnd.append(connection) }
             lock.signal()
             return
@@ -157,11 +172,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
         while true {
             if !toStart.isEmpty {
                 let (priority, use, reply) = toStart.removeFirst()
-                let exe = executable, level = logLevel, sandbox = sandbox, untrusted = untrusted
+                let exe = executable, level = logLevel, sandbox = sandbox, untrusted = untrusted, generation = generation
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
                     try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + sandbox, priority: priority,
-                                              use: use, untrusted: untrusted)
+                                              use: use, untrusted: untrusted, generation: generation)
                 }
                 lock.lock()
                 reply(result)
@@ -188,6 +203,8 @@ final class MediaWorkerConnection: @unchecked Sendable {
     let pid: pid_t
     let priority: MediaWorkerPool.Priority
     let use: MediaWorkerPool.Use
+    /// The pool's `generation` when it started (the sandbox's folders it holds).
+    let generation: Int
     /// The folder of untrusted files (with its slash), and whether this worker was asked to read one.
     private let untrusted: String?
     private(set) var readUntrusted = false
@@ -198,10 +215,11 @@ final class MediaWorkerConnection: @unchecked Sendable {
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
-         untrusted: String?) throws(MediaWorkerError) {
+         untrusted: String?, generation: Int) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
         self.priority = priority
         self.use = use
+        self.generation = generation
         self.untrusted = untrusted
     }
 

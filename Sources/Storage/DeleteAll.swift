@@ -3,6 +3,7 @@
 import Catalog
 import Foundation
 import Logging
+import MediaWorker
 import RecdAPI
 
 /// The protocol, with its commit point in one SQLite transaction:
@@ -70,6 +71,8 @@ public enum DeleteAll {
             rmdir(trash)
             return nil
         }
+        // The workers' Landlock rules hold the old folder (now the trash): none may serve again.
+        MediaWorkerPool.shared.sandboxFoldersReplaced()
         // From here `trash` holds everything and `Recordings/` is empty.
         var movedBack: [String] = []
         do {
@@ -103,7 +106,9 @@ public enum DeleteAll {
                 back = false
                 logger.error("delete all: cannot move \(name) back into \(trash): \(FileOps.errnoText())")
             }
-            if back, (try? FileOps.exchange(trash, dir)) != nil, rmdir(trash) == 0, (try? FileOps.sync(data.root.path)) != nil {
+            let swappedBack = back && (try? FileOps.exchange(trash, dir)) != nil
+            if swappedBack { MediaWorkerPool.shared.sandboxFoldersReplaced() }
+            if swappedBack, rmdir(trash) == 0, (try? FileOps.sync(data.root.path)) != nil {
                 try? catalog.endJournal(id: journal)
                 logger.error("delete all failed and was rolled back: \(error)")
             } else {
