@@ -11,7 +11,8 @@ final class ConnectionFlood {
     let process = Process()
     private let input = Pipe(), output = Pipe()
 
-    /// How many connections recd closed at once (unanswered, as soon as it accepted them).
+    /// How many connections recd closed at once (answered 503 before they asked, as soon as it
+    /// accepted them, and closed).
     private(set) var closedAtOnce = 0
 
     static let script = """
@@ -24,11 +25,13 @@ final class ConnectionFlood {
             except OSError: pass   # closed by recd already
             held.append(s)
         def closed():
+            # Closed: the end of the stream, after whatever recd said first (its 503 for the dropped).
             n = 0
             for s in held:
                 s.setblocking(False)
                 try:
-                    if s.recv(65536) == b"": n += 1
+                    while s.recv(65536) != b"": pass
+                    n += 1
                 except BlockingIOError: pass
                 except OSError: n += 1
             return n
