@@ -116,7 +116,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("openapi.yaml"), .copy("webapp")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
-            "Server", "Engine", "MediaWorker", "JournalLog",
+            "Server", "Engine", "MediaWorker", "JournalLog", "RecdAPI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
