@@ -68,7 +68,7 @@ public enum MetadataRules {
                 change.purpose = .some(p)
             } else {
                 let allowed = Purpose.allCases.map(\.rawValue).joined(separator: ", ")
-                throw .invalidValue(field: "purpose", detail: "'\(raw)' is not one of \(allowed), or none (in lower case)")
+                throw .invalidValue(field: "purpose", detail: "'\(raw)' is not one of \(allowed), or none (spelled exactly so)")
             }
         }
         return change

@@ -70,6 +70,14 @@ struct MetadataOptions: ParsableArguments {
                 throw ValidationError("missing value for '\(name)' ('\(value)' is one of recctl's options)")
             }
         }
+        if let purpose, purpose.lowercased() != "none", Purpose.named(purpose) == nil {
+            let typed = purpose.trimmingWhitespace().lowercased()
+            let matches = Purpose.allCases.map(\.rawValue).filter { !typed.isEmpty && $0.hasPrefix(typed) }
+            let names = Purpose.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError(matches.count > 1
+                ? "--purpose \(Output.text(purpose)) is ambiguous: \(matches.joined(separator: " or ")); give more of it"
+                : "--purpose \(Output.text(purpose)) is not one of \(names), or none (or a start of one of them)")
+        }
     }
 
     var patch: MetadataPatch {
@@ -96,6 +104,10 @@ extension Purpose {
 /// delete-all route), so it must never reach the daemon as an id.
 func idPath(_ id: String) throws -> String {
     if id.isEmpty { throw ValidationError("give a recording id (or a unique prefix of at least 4 characters)") }
+    // What cannot be an id is a usage error here (exit 2), as the docs say, not recd's refusal (1).
+    guard id.count >= 4, id.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
+        throw ValidationError("'\(Output.text(id))' is not a recording id: give the id or a unique prefix of at least 4 of its characters (hex digits), as recctl list shows them")
+    }
     return id.percentEncoded(keeping: "-")
 }
 

@@ -9,23 +9,34 @@ struct TranscriptCommand: AsyncParsableCommand {
         abstract: "Show what was said in a recording: its transcript, made on this machine (automatic, and sometimes wrong).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
-    @Flag(help: "As WebVTT captions (a cue per stretch of speech, with times).") var vtt = false
-    @Flag(help: "Each word with the time it is said.") var words = false
+    @Flag(help: "As WebVTT captions (a cue per stretch of speech, with times): --format vtt.") var vtt = false
+    @Flag(help: "Each word with the time it is said: --format words.") var words = false
+    @Option(help: ArgumentHelp("text (a line per stretch of speech), words (each word with its time) or vtt (WebVTT captions), as export and waveform take --format.",
+                               valueName: "format"))
+    var format: Form?
+
+    enum Form: String, ExpressibleByArgument, CaseIterable { case text, words, vtt }
+
+    /// The form asked for, by --format or by its flag.
+    var form: Form { format ?? (vtt ? .vtt : words ? .words : .text) }
 
     func validate() throws {
-        if vtt && words { throw ValidationError("--vtt and --words: choose one") }
+        if [vtt, words, format != nil].filter({ $0 }).count > 1 { throw ValidationError("--format, --vtt and --words: choose one") }
     }
 
     func run() async throws {
         let path = "/v1/recordings/\(try idPath(id))/transcript"
-        if vtt {
-            let reply = try await global.client.send(.GET, path + "?format=vtt")
-            try RecdClient.check(reply)
-            Console.out(reply.body)
-            return
-        }
         guard let (t, raw) = try await global.fetchToShow(.GET, path, as: Transcript.self) else { return }
-        global.emit(raw, Self.describe(t, words: words))
+        guard form == .vtt else { return global.emit(raw, Self.describe(t, words: form == .words)) }
+        // Captions only of a transcript that is there: otherwise a bare "WEBVTT" would say nothing
+        // of why (a file of captions made by `> file.vtt` would look empty and fine).
+        guard t.state == .done else {
+            Console.err("recctl: " + Self.describe(t, words: false) + "\n")
+            throw ExitCode(ExitStatus.refused)
+        }
+        let reply = try await global.client.send(.GET, path + "?format=vtt")
+        try RecdClient.check(reply)
+        Console.out(reply.body)
     }
 
     static func describe(_ t: Transcript, words: Bool) -> String {
@@ -62,6 +73,10 @@ struct Search: AsyncParsableCommand {
 
     func validate() throws {
         if !(1...100).contains(limit) { throw ValidationError("--limit must be 1...100") }
+        // recd's rule (a word is letters or digits), said in recctl's words rather than as its "q".
+        if !words.joined().contains(where: { $0.isLetter || $0.isNumber }) {
+            throw ValidationError("give at least one word to look for (letters or digits)")
+        }
     }
 
     func run() async throws {

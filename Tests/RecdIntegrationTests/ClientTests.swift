@@ -106,6 +106,30 @@ final class ClientTests: DaemonTestCase {
         XCTAssertEqual(imported.title, "memo vaw.exe", "the tag's override became a space")
     }
 
+    /// Usage errors are said in recctl's words, exit 2, before recd is asked: an ambiguous purpose
+    /// names the purposes it could be; a search with no word says so (not recd's "invalid q"); a
+    /// piped "y" does not stand in for a person at a terminal (docs/usage.md says so too).
+    func testUsageErrorsSayWhatToTypeInRecctlsWords() throws {
+        let r = try daemon.recctlJSON(Recording.self, "import", try Tones.sine(frequency: 440, seconds: 1))
+        let id = String(r.id.uuidString.prefix(8))
+        let ambiguous = try daemon.recctl("edit", id, "--purpose", "m")
+        XCTAssertEqual(ambiguous.status, 2, ambiguous.stderr)
+        XCTAssertTrue(ambiguous.stderr.contains("--purpose m is ambiguous: motivational or milestone"), ambiguous.stderr)
+        let unknown = try daemon.recctl("edit", id, "--purpose", "happy")
+        XCTAssertEqual(unknown.status, 2, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("is not one of motivational, craving, reflection, milestone, or none"), unknown.stderr)
+        XCTAssertFalse(unknown.stderr.contains("lower case"), unknown.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "edit", id, "--purpose", "Mile").purpose, .milestone)
+        let noWord = try daemon.recctl("search", "!!!")
+        XCTAssertEqual(noWord.status, 2, noWord.stderr)
+        XCTAssertTrue(noWord.stderr.contains("give at least one word to look for"), noWord.stderr)
+        XCTAssertFalse(noWord.stderr.contains("invalid q"), noWord.stderr)
+        let piped = try Tools.run("/bin/sh", ["-c", "echo y | \(Tools.recctl) --socket \(daemon.socket) delete \(id)"])
+        XCTAssertEqual(piped.status, 2, piped.stderr)
+        XCTAssertTrue(piped.stderr.contains("add --yes"), piped.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 1, "nothing was deleted")
+    }
+
     func testCSVExportNeutralizesFormulas() throws {
         try pulse.play(try Tones.sine())
         _ = try saved("=1+2")

@@ -266,9 +266,14 @@ final class RecordingTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctl("save", "0123abcd").status, 1)
         XCTAssertEqual(try daemon.recctl("edit", "ffff", "--title", "x").status, 1)
         XCTAssertEqual(try daemon.recctl("discard", "ffff0000", "--yes").status, 1)
-        let short = try daemon.recctl("show", "abc")
-        XCTAssertEqual(short.status, 1)
-        XCTAssertTrue(short.stderr.contains("at least 4"), short.stderr)
+        // What cannot be an id is a usage error (2), said before asking recd; recd's own answer to a
+        // short prefix is still 400 for any other client.
+        for notAnID in ["abc", "123", "zzzz", "12 4"] {
+            let r = try daemon.recctl("show", notAnID)
+            XCTAssertEqual(r.status, 2, "\(notAnID): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("is not a recording id") && r.stderr.contains("at least 4"), r.stderr)
+        }
+        XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/abc").0, 400)
 
         // Two rows whose ids share a prefix, written into the real catalog with the sqlite3 CLI while
         // the daemon runs (WAL allows it).

@@ -97,6 +97,14 @@ final class TranscriptTests: DaemonTestCase {
         XCTAssertTrue(vtt.hasPrefix("WEBVTT\n\n1\n00:00:01.") && vtt.contains(" --> 00:00:0"), vtt)
         let (_, text) = try daemon.curl("GET", "/v1/recordings/\(storm.id.uuidString)/transcript?format=txt")
         XCTAssertEqual(text, t.text + "\n")
+        // recctl takes --format as export and waveform do; --vtt says the same.
+        let captions = try daemon.recctl("transcript", storm.id.uuidString, "--format", "vtt")
+        XCTAssertEqual(captions.status, 0, captions.stderr)
+        XCTAssertEqual(captions.stdout, vtt)
+        XCTAssertEqual(try daemon.recctl("transcript", storm.id.uuidString, "--vtt").stdout, vtt)
+        XCTAssertEqual(try daemon.recctl("transcript", storm.id.uuidString, "--format", "words").stdout,
+                       try daemon.recctl("transcript", storm.id.uuidString, "--words").stdout)
+        XCTAssertEqual(try daemon.recctl("transcript", storm.id.uuidString, "--format", "srt").status, 2)
 
         // A trim cuts the words with the sound, in the same transaction: the first second gone, every
         // word a second earlier.
@@ -199,6 +207,13 @@ final class TranscriptAbsentTests: DaemonTestCase {
         let said = try daemon.recctl("transcript", r.id.uuidString)
         XCTAssertEqual(said.status, 0)
         XCTAssertTrue(said.stdout.contains("No transcript: the transcriber is not installed"), said.stdout)
+        // Captions of no transcript: not a bare "WEBVTT" and success, but why, and a failure.
+        for form in [["--vtt"], ["--format", "vtt"]] {
+            let captions = try daemon.recctl(["transcript", r.id.uuidString] + form)
+            XCTAssertEqual(captions.status, 1, captions.stdout)
+            XCTAssertEqual(captions.stdout, "")
+            XCTAssertTrue(captions.stderr.contains("No transcript: the transcriber is not installed"), captions.stderr)
+        }
         let found = try daemon.recctlJSON(SearchResults.self, "search", "sea")
         XCTAssertEqual(found.results.map(\.field), ["notes"])
         XCTAssertEqual(found.results.first?.snippet, "by the «sea»")
