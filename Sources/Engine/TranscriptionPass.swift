@@ -97,7 +97,7 @@ public actor TranscriptionPass {
         var next = wakeups.makeAsyncIterator()
         guard isOn else {
             if let model = settings.model {
-                logger.info("transcripts: off, the transcriber (\(model)) is not installed in \(settings.directory) (scripts/install-deps.sh --transcribe)")
+                logger.info("transcripts: off, the transcriber (\(model)) is not installed in \(settings.directory) (scripts/install-deps.sh --transcribe \(settings.directory) installs it there)")
             }
             while await next.next() != nil {}   // a service ends only with recd
             return

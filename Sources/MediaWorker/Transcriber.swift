@@ -23,7 +23,9 @@ public enum TranscriberError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         switch self {
         case .notInstalled(let dir):
-            return "the transcriber is not installed in \(dir) (scripts/install-deps.sh --transcribe installs it)"
+            // The folder named: the script's default is the source tree's .build/transcribe, not
+            // where a built or installed recd looks.
+            return "the transcriber is not installed in \(dir) (scripts/install-deps.sh --transcribe \(dir) installs it there)"
         case .failed(let text): return "the transcriber failed: \(text)"
         }
     }

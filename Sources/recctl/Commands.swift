@@ -190,8 +190,8 @@ struct Record: AsyncParsableCommand {
         commandName: "record",
         abstract: "Record in the terminal (no subcommand), or start, pause, resume or stop a recording.",
         discussion: """
-        With no subcommand: starts recording, shows a timer and a level bar per channel, pauses and resumes
-        on p, stops on Enter or Ctrl-C, then offers to play the take, save it (asking for title, notes and
+        With no subcommand: starts recording, shows a timer and a level bar per channel, pauses and resumes \
+        on p, stops on Enter or Ctrl-C, then offers to play the take, save it (asking for title, notes and \
         purpose) or discard it.
         """,
         subcommands: [Screen.self, Start.self, Pause.self, Resume.self, Stop.self],
@@ -216,8 +216,8 @@ struct Record: AsyncParsableCommand {
             commandName: "start",
             abstract: "Start recording from the microphone (or, with --video, the camera and the microphone).",
             discussion: """
-            --video records the camera with sound into a .mov; when the camera is missing or busy recd says so
-            and you can record audio only (without --video); when the microphone is missing, --video-only
+            --video records the camera with sound into a .mov; when the camera is missing or busy recd says so \
+            and you can record audio only (without --video); when the microphone is missing, --video-only \
             records a silent video.
             """)
         @OptionGroup var global: GlobalOptions
@@ -421,7 +421,7 @@ struct Export: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export the library's metadata (not the files) as CSV or JSON.",
         discussion: """
-        Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout).
+        Writes recd_export_YYYY-MM-DD.csv|json in the current directory unless -o names a file or - (stdout). \
         An existing file is not replaced unless you confirm, or give --force.
         """)
     @OptionGroup var global: GlobalOptions

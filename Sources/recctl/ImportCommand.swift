@@ -9,10 +9,10 @@ struct Import: AsyncParsableCommand {
         commandName: "import",
         abstract: "Add audio or video files made elsewhere to the library (saved at once).",
         discussion: """
-        The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC in MP4/M4A,
-        Opus and FLAC (in any container) and H.264 + AAC videos are kept as they are; ALAC becomes FLAC (both
-        lossless); other audio (WAV, MP3, Ogg Vorbis, ...) is encoded to --format (else recd's default). The title comes from the file's tags, else its name; the created time from its
-        tags, else its modification time. A file already imported is reported, not stored twice. Files that
+        The file's bytes are sent to recd over its socket (no shared filesystem is assumed). AAC in MP4/M4A, \
+        Opus and FLAC (in any container) and H.264 + AAC videos are kept as they are; ALAC becomes FLAC (both \
+        lossless); other audio (WAV, MP3, Ogg Vorbis, ...) is encoded to --format (else recd's default). The title comes from the file's tags, else its name; the created time from its \
+        tags, else its modification time. A file already imported is reported, not stored twice. Files that \
         cannot be imported are said, and the others still go in (exit status 1 if any failed).
         """)
     @OptionGroup var global: GlobalOptions
@@ -57,9 +57,14 @@ struct Import: AsyncParsableCommand {
                 let reply = try await global.client.upload(path, file: file)
                 try RecdClient.check(reply)
                 let r = try APIJSON.decoder().decode(Recording.self, from: reply.body)
-                // Dated when it was recorded (docs/usage.md): when that is not now, say where it sorts.
-                let dated = Date().timeIntervalSince(r.createdAt) > 60
-                    ? "\n  dated \(Output.date(r.createdAt)) (when it was recorded): listed there in Recent, not at the top" : ""
+                // Dated when it was recorded (docs/usage.md): when that is not now, say where it sorts
+                // (under newer takes, unless none is newer: then it is the top of Recent all the same).
+                var dated = ""
+                if Date().timeIntervalSince(r.createdAt) > 60 {
+                    let newest = try? await global.client.call(.GET, "/v1/recordings?limit=1", as: RecordingList.self).0.recordings.first?.id
+                    dated = "\n  dated \(Output.date(r.createdAt)) (when it was recorded)"
+                        + (newest == r.id ? "" : ": listed there in Recent, not at the top")
+                }
                 global.emit(reply.body, "Imported ✓ \(Output.oneLine(r)) from \(url.lastPathComponent)" + dated)
             } catch let failure as ClientFailure where failure.isBusy {
                 throw failure   // recd takes nothing now: the next files would be refused the same way

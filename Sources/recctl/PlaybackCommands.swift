@@ -15,9 +15,9 @@ struct Play: AsyncParsableCommand {
         commandName: "play",
         abstract: "Play a recording through recd's playback device (a saved one counts as a play; a pending one is a preview).",
         discussion: """
-        Returns once the first audio is written to the device, unless --wait: then it shows position / duration
-        until the playback ends; Ctrl-C stops the playback (exit status 130). Playing another recording ends
-        the one playing. A playback counts once when it ends (completed, stopped or replaced), however often it
+        Returns once the first audio is written to the device, unless --wait: then it shows position / duration \
+        until the playback ends; Ctrl-C stops the playback (exit status 130). Playing another recording ends \
+        the one playing. A playback counts once when it ends (completed, stopped or replaced), however often it \
         was paused or moved; a preview of a pending recording never counts.
         """)
     @OptionGroup var global: GlobalOptions
@@ -243,7 +243,7 @@ struct Media: AsyncParsableCommand {
         commandName: "media",
         abstract: "Copy a recording's media file out of recd (not counted as a play).",
         discussion: """
-        Writes "<title>.m4a" (or .mov) in the current directory unless -o names a file or - (stdout).
+        Writes "<title>.m4a" (or .mov) in the current directory unless -o names a file or - (stdout). \
         An existing file is not replaced unless you confirm, or give --force.
         """)
     @OptionGroup var global: GlobalOptions

@@ -9,10 +9,10 @@ struct Trim: AsyncParsableCommand {
         commandName: "trim",
         abstract: "Keep only --start to --end of a recording (no re-encoding); --as-new keeps the original.",
         discussion: """
-        Times are seconds or m:ss from the recording's start (90, 1:30.5); --start defaults to the start,
-        --end to the end. The cut is lossless (the compressed audio is copied; an edit list makes it exact)
-        and crash-safe: at any instant the recording is either the old one or the trimmed one, whole. In
-        place, the waveform and duration follow the cut and the play count stays; --as-new adds the cut as a
+        Times are seconds or m:ss from the recording's start (90, 1:30.5); --start defaults to the start, \
+        --end to the end. The cut is lossless (the compressed audio is copied; an edit list makes it exact) \
+        and crash-safe: at any instant the recording is either the old one or the trimmed one, whole. In \
+        place, the waveform and duration follow the cut and the play count stays; --as-new adds the cut as a \
         new recording (play count 0) and leaves the original as it was.
         """)
     @OptionGroup var global: GlobalOptions

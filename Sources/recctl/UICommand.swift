@@ -22,11 +22,11 @@ struct UI: AsyncParsableCommand {
         commandName: "ui",
         abstract: "Open recd's web app: serve it on 127.0.0.1 for your browser, forwarding to recd's socket.",
         discussion: """
-        Prints the address to open (a secret path and a one-time token) as the first line, then serves
-        until Ctrl-C. Only 127.0.0.1 is listened on; the token is exchanged for a cookie that the browser
-        sends only under that path, and is then dropped from the address bar. Requests with another Host,
-        or changes from another Origin, are refused. A line typed on its terminal (Enter), or SIGUSR1,
-        prints a new address (and with --open opens it), for a browser that is no longer let in; the
+        Prints the address to open (a secret path and a one-time token) as the first line, then serves \
+        until Ctrl-C. Only 127.0.0.1 is listened on; the token is exchanged for a cookie that the browser \
+        sends only under that path, and is then dropped from the address bar. Requests with another Host, \
+        or changes from another Origin, are refused. A line typed on its terminal (Enter), or SIGUSR1, \
+        prints a new address (and with --open opens it), for a browser that is no longer let in; the \
         address before it then lets no one in.
         """)
     @OptionGroup var global: GlobalOptions

@@ -130,6 +130,20 @@ final class ClientTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 1, "nothing was deleted")
     }
 
+    /// Help is wrapped by the terminal's width, never broken where the source's lines ended: on a
+    /// wide terminal each paragraph above USAGE is one line.
+    func testHelpParagraphsAreWrappedByTheTerminalNotTheSource() throws {
+        for command in [["ui"], ["play"], ["trim"], ["import"], ["record"], ["record", "start"], ["export"], ["media"], ["delete"]] {
+            let help = try Tools.run(Tools.recctl, command + ["--help"],
+                                     environment: ProcessInfo.processInfo.environment.merging(["COLUMNS": "1000"]) { $1 })
+            let head = help.stdout.components(separatedBy: "USAGE:").first ?? ""
+            let lines = head.split(separator: "\n", omittingEmptySubsequences: false)
+            for (line, next) in zip(lines, lines.dropFirst()) where !line.isEmpty && !next.isEmpty {
+                XCTFail("recctl \(command.joined(separator: " ")) --help breaks a paragraph after: \(line)")
+            }
+        }
+    }
+
     func testCSVExportNeutralizesFormulas() throws {
         try pulse.play(try Tones.sine())
         _ = try saved("=1+2")
@@ -257,13 +271,22 @@ final class ClientTests: DaemonTestCase {
             XCTAssertEqual(try Tools.run("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", file, "synth", "1", "sine", hz]).status, 0)
         }
         XCTAssertEqual(try Tools.run("touch", ["-d", "3 days ago", old]).status, 0)
+        // Into an empty library it is the top of Recent, dated as it is: nothing to warn of.
+        let first = try daemon.recctl("import", old)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.stdout.contains("(when it was recorded)"), first.stdout)
+        XCTAssertFalse(first.stdout.contains("not at the top"), first.stdout)
+        _ = try daemon.recctl("delete", "--all", "--yes")
+        // Under a newer take, recctl says where it went.
+        _ = try record(seconds: 0.5, stopArgs: ["--save"])
         let out = try daemon.recctl("import", old)
         XCTAssertEqual(out.status, 0, out.stderr)
         XCTAssertTrue(out.stdout.contains("(when it was recorded): listed there in Recent, not at the top"), out.stdout)
         let now = try daemon.recctl("import", fresh)
         XCTAssertFalse(now.stdout.contains("when it was recorded"), now.stdout)
         let listed = try daemon.recctlJSON(RecordingList.self, "list").recordings.map(\.title)
-        XCTAssertEqual(listed, ["fresh", "memo"], "Recent: newest recorded first")
+        // The take (recorded last), the fresh file (made at the test's start), the three-day-old one.
+        XCTAssertEqual(Array(listed.dropFirst()), ["fresh", "memo"], "Recent: newest recorded first")
     }
 
     func testTablesAlignByDisplayWidth() throws {

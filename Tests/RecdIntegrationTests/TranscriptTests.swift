@@ -197,7 +197,7 @@ final class TranscriptAbsentTests: DaemonTestCase {
     func testWithoutTheTranscriberRecordingsAreKeptAndFoundByTitle() throws {
         let status = try daemon.recctlJSON(DaemonStatus.self, "status").transcription
         XCTAssertEqual(status.state, "not_installed")
-        XCTAssertTrue(status.message?.contains("scripts/install-deps.sh --transcribe") == true, "\(status)")
+        XCTAssertTrue(status.message?.contains("scripts/install-deps.sh --transcribe /nonexistent/transcribe installs it there") == true, "\(status)")
         XCTAssertTrue(try daemon.recctl("status").stdout.contains("transcripts: the transcriber is not installed in /nonexistent/transcribe"))
         let wav = try Tones.sine(frequency: 440, seconds: 2)
         let r = try daemon.recctlJSON(Recording.self, "import", wav, "--title", "Harbour walk", "--notes", "by the sea")
