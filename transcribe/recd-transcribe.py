@@ -65,6 +65,22 @@ def refuse_exec():
     return libc.syscall(seccomp, 1, 1, ctypes.addressof(Program(len(program), filters))) == 0
 
 
+class stderr_silenced:
+    """Descriptor 2 on /dev/null for the block (C libraries' writes too), then back."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def __exit__(self, *exc):
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        return False
+
+
 def read_exactly(sock, n):
     data = bytearray()
     while len(data) < n:
@@ -105,9 +121,17 @@ def main():
     model_dir = sys.argv[1]
     sock = socket.socket(fileno=3)
     try:
-        import onnxruntime   # the voice detector's runtime: its warnings (no GPU here, no telemetry file) are noise in recd's log
-        onnxruntime.set_default_logger_severity(3)
-        from faster_whisper import WhisperModel
+        with stderr_silenced():
+            # The voice detector's runtime writes warnings straight to descriptor 2 as it starts, in
+            # ANSI colours and before any setting reaches it ("GPU device discovery failed", "Failed to
+            # persist telemetry device ID": it sends nothing, the sandbox refuses it sockets). So its
+            # start — the import and the detector's session, made now — runs with descriptor 2 on
+            # /dev/null; errors still come as exceptions.
+            import onnxruntime
+            onnxruntime.set_default_logger_severity(3)
+            from faster_whisper import WhisperModel
+            from faster_whisper.vad import get_vad_model
+            get_vad_model()
         model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=os.cpu_count() or 1)
     except Exception as e:  # a model directory that is not one, a package missing
         send(sock, {"error": f"could not load the model in {model_dir}: {e}"})

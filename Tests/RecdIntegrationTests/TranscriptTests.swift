@@ -105,6 +105,9 @@ final class TranscriptTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctl("transcript", storm.id.uuidString, "--format", "words").stdout,
                        try daemon.recctl("transcript", storm.id.uuidString, "--words").stdout)
         XCTAssertEqual(try daemon.recctl("transcript", storm.id.uuidString, "--format", "srt").status, 2)
+        // The voice detector's start-up noise (ANSI-coloured, "telemetry", "GPU device discovery") stays
+        // out of recd's log (issue 47).
+        XCTAssertFalse(daemon.log.contains("onnxruntime") || daemon.log.contains("\u{1b}["), daemon.log)
 
         // A trim cuts the words with the sound, in the same transaction: the first second gone, every
         // word a second earlier.
