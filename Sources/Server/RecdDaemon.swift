@@ -8,8 +8,26 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// When the daemon is asked to stop (SIGTERM/SIGINT): finalizes an active recording, so it is kept
-/// as pending rather than lost, and ends a playback (counting it).
+/// The first to stop at SIGTERM/SIGINT, while the server still serves: an active recording is
+/// finalized and kept as pending, a playback ended (counted), and their `recording.stopped` (reason
+/// `shutdown`) and playback events reach the clients listening — the server ends their streams when
+/// it stops, next. `EngineShutdownService` does it again after the server, for anything a request
+/// started meanwhile.
+struct SessionsShutdownService: Service {
+    let engine: Engine
+    func run() async throws {
+        try? await gracefulShutdown()
+        async let recording: Void = engine.recorder.shutdown()
+        async let playback: Void = engine.player.shutdown()
+        _ = await (recording, playback)
+        // The streams end here, whole (what was published is written, then their end), rather than
+        // be cut by the server's stop with their last events still in flight.
+        engine.events.finishAll()
+    }
+}
+
+/// When the daemon is asked to stop (SIGTERM/SIGINT), the last to stop: finalizes an active
+/// recording, so it is kept as pending rather than lost, and ends a playback (counting it).
 struct EngineShutdownService: Service {
     let engine: Engine
     func run() async throws {
@@ -109,7 +127,7 @@ public struct RecdDaemon {
         let mode = socketMode
         let logger = self.logger
         let notifier = SystemdNotifier()
-        // STOPPING=1 as soon as the signal arrives (ServiceLifecycle shuts the server down first).
+        // STOPPING=1 as soon as the signal arrives (ServiceLifecycle then stops the sessions and the server).
         let stopping = [SIGTERM, SIGINT].map { sig -> any DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: sig)
             source.setEventHandler { notifier.notify("STOPPING=1") }
@@ -138,8 +156,9 @@ public struct RecdDaemon {
             }
             ready()
         })
-        // As in Hummingbird's Application: the server last, so that it is shut down first.
-        let serviceGroup = ServiceGroup(configuration: .init(services: services + [server],
+        // Shut down in reverse order: the sessions' stop first (its events still reach the streams),
+        // then the server, as in Hummingbird's Application, then the rest.
+        let serviceGroup = ServiceGroup(configuration: .init(services: services + [server, SessionsShutdownService(engine: engine)],
                                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await serviceGroup.run()
         // Said again before exiting: the signal's handler runs on a Dispatch thread, and a quick

@@ -133,6 +133,8 @@ enum LevelBar {
 struct RecordScreenState: Sendable {
     var levels: [ChannelLevel] = []
     var stoppedByItself: RecordingStoppedEvent?
+    /// recd's event stream ended under the screen: recd stopped or died.
+    var daemonGone = false
     /// The last pause or resume (from this screen or any other client), and when it was seen.
     var pause: RecordingPauseState?
     var pauseSeenAt = Date()
@@ -177,6 +179,8 @@ extension Record {
                 default: break
                 }
             }
+            // The stream ends only with recd (a heartbeat keeps it open meanwhile).
+            if !Task.isCancelled { state.withLock { $0.daemonGone = true } }
         }
         defer { events.cancel() }
 
@@ -210,7 +214,7 @@ extension Record {
                 }
             }
             let s = state.withLock { $0 }
-            if s.stoppedByItself != nil { break }
+            if s.stoppedByItself != nil || s.daemonGone { break }
             if tty {
                 let line = s.paused
                     ? "\r⏸ \(Output.duration(s.elapsed(startedAt: startedAt)))  paused: p resumes, Enter stops"
@@ -224,7 +228,19 @@ extension Record {
         if tty { Console.out(Data("\n".utf8)) }
 
         let recording: Recording
-        if let ended = state.withLock({ $0.stoppedByItself }), let kept = ended.recording {
+        let (ended, gone) = state.withLock { ($0.stoppedByItself, $0.daemonGone) }
+        if gone || ended?.reason == .shutdown {
+            // recd is not there to preview or save with: say what it kept, and how to finish later.
+            if let kept = ended?.recording {
+                say("recd was stopped during the recording. What was recorded is kept: '\(Output.text(kept.title))' (\(Output.duration(kept.duration)))"
+                    + " is pending; when recd runs again, " + Say.howToFinish(kept))
+            } else {
+                say("recd stopped during the recording (it was stopped or it died). What reached the disk is kept: recd's"
+                    + " next start keeps it as a pending recording (`recctl list --state pending` shows it), to save or discard then.")
+            }
+            throw ExitCode(ExitStatus.unreachable)
+        }
+        if let ended, let kept = ended.recording {
             say("The recording ended by itself: \(ended.error ?? ended.reason.rawValue)")
             recording = kept
         } else {

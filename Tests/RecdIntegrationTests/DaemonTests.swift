@@ -183,10 +183,17 @@ final class DaemonTests: XCTestCase {
         let daemon = try Daemon(environment: pulse.environment)
         defer { daemon.cleanUp() }
         try daemon.start()
+        let listener = try EventListener(daemon, types: [.recordingStopped])
         let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")
         Thread.sleep(forTimeInterval: 1.2)
         daemon.stop()
         XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socket), "SIGTERM removes the socket")
+        // The listeners heard why the take ended before their stream did (issue 47: they got nothing).
+        let heard = try listener.events()
+        guard case .recordingStopped(let stopped)? = heard.last?.payload else { return XCTFail("\(heard)") }
+        XCTAssertEqual(stopped.reason, .shutdown)
+        XCTAssertEqual(stopped.recordingID, start.recording.id)
+        XCTAssertEqual(stopped.recording?.state, .pending)
         try daemon.start()
         let r = try daemon.recctlJSON(Recording.self, "show", start.recording.id.uuidString)
         XCTAssertEqual(r.state, .pending)

@@ -186,6 +186,40 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertTrue(line.hasPrefix("recctl: recd is not reachable"), gone)
     }
 
+    /// recd going away under the screen (issue 47): the screen stops within about a second and says
+    /// what was kept — at SIGTERM the take, pending, and how to finish it; at kill -9 that the next
+    /// start keeps what reached the disk — and exits 3 (not reachable), not counting on at -∞ dB.
+    func testTheScreenStopsAndSaysWhatWasKeptWhenRecdGoesAway() throws {
+        let tmux = try screenSession()
+        defer { tmux.kill() }
+        let log = daemon.dir.appendingPathComponent("screen.log").path
+        try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; echo \"exit=$?\" > \(log); sleep 30")
+        _ = try tmux.waitFor("⏺ 0:01")
+        let listener = try EventListener(daemon, types: [.recordingStopped])
+        let stopped = Date()
+        daemon.stop()
+        // The screen's lines as one text: the terminal wraps them at its 120 columns.
+        let said = try tmux.waitFor("recd was stopped during the recording", timeout: 5).replacingOccurrences(of: "\n", with: "")
+        XCTAssertLessThan(Date().timeIntervalSince(stopped), 3, said)
+        XCTAssertTrue(said.contains("is pending") && said.contains("recctl save"), said)
+        // recd said why before its stream ended: a listener heard recording.stopped, reason shutdown.
+        guard case .recordingStopped(let heard)? = try listener.events().last?.payload else { return XCTFail("no recording.stopped") }
+        XCTAssertEqual(heard.reason, .shutdown)
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: log) { Thread.sleep(forTimeInterval: 0.1) }
+        XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "exit=3")
+        tmux.kill()
+
+        try daemon.start()
+        let again = try screenSession()
+        defer { again.kill() }
+        try again.start("\(Tools.recctl) --socket \(daemon.socket) record; sleep 30")
+        _ = try again.waitFor("⏺ 0:01")
+        daemon.kill9()
+        let died = try again.waitFor("recd stopped during the recording (it was stopped or it died)", timeout: 5)
+            .replacingOccurrences(of: "\n", with: "")
+        XCTAssertTrue(died.contains("next start keeps it as a pending recording"), died)
+    }
+
     func testWithoutATerminalItPrintsLinesAndEndOfInputLeavesTheTakePending() throws {
         // Standard input is empty (end of input at once): it records, stops, and keeps the take.
         let r = try daemon.recctl("record")
