@@ -136,7 +136,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
     }
 
     /// Back from a user: emptied (`reset`) and kept for the next, or ended (one that read an upload:
-    /// whatever the file did to it stays with it).
+    /// whatever the file did to it stays with it; one whose sandbox holds replaced folders).
     func checkin(_ connection: MediaWorkerConnection) {
         if connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
             lock.withLock { toEnd.append(connection) }
@@ -149,7 +149,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.withLock {
             let seconds = idleSeconds
             if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == connection.use }) {
-                toEnd.append(connection)   // one idle worker of each priority is enough
+                toEnd.append(connection)   // one idle worker of each priority and use is enough
             } else {
                 idle.append(Idle(connection: connection, until: seconds.map { Date().addingTimeInterval($0) }))
             }
