@@ -183,8 +183,9 @@ final class RecordingTests: DaemonTestCase {
         result = try daemon.recctl("edit", id, "--notes", notes201)
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("limit is 200"), result.stderr)
+        // A purpose that is none of the chips is a usage error, said by recctl before asking (issue 47).
         result = try daemon.recctl("edit", id, "--purpose", "bored")
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("motivational"), result.stderr)
 
         var (status, body) = try daemon.curl("PATCH", "/v1/recordings/\(id)", body: #"{"title": "\#(title41)", "notes": "x"}"#)
