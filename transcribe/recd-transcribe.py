@@ -102,7 +102,13 @@ def send(sock, message):
 
 
 def transcribe(model, pcm):
+    import ctranslate2
     import numpy
+    # Whisper samples at a higher temperature when a window's text looks wrong (repeated, unlikely),
+    # and CTranslate2's generator is seeded once per process: the same sound gave a different text
+    # from job to job, and now and then none (a sampled window taken for silence). Seeded per job,
+    # a recording gets the same transcript each time it is made.
+    ctranslate2.set_random_seed(0)
     audio = numpy.frombuffer(pcm, dtype="<i2").astype(numpy.float32) / 32768.0
     # vad_filter: Whisper invents words in silence ("You" for 30 s of it); Silero's voice detection,
     # inside faster-whisper, hands it only the parts with speech.
