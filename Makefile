@@ -18,8 +18,7 @@ run: deps build
 
 ## Install what is missing (test tools too), build, run every test (unit + integration).
 test: test-deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-swift-testing
+	SWIFT=$(SWIFT) scripts/run-tests.sh
 
 deps:
 	scripts/install-deps.sh

@@ -185,10 +185,20 @@ final class TranscriptTests: DaemonTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 5, "recd waited for the transcription: \(daemon.log.suffix(1500))")
         try daemon.start()
         try waitUntilWorking()
+        // This recd's transcriber (another test's may run beside this one: scripts/run-tests.sh).
+        let recd = try XCTUnwrap(daemon.process?.processIdentifier)
+        let children = try Tools.run("ps", ["-o", "pid=,args=", "--ppid", "\(recd)"]).stdout.split(separator: "\n")
+        let transcriber = try XCTUnwrap(children.first { $0.contains("recd-transcribe.py") }
+            .flatMap { Int32($0.split(separator: " ")[0]) }, "no transcriber among recd's children: \(children)")
         daemon.kill9()
-        Thread.sleep(forTimeInterval: 0.5)
-        let left = try Tools.run("pgrep", ["-f", "recd-transcribe.py"])
-        XCTAssertEqual(left.stdout, "", "the transcriber ended with recd (PR_SET_PDEATHSIG)")
+        // Gone, or a zombie that is not recd's to reap any more.
+        func alive() -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(transcriber)/stat", encoding: .utf8) else { return false }
+            return !(stat.split(separator: ")").last?.hasPrefix(" Z") ?? false)
+        }
+        let killed = Date()
+        while alive() && Date().timeIntervalSince(killed) < 2 { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertFalse(alive(), "the transcriber ended with recd (PR_SET_PDEATHSIG)")
         let rows = try Tools.run("sqlite3", [daemon.dataDir.appendingPathComponent("catalog.sqlite").path, "SELECT count(*) FROM transcript"])
         XCTAssertEqual(rows.stdout, "0\n", "nothing half-made stored")
         try daemon.start()

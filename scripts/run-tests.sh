@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `make test`'s runner: builds the tests once, then runs the suite as two XCTest processes side by side.
+#
+# Why two: most of the suite waits (paced audio plays in real time, daemons start and stop), while a
+# few classes keep a core busy for minutes (QEMU emulating a machine, the package's second build). On
+# two cores, the busy classes in one process and the waiting ones in the other take the time of the
+# longer half instead of the sum. They share nothing: each test has its own data directory, socket,
+# PulseAudio and VM disk, and no test looks at processes it did not start.
+#
+#   RECD_TEST_JOBS=1   one process, every class in order (what the suite did before)
+#   RECD_TEST_FILTER=… only the classes or tests matching (XCTest's --filter), in one process
+#
+# Each half's output goes to .build/test-logs/ as it runs, and is printed whole at the end (first the
+# waiting half, then the busy one), then a summary; the exit status is non-zero if either half failed.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+swift=${SWIFT:-swift}
+
+$swift build --build-tests || exit 1
+
+run=("$swift" test --skip-build --disable-swift-testing)
+if [ -n "${RECD_TEST_FILTER:-}" ]; then
+  exec "${run[@]}" --filter "$RECD_TEST_FILTER"
+fi
+if [ "${RECD_TEST_JOBS:-2}" = 1 ]; then
+  exec "${run[@]}"
+fi
+
+# The classes that keep a core busy: QEMU guests (TCG here) and the package's build and clean root.
+busy='RecdIntegrationTests\.(PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests)/'
+
+logs="$root/.build/test-logs"
+mkdir -p "$logs"
+started=$(date +%s)
+busy_pid='' waiting_pid=''
+# Ctrl-C or CI's stop ends both halves (and the daemons their tests started, through their own clean-up).
+trap 'kill -INT $busy_pid $waiting_pid 2>/dev/null; wait' INT TERM
+"${run[@]}" --filter "$busy" > "$logs/busy.log" 2>&1 &
+busy_pid=$!
+"${run[@]}" --skip "$busy" > "$logs/waiting.log" 2>&1 &
+waiting_pid=$!
+wait $waiting_pid; waiting_status=$?
+wait $busy_pid; busy_status=$?
+
+for half in waiting busy; do
+  echo "=== $half half (.build/test-logs/$half.log) ==="
+  cat "$logs/$half.log"
+done
+echo "=== summary: $(( $(date +%s) - started )) s for both halves ==="
+for half in waiting busy; do
+  echo "$half: $(grep -E "^[[:space:]]*Executed [0-9]+ tests?," "$logs/$half.log" | tail -n 1 | sed 's/^[[:space:]]*//')"
+  grep -E "error: |: error -|failed \(" "$logs/$half.log" || true
+done
+[ "$waiting_status" = 0 ] && [ "$busy_status" = 0 ]
