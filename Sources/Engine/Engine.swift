@@ -76,6 +76,16 @@ public final class Engine: Sendable {
                           loudnessPass: loudnessPass, plays: plays)
     }
 
+    /// recd is stopping: an active recording is finalized and kept as pending (rather than lost), a
+    /// playback ended (and counted); then the event streams end whole — what was published is written,
+    /// then their end — rather than be cut with their last events in flight.
+    public func stopSessions() async {
+        async let recording: Void = recorder.shutdown()
+        async let playback: Void = player.shutdown()
+        _ = await (recording, playback)
+        events.finishAll()
+    }
+
     /// Start-up recovery (before the socket accepts requests): see `Recovery`.
     public func recover() -> RecoveryReport {
         // Imports cut short by the stop: received or converted bytes that never reached the library.

@@ -169,22 +169,20 @@ struct Importer {
         // The commit, as a trim's: beside the final name, journaled with the row, renamed.
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        let temporary = data.replacingPath(for: finalPath)
-        try FileOps.rename(made, temporary)
-        try FileOps.sync(data.recordings.path)
-        let committed: Recording
-        do {
-            committed = try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform?.dat(), poster: poster,
-                                                      temporary: data.relative(temporary), contentHash: contentHash)
-        } catch {
-            try? FileOps.remove(temporary)
-            if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
-               let existing = try? catalog.recording(id: uuid) {
-                throw .duplicate(name: name, existing: existing)
+        let committed = try FileReplacement.replace(target: finalPath, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
+            try FileOps.rename(made, temporary)
+        } commit: { journaled throws(EngineError) in
+            do {
+                return try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform?.dat(), poster: poster,
+                                                     temporary: journaled, contentHash: contentHash)
+            } catch {
+                if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
+                   let existing = try? catalog.recording(id: uuid) {
+                    throw .duplicate(name: name, existing: existing)
+                }
+                throw .from(error)
             }
-            throw .from(error)
         }
-        try FileReplacement.finish(temporary: temporary, target: finalPath, catalog: catalog, data: data, logger: logger)
         return committed
     }
 

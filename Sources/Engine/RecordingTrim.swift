@@ -72,47 +72,41 @@ struct RecordingTrim {
             result.title = Self.copyTitle(r.title)
         }
         let target = try data.recordingPath(result.file)
-        let temporary = data.replacingPath(for: target)
         // The cut is at most the whole file: that much room, and the margin recordings keep.
         try FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path)
-        let waveform: Data?, poster: Data?
-        do {
-            let cut = try WorkerMedia.trim(from: source, to: temporary, start: start, end: end)
-            try FileOps.sync(temporary)
-            // Its name too, before the commit names it: a committed journal entry whose file's entry
-            // did not reach the disk would be closed as "already renamed" after a power cut.
-            try FileOps.sync(data.recordings.path)
-            let info = try WorkerMedia.probe(temporary)
-            result.duration = info.duration
-            result.sizeBytes = FileOps.size(temporary)
-            // The stored waveform, sliced (to 256 samples: no decoding of the hour); none stored
-            // (a salvaged or adopted file): made from the new file when first asked for.
-            waveform = (try? catalog.waveform(id: r.id)).flatMap { $0 }.flatMap { try? WaveformData(dat: $0) }?
-                .slice(from: start, to: end).dat()
-            // The picture at the cut, not the keyframe it is decoded from.
-            poster = r.type == .video ? try? WorkerMedia.poster(fromFile: temporary) : nil
-            logger.info("recording \(r.id): cut \(String(format: "%.3f–%.3f s", start, end)) into \(temporary) (\(cut.packets) packets, video from \(String(format: "%.3f", cut.videoLeadIn)) s before the cut)")
-        } catch {
-            try? FileOps.remove(temporary)
-            if let e = error as? EngineError { throw e }
-            if let e = error as? FFmpegError, e.isDiskFull {
-                throw .storage(file: temporary, operation: "write", underlying: e.description)
+        var waveform: Data?, poster: Data?
+        let committed = try FileReplacement.replace(target: target, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
+            do {
+                let cut = try WorkerMedia.trim(from: source, to: temporary, start: start, end: end)
+                let info = try WorkerMedia.probe(temporary)
+                result.duration = info.duration
+                result.sizeBytes = FileOps.size(temporary)
+                // The stored waveform, sliced (to 256 samples: no decoding of the hour); none stored
+                // (a salvaged or adopted file): made from the new file when first asked for.
+                waveform = (try? catalog.waveform(id: r.id)).flatMap { $0 }.flatMap { try? WaveformData(dat: $0) }?
+                    .slice(from: start, to: end).dat()
+                // The picture at the cut, not the keyframe it is decoded from.
+                poster = r.type == .video ? try? WorkerMedia.poster(fromFile: temporary) : nil
+                logger.info("recording \(r.id): cut \(String(format: "%.3f–%.3f s", start, end)) into \(temporary) (\(cut.packets) packets, video from \(String(format: "%.3f", cut.videoLeadIn)) s before the cut)")
+            } catch {
+                if let e = error as? EngineError { throw e }
+                if let e = error as? FFmpegError, e.isDiskFull {
+                    throw .storage(file: temporary, operation: "write", underlying: e.description)
+                }
+                throw .media(file: source, underlying: error)
             }
-            throw .media(file: source, underlying: error)
-        }
-        let committed: Recording
-        do {
-            committed = try catalog.commitReplacement(result, insert: asNew, states: [RecordingState.ready.rawValue, RecordingState.pending.rawValue],
-                                                      waveform: waveform, poster: poster, temporary: data.relative(temporary),
-                                                      transcriptCut: (r.id, start, end))
-        } catch {
-            try? FileOps.remove(temporary)
-            if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {
-                throw .invalidState(id: r.id, state: actual, action: "trim", allowed: [.ready, .pending])
+        } commit: { journaled throws(EngineError) in
+            do {
+                return try catalog.commitReplacement(result, insert: asNew, states: [RecordingState.ready.rawValue, RecordingState.pending.rawValue],
+                                                     waveform: waveform, poster: poster, temporary: journaled,
+                                                     transcriptCut: (r.id, start, end))
+            } catch {
+                if case CatalogError.unexpectedState(_, let s) = error, let actual = RecordingState(rawValue: s) {
+                    throw .invalidState(id: r.id, state: actual, action: "trim", allowed: [.ready, .pending])
+                }
+                throw .from(error)
             }
-            throw .from(error)
         }
-        try FileReplacement.finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
         return committed
     }
 }

@@ -8,34 +8,15 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// The first to stop at SIGTERM/SIGINT, while the server still serves: an active recording is
-/// finalized and kept as pending, a playback ended (counted), and their `recording.stopped` (reason
-/// `shutdown`) and playback events reach the clients listening — the server ends their streams when
-/// it stops, next. `EngineShutdownService` does it again after the server, for anything a request
-/// started meanwhile.
+/// Stops the sessions at SIGTERM/SIGINT (`Engine.stopSessions`). In the group twice: the first to
+/// stop, while the server still serves, so `recording.stopped` (reason `shutdown`) and the playback's
+/// events reach the clients listening before the server ends their streams; and the last, for
+/// anything a request started meanwhile.
 struct SessionsShutdownService: Service {
     let engine: Engine
     func run() async throws {
         try? await gracefulShutdown()
-        async let recording: Void = engine.recorder.shutdown()
-        async let playback: Void = engine.player.shutdown()
-        _ = await (recording, playback)
-        // The streams end here, whole (what was published is written, then their end), rather than
-        // be cut by the server's stop with their last events still in flight.
-        engine.events.finishAll()
-    }
-}
-
-/// When the daemon is asked to stop (SIGTERM/SIGINT), the last to stop: finalizes an active
-/// recording, so it is kept as pending rather than lost, and ends a playback (counting it).
-struct EngineShutdownService: Service {
-    let engine: Engine
-    func run() async throws {
-        try? await gracefulShutdown()
-        async let recording: Void = engine.recorder.shutdown()
-        async let playback: Void = engine.player.shutdown()
-        _ = await (recording, playback)
-        engine.events.finishAll()
+        await engine.stopSessions()
     }
 }
 
@@ -137,7 +118,7 @@ public struct RecdDaemon {
         defer { stopping.forEach { $0.cancel() } }
         let slots = ConnectionSlots(limit: maxConnections, perPeer: maxConnectionsPerPeer)
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(slots: slots, policy: policy)])
-        let services: [any Service] = [EngineShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
+        let services: [any Service] = [SessionsShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                                        SystemdStatusService(engine: engine, notifier: notifier), LoudnessPassService(engine: engine),
                                        TranscriptionPassService(engine: engine)]
         let ready: @Sendable () -> Void = {

@@ -16,9 +16,36 @@ import RecdAPI
 ///    crash between 2 and 3 leaves a committed row with its new file still under the temporary
 ///    name, and recovery finishes the rename;
 /// 4. the journal entry is closed (recovery closes one whose temporary file is gone).
+/// `replace` runs all four; its callers say only how the new file is made and what the commit writes.
 public enum FileReplacement {
+    /// Replaces (or first writes) `target`, a file of `Recordings/`: `write` makes the new file at the
+    /// temporary path it is given (written there, or renamed there from `.uploads/`), which is then
+    /// fsynced with its directory; `commit` writes the catalog's transaction, naming that temporary
+    /// file (its data-directory relative name) in the journal (`Catalog.commitReplacement`); then
+    /// the rename and the journal's close. Anything thrown before the commit removes the temporary
+    /// file and changes nothing. Called under `data.mutations`, blocking.
+    public static func replace<T>(target: String, catalog: Catalog, data: DataDirectory, logger: Logger,
+                                  write: (_ temporary: String) throws(EngineError) -> Void,
+                                  commit: (_ journaled: String) throws(EngineError) -> T) throws(EngineError) -> T {
+        let temporary = data.replacingPath(for: target)
+        let committed: T
+        do {
+            try write(temporary)
+            try FileOps.sync(temporary)
+            // Its name too, before the commit names it: a committed journal entry whose file's entry
+            // did not reach the disk would be closed as "already renamed" after a power cut.
+            try FileOps.sync(URL(fileURLWithPath: temporary).deletingLastPathComponent().path)
+            committed = try commit(data.relative(temporary))
+        } catch {
+            try? FileOps.remove(temporary)
+            throw error
+        }
+        try finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
+        return committed
+    }
+
     /// Steps 3 and 4, after the commit.
-    public static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
+    static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
         try FileOps.rename(temporary, target)
         try FileOps.sync(URL(fileURLWithPath: target).deletingLastPathComponent().path)
         do {
