@@ -27,8 +27,14 @@ if [ "${RECD_TEST_JOBS:-2}" = 1 ]; then
   exec "${run[@]}"
 fi
 
+# The halves run the test bundle itself: two `swift test` would take turns (SwiftPM locks .build).
+xctest="$($swift build --show-bin-path)/recdPackageTests.xctest"
 # The classes that keep a core busy: QEMU guests (TCG here) and the package's build and clean root.
-busy='RecdIntegrationTests\.(PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests)/'
+busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests'
+classes=$("$xctest" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | uniq)
+busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | paste -sd, -)
+waiting=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | paste -sd, -)
+[ -n "$busy" ] && [ -n "$waiting" ] || { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
 
 logs="$root/.build/test-logs"
 mkdir -p "$logs"
@@ -36,9 +42,9 @@ started=$(date +%s)
 busy_pid='' waiting_pid=''
 # Ctrl-C or CI's stop ends both halves (and the daemons their tests started, through their own clean-up).
 trap 'kill -INT $busy_pid $waiting_pid 2>/dev/null; wait' INT TERM
-"${run[@]}" --filter "$busy" > "$logs/busy.log" 2>&1 &
+"$xctest" "$busy" > "$logs/busy.log" 2>&1 &
 busy_pid=$!
-"${run[@]}" --skip "$busy" > "$logs/waiting.log" 2>&1 &
+"$xctest" "$waiting" > "$logs/waiting.log" 2>&1 &
 waiting_pid=$!
 wait $waiting_pid; waiting_status=$?
 wait $busy_pid; busy_status=$?
