@@ -105,13 +105,19 @@ struct Importer {
         return modified
     }
 
-    func run(upload: String, contentHash: String, request: ImportRequest) throws(EngineError) -> Recording {
+    /// `worker`: the upload's (it hashed the bytes as they came), or nil for a new one.
+    func run(upload: String, contentHash: String, worker given: MediaWorkerLease?, request: ImportRequest) throws(EngineError) -> Recording {
         let name = request.name
         if let existing = try catalogCall({ try catalog.recording(withContentHash: contentHash) }) {
             throw .duplicate(name: name, existing: existing)
         }
+        // The upload's worker, for every job of this import: its sandbox is the uploads' folder
+        // alone, so a file that takes over a parser can read or write no recording; it ends with
+        // the import (MediaWorkerPool.Use.upload).
+        let worker: MediaWorkerLease
+        do { worker = try given ?? MediaWorkerLease(for: .upload) } catch { throw .media(file: name, underlying: error) }
         let info: MediaInfo
-        do { info = try WorkerMedia.probe(upload) } catch {
+        do { info = try WorkerMedia.probe(upload, lease: worker) } catch {
             switch error {
             case MediaError.formatRefused(let format, _):
                 throw .unsupportedMedia(name: name, detail: "it is \(format), a format that names other files or that recd does not read; recd imports only media files that hold their own sound")
@@ -140,11 +146,11 @@ struct Importer {
         do {
             switch plan {
             case .remuxAudio(let stream, _):
-                _ = try WorkerMedia.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false)
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false, lease: worker)
             case .remuxVideo(let video, let audio):
-                _ = try WorkerMedia.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false)
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false, lease: worker)
             case .encodeAudio:
-                (waveform, loudness) = try encode(upload, to: made, format: format)
+                (waveform, loudness) = try encode(upload, to: made, format: format, lease: worker)
             }
             try FileOps.sync(made)
         } catch {
@@ -153,11 +159,11 @@ struct Importer {
             if case MediaError.noStream = error { throw .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
             throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
         }
-        let stored = try? WorkerMedia.probe(made)
+        let stored = try? WorkerMedia.probe(made, lease: worker)
         // A remuxed file's waveform and loudness are read from its sound (an encoded one's were
         // measured on the way).
-        if waveform == nil, let analysis = try? Library.analyze(path: made) { (waveform, loudness) = analysis }
-        let poster = type == .video ? try? WorkerMedia.poster(fromFile: made) : nil
+        if waveform == nil, let analysis = try? Library.analyze(path: made, lease: worker) { (waveform, loudness) = analysis }
+        let poster = type == .video ? try? WorkerMedia.poster(fromFile: made, lease: worker) : nil
         let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
         var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
                           duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
@@ -188,8 +194,7 @@ struct Importer {
 
     /// Decodes any audio and encodes it as recordings are (`format`, fragmented, then finalized),
     /// building the waveform of what is written and measuring its loudness. Returns them.
-    private func encode(_ source: String, to destination: String, format: RecordingFormat) throws -> (WaveformData, Loudness?) {
-        let worker = try MediaWorkerLease()
+    private func encode(_ source: String, to destination: String, format: RecordingFormat, lease worker: MediaWorkerLease) throws -> (WaveformData, Loudness?) {
         // Reads of 64 Ki frames: a whole file in few round trips to the worker.
         let decoder = try WorkerAudioDecoder(path: source, lease: worker, readFrames: 65_536)
         let channels = min(2, max(1, decoder.sourceChannels))

@@ -145,11 +145,12 @@ public struct Library: Sendable {
     }
 
     /// Stores an uploaded file (`upload`, in `.uploads/`, with the SHA-256 of its bytes) as a new
-    /// `ready` recording (`Importer`). The upload itself is the caller's to remove.
-    public func importFile(upload: String, contentHash: String, _ request: ImportRequest) async throws(EngineError) -> Recording {
+    /// `ready` recording (`Importer`), in the upload's worker when it has one. The upload itself is
+    /// the caller's to remove.
+    public func importFile(upload: String, contentHash: String, worker: MediaWorkerLease? = nil, _ request: ImportRequest) async throws(EngineError) -> Recording {
         let importer = Importer(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
         let r = try await imports.run { () async throws(EngineError) in
-            try await blockingCatalogCall { try importer.run(upload: upload, contentHash: contentHash, request: request) }
+            try await blockingCatalogCall { try importer.run(upload: upload, contentHash: contentHash, worker: worker, request: request) }
         }
         logger.info("imported '\(request.name)' as recording \(r.id) (\(r.type.rawValue), \(r.duration.map { String(format: "%.2f s", $0) } ?? "duration unknown"))")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .created)))
@@ -296,9 +297,9 @@ public struct Library: Sendable {
     static func computeWaveform(path: String) throws -> WaveformData { try analyze(path: path).waveform }
 
     /// The waveform and the EBU R128 loudness of a file's sound, from one decode.
-    static func analyze(path: String, priority: MediaWorkerPool.Priority = .normal) throws -> (waveform: WaveformData, loudness: Loudness?) {
+    static func analyze(path: String, priority: MediaWorkerPool.Priority = .normal, lease: MediaWorkerLease? = nil) throws -> (waveform: WaveformData, loudness: Loudness?) {
         // Reads of 64 Ki frames: a whole file in few round trips to the worker.
-        let decoder = try WorkerAudioDecoder(path: path, priority: priority, readFrames: 65_536)
+        let decoder = try WorkerAudioDecoder(path: path, lease: lease, priority: priority, readFrames: 65_536)
         try decoder.setOutput(rate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let builder = WaveformBuilder(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)
         let meter = LoudnessMeter(sampleRate: decoder.sourceSampleRate, channels: decoder.sourceChannels)

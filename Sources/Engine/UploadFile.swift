@@ -23,6 +23,9 @@ public final class UploadFile: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// The upload's worker (its hash's), for the import's jobs; it ends with this file.
+    public var worker: MediaWorkerLease? { hash.worker }
+
     /// Writes and hashes `chunk` on `BlockingPool`. One call at a time.
     public func append(_ chunk: Data) async throws(EngineError) {
         try await blockingCatalogCall { [self] in try self.write(chunk) }

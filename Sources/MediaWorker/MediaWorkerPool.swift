@@ -20,9 +20,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// What a worker is lent for. A `take`'s worker encodes what recd captured, writes it and
     /// finalizes that file: it parses no file from elsewhere, so a file crafted to take over a parser
-    /// never shares a process with a take. `files` workers parse the library's files (and, ended
-    /// after it, an upload).
-    public enum Use: Sendable { case take, files }
+    /// never shares a process with a take. `files` workers parse the library's files. An `upload`'s
+    /// worker does one import's jobs on files of the uploads' folder, in a sandbox of that folder
+    /// alone — whatever the file makes of its parser can read or write no recording — and ends with
+    /// its lease. (A `files` worker that is asked to read an upload all the same ends with its lease too.)
+    public enum Use: Sendable { case take, files, upload }
 
     private struct Idle {
         var connection: MediaWorkerConnection
@@ -138,7 +140,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// Back from a user: emptied (`reset`) and kept for the next, or ended (one that read an upload:
     /// whatever the file did to it stays with it; one whose sandbox holds replaced folders).
     func checkin(_ connection: MediaWorkerConnection) {
-        if connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
+        if connection.use == .upload || connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
             lock.withLock { toEnd.append(connection) }
             lock.signal()
             return
@@ -172,10 +174,12 @@ public final class MediaWorkerPool: @unchecked Sendable {
         while true {
             if !toStart.isEmpty {
                 let (priority, use, reply) = toStart.removeFirst()
-                let exe = executable, level = logLevel, sandbox = sandbox, untrusted = untrusted, generation = generation
+                let exe = executable, level = logLevel, untrusted = untrusted, generation = generation
+                // An upload's worker may use the uploads' folder only (none without a sandbox: the unit tests).
+                let folders = use == .upload && !sandbox.isEmpty ? untrusted.map { [String($0.dropLast())] } ?? sandbox : sandbox
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
-                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + sandbox, priority: priority,
+                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + folders, priority: priority,
                                               use: use, untrusted: untrusted, generation: generation)
                 }
                 lock.lock()
@@ -253,7 +257,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
                                    onOutput: (() -> Void)? = nil, operation: @autoclosure () -> String) throws -> Op.Reply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
         if let path = op.fileRead, let untrusted, path.hasPrefix(untrusted) {
-            guard use == .files else { throw MediaWorkerError.failed("\(operation()): a take's media worker never reads an upload") }
+            guard use != .take else { throw MediaWorkerError.failed("\(operation()): a take's media worker never reads an upload") }
             readUntrusted = true
         }
         let answer: WorkerAnswer<Op.Reply>

@@ -23,8 +23,8 @@ public enum WorkerMedia {
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.
-    public static func poster(fromFile path: String) throws -> Data {
-        let worker = try MediaWorkerLease()
+    public static func poster(fromFile path: String, lease: MediaWorkerLease? = nil) throws -> Data {
+        let worker = try lease ?? MediaWorkerLease()
         let operation = "the poster of \(path)"
         let connection = try worker.connection(for: operation)
         try connection.call(WorkerOp.Poster(path: path), operation: operation)
@@ -133,15 +133,16 @@ public final class WorkerAudioWriter {
     }
 }
 
-/// `ContentHash` (SHA-256) in a worker, started at the first bytes (not where the hash is made: an
-/// upload's first lines run on the event loop).
+/// `ContentHash` (SHA-256) in an upload's worker (`MediaWorkerPool.Use.upload`), started at the
+/// first bytes (not where the hash is made: an upload's first lines run on the event loop). The
+/// import that follows does its jobs in the same worker (`worker`), which ends with it.
 public final class WorkerContentHash {
-    private var worker: MediaWorkerLease?
+    public private(set) var worker: MediaWorkerLease?
 
     public init() {}
 
     private func lease() throws -> MediaWorkerLease {
-        if worker == nil { worker = try MediaWorkerLease() }
+        if worker == nil { worker = try MediaWorkerLease(for: .upload) }
         return worker!
     }
 
@@ -150,11 +151,9 @@ public final class WorkerContentHash {
         try lease().call(WorkerOp.HashUpdate(), sending: bytes, operation: "hashing an upload")
     }
 
-    /// The digest as 64 lower-case hex digits. Call once: the worker goes back to the pool, where the
-    /// import that follows finds it.
+    /// The digest as 64 lower-case hex digits. Call once.
     public func hex() throws -> String {
-        defer { worker = nil }
-        return try lease().call(WorkerOp.HashFinish(), operation: "hashing an upload")
+        try lease().call(WorkerOp.HashFinish(), operation: "hashing an upload")
     }
 }
 

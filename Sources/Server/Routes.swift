@@ -332,7 +332,7 @@ public enum RecdRoutes {
         if !pending.isEmpty { try await upload.append(pending) }
         try engine.library.checkImportRoom(name: name, receivedBytes: upload.bytes)
         guard upload.bytes > 0 else { throw EngineError.unsupportedMedia(name: name, detail: "the body is empty: send the file's bytes") }
-        let r = try await engine.library.importFile(upload: upload.path, contentHash: await upload.digest(),
+        let r = try await engine.library.importFile(upload: upload.path, contentHash: await upload.digest(), worker: upload.worker,
                                                     ImportRequest(name: name, metadata: metadata, modified: modified, format: format))
         return JSONResponse.make(r, status: .created)
     }

@@ -59,12 +59,18 @@ final class WorkerEscapeTests: XCTestCase {
             try other.run()
         }
 
+        /// A file of the library that no hostile code may read or write (`startDaemon` puts it there).
+        static func recording(in daemon: Daemon) -> URL {
+            daemon.dataDir.appendingPathComponent("Recordings/audio_00000000-0000-4000-8000-000000000000.m4a")
+        }
+
         func environment(base: [String: String], daemon: Daemon, pulse: PulseAudioServer) -> [String: String] {
             base.merging([
                 "LD_PRELOAD": hook,
                 "HOSTILE_SECRET": secret,
                 "HOSTILE_CATALOG": daemon.dataDir.appendingPathComponent("catalog.sqlite").path,
                 "HOSTILE_RECORDINGS": daemon.dataDir.appendingPathComponent("Recordings").path,
+                "HOSTILE_RECORDING": Self.recording(in: daemon).path,
                 "HOSTILE_RECD_SOCKET": daemon.socket,
                 "HOSTILE_PULSE_SOCKET": pulse.runtimeDir.appendingPathComponent("pulse/native").path,
                 "HOSTILE_ABSTRACT": abstractName,
@@ -99,6 +105,7 @@ final class WorkerEscapeTests: XCTestCase {
         let plain = try Daemon(environment: pulse.environment, extraArgs: extraArgs, dir: dir)
         daemon = try Daemon(environment: targets.environment(base: pulse.environment, daemon: plain, pulse: pulse), extraArgs: extraArgs, dir: dir)
         try daemon.start()
+        try Data("RECORDING\n".utf8).write(to: HostileTargets.recording(in: daemon))
     }
 
     /// Builds Tests/hostile/escape-hook.c into `dir` (made here); returns the library's path.
@@ -132,7 +139,7 @@ final class WorkerEscapeTests: XCTestCase {
         return [:]
     }
 
-    static let escapes = ["read-secret", "write-catalog", "symlink", "hardlink", "mkfifo", "connect-recd", "connect-pulse",
+    static let escapes = ["read-secret", "write-catalog", "read-recording", "write-recording", "symlink", "hardlink", "mkfifo", "connect-recd", "connect-pulse",
                           "connect-abstract", "connect-tcp", "kill-parent", "kill-other", "kill-group", "ptrace",
                           "process_vm_readv", "execve"]
 
@@ -147,12 +154,18 @@ final class WorkerEscapeTests: XCTestCase {
         }
         XCTAssertEqual(results["read-secret"], "EACCES", file: file, line: line)
         XCTAssertEqual(results["write-catalog"], "EACCES", "the catalog is not the worker's", file: file, line: line)
+        XCTAssertEqual(results["read-recording"], "EACCES", "an upload's worker reads no recording", file: file, line: line)
+        XCTAssertEqual(results["write-recording"], "EACCES", "an upload's worker writes no recording", file: file, line: line)
     }
 
     func assertNothingPlanted(file: StaticString = #filePath, line: UInt = #line) throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.appendingPathComponent("Recordings").path)
         XCTAssertEqual(names.filter { $0.contains("hostile") }, [], file: file, line: line)
         XCTAssertEqual(try String(contentsOfFile: targets.secret, encoding: .utf8), "PRIVATE KEY\n", file: file, line: line)
+        // (A restart's recovery moves it aside: it is no recording of the catalog.)
+        if FileManager.default.fileExists(atPath: HostileTargets.recording(in: daemon).path) {
+            XCTAssertEqual(try String(contentsOf: HostileTargets.recording(in: daemon), encoding: .utf8), "RECORDING\n", file: file, line: line)
+        }
     }
 
     /// A media worker that was made to run code while probing an upload reads no private file,

@@ -67,6 +67,9 @@ static void escape(const char *where, int try_exec) {
     used = (size_t)snprintf(report, sizeof report, "HOSTILE %s", where);
     note("read-secret", open(env("HOSTILE_SECRET"), O_RDONLY));
     note("write-catalog", open(env("HOSTILE_CATALOG"), O_RDWR));
+    // A recording of the library: an upload's worker and the transcriber may neither read nor write it.
+    note("read-recording", open(env("HOSTILE_RECORDING"), O_RDONLY));
+    note("write-recording", open(env("HOSTILE_RECORDING"), O_WRONLY));
     char link_path[4096];
     snprintf(link_path, sizeof link_path, "%s/audio_hostile-link.m4a", env("HOSTILE_RECORDINGS"));
     note("symlink", symlink(env("HOSTILE_SECRET"), link_path));

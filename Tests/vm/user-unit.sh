@@ -153,8 +153,10 @@ a=socket.socket(socket.AF_UNIX); a.bind("\0recd-vm-hostile"); a.listen()
 t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
   listeners=$!
   data=$home/.local/share/recd
-  printf '[Service]\nEnvironment=LD_PRELOAD=/opt/recd/lib/escape-hook.so HOSTILE_SECRET=%s HOSTILE_CATALOG=%s HOSTILE_RECORDINGS=%s HOSTILE_RECD_SOCKET=%s HOSTILE_PULSE_SOCKET=%s HOSTILE_ABSTRACT=recd-vm-hostile HOSTILE_TCP_PORT=47123 HOSTILE_OTHER_PID=%s\n' \
-    "$home/private/id_ed25519" "$data/catalog.sqlite" "$data/Recordings" "$sock" "$runtime/pulse/native" \
+  printf '[Service]\nEnvironment=LD_PRELOAD=/opt/recd/lib/escape-hook.so HOSTILE_SECRET=%s HOSTILE_CATALOG=%s HOSTILE_RECORDINGS=%s HOSTILE_RECORDING=%s HOSTILE_RECD_SOCKET=%s HOSTILE_PULSE_SOCKET=%s HOSTILE_ABSTRACT=recd-vm-hostile HOSTILE_TCP_PORT=47123 HOSTILE_OTHER_PID=%s\n' \
+    "$home/private/id_ed25519" "$data/catalog.sqlite" "$data/Recordings" \
+    "$data/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" \
+    "$sock" "$runtime/pulse/native" \
     "$(pgrep -u "$user" -x pulseaudio | head -n 1)" > "$units/recd.service.d/hostile.conf"
   as_user systemctl --user daemon-reload
   ffmpeg -v error -f lavfi -i sine=frequency=660:duration=1 "$home/hostile.wav"
