@@ -1,16 +1,18 @@
 // The bounded queue between the capture thread and the encoder thread.
 import Foundation
 
-/// A single-producer, single-consumer ring of interleaved S16 frames.
+/// A single-producer, single-consumer ring of interleaved frames: S16 samples (`PCMRingBuffer`),
+/// or a device's own bytes (`FrameRing<UInt8>`, a frame's bytes as its "channels") where they are
+/// converted on another thread than the one that captured them.
 ///
 /// The capture thread `write`s and never blocks: when the ring is full (the encoder or the disk has
 /// stalled for longer than the ring holds) the frames that do not fit are dropped and counted, so the
 /// device is never overrun because of a slow consumer. The encoder thread `read`s, blocking until a
 /// requested amount is there or the producer has `close`d the ring.
-public final class PCMRingBuffer: @unchecked Sendable {
+public final class FrameRing<Sample: FixedWidthInteger>: @unchecked Sendable {
     public let channels: Int
     public let capacityFrames: Int
-    private var storage: [Int16]
+    private var storage: [Sample]
     private var readFrame = 0      // index of the oldest frame (mod capacity)
     private var count = 0          // frames held
     private var closed = false
@@ -28,7 +30,7 @@ public final class PCMRingBuffer: @unchecked Sendable {
         precondition(capacityFrames > 0 && channels > 0)
         self.channels = channels
         self.capacityFrames = capacityFrames
-        storage = [Int16](repeating: 0, count: capacityFrames * channels)
+        storage = [Sample](repeating: 0, count: capacityFrames * channels)
     }
 
     /// Frames dropped because the ring was full.
@@ -36,7 +38,7 @@ public final class PCMRingBuffer: @unchecked Sendable {
 
     /// Copies up to `frames` frames in; returns how many fit (the rest are counted as dropped).
     @discardableResult
-    public func write(_ samples: UnsafeBufferPointer<Int16>, frames: Int) -> Int {
+    public func write(_ samples: UnsafeBufferPointer<Sample>, frames: Int) -> Int {
         condition.lock()
         defer { condition.unlock() }
         let n = min(frames, capacityFrames - count)
@@ -78,7 +80,7 @@ public final class PCMRingBuffer: @unchecked Sendable {
 
     /// Blocks until `minFrames` frames are held (or the ring is closed), then copies up to
     /// `buffer.count / channels` frames out. Returns the number of frames copied; 0 means closed and empty.
-    public func read(into buffer: UnsafeMutableBufferPointer<Int16>, minFrames: Int) -> Int {
+    public func read(into buffer: UnsafeMutableBufferPointer<Sample>, minFrames: Int) -> Int {
         while true {
             let (frames, flush) = readBlock(into: buffer, minFrames: minFrames)
             if frames > 0 || !flush { return frames }
@@ -88,7 +90,7 @@ public final class PCMRingBuffer: @unchecked Sendable {
     /// `read`, which also returns early at a `markFlush()`; `flush` is true when this read reached
     /// the mark (everything written before it has now been read). `(0, true)` is not the end: that
     /// is `(0, false)`.
-    public func readBlock(into buffer: UnsafeMutableBufferPointer<Int16>, minFrames: Int) -> (frames: Int, flush: Bool) {
+    public func readBlock(into buffer: UnsafeMutableBufferPointer<Sample>, minFrames: Int) -> (frames: Int, flush: Bool) {
         let maxFrames = buffer.count / channels
         let want = min(max(1, minFrames), maxFrames, capacityFrames)
         condition.lock()
@@ -117,3 +119,6 @@ public final class PCMRingBuffer: @unchecked Sendable {
         return (n, flush)
     }
 }
+
+/// The ring between the capture (or conversion) thread and the encoder thread: S16 frames.
+public typealias PCMRingBuffer = FrameRing<Int16>

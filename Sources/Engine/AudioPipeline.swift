@@ -77,13 +77,15 @@ final class FirstArrival: Sendable {
 /// them; the encoder thread (owned here) reads blocks from the ring into the sink and the waveform.
 /// Faults go to the latch.
 ///
-/// Capture never waits for a media worker (issue 36): the sink (a writer in a worker) and the
-/// converter (when the device's format is not the recording's) are made by the encoder thread once
-/// both threads run, while the capture thread already fills the ring — or, before the converter is
-/// there, keeps the device's own bytes aside (`backlog`) and converts them first once it is. So a
-/// take holds its sound from the first period the device delivered, however long a worker takes to
-/// start (an exec of recd-media and FFmpeg's ~130 libraries: 40 ms on a quiet machine, seconds on a
-/// loaded one or a cold SD card). `sinkReady` tells when the sink is there, or why it never will be.
+/// Capture never waits for a media worker (issues 36 and 46). The sink (a writer in a worker) is made
+/// by the encoder thread once both threads run, while the capture thread already fills the ring. A
+/// device whose format is not the recording's (most USB microphones give S24 or S32, or 44.1 kHz)
+/// has its bytes put, as they are, into a second ring (`deviceRing`); a conversion thread of its own
+/// converts them in a worker and does what the capture thread does otherwise (pause, meters, the
+/// ring). So a take holds its sound from the first period the device delivered, however long a
+/// worker takes to start (an exec of recd-media and FFmpeg's ~130 libraries: 40 ms on a quiet
+/// machine, seconds on a loaded one or a cold SD card) or to answer. `sinkReady` tells when the sink
+/// is there, or why it never will be.
 final class AudioPipeline: @unchecked Sendable {
     let device: String
     private let source: AlsaCaptureSource
@@ -106,20 +108,20 @@ final class AudioPipeline: @unchecked Sendable {
     /// Frames to drop before the first one written, decided by the video side (see
     /// `VideoRecordingSession`); nil when the sound starts the file.
     private let leadIn: (@Sendable () -> Int64)?
-    /// The device's samples → the recording's format, on the capture thread; nil when the device
-    /// delivers the recording's format itself. Made on the encoder thread, taken by the capture thread.
+    /// The device's samples → the recording's format; nil when the device delivers the recording's
+    /// format itself.
     private let conversion: (format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int)?
-    private let converter = Mutex<HandedOver?>(nil)
-    /// The converter, made on the encoder thread and from then on used by the capture thread alone.
+    /// The device's bytes as captured (a frame's bytes as its channels), for the conversion thread:
+    /// `deviceRingSeconds` of them, through a worker's start or a stall; beyond, dropped and counted.
+    private let deviceRing: FrameRing<UInt8>?
+    static let deviceRingSeconds = 5
+    /// The converter, made on the encoder thread and from then on used by the conversion thread alone.
     private struct HandedOver: @unchecked Sendable { let converter: WorkerPCMConverter }
-    /// The capture thread's: device bytes captured before the converter was there, and how many more
-    /// frames it may hold (the ring's length of device frames); frames beyond are dropped, counted.
-    private var backlog: [UInt8] = []
-    private var backlogRoom: Int
-    private let backlogDropped = Atomic<Int>(0)
-    /// Pause and resume, applied on the capture thread (see `CapturePause`).
+    /// Signalled once the conversion thread has put everything into `ring` (or will never run).
+    private let conversionDone = DispatchSemaphore(value: 0)
+    /// Pause and resume, applied on the capture thread, or the conversion thread (see `CapturePause`).
     let pause: CapturePause
-    /// The capture thread's copy of a period being faded (the captured buffer is not ours to change).
+    /// The delivering thread's copy of a period being faded (the captured buffer is not ours to change).
     private var fadeScratch: [Int16] = []
 
     /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall, or a worker's start,
@@ -144,10 +146,12 @@ final class AudioPipeline: @unchecked Sendable {
         let d = source.deviceFormat
         if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
             conversion = nil
+            deviceRing = nil
         } else {
-            conversion = (CapturedSampleFormat(d.format), d.rate, d.channels, capture.sampleRate, capture.channels)
+            let format = CapturedSampleFormat(d.format)
+            conversion = (format, d.rate, d.channels, capture.sampleRate, capture.channels)
+            deviceRing = FrameRing(capacityFrames: d.rate * Self.deviceRingSeconds, channels: d.channels * format.bytesPerSample)
         }
-        backlogRoom = d.rate * ringSeconds
     }
 
     /// What the device delivers and what is recorded, for the start reply and status.
@@ -163,62 +167,20 @@ final class AudioPipeline: @unchecked Sendable {
         encoderThread.name = "recd-encoder"
         encoderThread.start()
         source.start(clock: clock, deliver: { [self] raw, frames in
-            // Meters, waveform and file all see the recording's format.
-            // While paused nothing is written or metered; the joins are faded (`CapturePause`).
-            func take(_ samples: UnsafeBufferPointer<Int16>, _ frames: Int) {
-                guard frames > 0 else { return }
-                let plan = self.pause.plan(frames: frames)
-                switch plan {
-                case .drop:
-                    return
-                case .keep:
-                    self.ring.write(samples, frames: frames)
-                    self.meter.process(samples, frames: frames, self.onMeter)
-                case .fadeOut, .fadeIn:
-                    let channels = self.ring.channels
-                    let count = if case .fadeOut(let n) = plan { n } else { frames }
-                    if self.fadeScratch.count < count * channels { self.fadeScratch = [Int16](repeating: 0, count: count * channels) }
-                    self.fadeScratch.withUnsafeMutableBufferPointer { scratch in
-                        let part = UnsafeMutableBufferPointer(rebasing: scratch[0..<(count * channels)])
-                        _ = part.update(fromContentsOf: UnsafeBufferPointer(rebasing: samples[0..<(count * channels)]))
-                        self.pause.fade(plan, part, frames: count, channels: channels)
-                        self.ring.write(UnsafeBufferPointer(part), frames: count)
-                        self.meter.process(UnsafeBufferPointer(part), frames: count, self.onMeter)
-                    }
-                    // Paused: what came before goes to the disk now, not when the next block fills.
-                    if case .fadeOut = plan { self.ring.markFlush() }
-                }
-            }
-            if let conversion = self.conversion {
-                let frameBytes = conversion.channels * conversion.format.bytesPerSample
-                guard let converter = self.converter.withLock({ $0 })?.converter else {
-                    // No converter yet (its worker is starting): the device's bytes wait here.
-                    let kept = min(frames, self.backlogRoom)
-                    self.backlog.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<(kept * frameBytes)]))
-                    self.backlogRoom -= kept
-                    if kept < frames { self.backlogDropped.add(frames - kept, ordering: .relaxed) }
-                    self.first.arrived()
-                    return
-                }
-                do {
-                    if !self.backlog.isEmpty {
-                        let waiting = self.backlog
-                        self.backlog = []
-                        let converted = try waiting.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: $0.count / frameBytes) }
-                        take(converted, converted.count / converter.output.channels)
-                    }
-                    let converted = try converter.convert(raw.baseAddress!, frames: frames)
-                    take(converted, converted.count / converter.output.channels)
-                } catch {
-                    self.faults.report(EngineError.conversion(device: self.device, underlying: error))
-                }
+            if let deviceRing = self.deviceRing {
+                // Into the device ring as they are: the conversion thread takes them from there.
+                deviceRing.write(raw.assumingMemoryBound(to: UInt8.self), frames: frames)
             } else {
-                take(raw.assumingMemoryBound(to: Int16.self), frames)
+                self.take(raw.assumingMemoryBound(to: Int16.self), frames)
             }
             self.first.arrived()
         }, onEnd: { [self] error in
-            self.pause.captureEnded()
-            self.ring.close()
+            if let deviceRing = self.deviceRing {
+                deviceRing.close()   // the conversion thread ends the rest once it has converted all
+            } else {
+                self.pause.captureEnded()
+                self.ring.close()
+            }
             if let error {
                 // Failed before the first buffer: that is start's error, not a fault.
                 if self.first.hasArrived { self.faults.report(error) } else { self.first.failed(error) }
@@ -226,13 +188,77 @@ final class AudioPipeline: @unchecked Sendable {
         })
     }
 
+    /// Sound in the recording's format, from the capture thread or the conversion thread: paused or
+    /// not (`CapturePause`), metered and put into the ring. Meters, waveform and file all see it.
+    private func take(_ samples: UnsafeBufferPointer<Int16>, _ frames: Int) {
+        guard frames > 0 else { return }
+        let plan = pause.plan(frames: frames)
+        switch plan {
+        case .drop:
+            return
+        case .keep:
+            ring.write(samples, frames: frames)
+            meter.process(samples, frames: frames, onMeter)
+        case .fadeOut, .fadeIn:
+            let channels = ring.channels
+            let count = if case .fadeOut(let n) = plan { n } else { frames }
+            if fadeScratch.count < count * channels { fadeScratch = [Int16](repeating: 0, count: count * channels) }
+            fadeScratch.withUnsafeMutableBufferPointer { scratch in
+                let part = UnsafeMutableBufferPointer(rebasing: scratch[0..<(count * channels)])
+                _ = part.update(fromContentsOf: UnsafeBufferPointer(rebasing: samples[0..<(count * channels)]))
+                pause.fade(plan, part, frames: count, channels: channels)
+                ring.write(UnsafeBufferPointer(part), frames: count)
+                meter.process(UnsafeBufferPointer(part), frames: count, onMeter)
+            }
+            // Paused: what came before goes to the disk now, not when the next block fills.
+            if case .fadeOut = plan { ring.markFlush() }
+        }
+    }
+
+    /// The conversion thread: the device's bytes, as many as are there (a period, or what waited
+    /// while the worker started or stalled), converted in one round trip, then `take`n. Ends the
+    /// rest of the pipeline once the device ring is closed and empty.
+    private func convertLoop(_ converter: WorkerPCMConverter, from deviceRing: FrameRing<UInt8>) {
+        defer {
+            pause.captureEnded()
+            ring.close()
+            conversionDone.signal()
+        }
+        var bytes = [UInt8](repeating: 0, count: Self.encoderBlockFrames * deviceRing.channels)
+        var failed = false
+        while true {
+            let frames = bytes.withUnsafeMutableBufferPointer { deviceRing.read(into: $0, minFrames: 1) }
+            if frames == 0 { return }
+            if failed { continue }   // drained, so that capture never finds the ring full for nothing
+            do {
+                let converted = try bytes.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: frames) }
+                take(converted, converted.count / converter.output.channels)
+            } catch {
+                failed = true
+                faults.report(EngineError.conversion(device: device, underlying: error))
+            }
+        }
+    }
+
     static let encoderBlockFrames = 16384
 
-    /// The encoder thread's first work: the converter and the sink (each may start a worker).
+    /// The encoder thread's first work: the converter and its thread, then the sink (each may start
+    /// a worker).
     private func prepare() throws -> any AudioSink {
-        if let c = conversion {
-            let made = try WorkerPCMConverter(from: c.format, rate: c.rate, channels: c.channels, toRate: c.toRate, toChannels: c.toChannels)
-            converter.withLock { $0 = HandedOver(converter: made) }
+        if let c = conversion, let deviceRing {
+            let converter: WorkerPCMConverter
+            do {
+                converter = try WorkerPCMConverter(from: c.format, rate: c.rate, channels: c.channels, toRate: c.toRate, toChannels: c.toChannels)
+            } catch {
+                // No conversion thread will run: what it would have ended, ended here.
+                pause.captureEnded()
+                conversionDone.signal()
+                throw error
+            }
+            let handed = HandedOver(converter: converter)
+            let thread = Thread { [self] in self.convertLoop(handed.converter, from: deviceRing) }
+            thread.name = "recd-convert"
+            thread.start()
         }
         return try makeSink()
     }
@@ -301,6 +327,12 @@ final class AudioPipeline: @unchecked Sendable {
     /// Blocking; idempotent. Returns the sink's error, if it had one.
     func stop() -> (any Error)? {
         source.stop()
+        if let deviceRing {
+            // What the device gave is converted to the end first (the conversion thread closes the ring).
+            deviceRing.close()
+            conversionDone.wait()
+            conversionDone.signal()
+        }
         ring.close()
         encoderDone.wait()
         encoderDone.signal()
@@ -317,7 +349,7 @@ final class AudioPipeline: @unchecked Sendable {
     var stats: CaptureStats {
         let c = source.stats
         return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
-                            droppedFrames: c.overrunFrames + ring.droppedFrames + Int64(backlogDropped.load(ordering: .relaxed)))
+                            droppedFrames: c.overrunFrames + ring.droppedFrames + (deviceRing?.droppedFrames ?? 0))
     }
 }
 

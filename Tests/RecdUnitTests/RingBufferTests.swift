@@ -15,6 +15,21 @@ final class PCMRingBufferTests: XCTestCase {
         XCTAssertEqual(ring.droppedFrames, 0)
     }
 
+    /// The device ring of a conversion: a device's own bytes, 3 a frame (S24 packed, mono), kept
+    /// whole and in order across the wrap, while the conversion thread lags behind.
+    func testADeviceRingKeepsOddSizedFramesWholeAcrossTheWrap() {
+        let ring = FrameRing<UInt8>(capacityFrames: 7, channels: 3)
+        var out = [UInt8](repeating: 0, count: 3 * 7)
+        var next: UInt8 = 0
+        for _ in 0..<9 {
+            let input: [UInt8] = (0..<12).map { _ in next &+= 1; return next }   // 4 frames
+            XCTAssertEqual(input.withUnsafeBufferPointer { ring.write($0, frames: 4) }, 4)
+            XCTAssertEqual(out.withUnsafeMutableBufferPointer { ring.read(into: $0, minFrames: 4) }, 4)
+            XCTAssertEqual(Array(out[0..<12]), input)
+        }
+        XCTAssertEqual(ring.droppedFrames, 0)
+    }
+
     func testAFullRingDropsAndCountsInsteadOfBlocking() {
         let ring = PCMRingBuffer(capacityFrames: 4, channels: 1)
         let input: [Int16] = [1, 2, 3, 4, 5, 6]
