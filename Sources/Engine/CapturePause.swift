@@ -158,6 +158,19 @@ final class CapturePause: Sendable {
         }
     }
 
+    /// Waits (at most `timeoutMs`) until the sound in the file reaches `frames` (counted from the
+    /// first frame delivered), or a pause holds it short of them: a video's stop, for the sound to
+    /// reach its last picture.
+    func waitForFile(through frames: Double, timeoutMs: Int) {
+        let deadline = Date().addingTimeInterval(Double(timeoutMs) / 1000)
+        progress.lock()
+        waiters.add(1, ordering: .sequentiallyConsistent)   // before the reads: as `waitForSound`
+        defer { waiters.subtract(1, ordering: .sequentiallyConsistent); progress.unlock() }
+        while !isPaused && deliveredInFile < frames {
+            if !progress.wait(until: deadline) { return }
+        }
+    }
+
     /// Where capture position `position` lands in the file (still counted from the first frame
     /// delivered): earlier than the position by every pause before it. Nil when it falls in a pause.
     func filePosition(of position: Double) -> Double? {

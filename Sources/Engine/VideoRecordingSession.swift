@@ -326,12 +326,8 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         if let audio, let sink = audioSink {
             if let start = origin.current, let end = writer.videoEnd {
                 let frames = Int64((Double(end) * Double(VideoEncoding.timeBase.num) / Double(VideoEncoding.timeBase.den) * rate).rounded())
-                let deadline = DispatchTime.now().uptimeNanoseconds + 500_000_000
                 // (Stopped while paused: the sound has ended where the pause began.)
-                while !audio.pause.isPaused && audio.pause.deliveredInFile < Double(start + frames)
-                        && DispatchTime.now().uptimeNanoseconds < deadline {
-                    usleep(5_000)
-                }
+                audio.pause.waitForFile(through: Double(start + frames), timeoutMs: 500)
                 sink.cut(at: frames)
             } else {
                 sink.cut(at: .max)   // no picture at all: keep the sound
