@@ -2,6 +2,7 @@
 # Runs INSIDE the test VM (scripts/vm/run-in-vm.sh): recd records from hw:Loopback,1,0 while aplay holds
 # the loopback to a format that is not the recording's (snd-aloop: the first side to open fixes it), as
 # a stereo-only codec, a 44.1 kHz USB microphone, a 96 kHz interface or a mono-only device would.
+# stall44k is the 44.1 kHz take again with the converter's worker stopped for 3 s in the middle.
 # Usage: aloop-formats.sh RECD RECCTL OUTDIR — OUTDIR holds the tones made on the host:
 #   s32-44k-stereo.wav, s16-48k-mono.wav, s16-96k-stereo.wav
 # Writes OUTDIR/<case>.json (recctl's start reply), OUTDIR/<case>.m4a (the file), OUTDIR/<case>.ffmpeg-maps.txt
@@ -24,7 +25,7 @@ start_recd() { # extra recd options...
 }
 stop_recd() { kill "$recd_pid"; wait "$recd_pid" || true; }
 
-take() { # case-name tone.wav
+take() { # case-name tone.wav [stall]
   aplay -q -D hw:Loopback,0,0 "$out/$2" &
   local player=$!
   sleep 0.5
@@ -33,6 +34,15 @@ take() { # case-name tone.wav
   # The recording's media worker (recd's child) maps FFmpeg: the count below, which must find it there.
   for w in $(cat /proc/"$recd_pid"/task/*/children); do grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$w/maps" || true; done \
     | sort -n | tail -n 1 > "$out/$1.worker-ffmpeg-maps.txt"
+  if [ "${3:-}" = stall ]; then
+    # The converter's worker stopped for 3 s (as one stuck on a loaded machine): capture goes on,
+    # and what it captured meanwhile is converted once the worker answers again. It is the take's
+    # first worker (the pipeline makes the converter before the writer), so the lowest pid.
+    converter=$(cat /proc/"$recd_pid"/task/*/children | tr ' ' '\n' | grep . | sort -n | head -n 1)
+    kill -STOP "$converter"
+    sleep 3
+    kill -CONT "$converter"
+  fi
   sleep 2.5
   "$recctl" --socket "$sock" --json record stop > "$out/$1.stop.json"
   # FFmpeg's libraries mapped in recd (none: the conversion and the encoding ran in a media worker).
@@ -47,6 +57,9 @@ take() { # case-name tone.wav
 start_recd                   # the defaults: 48 kHz mono
 "$recctl" --socket "$sock" --json devices > "$out/devices.json"
 take stereo44k s32-44k-stereo.wav
+stop_recd
+start_recd                   # a fresh recd: no worker kept from the take before
+take stall44k s32-44k-stereo.wav stall
 take rate96k s16-96k-stereo.wav
 stop_recd
 start_recd --channels 2      # a stereo recording from a mono-only device
