@@ -29,8 +29,9 @@ fi
 
 # The halves run the test bundle itself: two `swift test` would take turns (SwiftPM locks .build).
 xctest="$($swift build --show-bin-path)/recdPackageTests.xctest"
-# The classes that keep a core busy: QEMU guests (TCG here) and the package's build and clean root.
-busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests'
+# The classes that keep a core busy: QEMU guests (TCG here), the package's build and clean root, and
+# schemathesis generating requests: chosen so that the halves end about together.
+busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests|FuzzTests'
 classes=$("$xctest" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | uniq)
 busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | paste -sd, -)
 waiting=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | paste -sd, -)
