@@ -90,6 +90,8 @@ final class KernelDriverTests: XCTestCase {
             let stop = try APIJSON.decoder().decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("\(name).stop.json")))
             XCTAssertEqual(try XCTUnwrap(Probe.audio(file).duration), Double(stop.capture.framesCaptured) / 48000, accuracy: 0.15, name)
             if name == "stall44k" {
+                let stopped = try String(contentsOf: out.appendingPathComponent("stall44k.stopped.txt"), encoding: .utf8)
+                XCTAssertTrue(stopped.contains("recd-media") && stopped.contains("State:\tT"), stopped)
                 // Nothing lost to the stopped worker: no overrun, nothing dropped, the whole time there.
                 XCTAssertEqual(stop.capture.droppedFrames, 0, "\(stop.capture)")
                 XCTAssertEqual(stop.capture.overruns, 0, "\(stop.capture)")

@@ -40,7 +40,10 @@ take() { # case-name tone.wav [stall]
     # first worker (the pipeline makes the converter before the writer), so the lowest pid.
     converter=$(cat /proc/"$recd_pid"/task/*/children | tr ' ' '\n' | grep . | sort -n | head -n 1)
     kill -STOP "$converter"
-    sleep 3
+    sleep 0.2
+    # What was stopped, for the host to check: a media worker, stopped.
+    { tr '\0' ' ' < /proc/"$converter"/cmdline; echo; grep '^State:' /proc/"$converter"/status; } > "$out/$1.stopped.txt"
+    sleep 2.8
     kill -CONT "$converter"
   fi
   sleep 2.5
