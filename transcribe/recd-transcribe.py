@@ -14,6 +14,9 @@ u32 header length, a u32 payload length, the header (JSON), the payload (bytes).
                        or {"error": TEXT}
 
 It ends when recd closes the socket. Usage: recd-transcribe.py MODEL_DIR
+The messages are recd's types `TranscriberWire.Request` and `.Reply` (Sources/MediaWorker/Transcriber.swift);
+`recd-transcribe.py --protocol-samples` prints one of each this script sends, built by the functions
+that send them, and the operations it reads: recd's TranscriberWireTests decodes them with those types.
 
 The launcher's seccomp filter already refuses new sockets, signals to other processes, ptrace and
 the like (WorkerSandbox.swift); it lets execve through, since that is how this process began.
@@ -101,6 +104,40 @@ def send(sock, message):
     sock.sendall(struct.pack("<II", len(header), 0) + header)
 
 
+OPERATIONS = ("append", "transcribe")
+
+
+def ready_message(model_dir):
+    return {"ready": {"model": os.path.basename(model_dir.rstrip("/"))}}
+
+
+def segment_message(s):
+    words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3), "probability": round(w.probability, 3)}
+             for w in (s.words or [])]
+    return {"segment": {"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text, "words": words}}
+
+
+def done_message(info):
+    return {"done": {"language": info.language, "duration": round(info.duration, 3)}}
+
+
+def error_message(text):
+    return {"error": text}
+
+
+def protocol_samples():
+    """The operations read, then one of each message sent, one JSON per line (see the docstring)."""
+    from types import SimpleNamespace as Fake
+    word = Fake(word=" Hello", start=0.0, end=0.4821, probability=0.91234)
+    print(json.dumps({"operations": list(OPERATIONS)}))
+    for message in (ready_message("/opt/recd/transcribe/models/base/"),
+                    segment_message(Fake(start=0.0, end=0.4821, text=" Hello", words=[word])),
+                    segment_message(Fake(start=1.0, end=2.0, text=" …", words=None)),
+                    done_message(Fake(language="en", duration=2.5)),
+                    error_message("could not load the model in /nowhere: it is not one")):
+        print(json.dumps(message, ensure_ascii=False))
+
+
 def transcribe(model, pcm):
     import ctranslate2
     import numpy
@@ -115,13 +152,13 @@ def transcribe(model, pcm):
     segments, info = model.transcribe(audio, word_timestamps=True, vad_filter=True, beam_size=5,
                                       condition_on_previous_text=False)
     for s in segments:
-        words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3), "probability": round(w.probability, 3)}
-                 for w in (s.words or [])]
-        yield {"segment": {"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text, "words": words}}
-    yield {"done": {"language": info.language, "duration": round(info.duration, 3)}}
+        yield segment_message(s)
+    yield done_message(info)
 
 
 def main():
+    if sys.argv[1:] == ["--protocol-samples"]:
+        return protocol_samples()
     if len(sys.argv) != 2:
         sys.exit("recd-transcribe is started by recd itself (usage: recd-transcribe.py MODEL_DIR)")
     model_dir = sys.argv[1]
@@ -140,28 +177,29 @@ def main():
             get_vad_model()
         model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=os.cpu_count() or 1)
     except Exception as e:  # a model directory that is not one, a package missing
-        send(sock, {"error": f"could not load the model in {model_dir}: {e}"})
+        send(sock, error_message(f"could not load the model in {model_dir}: {e}"))
         return
     if not refuse_exec():
         print("recd-transcribe: execve stays allowed (no seccomp filter for this machine)", file=sys.stderr)
-    send(sock, {"ready": {"model": os.path.basename(model_dir.rstrip("/"))}})
+    send(sock, ready_message(model_dir))
     pcm = bytearray()
     while True:
         try:
             header, payload = read_frame(sock)
         except (EOFError, ConnectionError):
             return   # recd is done with us
-        if header.get("op") == "append":
+        op = header.get("op")
+        if op == OPERATIONS[0]:   # append
             pcm += payload
-        elif header.get("op") == "transcribe":
+        elif op == OPERATIONS[1]:   # transcribe
             try:
                 for message in transcribe(model, bytes(pcm)):
                     send(sock, message)
             except Exception as e:
-                send(sock, {"error": f"{type(e).__name__}: {e}"})
+                send(sock, error_message(f"{type(e).__name__}: {e}"))
             pcm = bytearray()
         else:
-            send(sock, {"error": f"no operation {header.get('op')!r}"})
+            send(sock, error_message(f"no operation {op!r}"))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,59 @@ public enum TranscriberInput {
     public static let channels = 1
 }
 
+/// The transcriber's protocol, defined once: what recd sends (`Request`) and what it answers
+/// (`Reply`), each frame a header of JSON in recd's worker framing (`WireIO`). transcribe/recd-transcribe.py
+/// speaks it; `TranscriberWireTests` holds the script's own messages (`--protocol-samples`) to these types.
+public enum TranscriberWire {
+    /// recd → transcriber: `append` (with 16 kHz mono S16 samples as the payload), as many as the
+    /// recording takes; then `transcribe`: the sound appended so far, then forgotten.
+    public enum Operation: String, Codable, CaseIterable, Sendable { case append, transcribe }
+
+    public struct Request: Codable, Sendable {
+        public var op: Operation
+        public init(_ op: Operation) { self.op = op }
+        /// The header's bytes.
+        public var header: [UInt8] { Array((try? JSONEncoder().encode(self)) ?? Data()) }
+    }
+
+    /// transcriber → recd, exactly one of: `ready` once the model is loaded; a `segment` as each is
+    /// found; `done` after the last; `error` (the model could not load, or a job failed).
+    public enum Reply: Decodable, Sendable, Equatable {
+        case ready(model: String)
+        case segment(TranscriptSegment)
+        case done(language: String?, duration: Double?)
+        case error(String)
+
+        private enum Key: String, CodingKey, CaseIterable { case ready, segment, done, error }
+        private struct Ready: Decodable { var model: String }
+        private struct Done: Decodable { var language: String?; var duration: Double? }
+
+        /// One key, a known one: a reply of another shape is the transcriber's failure, not a guess.
+        public init(from decoder: any Decoder) throws {
+            let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            guard keys.count == 1, let key = Key(rawValue: keys[0]) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a reply must have one of \(Key.allCases.map(\.rawValue)), not \(keys)"))
+            }
+            let c = try decoder.container(keyedBy: Key.self)
+            switch key {
+            case .ready: self = .ready(model: try c.decode(Ready.self, forKey: .ready).model)
+            case .segment: self = .segment(try c.decode(TranscriptSegment.self, forKey: .segment))
+            case .done:
+                let d = try c.decode(Done.self, forKey: .done)
+                self = .done(language: d.language, duration: d.duration)
+            case .error: self = .error(try c.decode(String.self, forKey: .error))
+            }
+        }
+
+        private struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+    }
+}
+
 /// What went wrong with the transcriber (not with a recording).
 public enum TranscriberError: Error, CustomStringConvertible, Sendable {
     /// Not installed where recd looked: the folder, and how to install it.
@@ -59,9 +112,11 @@ public final class Transcriber: @unchecked Sendable {
             throw .failed("\(error)")
         }
         do {
-            let first = try receive(deadline: .now + .seconds(loadSeconds))
-            if let error = first.error { throw TranscriberError.failed(error) }
-            guard first.ready != nil else { throw TranscriberError.failed("it did not say it was ready") }
+            switch try receive(deadline: .now + .seconds(loadSeconds)) {
+            case .ready: break
+            case .error(let error): throw TranscriberError.failed(error)
+            default: throw TranscriberError.failed("it did not say it was ready")
+            }
         } catch {
             end()
             throw error as? TranscriberError ?? .failed("\(error)")
@@ -72,7 +127,7 @@ public final class Transcriber: @unchecked Sendable {
     public func append(_ samples: UnsafeBufferPointer<Int16>) throws(TranscriberError) {
         let seconds = MediaWorkerPool.stallLimit
         do {
-            try WireIO.write(fd, header: Array(#"{"op":"append"}"#.utf8), payload: UnsafeRawBufferPointer(samples),
+            try WireIO.write(fd, header: Self.append, payload: UnsafeRawBufferPointer(samples),
                              deadline: .now + .seconds(seconds))
         } catch is WireIO.TimedOut {
             kill(pid, SIGKILL)
@@ -88,15 +143,17 @@ public final class Transcriber: @unchecked Sendable {
     /// `stallSeconds`: how long it may go without a segment before it is taken for stuck and killed.
     public func transcribe(stallSeconds: Int, onSegment: (TranscriptSegment) -> Void) throws(TranscriberError) -> (segments: [TranscriptSegment], language: String?) {
         do {
-            try WireIO.write(fd, header: Array(#"{"op":"transcribe"}"#.utf8), payload: nil, deadline: .now + .seconds(stallSeconds))
+            try WireIO.write(fd, header: Self.transcribe, payload: nil, deadline: .now + .seconds(stallSeconds))
             var segments: [TranscriptSegment] = []
             while true {
-                let message = try receive(deadline: .now + .seconds(stallSeconds))
-                if let error = message.error { throw TranscriberError.failed(error) }
-                if let done = message.done { return (segments, done.language) }
-                guard let segment = message.segment else { throw TranscriberError.failed("an answer of no known kind") }
-                segments.append(segment)
-                onSegment(segment)
+                switch try receive(deadline: .now + .seconds(stallSeconds)) {
+                case .error(let error): throw TranscriberError.failed(error)
+                case .done(let language, _): return (segments, language)
+                case .segment(let segment):
+                    segments.append(segment)
+                    onSegment(segment)
+                case .ready: throw TranscriberError.failed("it said it was ready in the middle of a job")
+                }
             }
         } catch let error as TranscriberError {
             throw error
@@ -129,20 +186,18 @@ public final class Transcriber: @unchecked Sendable {
 
     deinit { end() }
 
-    /// One message from the transcriber (transcribe/recd-transcribe.py's docstring).
-    private struct Message: Decodable {
-        struct Ready: Decodable { var model: String }
-        struct Done: Decodable { var language: String?; var duration: Double? }
-        var ready: Ready?
-        var segment: TranscriptSegment?
-        var done: Done?
-        var error: String?
-    }
+    /// The two requests' headers, encoded once.
+    private static let append = TranscriberWire.Request(.append).header
+    private static let transcribe = TranscriberWire.Request(.transcribe).header
 
-    private func receive(deadline: ContinuousClock.Instant) throws -> Message {
+    private func receive(deadline: ContinuousClock.Instant) throws -> TranscriberWire.Reply {
         var payload: [UInt8] = []
         let header = try WireIO.read(fd, payload: &payload, deadline: deadline)
-        return try JSONDecoder().decode(Message.self, from: Data(header))
+        do {
+            return try JSONDecoder().decode(TranscriberWire.Reply.self, from: Data(header))
+        } catch {
+            throw TranscriberError.failed("an answer recd does not read (\(error))")
+        }
     }
 
     /// The transcriber ended: how, for the error.
