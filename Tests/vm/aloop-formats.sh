@@ -26,7 +26,11 @@ start_recd() { # extra recd options...
 stop_recd() { kill "$recd_pid"; wait "$recd_pid" || true; }
 
 take() { # case-name tone.wav [stall]
-  aplay -q -D hw:Loopback,0,0 "$out/$2" &
+  # The tone from the guest's own memory and a 2 s buffer: read from the host's share, in a guest
+  # starved by a loaded host, the player underran and the loopback carried its gaps (440 Hz measured
+  # as 312-351, at -10.5 dBFS for -9, with recd counting no overrun and no lost frame).
+  cp "$out/$2" "$work/$2"
+  aplay -q -B 2000000 -D hw:Loopback,0,0 "$work/$2" &
   local player=$!
   sleep 0.5
   "$recctl" --socket "$sock" --json record start > "$out/$1.json"
