@@ -269,7 +269,9 @@ struct AudioAnalysis {
     var duration: Double
     var rms: Double
     var peak: Double
-    /// Estimated from upward zero crossings.
+    /// Estimated from upward zero crossings, counted with hysteresis (from below −10% of the peak to
+    /// above +10%): the encoder's noise around zero in a silent stretch (a paced source that
+    /// underran on a loaded machine) is not taken for a tone of a kilohertz.
     var frequency: Double
 
     static func of(_ file: String, skipSeconds: Double = 0.1) throws -> AudioAnalysis {
@@ -283,13 +285,16 @@ struct AudioAnalysis {
         let skip = min(samples.count, Int(skipSeconds * 48000))
         let body = samples[skip..<max(skip, samples.count - skip)]
         var sum = 0.0, peak = 0.0, crossings = 0
-        var previous: Int16 = 0
         for s in body {
             let v = Double(s) / 32768
             sum += v * v
             peak = max(peak, abs(v))
-            if previous < 0 && s >= 0 { crossings += 1 }
-            previous = s
+        }
+        let threshold = peak / 10
+        var below = false
+        for s in body {
+            let v = Double(s) / 32768
+            if v < -threshold { below = true } else if below && v > threshold { crossings += 1; below = false }
         }
         let n = Double(max(1, body.count))
         return AudioAnalysis(duration: Double(samples.count) / 48000, rms: (sum / n).squareRoot(), peak: peak,
