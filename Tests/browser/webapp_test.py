@@ -97,6 +97,36 @@ try:
     def click_text(tag, label):
         return click_first(lambda b: next((e for e in b.find_elements(By.TAG_NAME, tag) if label in e.text and e.is_displayed()), None))
 
+    def page_title():
+        return browser.execute_script("return document.title")
+
+    def titled(name):
+        """Whether the tab's title becomes `name` (the screen is drawn after the click that asked for it)."""
+        try:
+            return wait("the tab's title", lambda b: page_title() == name, 3)
+        except AssertionError:
+            return False
+
+    def focused_in_row(action="main"):
+        """The recording id of the row whose button (`action`: its data-action, or 'main' for the row
+        itself) has the focus; None when the focus is elsewhere (on <body>, say)."""
+        return browser.execute_script("""const a = document.activeElement, li = a && a.closest('li[data-id]');
+            if (!li) return null;
+            return (arguments[0] === 'main' ? a.classList.contains('row-main') : a.dataset.action === arguments[0]) ? li.dataset.id : null""", action)
+
+    def enter_twice(opener, question):
+        """Enter on `opener` opens its confirmation, and Enter again: the focus was on Cancel, so it
+        cancels (on the destructive button, Enter twice deleted). Returns [the focus on Cancel, its text]."""
+        el = wait(opener, lambda b: next((e for e in b.find_elements(By.CSS_SELECTOR, opener) if e.is_displayed()), None))
+        browser.execute_script("arguments[0].focus()", el)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        wait("the confirmation", lambda b: question in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+        on = browser.execute_script("const a = document.activeElement; return [a.matches('dialog[open] [data-cancel]'), a.textContent]")
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        wait("the dialog to close", lambda b: not b.find_elements(By.CSS_SELECTOR, "dialog[open]"))
+        time.sleep(0.3)   # a confirmation would have sent its request by now
+        return on
+
     try:
         browser.get(url)
         wait("the empty state", lambda b: "No recordings yet" in text())
@@ -354,8 +384,11 @@ try:
             check("a tab shown again is up to date", True)
         story("a tab shown again is up to date", many_tabs)
 
-        # Delete one: file and row go.
+        # Delete one: file and row go. Enter twice (open, then by habit) cancels: Cancel has the focus.
         path = os.path.join(data, recctl_json("show", take["id"])["file"])
+        on = enter_twice(f"li[data-id='{take['id']}'] [data-action=delete]", "Delete 'Evening walk'?")
+        check("delete's question focuses Cancel: Enter twice deletes nothing", on == [True, "Cancel"]
+              and os.path.exists(path) and recctl_json("show", take["id"])["state"] == "ready", on)
         click(f"li[data-id='{take['id']}'] [data-action=delete]")
         wait("the seed's question", lambda b: "Delete 'Evening walk'?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         shot("07-delete")
@@ -422,6 +455,10 @@ try:
               browser.find_element(By.ID, "title").text)
         time.sleep(1)
         click("[data-action=stop]")
+        wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=discard]"))
+        on = enter_twice("[data-action=discard]", "Discard recording?")
+        check("discard's question focuses Cancel: Enter twice discards nothing", on == [True, "Cancel"]
+              and recctl_json("list", "--state", "pending")["total"] == 1, on)
         click("[data-action=discard]")
         wait("the seed's question", lambda b: "Discard recording?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         click("dialog[open] [data-confirm]")
@@ -464,7 +501,11 @@ try:
             first = f.readline().strip()
         check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript", first)
 
-        # Delete All Data.
+        # Delete All Data. Enter twice cancels (it deleted the library: the focus was on Delete).
+        kept = recctl_json("list")["total"]
+        on = enter_twice("[data-action=delete-all]", "Delete All Data?")
+        check("Delete All's question focuses Cancel: Enter twice deletes nothing", on == [True, "Cancel"]
+              and kept > 0 and recctl_json("list")["total"] == kept, [on, kept])
         click("[data-action=delete-all]")
         wait("the confirmation", lambda b: "Delete All Data?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         click("dialog[open] [data-confirm]")

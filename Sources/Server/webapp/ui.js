@@ -26,21 +26,24 @@ export function toast(text) {
   toastTimer = setTimeout(() => { el.hidden = true; }, 2000);
 }
 
-/// The seed's alerts: resolves true when the person confirms.
+/// The seed's alerts: resolves true when the person confirms. Cancel has the focus: these dialogs
+/// delete or discard for good, and a focused action button made Enter twice (once to open, once by
+/// habit) delete a recording, a take, or the whole library.
 export function confirmDialog(title, message, action, danger = true) {
   const dialog = document.getElementById('dialog');
   return new Promise((resolve) => {
     const done = (v) => { dialog.close(); resolve(v); };
+    const cancel = h('button', { type: 'button', 'data-cancel': '', onclick: () => done(false) }, 'Cancel');
     dialog.replaceChildren(
       h('h2', { id: 'dialog-title' }, title),
       ...(message ? [h('p', {}, message)] : []),
       h('div', { class: 'actions' },
-        h('button', { type: 'button', onclick: () => done(false) }, 'Cancel'),
+        cancel,
         h('button', { type: 'button', class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
     dialog.setAttribute('aria-labelledby', 'dialog-title');
     dialog.onclose = () => resolve(false);
     dialog.showModal();
-    dialog.querySelector('[data-confirm]').focus();
+    cancel.focus();
   });
 }
 
