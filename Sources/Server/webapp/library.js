@@ -18,6 +18,31 @@ function marked(snippet) {
     .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 }
 
+/// The snippet's first <mark> inside its box: recd's snippet is about 12 words around what was found,
+/// not always centred on it, and the box shows two lines, so on a phone (4 or 5 words a line) the
+/// marked word was often on the third line, cut off. Words before it are dropped ("…" in their place),
+/// as few as needed, until the mark is in view: a binary search over how many, on the laid-out box.
+/// When text is cut after the box's last line, that line ends in the clamp's "…", which can cover
+/// a word at its end: the mark must then be above it.
+function fitSnippet(box) {
+  const mark = box.querySelector('mark');
+  if (!mark) return;
+  const lead = mark.previousSibling;
+  if (!lead || lead.nodeType !== Node.TEXT_NODE) return;
+  box.dataset.lead ??= lead.data;   // the text as recd sent it: fitted again from it at another width
+  const words = box.dataset.lead.split(/(?<=\s)/);
+  const shown = (n) => {
+    lead.data = n === 0 ? box.dataset.lead : '…' + words.slice(n).join('');
+    const b = box.getBoundingClientRect(), m = mark.getBoundingClientRect();
+    const cut = box.scrollHeight > box.clientHeight + 1;
+    return m.bottom <= b.bottom + 0.5 - (cut ? m.height : 0);
+  };
+  if (shown(0)) return;
+  let lo = 1, hi = words.length;   // shown(hi): nothing before the mark but "…"
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (shown(mid)) hi = mid; else lo = mid + 1; }
+  shown(lo);
+}
+
 export class Library {
   constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
     this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
@@ -31,7 +56,17 @@ export class Library {
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
+    // A snippet fitted at one width may hide its mark at a narrower one (a phone turned, a window
+    // made narrower): fitted again when the list's width changes.
+    let width = 0;
+    new ResizeObserver(([entry]) => {
+      if (Math.round(entry.contentRect.width) === width) return;
+      width = Math.round(entry.contentRect.width);
+      if (this.query) this.fitSnippets();
+    }).observe(this.body);
   }
+
+  fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
 
   /// The field changed: a search 250 ms after the last key, once it holds a letter or a digit (recd
   /// refuses a query without); emptied (or only punctuation), the library as it was.
@@ -93,7 +128,7 @@ export class Library {
       return;
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
-    if (this.query) { this.body.replaceChildren(...this.results()); return; }
+    if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
     const tab = (by, label) => h('button', {
       type: 'button', role: 'tab', 'aria-selected': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
