@@ -558,6 +558,11 @@ try:
         check("a page loaded while recd is away says how to start it",
               "recd is not reachable" in gone and "systemctl --user start recd" in text() and "errno" not in text(), text())
         shot("11-unreachable")
+        # ...and comes back by itself once recd answers (it said "reload this page" and stayed).
+        recd = start_recd()
+        back = time.time()
+        wait("the app without a reload by hand", lambda b: "No recordings yet" in text(), 15)
+        check(f"a page loaded while recd is away opens the app by itself once recd is back ({time.time() - back:.1f} s)", True)
     finally:
         browser.quit()
 except Exception:
