@@ -215,8 +215,13 @@ try:
         check("the scrub slider says its range and where it is", aria[0] == "0" and aria[1] is not None
               and abs(float(aria[1]) - saved["duration"]) <= 1 and aria[2] is not None and 0 <= float(aria[2]) <= float(aria[1])
               and " of " in (aria[3] or ""), aria)
+        hint = lambda: browser.find_element(By.CSS_SELECTOR, "#player [data-count-hint]").text
+        before = hint()
         wait("the playback to end and count", lambda b: recctl_json("show", take["id"])["playCount"] == 1, 20)
         wait("the row to show the play", lambda b: "1 play" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{take['id']}']").text)
+        after = wait("the hint to change", lambda b: hint() != before and hint(), 5)
+        check("the player's hint says when it counts, then that it was counted",
+              before == "Counts as a play when you close it or it ends." and after == "Counted as a play ✓", [before, after])
         time.sleep(1)
         check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
         click("[data-action=close]")

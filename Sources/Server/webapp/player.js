@@ -27,11 +27,16 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const pause = h('button', { type: 'button', 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
+  const hint = h('p', { class: 'hint', 'data-count-hint': '' },
+    counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
 
   const count = async () => {
     if (!state.counts || state.counted) return;
     state.counted = true;
-    try { onCounted(await api.played(recording.id)); } catch (e) { toast(e.message); }
+    try {
+      onCounted(await api.played(recording.id));
+      hint.textContent = 'Counted as a play ✓';   // it said "Counts as a play when…" after it had
+    } catch (e) { toast(e.message); }
   };
   state.close = async () => {
     if (current !== state) return;
@@ -108,7 +113,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     // (a spread list: replaceChildren, unlike h(), would print a null as "null")
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     ...(state.transcript ? [state.transcript.el] : []),
-    h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
+    hint);
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {
