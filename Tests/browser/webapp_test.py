@@ -433,6 +433,9 @@ try:
         check("the video plays in the page", playing == 320, playing)
         shot("09-video")
         click("[data-action=close]")
+        # Closed after being watched: one play, counted by the page's /played after the sheet is gone
+        # (read before it lands, the speaker's count below looked like two).
+        wait("the video's play to be counted", lambda b: recctl_json("show", video_id)["playCount"] == 1)
         # On recd's own speaker instead: driven from the page through /play and /playback; recd counts it.
         before = recctl_json("show", video_id)["playCount"]
         playing = lambda: recd_get("/v1/playback").get("playback") or {}
