@@ -142,6 +142,12 @@ try:
         frame = browser.execute_script("""const v = document.getElementById('view'), s = getComputedStyle(v);
             return [document.activeElement === v, s.outlineStyle, s.outlineWidth]""")
         check("no focus frame around the page on load", frame[0] and (frame[1] == "none" or frame[2] == "0px"), frame)
+        # Toasts are said by screen readers: their live region is in the page (not hidden) while
+        # empty; the screen itself is not a live region (each refresh was read out again).
+        live = browser.execute_script("""const t = document.getElementById('toast'), v = document.getElementById('view');
+            return [t.getAttribute('role'), t.getAttribute('aria-live'), t.hidden, getComputedStyle(t).display, t.textContent, v.getAttribute('aria-live')]""")
+        check("the toasts' live region is in the page while empty (role=status, polite); <main> is not live",
+              live == ["status", "polite", False, "block", "", None], live)
         shot("01-empty")
 
         # Record 2 s of the tone and see the meter move.

@@ -18,12 +18,15 @@ export function h(tag, props = {}, ...children) {
 }
 
 let toastTimer;
+/// A short message in the page's live region (#toast, role=status). The region is always in the page
+/// and empty between messages: a live region that is `hidden` until filled is not in the
+/// accessibility tree when its text changes, so screen readers never said the toast. Each message is
+/// a new element in it, so the same words twice are said twice.
 export function toast(text) {
-  const el = document.getElementById('toast');
-  el.textContent = text;
-  el.hidden = false;
+  const region = document.getElementById('toast');
+  region.replaceChildren(h('div', { class: 'toast' }, text));
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { el.hidden = true; }, 2000);
+  toastTimer = setTimeout(() => region.replaceChildren(), 2000);
 }
 
 /// The seed's alerts: resolves true when the person confirms. Cancel has the focus: these dialogs
