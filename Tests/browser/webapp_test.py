@@ -148,11 +148,13 @@ try:
             return [t.getAttribute('role'), t.getAttribute('aria-live'), t.hidden, getComputedStyle(t).display, t.textContent, v.getAttribute('aria-live')]""")
         check("the toasts' live region is in the page while empty (role=status, polite); <main> is not live",
               live == ["status", "polite", False, "block", "", None], live)
+        check("the library names the tab", titled("Recordings — recd"), page_title())
         shot("01-empty")
 
         # Record 2 s of the tone and see the meter move.
         click_text("button", "RECORD YOUR FIRST")
         click("[data-mode=audio]")
+        check("the record screen names the tab", titled("Record audio — recd"), page_title())
         click("[data-action=record]")
         peak = wait("the meter to move", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
         check("the meter shows the tone", bool(peak))
@@ -180,6 +182,7 @@ try:
         wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
         pending = recctl_json("list", "--state", "pending")["recordings"]
         check("stop leaves a pending take", len(pending) == 1, pending)
+        check("the preview names the tab", titled("Save the recording — recd"), page_title())
         take = pending[0]
         # The preview plays the take and never counts.
         click("[data-action=preview]")
@@ -508,6 +511,7 @@ try:
 
         # Export a CSV.
         click("#nav-data")
+        check("the Data screen names the tab", titled("Data — recd"), page_title())
         shot("08-data")
         click("[data-action=export]")
         csv = wait("the download", lambda b: next((os.path.join(downloads, f) for f in os.listdir(downloads) if f.endswith(".csv")), None))

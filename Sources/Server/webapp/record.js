@@ -6,7 +6,7 @@
 // after a reload, and from + NEW).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 
@@ -283,6 +283,7 @@ export class RecordScreen {
   /// library row. A blank title keeps the take's own (shown above the form).
   preview(r) {
     this.reset();
+    screenTitle(r.type === 'video' ? 'Record video' : 'Record audio', 'Save the recording');
     const form = metadataForm({ optional: true, notes: r.notes, purpose: r.purpose });
     const error = h('p', { class: 'banner', role: 'alert', hidden: true });
     const discard = async () => {

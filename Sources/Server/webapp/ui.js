@@ -17,6 +17,13 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
+/// The screen's name in the header and in the tab's title: each screen has its own, so tabs, history
+/// and a screen reader's "page title" tell them apart (it was "Recordings — recd" on every screen).
+export function screenTitle(heading, name = heading) {
+  document.getElementById('title').textContent = heading;
+  document.title = `${name} — recd`;
+}
+
 let toastTimer;
 /// A short message in the page's live region (#toast, role=status). The region is always in the page
 /// and empty between messages: a live region that is `hidden` until filled is not in the
