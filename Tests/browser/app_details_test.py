@@ -116,9 +116,11 @@ try:
             click("[data-action=record]")
             time.sleep(0.3)
             shown = js("return [document.querySelector('[data-action]').closest('section').textContent]")[0]
+            held = js("const a = document.activeElement; return [a.dataset.action, a.getAttribute('aria-disabled')]")
         finally:
             recd.send_signal(signal.SIGCONT)
         check("a start that takes time shows starting… at once", "starting…" in shown.lower(), shown[:200])
+        check("meanwhile RECORD keeps the focus (aria-disabled, not disabled: the focus fell to <body>)", held == ["record", "true"], held)
         wait("the recording", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"))
         wait("the meter", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
         marks = js("""const m = document.querySelector('.timer .rec-mark'), i = document.querySelector('.record .big-icon');

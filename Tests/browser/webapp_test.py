@@ -234,6 +234,9 @@ try:
         time.sleep(1)
         check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
         click("[data-action=close]")
+        # The row was drawn anew when the play was counted: the focus goes back to it, not to <body>.
+        back = wait("the focus back on the row", lambda b: focused_in_row(), 5)
+        check("closing the player gives the focus back to the row that opened it", back == take["id"], back)
 
         # Titles and notes are counted as recd counts them, in graphemes: 40 😀 fit (maxlength, in UTF-16
         # units, stopped at 20), 👍🏽 is one (not two code points). Typed through CDP: chromedriver's
@@ -268,6 +271,8 @@ try:
         click("[data-action=save-changes]")
         wait("the updated toast", lambda b: "Recording updated ✓" in b.find_element(By.ID, "toast").text)
         check("edit changes the title", recctl_json("show", take["id"])["title"] == "Evening walk")
+        back = wait("the focus back on the row", lambda b: focused_in_row("edit"), 5)
+        check("after saving an edit the focus is on the row's Edit again", back == take["id"], back)
 
         # A recording made elsewhere shows without a reload.
         subprocess.run([RECCTL, "--socket", sock, "record", "start", "--title", "From the shell"], env=env, check=True, capture_output=True)
@@ -410,6 +415,8 @@ try:
         wait("the row to go", lambda b: "Evening walk" not in text())
         check("delete removes file and row", not os.path.exists(path) and
               all(r["id"] != take["id"] for r in recctl_json("list")["recordings"]))
+        after = wait("the focus on a row", lambda b: focused_in_row(), 5)
+        check("after a delete the focus is on the row that took its place", after in [r["id"] for r in recctl_json("list")["recordings"]], after)
 
         # A video (adopted from a file: there is no camera here) plays in a player with its poster.
         mov = os.path.join(data, "Recordings", "camera test.mov")

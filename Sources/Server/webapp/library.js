@@ -112,12 +112,36 @@ export class Library {
   }
 
   async more() {
+    const first = this.rows.length, pressed = document.activeElement?.classList.contains('more');
     const list = await api.list(this.by, this.rows.length, PAGE);
     this.rows.push(...list.recordings); this.total = list.total;
     this.render();
+    // "Show more" is drawn anew (or gone): the focus goes on to the first of the rows it added.
+    if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
+  /// Draws the list again; the focus, when it was on a row's button, goes to that button of the new
+  /// drawing (`library.changed` redraws the list under a keyboard user's feet, and the focus fell to
+  /// <body>), or to the row now in that place when that row is gone.
   render() {
+    const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
+    const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
+    this.draw();
+    if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
+  }
+
+  /// The focus on a row's button (by the recording's id and the button's data-action, 'main' for the
+  /// row itself); when that row is gone (deleted), on the row now at `index` (or the last), else on
+  /// the empty state's button, else on the screen: never left on <body>.
+  focusRow(id, action, index = -1) {
+    const rows = [...this.view.querySelectorAll('li[data-id]')];
+    const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
+    const same = li?.dataset.id === id;
+    const target = li && ((same && action !== 'main' && li.querySelector(`[data-action="${action}"]`)) || li.querySelector('.row-main'));
+    (target ?? this.view.querySelector('.empty button') ?? this.view).focus();
+  }
+
+  draw() {
     if (this.total === 0) {   // either order: nothing to list (nor to search)
       this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
@@ -193,7 +217,7 @@ export class Library {
           h('div', { class: 'row-meta' }, meta),
           h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) },
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
           '🔈', h('span', { class: 'label' }, ' Speaker')),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
@@ -241,6 +265,7 @@ export class Library {
           try {
             await api.edit(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
             dialog.close(); toast('Recording updated ✓'); await this.load();
+            this.focusRow(r.id, 'edit');   // back where the person was, on the row drawn anew
           } catch (e) { error.textContent = e.message; error.hidden = false; }
         },
       }, 'SAVE CHANGES')));
@@ -252,10 +277,12 @@ export class Library {
   /// Screen 5.4.4: the seed's confirmation, then file and row go together.
   async remove(r) {
     if (!await confirmDialog(`Delete '${r.title}'?`, 'This recording will be permanently deleted. This cannot be undone.', 'Delete')) return;
+    const index = [...this.view.querySelectorAll('li[data-id]')].findIndex((e) => e.dataset.id === r.id);
     try {
       await api.remove(r.id);
       toast('Recording deleted');
       await this.load();
+      this.focusRow(r.id, 'main', index);   // the row that took its place (its play button: not the next 🗑️)
     } catch (e) { toast(e.message); }
   }
 }

@@ -84,11 +84,20 @@ export class RecordScreen {
     if (await confirmDialog('Discard and return to library?', null, 'Yes')) this.onDone();
   }
 
-  async toggle() { if (this.recording) await this.stop(); else await this.start(); }
+  async toggle() {
+    if (this.button.getAttribute('aria-disabled') === 'true') return;   // a start or stop on its way
+    if (this.recording) await this.stop(); else await this.start();
+  }
+
+  /// RECORD/STOP while its request is on its way: aria-disabled, not disabled, so the focus stays on
+  /// it (a disabled button loses it to <body>, and a screen reader user is left nowhere).
+  busy(on) {
+    if (on) this.button.setAttribute('aria-disabled', 'true'); else this.button.removeAttribute('aria-disabled');
+  }
 
   async start() {
     this.error.hidden = true;
-    this.button.disabled = true;
+    this.busy(true);
     this.button.textContent = 'Starting…';
     this.starting.textContent = 'starting…';
     try {
@@ -101,7 +110,7 @@ export class RecordScreen {
     } finally {
       this.starting.textContent = '';
       if (!this.recording) this.button.textContent = '● RECORD';
-      this.button.disabled = false;
+      this.busy(false);
       this.button.focus();
     }
   }
@@ -246,14 +255,15 @@ export class RecordScreen {
 
   async stop() {
     const id = this.recording.id;
-    this.button.disabled = true;
+    this.busy(true);
     try {
       const reply = await api.stop();
       this.ended(reply.recording);
     } catch (e) {
       if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first: follow it
       else if (e.code !== 'unreachable') toast(e.message);   // unreachable: the screen says so already
-      if (this.recording) this.button.disabled = !isReachable();   // recd away: it stays disabled
+    } finally {
+      this.busy(false);
     }
   }
 
