@@ -554,8 +554,12 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
                     forwarding = false
                     setAutoRead(browser, true)
                     if wantsPage {
-                        // A person loading the page gets a page that says what to do, not JSON.
-                        replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: Self.plainReason(error)), type: "text/html; charset=utf-8")
+                        // A person loading the page gets a page that says what to do, not JSON, and
+                        // that loads the app by itself once recd answers (its script, by its nonce).
+                        let nonce = BridgeGate.random(bytes: 16)
+                        replyOn(browser, .badGateway, Self.unreachablePage(socket: socket, error: Self.plainReason(error), prefix: gate.prefix, nonce: nonce),
+                                type: "text/html; charset=utf-8",
+                                extra: [("Content-Security-Policy", "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; connect-src 'self'")])
                     } else {
                         let body = #"{"error":{"code":"unreachable","message":"recd is not reachable at \#(socket): \#(Self.plainReason(error))"}}"#
                         replyOn(browser, .badGateway, body, type: "application/json")
@@ -574,17 +578,27 @@ final class BridgeHandler: ChannelInboundHandler, @unchecked Sendable {
         return "it did not answer"
     }
 
-    static func unreachablePage(socket: String, error: String) -> String {
+    /// The answer to a page load while recd does not answer (502). Its script asks recd's status
+    /// through the relay, 0.5 s after the load and then with a backoff doubling to 5 s, and loads the
+    /// page again as soon as anything but the relay's 502/504 comes back: the page used to say
+    /// "reload this page" and stay as it was when recd came back. A 401 (the cookie dropped) reloads
+    /// too: the page load that follows lets the browser in again (`renewPage`).
+    static func unreachablePage(socket: String, error: String, prefix: String, nonce: String) -> String {
         func escaped(_ s: String) -> String {
             s.replacingScalar("&", with: "&amp;").replacingScalar("<", with: "&lt;").replacingScalar(">", with: "&gt;")
         }
+        let script = #"""
+            (()=>{let d=500;const t=async()=>{try{const r=await fetch("\#(prefix)/v1/status",{credentials:"same-origin",cache:"no-store"});
+            if(r.status!==502&&r.status!==504){location.reload();return}}catch(e){}d=Math.min(5000,d*2);setTimeout(t,d)};setTimeout(t,d)})()
+            """#
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>recd is not reachable</title></head><body style="font: 16px system-ui, sans-serif; margin: 2rem; max-width: 40rem">
+            <title>recd is not reachable</title><style nonce="\(nonce)">body { font: 16px system-ui, sans-serif; margin: 2rem; max-width: 40rem }</style></head><body>
             <h1 class="banner" role="alert">recd is not reachable</h1>
             <p>Nothing answers on <code>\(escaped(socket))</code> (\(escaped(error))).</p>
-            <p>Start it — <code>systemctl --user start recd</code>, or <code>recd</code> in a terminal — and reload this page.
-            <code>recctl status</code> says whether it runs.</p></body></html>
+            <p>Start it — <code>systemctl --user start recd</code>, or <code>recd</code> in a terminal. This page keeps trying,
+            and opens the app by itself once recd answers. <code>recctl status</code> says whether it runs.</p>
+            <script nonce="\(nonce)">\(script)</script></body></html>
             """
     }
 

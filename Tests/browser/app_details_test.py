@@ -79,15 +79,48 @@ try:
         click("[data-mode=audio]")
         check("Data is not marked once another screen is up", js("return document.getElementById('nav-data').getAttribute('aria-current')") is None)
 
+        controls = lambda: js("return ['stop', 'pause'].map((a) => { const b = document.querySelector(`.record [data-action=${a}]`); return b && b.disabled })")
+        # recd killed (kill -9) early in a take, before its first second reached the disk: STOP and
+        # PAUSE are disabled while it is away (STOP did nothing visible), the screen promises nothing
+        # it cannot know, and once recd is back the screen says what its start did with the take:
+        # removed as empty (the page went to the library, having promised it would show here), or
+        # kept as a take not saved.
+        click("[data-action=record]")
+        wait("the take", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"))
+        recd.send_signal(signal.SIGKILL)
+        recd.wait()
+        wait("the banner", lambda b: b.find_element(By.ID, "offline").is_displayed(), 6)
+        said = wait("the screen's words", lambda b: b.find_element(By.CSS_SELECTOR, ".record .banner").text)
+        check("recd gone: STOP and PAUSE are disabled", controls() == [True, True], controls())
+        check("recd gone: the screen says what it knows (nothing more recorded), not that the take is kept",
+              "nothing more is being recorded" in said and "is kept" not in said, said)
+        recd = start_recd()
+        kept = recctl_json("list", "--state", "pending")["recordings"]
+        if not kept:   # the usual case: killed within its first second
+            said = wait("the screen's words", lambda b: (lambda t: t if "Nothing was kept" in t else None)(
+                b.find_element(By.CSS_SELECTOR, ".record .banner").text), 20)
+            check("recd back, the empty take removed by its start: the screen says so, ready to record again",
+                  "removed the empty take" in said and browser.find_element(By.CSS_SELECTOR, "[data-action=record]").is_enabled()
+                  and not browser.find_element(By.ID, "nav-new").get_attribute("disabled"), said)
+        else:          # it held a fragment already: kept, not saved, and the preview says so
+            said = wait("the recovered preview", lambda b: b.find_element(By.CSS_SELECTOR, "[data-recovered]").text, 20)
+            check("recd back, the take kept as not saved: its preview says so", "not saved yet" in said and kept[0]["recovered"], said)
+            recctl("discard", kept[0]["id"], "--yes")
+            browser.get(base + "/")
+            click("#nav-new")
+            click("[data-mode=audio]")
+
         # A start that takes time says so at once: recd is held (SIGSTOP) while RECORD is pressed.
         recd.send_signal(signal.SIGSTOP)
         try:
             click("[data-action=record]")
             time.sleep(0.3)
             shown = js("return [document.querySelector('[data-action]').closest('section').textContent]")[0]
+            held = js("const a = document.activeElement; return [a.dataset.action, a.getAttribute('aria-disabled')]")
         finally:
             recd.send_signal(signal.SIGCONT)
         check("a start that takes time shows starting… at once", "starting…" in shown.lower(), shown[:200])
+        check("meanwhile RECORD keeps the focus (aria-disabled, not disabled: the focus fell to <body>)", held == ["record", "true"], held)
         wait("the recording", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=stop]"))
         wait("the meter", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
         marks = js("""const m = document.querySelector('.timer .rec-mark'), i = document.querySelector('.record .big-icon');
@@ -118,11 +151,10 @@ try:
         time.sleep(1.5)
         t1 = browser.find_element(By.CSS_SELECTOR, ".timer").text
         check("recd gone: the timer stops", t0 == t1, [t0, t1])
-        check("recd gone: the recording screen says the take is kept",
-              "recd stopped while recording" in browser.find_element(By.CSS_SELECTOR, ".record .banner").text)
-        click("[data-action=stop]")
-        time.sleep(1)
-        check("recd gone: no raw errno text anywhere (STOP pressed too)",
+        check("recd gone: the recording screen says so",
+              "recd stopped during the recording" in browser.find_element(By.CSS_SELECTOR, ".record .banner").text)
+        check("recd gone: STOP and PAUSE are disabled", controls() == [True, True], controls())
+        check("recd gone: no raw errno text anywhere",
               "errno" not in text() and "descriptor" not in text() and "errno" not in (browser.find_element(By.ID, "toast").get_attribute("textContent") or ""),
               text()[:300])
         shot("37-recd-gone")
@@ -137,7 +169,7 @@ try:
               not browser.find_element(By.ID, "offline").is_displayed(), f"{time.time() - back:.1f} s")
         check("recd back: the recovered take with its real length and a sentence saying so",
               recovered["recovered"] and recovered["state"] == "pending" and "Recovered after recd stopped" in sentence
-              and f"{d // 60}:{d % 60:02d}" in sentence, [sentence, recovered["duration"]])
+              and f"{d // 60}:{d % 60:02d}" in sentence and "not saved yet" in sentence, [sentence, recovered["duration"]])
         shot("37-recovered")
 
         # The preview: the waveform under the icon before Play; one line under each field, the

@@ -27,6 +27,9 @@ STORY = ("Good morning. Today I want to remember why I started. The storm passed
          "Tomorrow I will call my sister and tell her the good news about the new job.")
 SHOPPING = "Remember to buy three apples and a loaf of bread."
 TRICKY = "<b>Apples</b> & quiet"   # a title with markup: shown as text, never as markup
+# Long words, the one searched for last: recd's snippet (12 words) ends with it, four lines at 360 px.
+LONG_NOTES = ("Remember: extraordinary circumstances surrounding yesterday's conversation with grandmother regarding "
+              "unforgettable childhood adventures reminded everybody about resilience")
 
 
 def recctl(*args, check_rc=True):
@@ -156,6 +159,7 @@ try:
         silent = os.path.join(work, "silence.wav")
         subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", silent, "trim", "0", "3"], check=True)
         quiet = imported(silent, TRICKY)
+        recctl("edit", quiet["id"], "--notes", LONG_NOTES)
         shopping = imported(speech(SHOPPING, "shopping", 2.0), "Errands")
         tq, ts = transcript_of(quiet["id"]), transcript_of(shopping["id"])
         wait("the new rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li")) == 3)
@@ -218,6 +222,27 @@ try:
         wait("the library after clearing", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows:not(.hits) li")) == 3 and b.find_elements(By.CSS_SELECTOR, ".tabs"), 5)
         check("clearing the field brings the library back, the field still focused",
               js("return document.activeElement === document.querySelector('input[type=search]')"))
+
+        # A hit at the end of a long snippet on a phone: the marked word is in view inside the
+        # snippet's box (two lines: it was on the fourth, cut off), at 360 px and after a turn to 320.
+        size(360)
+        field.send_keys("resilience")
+        wait("the hit in the notes", lambda b: b.find_elements(By.CSS_SELECTOR, f"ul.hits li[data-id='{quiet['id']}'] .snippet mark"))
+        seen = """const li = document.querySelector(`ul.hits li[data-id='${arguments[0]}']`), s = li.querySelector('.snippet'), m = s.querySelector('mark');
+            li.scrollIntoView({block: 'center'});
+            const a = s.getBoundingClientRect(), b = m.getBoundingClientRect();
+            const at = document.elementFromPoint((b.left + b.right) / 2, (b.top + b.bottom) / 2);
+            return [b.top >= a.top - 0.5 && b.bottom <= a.bottom + 0.5 && b.left >= a.left - 0.5 && b.right <= a.right + 0.5,
+                    at === m || m.contains(at), m.textContent, s.textContent]"""
+        for width in (360, 320):
+            size(width)
+            v = js(seen, quiet["id"])
+            check(f"{width} px: the marked word of a long snippet is inside the snippet's visible box",
+                  v[0] and v[1] and v[2].lower() == "resilience", v)
+        size(390)
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.BACK_SPACE)
+        wait("the library after clearing", lambda b: b.find_elements(By.CSS_SELECTOR, ".tabs"), 5)
 
         # recd without the transcriber: a quiet line says why; search still finds titles.
         recd.send_signal(signal.SIGTERM)

@@ -97,6 +97,36 @@ try:
     def click_text(tag, label):
         return click_first(lambda b: next((e for e in b.find_elements(By.TAG_NAME, tag) if label in e.text and e.is_displayed()), None))
 
+    def page_title():
+        return browser.execute_script("return document.title")
+
+    def titled(name):
+        """Whether the tab's title becomes `name` (the screen is drawn after the click that asked for it)."""
+        try:
+            return wait("the tab's title", lambda b: page_title() == name, 3)
+        except AssertionError:
+            return False
+
+    def focused_in_row(action="main"):
+        """The recording id of the row whose button (`action`: its data-action, or 'main' for the row
+        itself) has the focus; None when the focus is elsewhere (on <body>, say)."""
+        return browser.execute_script("""const a = document.activeElement, li = a && a.closest('li[data-id]');
+            if (!li) return null;
+            return (arguments[0] === 'main' ? a.classList.contains('row-main') : a.dataset.action === arguments[0]) ? li.dataset.id : null""", action)
+
+    def enter_twice(opener, question):
+        """Enter on `opener` opens its confirmation, and Enter again: the focus was on Cancel, so it
+        cancels (on the destructive button, Enter twice deleted). Returns [the focus on Cancel, its text]."""
+        el = wait(opener, lambda b: next((e for e in b.find_elements(By.CSS_SELECTOR, opener) if e.is_displayed()), None))
+        browser.execute_script("arguments[0].focus()", el)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        wait("the confirmation", lambda b: question in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+        on = browser.execute_script("const a = document.activeElement; return [a.matches('dialog[open] [data-cancel]'), a.textContent]")
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        wait("the dialog to close", lambda b: not b.find_elements(By.CSS_SELECTOR, "dialog[open]"))
+        time.sleep(0.3)   # a confirmation would have sent its request by now
+        return on
+
     try:
         browser.get(url)
         wait("the empty state", lambda b: "No recordings yet" in text())
@@ -112,11 +142,19 @@ try:
         frame = browser.execute_script("""const v = document.getElementById('view'), s = getComputedStyle(v);
             return [document.activeElement === v, s.outlineStyle, s.outlineWidth]""")
         check("no focus frame around the page on load", frame[0] and (frame[1] == "none" or frame[2] == "0px"), frame)
+        # Toasts are said by screen readers: their live region is in the page (not hidden) while
+        # empty; the screen itself is not a live region (each refresh was read out again).
+        live = browser.execute_script("""const t = document.getElementById('toast'), v = document.getElementById('view');
+            return [t.getAttribute('role'), t.getAttribute('aria-live'), t.hidden, getComputedStyle(t).display, t.textContent, v.getAttribute('aria-live')]""")
+        check("the toasts' live region is in the page while empty (role=status, polite); <main> is not live",
+              live == ["status", "polite", False, "block", "", None], live)
+        check("the library names the tab", titled("Recordings — recd"), page_title())
         shot("01-empty")
 
         # Record 2 s of the tone and see the meter move.
         click_text("button", "RECORD YOUR FIRST")
         click("[data-mode=audio]")
+        check("the record screen names the tab", titled("Record audio — recd"), page_title())
         click("[data-action=record]")
         peak = wait("the meter to move", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -20)
         check("the meter shows the tone", bool(peak))
@@ -144,6 +182,7 @@ try:
         wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
         pending = recctl_json("list", "--state", "pending")["recordings"]
         check("stop leaves a pending take", len(pending) == 1, pending)
+        check("the preview names the tab", titled("Save the recording — recd"), page_title())
         take = pending[0]
         # The preview plays the take and never counts.
         click("[data-action=preview]")
@@ -185,11 +224,19 @@ try:
         check("the scrub slider says its range and where it is", aria[0] == "0" and aria[1] is not None
               and abs(float(aria[1]) - saved["duration"]) <= 1 and aria[2] is not None and 0 <= float(aria[2]) <= float(aria[1])
               and " of " in (aria[3] or ""), aria)
+        hint = lambda: browser.find_element(By.CSS_SELECTOR, "#player [data-count-hint]").text
+        before = hint()
         wait("the playback to end and count", lambda b: recctl_json("show", take["id"])["playCount"] == 1, 20)
         wait("the row to show the play", lambda b: "1 play" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{take['id']}']").text)
+        after = wait("the hint to change", lambda b: hint() != before and hint(), 5)
+        check("the player's hint says when it counts, then that it was counted",
+              before == "Counts as a play when you close it or it ends." and after == "Counted as a play ✓", [before, after])
         time.sleep(1)
         check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
         click("[data-action=close]")
+        # The row was drawn anew when the play was counted: the focus goes back to it, not to <body>.
+        back = wait("the focus back on the row", lambda b: focused_in_row(), 5)
+        check("closing the player gives the focus back to the row that opened it", back == take["id"], back)
 
         # Titles and notes are counted as recd counts them, in graphemes: 40 😀 fit (maxlength, in UTF-16
         # units, stopped at 20), 👍🏽 is one (not two code points). Typed through CDP: chromedriver's
@@ -224,6 +271,8 @@ try:
         click("[data-action=save-changes]")
         wait("the updated toast", lambda b: "Recording updated ✓" in b.find_element(By.ID, "toast").text)
         check("edit changes the title", recctl_json("show", take["id"])["title"] == "Evening walk")
+        back = wait("the focus back on the row", lambda b: focused_in_row("edit"), 5)
+        check("after saving an edit the focus is on the row's Edit again", back == take["id"], back)
 
         # A recording made elsewhere shows without a reload.
         subprocess.run([RECCTL, "--socket", sock, "record", "start", "--title", "From the shell"], env=env, check=True, capture_output=True)
@@ -354,8 +403,11 @@ try:
             check("a tab shown again is up to date", True)
         story("a tab shown again is up to date", many_tabs)
 
-        # Delete one: file and row go.
+        # Delete one: file and row go. Enter twice (open, then by habit) cancels: Cancel has the focus.
         path = os.path.join(data, recctl_json("show", take["id"])["file"])
+        on = enter_twice(f"li[data-id='{take['id']}'] [data-action=delete]", "Delete 'Evening walk'?")
+        check("delete's question focuses Cancel: Enter twice deletes nothing", on == [True, "Cancel"]
+              and os.path.exists(path) and recctl_json("show", take["id"])["state"] == "ready", on)
         click(f"li[data-id='{take['id']}'] [data-action=delete]")
         wait("the seed's question", lambda b: "Delete 'Evening walk'?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         shot("07-delete")
@@ -363,6 +415,8 @@ try:
         wait("the row to go", lambda b: "Evening walk" not in text())
         check("delete removes file and row", not os.path.exists(path) and
               all(r["id"] != take["id"] for r in recctl_json("list")["recordings"]))
+        after = wait("the focus on a row", lambda b: focused_in_row(), 5)
+        check("after a delete the focus is on the row that took its place", after in [r["id"] for r in recctl_json("list")["recordings"]], after)
 
         # A video (adopted from a file: there is no camera here) plays in a player with its poster.
         mov = os.path.join(data, "Recordings", "camera test.mov")
@@ -395,6 +449,9 @@ try:
         check("the video plays in the page", playing == 320, playing)
         shot("09-video")
         click("[data-action=close]")
+        # Closed after being watched: one play, counted by the page's /played after the sheet is gone
+        # (read before it lands, the speaker's count below looked like two).
+        wait("the video's play to be counted", lambda b: recctl_json("show", video_id)["playCount"] == 1)
         # On recd's own speaker instead: driven from the page through /play and /playback; recd counts it.
         before = recctl_json("show", video_id)["playCount"]
         playing = lambda: recd_get("/v1/playback").get("playback") or {}
@@ -422,6 +479,10 @@ try:
               browser.find_element(By.ID, "title").text)
         time.sleep(1)
         click("[data-action=stop]")
+        wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=discard]"))
+        on = enter_twice("[data-action=discard]", "Discard recording?")
+        check("discard's question focuses Cancel: Enter twice discards nothing", on == [True, "Cancel"]
+              and recctl_json("list", "--state", "pending")["total"] == 1, on)
         click("[data-action=discard]")
         wait("the seed's question", lambda b: "Discard recording?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         click("dialog[open] [data-confirm]")
@@ -457,6 +518,7 @@ try:
 
         # Export a CSV.
         click("#nav-data")
+        check("the Data screen names the tab", titled("Data — recd"), page_title())
         shot("08-data")
         click("[data-action=export]")
         csv = wait("the download", lambda b: next((os.path.join(downloads, f) for f in os.listdir(downloads) if f.endswith(".csv")), None))
@@ -464,7 +526,11 @@ try:
             first = f.readline().strip()
         check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript", first)
 
-        # Delete All Data.
+        # Delete All Data. Enter twice cancels (it deleted the library: the focus was on Delete).
+        kept = recctl_json("list")["total"]
+        on = enter_twice("[data-action=delete-all]", "Delete All Data?")
+        check("Delete All's question focuses Cancel: Enter twice deletes nothing", on == [True, "Cancel"]
+              and kept > 0 and recctl_json("list")["total"] == kept, [on, kept])
         click("[data-action=delete-all]")
         wait("the confirmation", lambda b: "Delete All Data?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
         click("dialog[open] [data-confirm]")
@@ -517,6 +583,11 @@ try:
         check("a page loaded while recd is away says how to start it",
               "recd is not reachable" in gone and "systemctl --user start recd" in text() and "errno" not in text(), text())
         shot("11-unreachable")
+        # ...and comes back by itself once recd answers (it said "reload this page" and stayed).
+        recd = start_recd()
+        back = time.time()
+        wait("the app without a reload by hand", lambda b: "No recordings yet" in text(), 15)
+        check(f"a page loaded while recd is away opens the app by itself once recd is back ({time.time() - back:.1f} s)", True)
     finally:
         browser.quit()
 except Exception:

@@ -2,13 +2,12 @@
 // Delete All Data, on top of recd's /v1 API. No build step: standard modules, one per screen.
 
 import { api, events, onReachability } from './api.js';
-import { h, toast, confirmDialog } from './ui.js';
+import { h, toast, confirmDialog, screenTitle } from './ui.js';
 import { Library } from './library.js';
 import { RecordScreen, chooseMode } from './record.js';
 import { closePlayer } from './player.js';
 
 const view = document.getElementById('view');
-const title = document.getElementById('title');
 let screen = 'library';
 const offline = document.getElementById('offline');
 
@@ -19,7 +18,7 @@ const library = new Library(view, {
 });
 const recorder = new RecordScreen(view, {
   onDone: () => showLibrary(),
-  onMode: (mode) => { title.textContent = mode === 'video' ? 'Record video' : 'Record audio'; },
+  onMode: (mode) => screenTitle(mode === 'video' ? 'Record video' : 'Record audio'),
   // While a take records, its screen is where the app is: the header leads nowhere else (as ✕).
   onLive: (live) => { for (const b of nav) b.disabled = live; },
 });
@@ -33,7 +32,7 @@ function setScreen(name) {
 
 async function showLibrary() {
   setScreen('library');
-  title.textContent = 'Recordings';
+  screenTitle('Recordings');
   try { await library.show(); } catch (e) { unreachable(e); }
   view.focus();
 }
@@ -62,14 +61,13 @@ async function rejoin() {
 function review(r) {
   closePlayer();
   setScreen('record');
-  title.textContent = r.type === 'video' ? 'Record video' : 'Record audio';
-  recorder.preview(r);
+  recorder.preview(r);   // names the screen
 }
 
 /// Flow 7: Export Data (7.2) as a download, and Delete All Data (7.3).
 function showData() {
   setScreen('data');
-  title.textContent = 'Data';
+  screenTitle('Data');
   let format = 'csv';
   const radio = (value, label) => h('label', {}, h('input', {
     type: 'radio', name: 'format', value, checked: value === format ? true : undefined, onchange: () => { format = value; },

@@ -18,6 +18,31 @@ function marked(snippet) {
     .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 }
 
+/// The snippet's first <mark> inside its box: recd's snippet is about 12 words around what was found,
+/// not always centred on it, and the box shows two lines, so on a phone (4 or 5 words a line) the
+/// marked word was often on the third line, cut off. Words before it are dropped ("…" in their place),
+/// as few as needed, until the mark is in view: a binary search over how many, on the laid-out box.
+/// When text is cut after the box's last line, that line ends in the clamp's "…", which can cover
+/// a word at its end: the mark must then be above it.
+function fitSnippet(box) {
+  const mark = box.querySelector('mark');
+  if (!mark) return;
+  const lead = mark.previousSibling;
+  if (!lead || lead.nodeType !== Node.TEXT_NODE) return;
+  box.dataset.lead ??= lead.data;   // the text as recd sent it: fitted again from it at another width
+  const words = box.dataset.lead.split(/(?<=\s)/);
+  const shown = (n) => {
+    lead.data = n === 0 ? box.dataset.lead : '…' + words.slice(n).join('');
+    const b = box.getBoundingClientRect(), m = mark.getBoundingClientRect();
+    const cut = box.scrollHeight > box.clientHeight + 1;
+    return m.bottom <= b.bottom + 0.5 - (cut ? m.height : 0);
+  };
+  if (shown(0)) return;
+  let lo = 1, hi = words.length;   // shown(hi): nothing before the mark but "…"
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (shown(mid)) hi = mid; else lo = mid + 1; }
+  shown(lo);
+}
+
 export class Library {
   constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
     this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
@@ -31,7 +56,17 @@ export class Library {
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
+    // A snippet fitted at one width may hide its mark at a narrower one (a phone turned, a window
+    // made narrower): fitted again when the list's width changes.
+    let width = 0;
+    new ResizeObserver(([entry]) => {
+      if (Math.round(entry.contentRect.width) === width) return;
+      width = Math.round(entry.contentRect.width);
+      if (this.query) this.fitSnippets();
+    }).observe(this.body);
   }
+
+  fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
 
   /// The field changed: a search 250 ms after the last key, once it holds a letter or a digit (recd
   /// refuses a query without); emptied (or only punctuation), the library as it was.
@@ -77,12 +112,36 @@ export class Library {
   }
 
   async more() {
+    const first = this.rows.length, pressed = document.activeElement?.classList.contains('more');
     const list = await api.list(this.by, this.rows.length, PAGE);
     this.rows.push(...list.recordings); this.total = list.total;
     this.render();
+    // "Show more" is drawn anew (or gone): the focus goes on to the first of the rows it added.
+    if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
+  /// Draws the list again; the focus, when it was on a row's button, goes to that button of the new
+  /// drawing (`library.changed` redraws the list under a keyboard user's feet, and the focus fell to
+  /// <body>), or to the row now in that place when that row is gone.
   render() {
+    const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
+    const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
+    this.draw();
+    if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
+  }
+
+  /// The focus on a row's button (by the recording's id and the button's data-action, 'main' for the
+  /// row itself); when that row is gone (deleted), on the row now at `index` (or the last), else on
+  /// the empty state's button, else on the screen: never left on <body>.
+  focusRow(id, action, index = -1) {
+    const rows = [...this.view.querySelectorAll('li[data-id]')];
+    const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
+    const same = li?.dataset.id === id;
+    const target = li && ((same && action !== 'main' && li.querySelector(`[data-action="${action}"]`)) || li.querySelector('.row-main'));
+    (target ?? this.view.querySelector('.empty button') ?? this.view).focus();
+  }
+
+  draw() {
     if (this.total === 0) {   // either order: nothing to list (nor to search)
       this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
@@ -93,7 +152,7 @@ export class Library {
       return;
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
-    if (this.query) { this.body.replaceChildren(...this.results()); return; }
+    if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
     const tab = (by, label) => h('button', {
       type: 'button', role: 'tab', 'aria-selected': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
@@ -158,7 +217,7 @@ export class Library {
           h('div', { class: 'row-meta' }, meta),
           h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", onclick: () => this.play(r, true) },
+        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
           '🔈', h('span', { class: 'label' }, ' Speaker')),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
         h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
@@ -206,6 +265,7 @@ export class Library {
           try {
             await api.edit(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
             dialog.close(); toast('Recording updated ✓'); await this.load();
+            this.focusRow(r.id, 'edit');   // back where the person was, on the row drawn anew
           } catch (e) { error.textContent = e.message; error.hidden = false; }
         },
       }, 'SAVE CHANGES')));
@@ -217,10 +277,12 @@ export class Library {
   /// Screen 5.4.4: the seed's confirmation, then file and row go together.
   async remove(r) {
     if (!await confirmDialog(`Delete '${r.title}'?`, 'This recording will be permanently deleted. This cannot be undone.', 'Delete')) return;
+    const index = [...this.view.querySelectorAll('li[data-id]')].findIndex((e) => e.dataset.id === r.id);
     try {
       await api.remove(r.id);
       toast('Recording deleted');
       await this.load();
+      this.focusRow(r.id, 'main', index);   // the row that took its place (its play button: not the next 🗑️)
     } catch (e) { toast(e.message); }
   }
 }

@@ -27,11 +27,20 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const pause = h('button', { type: 'button', 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
+  // Where the focus goes back to when the player closes: what opened it (a row's button), or, when
+  // that is gone (the list was drawn again meanwhile), its row's play button by the recording's id,
+  // or the screen; never <body>, where a keyboard or screen reader user would start over.
+  const opener = document.activeElement;
+  const hint = h('p', { class: 'hint', 'data-count-hint': '' },
+    counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
 
   const count = async () => {
     if (!state.counts || state.counted) return;
     state.counted = true;
-    try { onCounted(await api.played(recording.id)); } catch (e) { toast(e.message); }
+    try {
+      onCounted(await api.played(recording.id));
+      hint.textContent = 'Counted as a play ✓';   // it said "Counts as a play when…" after it had
+    } catch (e) { toast(e.message); }
   };
   state.close = async () => {
     if (current !== state) return;
@@ -42,8 +51,15 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     const heard = state.speaker ? false : media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
     if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
+    const inSheet = sheet.contains(document.activeElement);
     sheet.hidden = true; sheet.replaceChildren();
+    if (inSheet || document.activeElement === document.body) returnFocus();
     if (heard) await count();   // dismissed after listening: one play
+  };
+  const returnFocus = () => {
+    const row = document.querySelector(`li[data-id="${CSS.escape(recording.id)}"] .row-main`);
+    const target = opener?.isConnected && opener !== document.body && !sheet.contains(opener) ? opener : row ?? document.getElementById('view');
+    target.focus();
   };
   const position = () => (state.speaker ? state.speakerPosition ?? 0 : media.currentTime);
   const length = () => recording.duration || media.duration || 0;
@@ -108,7 +124,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     // (a spread list: replaceChildren, unlike h(), would print a null as "null")
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     ...(state.transcript ? [state.transcript.el] : []),
-    h('p', { class: 'hint' }, counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.'));
+    hint);
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {

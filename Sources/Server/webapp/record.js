@@ -6,7 +6,7 @@
 // after a reload, and from + NEW).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 
@@ -52,7 +52,8 @@ export class RecordScreen {
     // Pause and resume go on in the same file (shown while recording).
     this.pauseButton = h('button', { type: 'button', 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
     this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
-    this.error = h('div', { class: 'banner', role: 'alert', hidden: true });
+    // tabindex: the focus goes here when recd goes away under STOP or PAUSE (they are disabled then)
+    this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
       h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.starting,
       h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button)));
@@ -83,11 +84,20 @@ export class RecordScreen {
     if (await confirmDialog('Discard and return to library?', null, 'Yes')) this.onDone();
   }
 
-  async toggle() { if (this.recording) await this.stop(); else await this.start(); }
+  async toggle() {
+    if (this.button.getAttribute('aria-disabled') === 'true') return;   // a start or stop on its way
+    if (this.recording) await this.stop(); else await this.start();
+  }
+
+  /// RECORD/STOP while its request is on its way: aria-disabled, not disabled, so the focus stays on
+  /// it (a disabled button loses it to <body>, and a screen reader user is left nowhere).
+  busy(on) {
+    if (on) this.button.setAttribute('aria-disabled', 'true'); else this.button.removeAttribute('aria-disabled');
+  }
 
   async start() {
     this.error.hidden = true;
-    this.button.disabled = true;
+    this.busy(true);
     this.button.textContent = 'Starting…';
     this.starting.textContent = 'starting…';
     try {
@@ -100,7 +110,7 @@ export class RecordScreen {
     } finally {
       this.starting.textContent = '';
       if (!this.recording) this.button.textContent = '● RECORD';
-      this.button.disabled = false;
+      this.busy(false);
       this.button.focus();
     }
   }
@@ -119,18 +129,30 @@ export class RecordScreen {
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
-    // recd gone (killed, crashed, stopped): the take is not growing, so the timer stands still and
-    // the screen says so; when recd is back, the stream's reopening (sync) shows where the take is.
+    // recd gone (killed, crashed, stopped): the take is not growing, so the timer stands still, STOP
+    // and PAUSE are disabled (there is no one to ask: STOP did nothing visible), and the screen says
+    // so. What is left of the take is not known until recd is back (its start keeps what reached the
+    // disk as a take not saved, or removes a take that holds no sound yet): then `sync` asks, and
+    // the screen says which.
     this.unwatch = onReachability((up) => {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
-      if (up) { this.error.hidden = true; return; }
+      const focused = document.activeElement === this.button || document.activeElement === this.pauseButton;
+      this.button.disabled = !up;
+      this.pauseButton.disabled = !up;
+      if (up) {
+        this.error.hidden = true;
+        if (focused || document.activeElement === this.error || document.activeElement === document.body) this.button.focus();
+        this.sync(this.recording.id);   // at once: the stream's own reconnection may be seconds away
+        return;
+      }
       this.wentAway = true;
       this.meterOff();
       this.icon.classList.remove('live');
-      this.error.replaceChildren(h('p', {}, h('strong', {}, 'recd stopped while recording. '),
-        'What reached the disk is kept: it shows here when recd is back.'));
+      this.error.replaceChildren(h('p', {}, h('strong', {}, 'recd stopped during the recording: nothing more is being recorded. '),
+        'When it is back, this screen says what of the take was kept.'));
       this.error.hidden = false;
+      if (focused) this.error.focus();
     });
   }
 
@@ -167,8 +189,8 @@ export class RecordScreen {
     } catch (e) {
       toast(e.message);
     } finally {
-      this.pauseButton.disabled = false;
-      this.pauseButton.focus();
+      this.pauseButton.disabled = !isReachable();
+      if (!this.pauseButton.disabled) this.pauseButton.focus();
     }
   }
 
@@ -223,24 +245,36 @@ export class RecordScreen {
         else setTimeout(() => { if (this.recording?.id === id) this.sync(id); }, 500);
         return;
       }
-      const after = await api.get(id).catch(() => null);
-      // Removed at recd's start: it stopped before any sound of the take reached the disk.
-      if (!after && this.wentAway) toast('recd stopped before the recording held any sound: nothing was kept');
+      let after = null;
+      try { after = await api.get(id); } catch (e) { if (e.status !== 404) throw e; }   // 404: no such take (any more)
+      if (this.recording?.id !== id) return;
+      if (!after && this.wentAway) { this.emptied(); return; }
       this.ended(after, null, this.wentAway);
     } catch { /* recd is not reachable: the screen says so */ }
   }
 
   async stop() {
     const id = this.recording.id;
-    this.button.disabled = true;
+    this.busy(true);
     try {
       const reply = await api.stop();
       this.ended(reply.recording);
     } catch (e) {
       if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first: follow it
       else if (e.code !== 'unreachable') toast(e.message);   // unreachable: the screen says so already
-      if (this.recording) this.button.disabled = false;
+    } finally {
+      this.busy(false);
     }
+  }
+
+  /// recd came back without the take: it stopped before any sound of it reached the disk, and its
+  /// start removed the empty take. Said on this screen, ready to record again (the page used to go
+  /// to the library with a toast gone in two seconds, after promising the take would show here).
+  emptied() {
+    this.show(this.mode);
+    this.error.replaceChildren(h('p', {}, h('strong', {}, 'Nothing was kept. '),
+      'recd stopped before any sound of the recording reached the disk, so it removed the empty take when it started again.'));
+    this.error.hidden = false;
   }
 
   /// The take stopped (here, elsewhere, or by itself): a pending take goes to its preview, as this
@@ -259,6 +293,7 @@ export class RecordScreen {
   /// library row. A blank title keeps the take's own (shown above the form).
   preview(r) {
     this.reset();
+    screenTitle(r.type === 'video' ? 'Record video' : 'Record audio', 'Save the recording');
     const form = metadataForm({ optional: true, notes: r.notes, purpose: r.purpose });
     const error = h('p', { class: 'banner', role: 'alert', hidden: true });
     const discard = async () => {
@@ -279,7 +314,7 @@ export class RecordScreen {
     // and how long it is as recd measured the file, not as the page's timer had it.
     const recovered = r.recovered
       ? h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
-        `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept.`)
+        `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept, not saved yet. Save it or discard it here.`)
       : null;
     const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },

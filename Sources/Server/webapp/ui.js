@@ -17,30 +17,43 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
-let toastTimer;
-export function toast(text) {
-  const el = document.getElementById('toast');
-  el.textContent = text;
-  el.hidden = false;
-  clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { el.hidden = true; }, 2000);
+/// The screen's name in the header and in the tab's title: each screen has its own, so tabs, history
+/// and a screen reader's "page title" tell them apart (it was "Recordings — recd" on every screen).
+export function screenTitle(heading, name = heading) {
+  document.getElementById('title').textContent = heading;
+  document.title = `${name} — recd`;
 }
 
-/// The seed's alerts: resolves true when the person confirms.
+let toastTimer;
+/// A short message in the page's live region (#toast, role=status). The region is always in the page
+/// and empty between messages: a live region that is `hidden` until filled is not in the
+/// accessibility tree when its text changes, so screen readers never said the toast. Each message is
+/// a new element in it, so the same words twice are said twice.
+export function toast(text) {
+  const region = document.getElementById('toast');
+  region.replaceChildren(h('div', { class: 'toast' }, text));
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => region.replaceChildren(), 2000);
+}
+
+/// The seed's alerts: resolves true when the person confirms. Cancel has the focus: these dialogs
+/// delete or discard for good, and a focused action button made Enter twice (once to open, once by
+/// habit) delete a recording, a take, or the whole library.
 export function confirmDialog(title, message, action, danger = true) {
   const dialog = document.getElementById('dialog');
   return new Promise((resolve) => {
     const done = (v) => { dialog.close(); resolve(v); };
+    const cancel = h('button', { type: 'button', 'data-cancel': '', onclick: () => done(false) }, 'Cancel');
     dialog.replaceChildren(
       h('h2', { id: 'dialog-title' }, title),
       ...(message ? [h('p', {}, message)] : []),
       h('div', { class: 'actions' },
-        h('button', { type: 'button', onclick: () => done(false) }, 'Cancel'),
+        cancel,
         h('button', { type: 'button', class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
     dialog.setAttribute('aria-labelledby', 'dialog-title');
     dialog.onclose = () => resolve(false);
     dialog.showModal();
-    dialog.querySelector('[data-confirm]').focus();
+    cancel.focus();
   });
 }
 
