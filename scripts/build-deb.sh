@@ -29,7 +29,9 @@ mkdir -p "$stage/DEBIAN"
 # with the Swift runtime in. That build has a folder of its own, .build-deb: the flag changes how every
 # module is compiled, and the man-page plugin of `make install` builds in .build without it, so one
 # shared folder would be rebuilt whole at each switch (and SwiftPM does not relink on the flag alone).
-make --no-print-directory install PREFIX=/usr DESTDIR="$stage" CONFIGURATION="$configuration" \
+# RECD_DEB_NICE=N builds at that niceness (the suite's PackageTests: its compile shares the machine
+# with the other half's timing-sensitive tests).
+${RECD_DEB_NICE:+nice -n "$RECD_DEB_NICE"} make --no-print-directory install PREFIX=/usr DESTDIR="$stage" CONFIGURATION="$configuration" \
   SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path $root/.build-deb"
 for p in recd recctl recd-media; do
   if readelf -d "$stage/usr/bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
