@@ -152,7 +152,6 @@ struct Importer {
             case .encodeAudio:
                 (waveform, loudness) = try encode(upload, to: made, format: format, lease: worker)
             }
-            try FileOps.sync(made)
         } catch {
             if let e = error as? EngineError { throw e }
             if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: made, operation: "write", underlying: e.description) }

@@ -37,6 +37,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private var idleSeconds: Double? = 30
     private var logLevel = "info"
     private var sandbox: [String] = []
+    /// An upload's worker's sandbox: the uploads' folder alone (`untrusted`, one of `sandbox`).
+    private var uploadSandbox: [String] = []
     /// Files beneath this folder are untrusted (uploads): a worker that was asked to read one ends
     /// with its lease, never back in the pool ("uploads/": with its slash).
     private var untrusted: String?
@@ -103,6 +105,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
             self.idleSeconds = idleSeconds
             self.sandbox = sandbox
             self.untrusted = untrusted.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
+            precondition(sandbox.isEmpty || untrusted.map(sandbox.contains) == true, "the uploads' folder is one of the sandbox's")
+            uploadSandbox = sandbox.isEmpty ? [] : untrusted.map { [$0] } ?? []
         }
         lock.signal()
     }
@@ -175,8 +179,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
             if !toStart.isEmpty {
                 let (priority, use, reply) = toStart.removeFirst()
                 let exe = executable, level = logLevel, untrusted = untrusted, generation = generation
-                // An upload's worker may use the uploads' folder only (none without a sandbox: the unit tests).
-                let folders = use == .upload && !sandbox.isEmpty ? untrusted.map { [String($0.dropLast())] } ?? sandbox : sandbox
+                let folders = use == .upload ? uploadSandbox : sandbox
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
                     try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + folders, priority: priority,
