@@ -46,7 +46,7 @@ final class VideoTests: XCTestCase {
         // is not dequeued in time): counted, and their time kept in the file (sound and picture stay
         // together), so N counts them. More than a few would be recd's fault.
         let missed = try XCTUnwrap(stopped.capture.videoDroppedFrames)
-        XCTAssertLessThanOrEqual(missed, 3, "\(stopped.capture)")
+        XCTAssertLessThanOrEqual(missed, 5, "\(stopped.capture)")
         XCTAssertEqual(h264.frames, Int(frames))
         // N: the frames captured at the camera's rate. Both streams within 100 ms of it and of each other.
         let n = Double(frames + missed) / 15
@@ -79,7 +79,10 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(silent.streams.map(\.codec), ["h264"])
         let silentStop = try decoder.decode(StopRecordingResponse.self, from: Data(contentsOf: out.appendingPathComponent("silent.json")))
         XCTAssertEqual(silentStop.capture.framesCaptured, 0)
-        XCTAssertEqual(silent.streams[0].duration, Double(try XCTUnwrap(silentStop.capture.videoFrames)) / 15, accuracy: 0.1)
+        // (Frames a starved guest missed are counted and their time kept, as in the first take.)
+        let silentMissed = try XCTUnwrap(silentStop.capture.videoDroppedFrames)
+        XCTAssertLessThanOrEqual(silentMissed, 5, "\(silentStop.capture)")
+        XCTAssertEqual(silent.streams[0].duration, Double(try XCTUnwrap(silentStop.capture.videoFrames) + silentMissed) / 15, accuracy: 0.1)
 
         // 2a. Paused and resumed: one file whose picture and sound both leave the pause out, as long
         //     as each other, the picture without a hole where the pause was.
@@ -90,14 +93,17 @@ final class VideoTests: XCTestCase {
         let pa = try XCTUnwrap(pausedFile.streams.first { $0.codec == "aac" }, "\(pausedFile)")
         let pauseLength = try XCTUnwrap(pauseEnd.pausedFor)
         XCTAssertGreaterThan(pauseLength, 1.4)
-        XCTAssertEqual(pv.duration, Double(try XCTUnwrap(pausedStop.capture.videoFrames)) / 15, accuracy: 0.15, "\(pausedFile)")
+        let pausedMissed = try XCTUnwrap(pausedStop.capture.videoDroppedFrames)
+        XCTAssertLessThanOrEqual(pausedMissed, 5, "\(pausedStop.capture)")
+        XCTAssertEqual(pv.duration, Double(try XCTUnwrap(pausedStop.capture.videoFrames) + pausedMissed) / 15, accuracy: 0.15, "\(pausedFile)")
         XCTAssertEqual(pa.duration, pv.duration, accuracy: 0.1, "\(pausedFile)")
         // The microphone went on through the pause: the sound captured exceeds the sound kept by the
         // pause (and by the lead-in before the camera's first frame, a fraction of a second). Counted
         // by recd, not timed from here, which a loaded host would blur.
         let leftOut = Double(pausedStop.capture.framesCaptured) / 48000 - pa.duration
         XCTAssertGreaterThan(leftOut, pauseLength - 0.3, "\(pausedFile): only \(leftOut) s of the \(pauseLength) s pause left out")
-        XCTAssertLessThan(leftOut, pauseLength + 0.8, "\(pausedFile): \(leftOut) s left out, the pause was \(pauseLength) s")
+        // (The lead-in is the camera's start: up to a second in a guest starved by a loaded host.)
+        XCTAssertLessThan(leftOut, pauseLength + 1.0, "\(pausedFile): \(leftOut) s left out, the pause was \(pauseLength) s")
         func span(_ name: String) throws -> Double {
             let t = try String(contentsOf: out.appendingPathComponent(name), encoding: .utf8).split(separator: "\n").compactMap { Double($0) }
             return t.count == 2 ? t[1] - t[0] : 0
