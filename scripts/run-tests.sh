@@ -57,6 +57,7 @@ done
 echo "=== summary: $(( $(date +%s) - started )) s for both halves ==="
 for half in waiting busy; do
   echo "$half: $(grep -E "^[[:space:]]*Executed [0-9]+ tests?," "$logs/$half.log" | tail -n 1 | sed 's/^[[:space:]]*//')"
-  grep -E "error: |: error -|failed \(" "$logs/$half.log" || true
+  # A failed test prints "error:"; a test that crashes the process prints Swift's trap and the crash.
+  grep -E "error: |: error -|failed \(|Fatal error|Precondition failed|Program crashed" "$logs/$half.log" || true
 done
 [ "$waiting_status" = 0 ] && [ "$busy_status" = 0 ]
