@@ -123,7 +123,9 @@ static int add_rule(int ruleset, const char *path, __u64 rights, int must_exist)
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0) return (!must_exist && errno == ENOENT) ? 0 : -errno;
     struct stat st;
-    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) rights &= file_rights;
+    // A file's rule (a library job's own files) never lets it be run: code comes from the mapped
+    // libraries' folders.
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) rights &= file_rights & ~(__u64)LANDLOCK_ACCESS_FS_EXECUTE;
     struct landlock_path_beneath_attr rule = { .allowed_access = rights, .parent_fd = fd };
     int rc = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
     int saved = errno;

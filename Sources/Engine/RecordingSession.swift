@@ -61,7 +61,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
         let written: (() -> Void)? = dataSync.map { sync in { sync.written() } }
         // The writer (in a media worker) is made by the pipeline's encoder thread, while the
         // capture thread already fills the ring: ten seconds of it, more than a worker's slowest start.
-        audio = AudioPipeline(source: source, sink: { try WorkerAudioWriter(path: path, encoding: encoding, use: .take, onOutputWritten: written) },
+        audio = AudioPipeline(source: source, sink: { try WorkerAudioWriter(path: path, encoding: encoding, onOutputWritten: written) },
                               meterIntervalMs: meterIntervalMs, ringSeconds: Self.ringSeconds, onMeter: onMeter, faults: faults)
     }
 

@@ -128,6 +128,14 @@ public enum WorkerOp {
     public struct VideoFinishFrames: WorkerOperation { public init() {} }
     public struct VideoClose: WorkerOperation { public init() {} }
 
+    /// A library job's worker (`recd-media … --one-job`), before its job: from now on it may read
+    /// only `reading` and read and write only `writing` (files recd made for it), beside the code
+    /// it has mapped (`WorkerSandbox.enterForJob`). Its first request, and only its first.
+    public struct Confine: WorkerOperation {
+        public var reading, writing: [String]
+        public init(reading: [String], writing: [String]) { self.reading = reading; self.writing = writing }
+    }
+
     /// Drops every object the worker holds.
     public struct Reset: WorkerOperation { public init() {} }
 }

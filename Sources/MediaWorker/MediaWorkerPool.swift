@@ -20,10 +20,13 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// What a worker is lent for. A `take`'s worker encodes what recd captured, writes it and
     /// finalizes that file: it parses no file from elsewhere, so a file crafted to take over a parser
-    /// never shares a process with a take. `files` workers parse the library's files. An `upload`'s
-    /// worker does one import's jobs on files of the uploads' folder, in a sandbox of that folder
-    /// alone — whatever the file makes of its parser can read or write no recording — and ends with
-    /// its lease. (A `files` worker that is asked to read an upload all the same ends with its lease too.)
+    /// never shares a process with a take. A `files` worker does one job on the library's files (a
+    /// trim, a waveform's or a transcript's decode, a playback, a probe, a poster) confined to that
+    /// job's files alone (`MediaWorkerLease(reading:writing:)`): an imported file's packets that
+    /// take over its parser reach no other recording, no folder, and no later job, for it ends with
+    /// its lease; a spare one waits, unconfined but parsing nothing, so a job rarely waits for a
+    /// start. An `upload`'s worker does one import's jobs on files of the uploads' folder, in a
+    /// sandbox of that folder alone, and ends with its lease.
     public enum Use: Sendable { case take, files, upload }
 
     private struct Idle {
@@ -46,7 +49,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// started before the last is never lent again.
     private var generation = 0
     private var idle: [Idle] = []
-    private var toStart: [(Priority, Use, (Result<MediaWorkerConnection, MediaWorkerError>) -> Void)] = []
+    /// Workers to start, for a waiting `checkout` (its reply) or as a spare (no reply: kept idle).
+    private var toStart: [(Priority, Use, ((Result<MediaWorkerConnection, MediaWorkerError>) -> Void)?)] = []
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
 
@@ -125,8 +129,43 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.signal()
     }
 
-    /// An idle worker of `priority` for `use`, or a new one.
-    func checkout(_ priority: Priority, for use: Use) throws(MediaWorkerError) -> MediaWorkerConnection {
+    /// An idle worker of `priority` for `use`, or a new one; for `files`, confined to `job`'s files.
+    func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
+        precondition((use == .files) == (job != nil), "a library job's worker, and only one, names its files")
+        let connection = try idleOrNew(priority, for: use)
+        guard let job else { return connection }
+        // The spare for the next job starts now, while this one works.
+        if lock.withLock({ startSpareIfWanted(priority) }) { lock.signal() }
+        guard connection.confinesPerJob else { return connection }
+        do {
+            for path in job.writing {
+                // Landlock's rule is on the file itself: recd makes it (never through a link), the
+                // worker's FFmpeg opens and truncates it.
+                let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o666)
+                guard fd >= 0 else { throw MediaWorkerError.failed("could not make \(path) for its media job: \(String(cString: strerror(errno)))") }
+                close(fd)
+            }
+            try connection.call(WorkerOp.Confine(reading: job.reading, writing: job.writing), operation: "confining a media job to its files")
+        } catch {
+            lock.withLock { toEnd.append(connection) }
+            lock.signal()
+            throw (error as? MediaWorkerError) ?? .failed("\(error)")
+        }
+        return connection
+    }
+
+    /// A spare `files` worker of `priority` is started unless one is idle or starting, or workers
+    /// are not kept (`idleSeconds` 0). Returns whether one was queued. Called under `lock`.
+    private func startSpareIfWanted(_ priority: Priority) -> Bool {
+        guard idleSeconds != 0,
+              !idle.contains(where: { $0.connection.use == .files && $0.connection.priority == priority }),
+              !toStart.contains(where: { $0.0 == priority && $0.1 == .files && $0.2 == nil }) else { return false }
+        startThreadIfNeeded()
+        toStart.append((priority, .files, nil))
+        return true
+    }
+
+    private func idleOrNew(_ priority: Priority, for use: Use) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
             guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use }) else { return nil }
             return idle.remove(at: i).connection
@@ -143,10 +182,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
         return try result.withLock { $0! }.get()
     }
 
-    /// Back from a user: emptied (`reset`) and kept for the next, or ended (one that read an upload:
-    /// whatever the file did to it stays with it; one whose sandbox holds replaced folders).
+    /// Back from a user: emptied (`reset`) and kept for the next, or ended (a library job's or an
+    /// upload's, or one that read an upload: whatever a file did to it stays with it; one whose
+    /// sandbox holds replaced folders).
     func checkin(_ connection: MediaWorkerConnection) {
-        if connection.use == .upload || connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
+        if connection.use != .take || connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
             lock.withLock { toEnd.append(connection) }
             lock.signal()
             return
@@ -181,14 +221,19 @@ public final class MediaWorkerPool: @unchecked Sendable {
             if !toStart.isEmpty {
                 let (priority, use, reply) = toStart.removeFirst()
                 let exe = executable, level = logLevel, untrusted = untrusted, generation = generation
-                let folders = use == .upload ? uploadSandbox : sandbox
+                // A library job's worker names its files at its first request (`checkout`).
+                let walls = sandbox.isEmpty ? [] : use == .files ? ["--one-job"] : use == .upload ? uploadSandbox : sandbox
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
-                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + folders, priority: priority,
-                                              use: use, untrusted: untrusted, generation: generation)
+                    try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + walls, priority: priority,
+                                              use: use, untrusted: untrusted, generation: generation, confinesPerJob: walls == ["--one-job"])
                 }
                 lock.lock()
-                reply(result)
+                if let reply {
+                    reply(result)
+                } else if case .success(let spare) = result {
+                    idle.append(Idle(connection: spare, until: idleSeconds.map { Date().addingTimeInterval($0) }))
+                }
                 continue
             }
             let now = Date()
@@ -217,6 +262,8 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// The folder of untrusted files (with its slash), and whether this worker was asked to read one.
     private let untrusted: String?
     private(set) var readUntrusted = false
+    /// A library job's worker that waits for its job's files (`WorkerOp.Confine`) to wall itself in.
+    let confinesPerJob: Bool
     private let fd: Int32
     private(set) var isBroken = false
     /// The payload of the last reply.
@@ -224,8 +271,9 @@ final class MediaWorkerConnection: @unchecked Sendable {
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
-         untrusted: String?, generation: Int) throws(MediaWorkerError) {
+         untrusted: String?, generation: Int, confinesPerJob: Bool = false) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
+        self.confinesPerJob = confinesPerJob
         self.priority = priority
         self.use = use
         self.generation = generation
@@ -332,10 +380,20 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// nil once given back.
     private let held: Mutex<MediaWorkerConnection?>
 
-    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use = .files,
+    /// A take's or an upload's worker.
+    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use,
                 pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
         self.pool = pool
         held = Mutex(try pool.checkout(priority, for: use))
+    }
+
+    /// A worker for one job on the library's files, walled in to them: it reads `reading` and
+    /// reads and writes `writing` (made empty here when missing), and nothing else of the data
+    /// directory; it ends when given back.
+    public init(_ priority: MediaWorkerPool.Priority = .normal, reading: [String], writing: [String] = [],
+                pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
+        self.pool = pool
+        held = Mutex(try pool.checkout(priority, for: .files, job: (reading, writing)))
     }
 
     /// The worker, for `operation`; an error once the lease was given back (the worker may be another

@@ -7,24 +7,24 @@ import MediaWire
 /// The one-shot operations.
 public enum WorkerMedia {
     public static func probe(_ path: String, lease: MediaWorkerLease? = nil) throws -> MediaInfo {
-        try (lease ?? MediaWorkerLease()).call(WorkerOp.Probe(path: path), operation: "the probe of \(path)")
+        try (lease ?? MediaWorkerLease(reading: [path])).call(WorkerOp.Probe(path: path), operation: "the probe of \(path)")
     }
 
     /// `MP4Finalizer.remux`.
     public static func remux(from source: String, to destination: String, streams: [Int]? = nil,
                              container: String? = nil, hidePriming: Bool = true, lease: MediaWorkerLease? = nil) throws -> RemuxResult {
         let op = WorkerOp.Remux(source: source, destination: destination, streams: streams, container: container, hidePriming: hidePriming)
-        return try (lease ?? MediaWorkerLease()).call(op, operation: "the remux of \(source)")
+        return try (lease ?? MediaWorkerLease(reading: [source], writing: [destination])).call(op, operation: "the remux of \(source)")
     }
 
     /// `MP4Trimmer.trim`.
     public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
-        try MediaWorkerLease().call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
+        try MediaWorkerLease(reading: [source], writing: [destination]).call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.
     public static func poster(fromFile path: String, lease: MediaWorkerLease? = nil) throws -> Data {
-        let worker = try lease ?? MediaWorkerLease()
+        let worker = try lease ?? MediaWorkerLease(reading: [path])
         let operation = "the poster of \(path)"
         let connection = try worker.connection(for: operation)
         try connection.call(WorkerOp.Poster(path: path), operation: operation)
@@ -47,7 +47,7 @@ public final class WorkerAudioDecoder {
     /// read is a round trip to the worker, so a whole-file pass asks for many.
     public init(path: String, lease: MediaWorkerLease? = nil, priority: MediaWorkerPool.Priority = .normal,
                 readFrames: Int = 8192) throws {
-        worker = try lease ?? MediaWorkerLease(priority)
+        worker = try lease ?? MediaWorkerLease(priority, reading: [path])
         self.path = path
         self.readFrames = readFrames
         let format = try worker.call(WorkerOp.OpenDecoder(path: path), operation: "opening \(path)")
@@ -94,11 +94,10 @@ public final class WorkerAudioWriter {
     public private(set) var samplesWritten: Int64 = 0
 
     /// `onOutputWritten` is called on the writing thread each time a fragment has reached the file.
-    /// `lease`: a worker shared with the caller, who keeps it; without one the writer takes its own
-    /// (for `use`: a take's, or a file's as an import's) and gives it back at `finish()`.
-    public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil, use: MediaWorkerPool.Use = .files,
-                onOutputWritten: (() -> Void)? = nil) throws {
-        worker = try lease ?? MediaWorkerLease(for: use)
+    /// `lease`: a worker shared with the caller, who keeps it (an import's); without one the writer
+    /// takes a take's own and gives it back at `finish()`.
+    public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil, onOutputWritten: (() -> Void)? = nil) throws {
+        worker = try lease ?? MediaWorkerLease(for: .take)
         ownsLease = lease == nil
         self.path = path
         self.encoding = encoding

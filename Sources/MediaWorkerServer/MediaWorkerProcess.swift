@@ -35,10 +35,13 @@ public enum MediaWorkerProcess {
         let level = Logger.Level(rawValue: arguments[2]) ?? .info
         let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)
-        let writable = Array(arguments.dropFirst(3))
-        if !writable.isEmpty {
+        // `--one-job`: a library job's worker, confined to its job's files by its first request
+        // (`WorkerOp.Confine`); folders: a take's or an upload's worker, confined to them now.
+        let oneJob = arguments.dropFirst(3).first == "--one-job"
+        let writable = oneJob ? [] : Array(arguments.dropFirst(3))
+        if oneJob || !writable.isEmpty {
             do {
-                try WorkerSandbox.enter(writable: writable)
+                if !writable.isEmpty { try WorkerSandbox.enter(writable: writable) }
                 try WorkerSandbox.refuseBeyondFiles(allowExec: false)
             } catch {
                 // recd logs the kernel's lack of Landlock once (MediaWorkerPool); anything else is a
@@ -52,7 +55,7 @@ public enum MediaWorkerProcess {
                 }
             }
         }
-        let server = WorkerServer()
+        let server = WorkerServer(awaitingConfinement: oneJob, logger: logger)
         var call = WorkerCall()
         while true {
             let header: [UInt8]
@@ -74,6 +77,16 @@ struct WorkerCall {
 
 /// The objects a worker holds between requests, and one function for each operation (`handlers`).
 final class WorkerServer {
+    /// A `--one-job` worker before its `Confine`: it serves nothing else until then (it has parsed
+    /// nothing yet, and must not before its walls stand).
+    private var awaitingConfinement: Bool
+    private let logger: Logger?
+
+    init(awaitingConfinement: Bool = false, logger: Logger? = nil) {
+        self.awaitingConfinement = awaitingConfinement
+        self.logger = logger
+    }
+
     private var decoder: AudioFileDecoder?
     private var writer: AudioFileWriter?
     private var hash: ContentHash?
@@ -98,12 +111,32 @@ final class WorkerServer {
         call.out = []
         do {
             let (name, end) = try WireJSON.name(of: header)
+            if name == WorkerOp.Confine.name { return try confine(header, end) }
+            guard !awaitingConfinement else { throw MediaWorkerError.failed("media worker: \(name) before the job's files were named (Confine)") }
             guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
             return try handler(self, header, end, &call)
         } catch {
             call.out = []
             return (try? WorkerAnswer<Done>.failure(WorkerFailure(error)).header()) ?? []
         }
+    }
+
+    /// Enters the job's sandbox: its files alone, and the folders of the code mapped (Landlock; a
+    /// kernel without it leaves the worker as it is, which recd logged at its start). A failure
+    /// of the rules ends the worker: one without its walls must not serve.
+    private func confine(_ header: [UInt8], _ end: Int) throws -> [UInt8] {
+        let op = try WorkerOp.Confine.fields(of: header, after: end)
+        guard awaitingConfinement else { throw MediaWorkerError.failed("media worker: already confined to a job") }
+        do {
+            try WorkerSandbox.enterForJob(reading: op.reading, writing: op.writing)
+        } catch {
+            if case .unsupported = error {} else {
+                logger?.error("media worker: \(error)")
+                _exit(70)
+            }
+        }
+        awaitingConfinement = false
+        return try WorkerAnswer<Done>.reply(Done(), outputs: 0).header()
     }
 
     typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]

@@ -51,6 +51,14 @@ public enum WorkerSandbox {
         throw .failed(call: call, path: path.map { String(cString: $0) }, code: -rc)
     }
 
+    /// A library job's walls (`recd-media --one-job`, at its `WorkerOp.Confine`): `reading` for
+    /// reading, `writing` (made by recd beforehand) for reading and writing, as single files — no
+    /// folder, so no other recording, no new file, no link —, and the folders of the code mapped.
+    /// A file of `reading` that does not exist gets no rule (opening it then fails as it would).
+    public static func enterForJob(reading: [String], writing: [String]) throws(Failure) {
+        try enter(writable: writing, readable: mappedDirectories() + reading)
+    }
+
     /// Beyond files (seccomp-bpf, `recd_seccomp_enter`): no new socket of any family — so neither
     /// recd's socket nor PulseAudio's, an abstract socket or TCP —, no signal but to itself, no
     /// ptrace or other process's memory, no namespaces, mounts, io_uring, BPF or keys, and unless

@@ -154,8 +154,8 @@ final class WorkerEscapeTests: XCTestCase {
         }
         XCTAssertEqual(results["read-secret"], "EACCES", file: file, line: line)
         XCTAssertEqual(results["write-catalog"], "EACCES", "the catalog is not the worker's", file: file, line: line)
-        XCTAssertEqual(results["read-recording"], "EACCES", "an upload's worker reads no recording", file: file, line: line)
-        XCTAssertEqual(results["write-recording"], "EACCES", "an upload's worker writes no recording", file: file, line: line)
+        XCTAssertEqual(results["read-recording"], "EACCES", "reads no recording but its job's", file: file, line: line)
+        XCTAssertEqual(results["write-recording"], "EACCES", "writes no recording but its job's output", file: file, line: line)
     }
 
     func assertNothingPlanted(file: StaticString = #filePath, line: UInt = #line) throws {
@@ -181,6 +181,14 @@ final class WorkerEscapeTests: XCTestCase {
         XCTAssertTrue(targets.other.isRunning)
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", imported.id.uuidString).state, .ready)
         XCTAssertTrue(daemon.log.contains("Landlock ABI"), daemon.log)
+
+        // The imported file's packets, parsed again by a library job (its trim): that worker reads its
+        // source and writes its output, and reaches no other recording, catalog, socket or process.
+        let cut = try daemon.recctlJSON(Recording.self, "trim", imported.id.uuidString, "--start", "0.2", "--end", "0.8")
+        Self.assertEveryEscapeFailed(try results(from: "library-worker", within: 10))
+        try assertNothingPlanted()
+        XCTAssertEqual(cut.duration ?? 0, 0.6, accuracy: 0.1, "the trim itself went through")
+        XCTAssertTrue(targets.other.isRunning)
     }
 
     /// What a worker could have done on an older kernel or before this sandbox: a link in Recordings/

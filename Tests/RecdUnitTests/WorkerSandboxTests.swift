@@ -40,7 +40,7 @@ final class WorkerSandboxTests: XCTestCase {
         let pool = MediaWorkerPool()
         pool.configure(executable: try workerBinary(), idleSeconds: 0, logLevel: "error", sandbox: [data.path])
         // Inside: probed, and remuxed into a new file there.
-        let lease = try MediaWorkerLease(pool: pool)
+        let lease = try MediaWorkerLease(for: .take, pool: pool)
         XCTAssertEqual(try WorkerMedia.probe(inside, lease: lease).streams.map(\.codec), ["aac"])
         let copy = data.appendingPathComponent("copy.m4a").path
         XCTAssertGreaterThan(try WorkerMedia.remux(from: inside, to: copy, lease: lease).packets, 0)
@@ -60,6 +60,64 @@ final class WorkerSandboxTests: XCTestCase {
         // what refused it above was the sandbox.
         let open = MediaWorkerPool()
         open.configure(executable: try workerBinary(), idleSeconds: 0, logLevel: "error")
-        XCTAssertEqual(try WorkerMedia.probe(other, lease: try MediaWorkerLease(pool: open)).streams.map(\.codec), ["aac"])
+        XCTAssertEqual(try WorkerMedia.probe(other, lease: try MediaWorkerLease(reading: [other], pool: open)).streams.map(\.codec), ["aac"])
+    }
+
+    /// A library job's worker (a trim, a decode, a probe) reads its job's files and writes its
+    /// output, and nothing else of the data directory: not the recording beside them, not a new
+    /// file in their folder. It ends with its job; the spare that waited takes the next.
+    func testALibraryJobsWorkerReachesOnlyItsJobsFiles() throws {
+        let ci = ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
+        try XCTSkipIf(MediaWorkerPool.landlockABI == nil && !ci, "this kernel has no Landlock")
+        let data = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-job-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: data) }
+        let source = data.appendingPathComponent("audio_source.m4a").path, sibling = data.appendingPathComponent("audio_sibling.m4a").path
+        for path in [source, sibling] { try ffmpeg(path, ["-f", "lavfi", "-i", "sine=duration=1", "-c:a", "aac"]) }
+        let output = data.appendingPathComponent(".trim-output.m4a").path
+
+        let pool = MediaWorkerPool()
+        pool.configure(executable: try workerBinary(), idleSeconds: 30, logLevel: "error", sandbox: [data.path])
+        let lease = try MediaWorkerLease(reading: [source], writing: [output], pool: pool)
+        let first = try lease.connection(for: "the test").pid
+        XCTAssertEqual(try WorkerMedia.probe(source, lease: lease).streams.map(\.codec), ["aac"])
+        XCTAssertGreaterThan(try WorkerMedia.remux(from: source, to: output, lease: lease).packets, 0)
+        XCTAssertEqual(try WorkerMedia.probe(output, lease: lease).streams.map(\.codec), ["aac"], "its output, written whole")
+        XCTAssertThrowsError(try WorkerMedia.probe(sibling, lease: lease), "the recording beside its job's") { error in
+            XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(error)")
+        }
+        let made = data.appendingPathComponent("audio_made.m4a").path
+        XCTAssertThrowsError(try WorkerMedia.remux(from: source, to: made, lease: lease), "a file its job did not name") { error in
+            XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: made))
+        lease.release()
+
+        // It ended with its job; the next job gets another process (the spare, walled in to its files).
+        let ended = Date().addingTimeInterval(10)
+        while kill(first, 0) == 0 && Date() < ended { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertNotEqual(kill(first, 0), 0, "the job's worker ended with its lease")
+        let next = try MediaWorkerLease(reading: [sibling], pool: pool)
+        XCTAssertNotEqual(try next.connection(for: "the test").pid, first)
+        XCTAssertEqual(try WorkerMedia.probe(sibling, lease: next).streams.map(\.codec), ["aac"])
+        XCTAssertThrowsError(try WorkerMedia.probe(source, lease: next)) { error in
+            XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(error)")
+        }
+        next.release()
+
+        // A worker started for one job serves nothing before its walls stand, and is walled in once.
+        let bare = try MediaWorkerConnection(starting: try workerBinary(), arguments: ["normal", "error", "--one-job"],
+                                             priority: .normal, use: .files, untrusted: nil, generation: 0, confinesPerJob: true)
+        defer { _ = bare.end() }
+        XCTAssertThrowsError(try bare.call(WorkerOp.Probe(path: source), operation: "an early probe")) { error in
+            XCTAssertTrue("\(error)".contains("before the job's files were named"), "\(error)")
+        }
+        try bare.call(WorkerOp.Confine(reading: [sibling], writing: []), operation: "confining")
+        XCTAssertThrowsError(try bare.call(WorkerOp.Confine(reading: [source], writing: []), operation: "confining again")) { error in
+            XCTAssertTrue("\(error)".contains("already confined"), "\(error)")
+        }
+        XCTAssertThrowsError(try bare.call(WorkerOp.Probe(path: source), operation: "a probe of another file")) { error in
+            XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(error)")
+        }
     }
 }

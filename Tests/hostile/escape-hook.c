@@ -1,6 +1,7 @@
 // A test's stand-in for a parser bug (WorkerEscapeTests): preloaded (LD_PRELOAD) into recd and
 // everything it starts, it does nothing in recd, recctl or the launcher, and runs hostile code where
-// a crafted file would: in a media worker when it probes an upload (av_probe_input_buffer2), and in
+// a crafted file would: in a media worker when it probes an upload or a library job's worker when it
+// opens a recording (av_probe_input_buffer2), and in
 // the transcriber once its model is loaded (its second seccomp filter is in). It tries each escape
 // the sandbox must stop and writes one line of results to stderr (recd's log):
 //   HOSTILE <where> name=ok|errno-name ...
@@ -96,10 +97,27 @@ static void escape(const char *where, int try_exec) {
     if (write(2, report, used) < 0) {}
 }
 
-// The media worker: the first probe of an upload.
+// Whether this process is a library job's media worker (`recd-media … --one-job`): read at load,
+// before its walls close /proc.
+static int is_one_job;
+static int one_job(void) { return is_one_job; }
+static int read_one_job(void) {
+    char cmdline[4096] = { 0 };
+    int fd = open("/proc/self/cmdline", O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(cmdline + i) + 1)
+        if (strcmp(cmdline + i, "--one-job") == 0) return 1;
+    return 0;
+}
+
+// The media worker: the first probe of an upload, and a library job's first open of a recording
+// (an imported file's packets taking over its parser when it is trimmed or played).
 int av_probe_input_buffer2(void *pb, const void **fmt, const char *url, void *logctx, unsigned offset, unsigned max) {
     static int done;
     if (!done && url && strstr(url, "/.uploads/")) { done = 1; escape("media-worker", 1); }
+    else if (!done && url && strstr(url, "/Recordings/") && one_job()) { done = 1; escape("library-worker", 1); }
     int (*real)(void *, const void **, const char *, void *, unsigned, unsigned) = dlsym(RTLD_NEXT, "av_probe_input_buffer2");
     return real(pb, fmt, url, logctx, offset, max);
 }
@@ -119,6 +137,7 @@ static void *watch(void *unused) {
 }
 
 __attribute__((constructor)) static void start(void) {
+    is_one_job = read_one_job();
     char exe[4096] = { 0 };
     if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) return;
     const char *base = strrchr(exe, '/');
