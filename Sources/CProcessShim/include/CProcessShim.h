@@ -54,10 +54,11 @@ int recd_landlock_abi(void);
 int recd_landlock_enter(const char *const *writable, int writable_count, const char *const *readable, int readable_count,
                         const char **failed, const char **path);
 
-/// Installs this process's seccomp-bpf filter (inherited by threads, children and across exec): the
-/// calls that reach beyond its files are refused with EPERM — new sockets of any family (so no
-/// connect or bind), ptrace and the process_vm_* calls, signals to any process but itself,
-/// namespaces, mounts, io_uring, BPF, modules and keys — and, unless `allow_exec`, execve. Every
+/// Installs this process's seccomp-bpf filter (inherited by threads, children and across exec): an
+/// allow-list of the calls a media job and a transcription make (measured: scripts/worker-syscalls.sh);
+/// every other answers EPERM — new sockets of any family (so no connect or bind), ptrace and the
+/// process_vm_* calls, namespaces, mounts, io_uring, BPF, modules and keys among them. Signals go
+/// to this process only, clone makes no namespace, and execve passes only with `allow_exec`. Every
 /// thread of the process takes it (SECCOMP_FILTER_FLAG_TSYNC). Sets no_new_privs first. Returns 0, or
 /// -errno (ENOSYS on an architecture it has no numbers for).
 int recd_seccomp_enter(int allow_exec);
