@@ -55,14 +55,15 @@ public final class Engine: Sendable {
             do { try FileOps.sync(dir.path) } catch { logger.warning("\(error)") }
         }
         AlsaLog.route(to: logger)
-        // FFmpeg runs in worker processes (recd-media), ended when idle this long, each in a Landlock
-        // sandbox of the recordings and the uploads — not the catalog (said once here when the kernel
-        // cannot: they run without). A worker that parsed an upload ends with its job.
+        // FFmpeg runs in worker processes (recd-media), one per job (a take's lent again), each in a
+        // Landlock sandbox of its job's files (an import's: its folder in .uploads; a take's:
+        // Recordings/) — never the catalog (said once here when the kernel cannot: they run
+        // without); an idle one is kept this long for the next job.
         let data = config.dataDirectory
         MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue,
-                                         sandbox: [data.recordings.path, data.uploads.path], untrusted: data.uploads.path)
+                                         sandbox: [data.recordings.path])
         if let abi = MediaWorkerPool.landlockABI {
-            logger.info("media workers: Landlock ABI \(abi)\(MediaWorkerPool.landlockScopes(abi)), each may use only \(data.recordings.path) and \(data.uploads.path)")
+            logger.info("media workers: Landlock ABI \(abi)\(MediaWorkerPool.landlockScopes(abi)), each may use only its job's files in \(data.recordings.path) (a take's: that folder), or its import's folder in \(data.uploads.path)")
         } else {
             logger.warning("media workers: Landlock is not available here (the kernel has none, or a seccomp filter refuses it); they run without a filesystem sandbox")
         }

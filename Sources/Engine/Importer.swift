@@ -111,11 +111,12 @@ struct Importer {
         if let existing = try catalogCall({ try catalog.recording(withContentHash: contentHash) }) {
             throw .duplicate(name: name, existing: existing)
         }
-        // The upload's worker, for every job of this import: its sandbox is the uploads' folder
-        // alone, so a file that takes over a parser can read or write no recording; it ends with
-        // the import (MediaWorkerPool.Use.upload).
+        // The upload's worker, for every job of this import: its sandbox is the import's own folder
+        // (the upload's), so a file that takes over a parser can read or write no recording and no
+        // other import; it ends with the import (MediaWorkerPool.Use.upload).
+        let folder = (upload as NSString).deletingLastPathComponent
         let worker: MediaWorkerLease
-        do { worker = try given ?? MediaWorkerLease(for: .upload) } catch { throw .media(file: name, underlying: error) }
+        do { worker = try given ?? MediaWorkerLease(forUploadIn: folder) } catch { throw .media(file: name, underlying: error) }
         let info: MediaInfo
         do { info = try WorkerMedia.probe(upload, lease: worker) } catch {
             switch error {
@@ -139,7 +140,7 @@ struct Importer {
         let id = UUID()
         let relative = DataDirectory.relativePath(id: id, type: type)
         let finalPath = data.absolute(relative)
-        let made = data.uploads.appendingPathComponent("\(id.uuidString).\(type.fileExtension)").path
+        let made = (folder as NSString).appendingPathComponent("\(id.uuidString).\(type.fileExtension)")
         defer { try? FileOps.remove(made) }
         var waveform: WaveformData?
         var loudness: Loudness?

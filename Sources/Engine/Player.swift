@@ -84,12 +84,19 @@ public actor Player {
                 throw .fileMissing(id: recording.id, file: recording.file)
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
+            // The worker that probed it decodes it too: a job's worker ends with its job, and a
+            // second job at once would wait for the spare to start.
+            var probed: (lease: MediaWorkerLease, streams: [MediaInfo.Stream])?
             if recording.type == .video {
-                let streams = try? await runBlocking { try WorkerMedia.probe(path).streams }
-                if let streams, !streams.contains(where: { $0.kind == "audio" }) {
+                probed = try? await runBlocking {
+                    let lease = try MediaWorkerLease(reading: [path])
+                    return (lease, try WorkerMedia.probe(path, lease: lease).streams)
+                }
+                if let streams = probed?.streams, !streams.contains(where: { $0.kind == "audio" }) {
                     throw .playback(.noSound(file: path))
                 }
             }
+            let worker = probed?.lease
             var replaced: PlaybackEnded?
             if case .playing(let current) = state { replaced = await end(current, .replaced) }
             let device = config.playbackDevice
@@ -103,7 +110,7 @@ public actor Player {
             let firstWriteAt: UInt64
             do {
                 (session, firstWriteAt) = try await runBlocking {
-                    let s = try PlaybackSession(path: path, device: device, gainDB: gain)
+                    let s = try PlaybackSession(path: path, device: device, gainDB: gain, lease: worker)
                     let duration = s.duration
                     let at = try s.start(at: position ?? 0, meterIntervalMs: interval, observer: { observation in
                         guard gate.isOpen else { return }

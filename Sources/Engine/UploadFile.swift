@@ -4,21 +4,30 @@ import MediaWire
 import MediaWorker
 import Storage
 
-/// Owns one file in `.uploads/` being written (its descriptor, closed in `deinit`) and the SHA-256
-/// of what was written. The file is removed with `remove()` (the caller's `defer`): an upload is
-/// never part of the library, `Importer` makes the recording's own file from it.
+/// Owns one import's folder in `.uploads/` (its upload's worker's whole sandbox: no other import's
+/// bytes are in it), the file being written there (its descriptor, closed in `deinit`) and the
+/// SHA-256 of what was written. The folder is removed with `remove()` (the caller's `defer`): an
+/// upload is never part of the library, `Importer` makes the recording's own file from it, there.
 public final class UploadFile: @unchecked Sendable {
     public let path: String
+    /// `.uploads/<id>/`, where `path` and what is made from it are.
+    public let folder: String
     private let fd: Int32
     private let hash: WorkerContentHash
     public private(set) var bytes: Int64 = 0
 
     public init(in data: DataDirectory) throws(EngineError) {
-        path = data.uploads.appendingPathComponent("\(UUID().uuidString).upload").path
+        folder = data.uploads.appendingPathComponent(UUID().uuidString).path
+        path = folder + "/upload"
+        guard mkdir(folder, 0o700) == 0 else { throw .storage(file: folder, operation: "create", underlying: FileOps.errnoText()) }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage(file: path, operation: "create", underlying: FileOps.errnoText()) }
+        guard fd >= 0 else {
+            let text = FileOps.errnoText()
+            rmdir(folder)
+            throw .storage(file: path, operation: "create", underlying: text)
+        }
         self.fd = fd
-        hash = WorkerContentHash()
+        hash = WorkerContentHash(folder: folder)
     }
 
     deinit { close(fd) }
@@ -60,5 +69,6 @@ public final class UploadFile: @unchecked Sendable {
         }
     }
 
-    public func remove() { unlink(path) }
+    /// Removes the folder and what is left in it (the importer removed what it made).
+    public func remove() { try? FileManager.default.removeItem(atPath: folder) }
 }

@@ -18,15 +18,18 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// recordings, measured when nothing else wants the CPU).
     public enum Priority: String, Sendable { case normal, background }
 
-    /// What a worker is lent for. A `take`'s worker encodes what recd captured, writes it and
-    /// finalizes that file: it parses no file from elsewhere, so a file crafted to take over a parser
-    /// never shares a process with a take. A `files` worker does one job on the library's files (a
-    /// trim, a waveform's or a transcript's decode, a playback, a probe, a poster) confined to that
-    /// job's files alone (`MediaWorkerLease(reading:writing:)`): an imported file's packets that
-    /// take over its parser reach no other recording, no folder, and no later job, for it ends with
-    /// its lease; a spare one waits, unconfined but parsing nothing, so a job rarely waits for a
-    /// start. An `upload`'s worker does one import's jobs on files of the uploads' folder, in a
-    /// sandbox of that folder alone, and ends with its lease.
+    /// What a worker is lent for. A `take`'s worker encodes what recd captured (and converts it),
+    /// writes it and finalizes that file, in a sandbox of `Recordings/`: it parses no file from
+    /// elsewhere, so no crafted file shares its process, and it is lent again to the next take (a
+    /// start costs a second of CPU on a slow board, at a take's first moments). A `files` worker
+    /// does one job on the library's files — a trim, a waveform's or a transcript's decode, a
+    /// playback, a probe, a poster — walled in to that job's files alone
+    /// (`MediaWorkerLease(reading:writing:)`): an imported file's packets that take over its parser
+    /// reach no other recording, no folder and no later job, for it ends with its lease. A spare
+    /// waits, started but parsing nothing, so a job rarely waits for a start. An `upload`'s worker
+    /// does one import's jobs in that import's own folder (`.uploads/<id>/`: the bytes received,
+    /// the file made from them), in a sandbox of that folder alone — not another import's —, and
+    /// ends with its lease.
     public enum Use: Sendable { case take, files, upload }
 
     private struct Idle {
@@ -39,18 +42,21 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private var executable = MediaWorkerPool.besideThisProgram
     private var idleSeconds: Double? = 30
     private var logLevel = "info"
+    /// A take's worker's folders (`Recordings/`); empty: no worker is walled in (Landlock and
+    /// seccomp), as in most unit tests.
     private var sandbox: [String] = []
-    /// An upload's worker's sandbox: the uploads' folder alone (`untrusted`, one of `sandbox`).
-    private var uploadSandbox: [String] = []
-    /// Files beneath this folder are untrusted (uploads): a worker that was asked to read one ends
-    /// with its lease, never back in the pool ("uploads/": with its slash).
-    private var untrusted: String?
-    /// Counts the times the sandbox's folders were replaced (`sandboxFoldersReplaced`); a worker
-    /// started before the last is never lent again.
+    /// Counts the times the sandbox's folders were replaced (`sandboxFoldersReplaced`); a take's
+    /// worker started before the last is never lent again.
     private var generation = 0
     private var idle: [Idle] = []
     /// Workers to start, for a waiting `checkout` (its reply) or as a spare (no reply: kept idle).
-    private var toStart: [(Priority, Use, ((Result<MediaWorkerConnection, MediaWorkerError>) -> Void)?)] = []
+    private var toStart: [Start] = []
+    private struct Start {
+        var priority: Priority, use: Use
+        /// An upload's worker's folder.
+        var folder: String?
+        var reply: ((Result<MediaWorkerConnection, MediaWorkerError>) -> Void)?
+    }
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
 
@@ -98,45 +104,27 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// `executable`: the worker program. `idleSeconds`: how long a worker nobody uses is kept for
     /// the next job (nil: until recd exits; 0: not at all). `logLevel`: swift-log's name of the level
-    /// the workers log FFmpeg's messages at. `sandbox`: the directories a worker may use (recd's data
-    /// directory's recordings and uploads): it enters a Landlock sandbox of them and a seccomp filter
-    /// at start (none: neither, as in the unit tests). `untrusted`: the uploads' folder (see `untrusted`).
-    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = [],
-                          untrusted: String? = nil) {
+    /// the workers log FFmpeg's messages at. `sandbox`: a take's worker's folders (the data
+    /// directory's `Recordings/`); with them every worker is walled in (Landlock and seccomp) — a
+    /// job's to its job's files, an upload's to its folder (`checkout`) —; without, as in most unit
+    /// tests, none is.
+    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = []) {
         lock.withLock {
             if let executable { self.executable = executable }
             self.logLevel = logLevel
             self.idleSeconds = idleSeconds
             self.sandbox = sandbox
-            self.untrusted = untrusted.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
-            // Without an uploads' folder (the unit tests' pools) there is nothing narrower to confine
-            // an upload's worker to than the sandbox itself.
-            precondition(untrusted.map { sandbox.isEmpty || sandbox.contains($0) } ?? true, "the uploads' folder is one of the sandbox's")
-            uploadSandbox = sandbox.isEmpty ? [] : untrusted.map { [$0] } ?? sandbox
         }
         lock.signal()
     }
 
-    /// The folders the workers' sandbox names were replaced by others of the same name (a delete-all
-    /// swaps `Recordings/` for a new, empty one): Landlock's rules hold the folders a worker saw at its
-    /// start, so the idle workers end now and the busy ones when they are given back.
-    public func sandboxFoldersReplaced() {
-        lock.withLock {
-            generation += 1
-            toEnd += idle.map(\.connection)
-            idle = []
-        }
-        lock.signal()
-    }
-
-    /// An idle worker of `priority` for `use`, or a new one; for `files`, confined to `job`'s files.
-    func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
-        precondition((use == .files) == (job != nil), "a library job's worker, and only one, names its files")
-        let connection = try idleOrNew(priority, for: use)
-        guard let job else { return connection }
-        // The spare for the next job starts now, while this one works.
-        if lock.withLock({ startSpareIfWanted(priority) }) { lock.signal() }
-        guard connection.confinesPerJob else { return connection }
+    /// For `take`, an idle take's worker or a new one; for `files`, a spare or a new worker, confined
+    /// to `job`'s files; for `upload`, a new worker in `folder`'s sandbox.
+    func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil,
+                  folder: String? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
+        precondition((use == .files) == (job != nil) && (use == .upload) == (folder != nil), "a job names its files, an upload its folder")
+        let connection = try idleOrNew(priority, for: use, folder: folder)
+        guard let job, connection.confinesPerJob else { return connection }
         do {
             for path in job.writing {
                 // Landlock's rule is on the file itself: recd makes it (never through a link), the
@@ -155,17 +143,18 @@ public final class MediaWorkerPool: @unchecked Sendable {
     }
 
     /// A spare `files` worker of `priority` is started unless one is idle or starting, or workers
-    /// are not kept (`idleSeconds` 0). Returns whether one was queued. Called under `lock`.
-    private func startSpareIfWanted(_ priority: Priority) -> Bool {
+    /// are not kept (`idleSeconds` 0). Called under `lock`, when a job ends: not beside a job that
+    /// starts, where loading FFmpeg's libraries (a second of CPU on a slow board) would compete with
+    /// a take's first moments or a playback's.
+    private func startSpareIfWanted(_ priority: Priority) {
         guard idleSeconds != 0,
               !idle.contains(where: { $0.connection.use == .files && $0.connection.priority == priority }),
-              !toStart.contains(where: { $0.0 == priority && $0.1 == .files && $0.2 == nil }) else { return false }
+              !toStart.contains(where: { $0.priority == priority && $0.use == .files && $0.reply == nil }) else { return }
         startThreadIfNeeded()
-        toStart.append((priority, .files, nil))
-        return true
+        toStart.append(Start(priority: priority, use: .files))
     }
 
-    private func idleOrNew(_ priority: Priority, for use: Use) throws(MediaWorkerError) -> MediaWorkerConnection {
+    private func idleOrNew(_ priority: Priority, for use: Use, folder: String?) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
             guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use }) else { return nil }
             return idle.remove(at: i).connection
@@ -175,19 +164,22 @@ public final class MediaWorkerPool: @unchecked Sendable {
         let result = Mutex<Result<MediaWorkerConnection, MediaWorkerError>?>(nil)
         lock.withLock {
             startThreadIfNeeded()
-            toStart.append((priority, use, { r in result.withLock { $0 = r }; done.signal() }))
+            toStart.append(Start(priority: priority, use: use, folder: folder, reply: { r in result.withLock { $0 = r }; done.signal() }))
         }
         lock.signal()
         done.wait()
         return try result.withLock { $0! }.get()
     }
 
-    /// Back from a user: emptied (`reset`) and kept for the next, or ended (a library job's or an
-    /// upload's, or one that read an upload: whatever a file did to it stays with it; one whose
-    /// sandbox holds replaced folders).
+    /// Back from its user: a take's is emptied (`reset`) and kept for the next take (unless its
+    /// sandbox holds replaced folders); the others end — whatever a file did to a parser stays with
+    /// that process, and its walls were its job's — and a spare is started for the next job.
     func checkin(_ connection: MediaWorkerConnection) {
-        if connection.use != .take || connection.readUntrusted || lock.withLock({ connection.generation != generation }) {
-            lock.withLock { toEnd.append(connection) }
+        if connection.use != .take || lock.withLock({ connection.generation != generation }) {
+            lock.withLock {
+                toEnd.append(connection)
+                if connection.use == .files { startSpareIfWanted(connection.priority) }
+            }
             lock.signal()
             return
         }
@@ -196,11 +188,23 @@ public final class MediaWorkerPool: @unchecked Sendable {
         }
         lock.withLock {
             let seconds = idleSeconds
-            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == connection.use }) {
-                toEnd.append(connection)   // one idle worker of each priority and use is enough
+            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == .take }) {
+                toEnd.append(connection)   // one idle take's worker of each priority is enough
             } else {
                 idle.append(Idle(connection: connection, until: seconds.map { Date().addingTimeInterval($0) }))
             }
+        }
+        lock.signal()
+    }
+
+    /// The folders a take's worker's sandbox names were replaced by others of the same name (a
+    /// delete-all swaps `Recordings/` for a new, empty one): Landlock's rules hold the folders a
+    /// worker saw at its start, so the idle take's workers end now and the busy ones when given back.
+    public func sandboxFoldersReplaced() {
+        lock.withLock {
+            generation += 1
+            toEnd += idle.filter { $0.connection.use == .take }.map(\.connection)
+            idle.removeAll { $0.connection.use == .take }
         }
         lock.signal()
     }
@@ -219,17 +223,26 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.lock()
         while true {
             if !toStart.isEmpty {
-                let (priority, use, reply) = toStart.removeFirst()
-                let exe = executable, level = logLevel, untrusted = untrusted, generation = generation
-                // A library job's worker names its files at its first request (`checkout`).
-                let walls = sandbox.isEmpty ? [] : use == .files ? ["--one-job"] : use == .upload ? uploadSandbox : sandbox
+                // A job that waits goes before a spare (which would only be idle sooner).
+                let start = toStart.remove(at: toStart.firstIndex { $0.reply != nil } ?? 0)
+                let priority = start.priority, use = start.use
+                let exe = executable, level = logLevel, generation = generation
+                // A job's worker names its files at its first request (`checkout`); a take's and an
+                // upload's enter their folders' sandbox at start.
+                let walls: [String]
+                switch use {
+                case _ where sandbox.isEmpty: walls = []
+                case .take: walls = sandbox
+                case .files: walls = ["--one-job"]
+                case .upload: walls = [start.folder!]
+                }
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
                     try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + walls, priority: priority,
-                                              use: use, untrusted: untrusted, generation: generation, confinesPerJob: walls == ["--one-job"])
+                                              use: use, generation: generation, confinesPerJob: walls == ["--one-job"])
                 }
                 lock.lock()
-                if let reply {
+                if let reply = start.reply {
                     reply(result)
                 } else if case .success(let spare) = result {
                     idle.append(Idle(connection: spare, until: idleSeconds.map { Date().addingTimeInterval($0) }))
@@ -257,11 +270,8 @@ final class MediaWorkerConnection: @unchecked Sendable {
     let pid: pid_t
     let priority: MediaWorkerPool.Priority
     let use: MediaWorkerPool.Use
-    /// The pool's `generation` when it started (the sandbox's folders it holds).
+    /// The pool's `generation` when it started (a take's worker: the sandbox's folders it holds).
     let generation: Int
-    /// The folder of untrusted files (with its slash), and whether this worker was asked to read one.
-    private let untrusted: String?
-    private(set) var readUntrusted = false
     /// A library job's worker that waits for its job's files (`WorkerOp.Confine`) to wall itself in.
     let confinesPerJob: Bool
     private let fd: Int32
@@ -271,13 +281,12 @@ final class MediaWorkerConnection: @unchecked Sendable {
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
-         untrusted: String?, generation: Int, confinesPerJob: Bool = false) throws(MediaWorkerError) {
+         generation: Int = 0, confinesPerJob: Bool = false) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
+        self.generation = generation
         self.confinesPerJob = confinesPerJob
         self.priority = priority
         self.use = use
-        self.generation = generation
-        self.untrusted = untrusted
     }
 
     /// Starts `executable PID VERSION ARGUMENTS…` (PID: recd's, which it checks; VERSION: recd's, which
@@ -309,10 +318,6 @@ final class MediaWorkerConnection: @unchecked Sendable {
     func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
                                    onOutput: (() -> Void)? = nil, operation: @autoclosure () -> String) throws -> Op.Reply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
-        if let path = op.fileRead, let untrusted, path.hasPrefix(untrusted) {
-            guard use != .take else { throw MediaWorkerError.failed("\(operation()): a take's media worker never reads an upload") }
-            readUntrusted = true
-        }
         let answer: WorkerAnswer<Op.Reply>
         let seconds = MediaWorkerPool.stallLimit + (op.fileRead.map { path in
             // A second more for each 8 MB of the file a whole-file job reads (a remux of 4 GB from an SD card).
@@ -380,11 +385,17 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// nil once given back.
     private let held: Mutex<MediaWorkerConnection?>
 
-    /// A take's or an upload's worker.
-    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use,
-                pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
+    /// A take's worker (`.take`).
+    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use, pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
+        precondition(use == .take, "a job's worker names its files, an upload's its folder")
         self.pool = pool
         held = Mutex(try pool.checkout(priority, for: use))
+    }
+
+    /// An upload's worker: one import's jobs in its own folder alone (`.uploads/<id>/`).
+    public init(_ priority: MediaWorkerPool.Priority = .normal, forUploadIn folder: String, pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
+        self.pool = pool
+        held = Mutex(try pool.checkout(priority, for: .upload, folder: folder))
     }
 
     /// A worker for one job on the library's files, walled in to them: it reads `reading` and

@@ -137,11 +137,13 @@ public final class WorkerAudioWriter {
 /// import that follows does its jobs in the same worker (`worker`), which ends with it.
 public final class WorkerContentHash {
     public private(set) var worker: MediaWorkerLease?
+    /// The upload's own folder: its worker's sandbox.
+    private let folder: String
 
-    public init() {}
+    public init(folder: String) { self.folder = folder }
 
     private func lease() throws -> MediaWorkerLease {
-        if worker == nil { worker = try MediaWorkerLease(for: .upload) }
+        if worker == nil { worker = try MediaWorkerLease(forUploadIn: folder) }
         return worker!
     }
 

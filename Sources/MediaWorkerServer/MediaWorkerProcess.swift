@@ -111,8 +111,7 @@ final class WorkerServer {
         call.out = []
         do {
             let (name, end) = try WireJSON.name(of: header)
-            if name == WorkerOp.Confine.name { return try confine(header, end) }
-            guard !awaitingConfinement else { throw MediaWorkerError.failed("media worker: \(name) before the job's files were named (Confine)") }
+            guard !awaitingConfinement || name == WorkerOp.Confine.name else { throw MediaWorkerError.failed("media worker: \(name) before the job's files were named (Confine)") }
             guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
             return try handler(self, header, end, &call)
         } catch {
@@ -124,8 +123,7 @@ final class WorkerServer {
     /// Enters the job's sandbox: its files alone, and the folders of the code mapped (Landlock; a
     /// kernel without it leaves the worker as it is, which recd logged at its start). A failure
     /// of the rules ends the worker: one without its walls must not serve.
-    private func confine(_ header: [UInt8], _ end: Int) throws -> [UInt8] {
-        let op = try WorkerOp.Confine.fields(of: header, after: end)
+    private func confine(_ op: WorkerOp.Confine) throws {
         guard awaitingConfinement else { throw MediaWorkerError.failed("media worker: already confined to a job") }
         do {
             try WorkerSandbox.enterForJob(reading: op.reading, writing: op.writing)
@@ -136,7 +134,6 @@ final class WorkerServer {
             }
         }
         awaitingConfinement = false
-        return try WorkerAnswer<Done>.reply(Done(), outputs: 0).header()
     }
 
     typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]
@@ -145,7 +142,7 @@ final class WorkerServer {
     /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
     static let handlers = Dictionary(uniqueKeysWithValues: wholeFiles + decoding + writing + video)
 
-    /// One-shot jobs on whole files, the hash of an upload, and emptying the worker.
+    /// One-shot jobs on whole files, the hash of an upload, a job's walls, and emptying the worker.
     private static let wholeFiles: [(String, Handler)] = [
         answer(WorkerOp.Probe.self) { _, op, _ in try MediaProbe.probe(op.path) },
         answer(WorkerOp.Remux.self) { _, op, _ in
@@ -161,6 +158,7 @@ final class WorkerServer {
             defer { s.hash = nil }
             return try (s.hash ?? ContentHash()).hex()
         },
+        serve(WorkerOp.Confine.self) { s, op, _ in try s.confine(op) },
         serve(WorkerOp.Reset.self) { s, _, _ in
             s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
         },

@@ -69,14 +69,16 @@ public final class PlaybackSession: @unchecked Sendable {
     let gain: Float
 
     /// Opens `path` and the device; `gainDB` is applied to what is played (and metered: the meter
-    /// shows the level heard). Blocking (file and device I/O): call it off the cooperative pool.
-    public init(path: String, device: String, gainDB: Double = 0) throws(PlaybackError) {
+    /// shows the level heard). `lease`: the worker that already probed `path` for this play (a
+    /// video's), or none: a job's worker of its own. Blocking (file and device I/O): call it off the
+    /// cooperative pool.
+    public init(path: String, device: String, gainDB: Double = 0, lease: MediaWorkerLease? = nil) throws(PlaybackError) {
         self.path = path
         self.device = device
         gain = Float(pow(10, gainDB / 20))
         let decoder: WorkerAudioDecoder
         do {
-            decoder = try WorkerAudioDecoder(path: path)
+            decoder = try WorkerAudioDecoder(path: path, lease: lease)
         } catch let e as FFmpegError where e.isFileMissing {
             throw .fileMissing(file: path)
         } catch MediaError.noStream {

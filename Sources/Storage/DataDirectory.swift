@@ -60,7 +60,8 @@ public struct DataDirectory: Sendable {
     @discardableResult
     public func clearUploads() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: uploads.path)) ?? []
-        for name in names { try? FileOps.remove(uploads.appendingPathComponent(name).path) }
+        // (An import's folder, or a file an older recd left there.)
+        for name in names { try? FileManager.default.removeItem(at: uploads.appendingPathComponent(name)) }
         return names
     }
 

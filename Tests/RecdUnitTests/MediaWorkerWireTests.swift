@@ -128,6 +128,7 @@ final class MediaWorkerWireTests: XCTestCase {
         WorkerOp.VideoAppendFrame(pts: -3_000_000_000, poster: true, shared: 0),
         WorkerOp.VideoAppendFrame(pts: .max, poster: false, shared: 86_400),
         WorkerOp.VideoFinishFrames(), WorkerOp.VideoClose(), WorkerOp.Reset(),
+        WorkerOp.Confine(reading: ["/data/Recordings/audio_a.m4a"], writing: ["/data/Recordings/.trim-a.m4a"]),
     ]
 
     func testEveryOperationComesBackAsSentAndIsServed() throws {
@@ -138,7 +139,7 @@ final class MediaWorkerWireTests: XCTestCase {
             XCTAssertEqual("\(back)", "\(op)")
         }
         XCTAssertEqual(names, Set(WorkerServer.handlers.keys), "every operation served has a round trip here, and only those")
-        XCTAssertEqual(WorkerServer.handlers.count, 25)
+        XCTAssertEqual(WorkerServer.handlers.count, 26)
     }
 
     /// `op`'s header read back: the name it went under, and `op` again.

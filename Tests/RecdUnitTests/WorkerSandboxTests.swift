@@ -1,6 +1,6 @@
-// The media worker's Landlock sandbox (issue 35 §1, defence in depth): a real recd-media started as
-// recd starts it, with the data directory as its sandbox, reads and writes there and nowhere else,
-// whatever the files' modes say.
+// The media workers' Landlock sandbox (issue 35 §1, issue 45; defence in depth): a real recd-media
+// started as recd starts it — an upload's in its import's folder, a job's confined to its job's files
+// — reads and writes there and nowhere else, whatever the files' modes say.
 import Foundation
 import MediaWire
 @testable import MediaWorker
@@ -23,7 +23,7 @@ final class WorkerSandboxTests: XCTestCase {
         XCTAssertEqual(p.terminationStatus, 0)
     }
 
-    func testAWorkerReadsAndWritesOnlyBeneathItsDataDirectory() throws {
+    func testAnUploadsWorkerReadsAndWritesOnlyInItsImportsFolder() throws {
         // Under CI (CI=true) a kernel without Landlock is a failure, not a skip: a green CI means it ran.
         let ci = ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
         try XCTSkipIf(MediaWorkerPool.landlockABI == nil && !ci, "this kernel has no Landlock")
@@ -40,7 +40,7 @@ final class WorkerSandboxTests: XCTestCase {
         let pool = MediaWorkerPool()
         pool.configure(executable: try workerBinary(), idleSeconds: 0, logLevel: "error", sandbox: [data.path])
         // Inside: probed, and remuxed into a new file there.
-        let lease = try MediaWorkerLease(for: .take, pool: pool)
+        let lease = try MediaWorkerLease(forUploadIn: data.path, pool: pool)
         XCTAssertEqual(try WorkerMedia.probe(inside, lease: lease).streams.map(\.codec), ["aac"])
         let copy = data.appendingPathComponent("copy.m4a").path
         XCTAssertGreaterThan(try WorkerMedia.remux(from: inside, to: copy, lease: lease).packets, 0)
@@ -107,7 +107,7 @@ final class WorkerSandboxTests: XCTestCase {
 
         // A worker started for one job serves nothing before its walls stand, and is walled in once.
         let bare = try MediaWorkerConnection(starting: try workerBinary(), arguments: ["normal", "error", "--one-job"],
-                                             priority: .normal, use: .files, untrusted: nil, generation: 0, confinesPerJob: true)
+                                             priority: .normal, use: .files, confinesPerJob: true)
         defer { _ = bare.end() }
         XCTAssertThrowsError(try bare.call(WorkerOp.Probe(path: source), operation: "an early probe")) { error in
             XCTAssertTrue("\(error)".contains("before the job's files were named"), "\(error)")
