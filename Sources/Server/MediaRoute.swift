@@ -1,5 +1,6 @@
 // GET/HEAD /v1/recordings/{id}/media: the recording's file, with HTTP Range support (RFC 9110 §14),
-// so a GUI, ffplay or mpv can read it through the socket. Not a play: nothing is counted.
+// so a GUI, ffplay or mpv can read it through the socket, or a browser save it under its title
+// (`download=true`). Not a play: nothing is counted.
 import Engine
 import Foundation
 import HTTPTypes
@@ -45,6 +46,9 @@ enum ByteRangeRequest: Equatable {
     }
 }
 
+/// `download=true|false` of `GET /v1/recordings/{id}/media`.
+enum DownloadChoice: String, CaseIterable { case `true`, `false` }
+
 enum MediaRoute {
     /// Content types by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
     private static let contentTypes = [
@@ -74,6 +78,12 @@ enum MediaRoute {
         let file = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in try data.openFile(of: r) }
         let size = file.size
         var headers: HTTPFields = [.contentType: contentType(for: r.file), .acceptRanges: "bytes"]
+        // ?download=true: saved by a browser under its title, not played in the page.
+        if let download = request.uri.queryParameters["download"],
+           try RecdRoutes.enumValue(DownloadChoice.self, String(download), field: "download") == .true {
+            headers[.contentDisposition] = ContentDisposition.attachment(
+                name: r.title + "." + (r.file as NSString).pathExtension)
+        }
         // The file of a recording never changes once it is pending or ready: size and mtime identify it.
         headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(file.modified)\""
         let range = ByteRangeRequest.parse(request.headers[.range], size: size)

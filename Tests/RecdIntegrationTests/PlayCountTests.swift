@@ -95,6 +95,24 @@ final class PlayCountTests: PlaybackTestCase {
         let h = try Tools.run("curl", ["-s", "-I", "--unix-socket", daemon.socket, "http://recd/v1/recordings/\(r.id.uuidString)/media"])
         XCTAssertTrue(h.stdout.lowercased().contains("content-length: \(original.count)"), h.stdout)
 
+        // download=true: the same bytes, as an attachment named after the title (RFC 6266 / 8187).
+        let titled = try daemon.recctlJSON(Recording.self, "edit", r.id.uuidString, "--title", "Café / notes")
+        XCTAssertEqual(titled.title, "Café / notes")
+        let saved = daemon.dir.appendingPathComponent("saved")
+        let download = try Tools.run("curl", ["-s", "--unix-socket", daemon.socket, "-D", headers.path, "-o", saved.path,
+                                              "http://recd/v1/recordings/\(r.id.uuidString)/media?download=true"])
+        XCTAssertEqual(download.status, 0)
+        let attached = try String(contentsOf: headers, encoding: .utf8)
+        XCTAssertTrue(attached.contains("Content-Disposition: attachment; filename=\"Caf_ - notes.m4a\"; filename*=UTF-8''Caf%C3%A9%20-%20notes.m4a"),
+                      attached)
+        XCTAssertEqual(try Data(contentsOf: saved), original)
+        let plain = try Tools.run("curl", ["-s", "-D", "-", "-o", "/dev/null", "--unix-socket", daemon.socket,
+                                           "http://recd/v1/recordings/\(r.id.uuidString)/media?download=false"])
+        XCTAssertFalse(plain.stdout.lowercased().contains("content-disposition"), plain.stdout)
+        let (badStatus, badBody) = try daemon.curl("GET", "/v1/recordings/\(r.id.uuidString)/media?download=yes")
+        XCTAssertEqual(badStatus, 400, badBody)
+        XCTAssertTrue(badBody.contains("download=yes"), badBody)
+
         // Reading the media is not a play.
         XCTAssertEqual(try show(r).playCount, 0)
         XCTAssertEqual(try daemon.curl("GET", "/v1/recordings/\(UUID().uuidString)/media").0, 404)

@@ -5,7 +5,7 @@ real recd on a private PulseAudio server, reached through the real `recctl ui` b
 Usage: webapp_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import json, os, signal, subprocess, time, traceback, urllib.request, urllib.error
+import json, os, signal, subprocess, time, traceback, urllib.parse, urllib.request, urllib.error
 
 from harness import chromium, setup, wait_until
 from selenium.webdriver.common.by import By
@@ -233,6 +233,16 @@ try:
               before == "Counts as a play when you close it or it ends." and after == "Counted as a play ✓", [before, after])
         time.sleep(1)
         check("counted once", recctl_json("show", take["id"])["playCount"] == 1)
+        # The player's download link: the file as an attachment named after the title, through the relay.
+        got = browser.execute_script("""const a = document.querySelector('#player a[data-action=download]');
+            if (!a) return null;
+            return fetch(a.href).then(async (r) => [a.hasAttribute('download'), a.getAttribute('aria-label'), r.status,
+                r.headers.get('content-disposition'), (await r.arrayBuffer()).byteLength]);""")
+        shown = recctl_json("show", take["id"])
+        name = urllib.parse.quote(shown["title"] + ".m4a", safe="!#$&+-.^_`|~")
+        check("the player downloads the file under its title", got is not None and got[0] and got[1] == f"Download {shown['title']}"
+              and got[2] == 200 and (got[3] or "").startswith("attachment; ") and (got[3] or "").endswith(f"filename*=UTF-8''{name}")
+              and got[4] == shown["sizeBytes"], got)
         click("[data-action=close]")
         # The row was drawn anew when the play was counted: the focus goes back to it, not to <body>.
         back = wait("the focus back on the row", lambda b: focused_in_row(), 5)

@@ -95,6 +95,8 @@ export const api = {
   search: (q, limit = 50) => call('GET', `/search?q=${encodeURIComponent(q)}&limit=${limit}`),
   transport: (what, body) => call('POST', `/playback/${what}`, body),
   media: (id) => `v1/recordings/${id}/media`,
+  /// The file as an attachment named after the recording's title (Content-Disposition).
+  download: (id) => `v1/recordings/${id}/media?download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
 };

@@ -113,6 +113,9 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   sheet.replaceChildren(
     h('div', { class: 'head' },
       h('strong', {}, `${icon(recording)} ${recording.title}`),
+      // Saved by the browser under the recording's title (recd names it: Content-Disposition).
+      h('a', { class: 'quiet', href: api.download(recording.id), download: true, 'data-action': 'download',
+               'aria-label': `Download ${recording.title}` }, '⬇'),
       h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
     isVideo ? media : h('div', {}, scrub, media),
     time,
