@@ -25,8 +25,10 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// does one job on the library's files — a trim, a waveform's or a transcript's decode, a
     /// playback, a probe, a poster — walled in to that job's files alone
     /// (`MediaWorkerLease(reading:writing:)`): an imported file's packets that take over its parser
-    /// reach no other recording, no folder and no later job, for it ends with its lease. A spare
-    /// waits, started but parsing nothing, so a job rarely waits for a start. An `upload`'s worker
+    /// reach no other recording, no folder and no later job, for it ends with its lease. It is
+    /// started for its job (tens of milliseconds here: no one notices it before a playback or a
+    /// trim; a spare kept ready instead put a second of a slow board's CPU beside the next take). An
+    /// `upload`'s worker
     /// does one import's jobs in that import's own folder (`.uploads/<id>/`: the bytes received,
     /// the file made from them), in a sandbox of that folder alone — not another import's —, and
     /// ends with its lease.
@@ -49,13 +51,13 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// worker started before the last is never lent again.
     private var generation = 0
     private var idle: [Idle] = []
-    /// Workers to start, for a waiting `checkout` (its reply) or as a spare (no reply: kept idle).
+    /// Workers to start, each for a waiting `checkout` (its reply).
     private var toStart: [Start] = []
     private struct Start {
         var priority: Priority, use: Use
         /// An upload's worker's folder.
         var folder: String?
-        var reply: ((Result<MediaWorkerConnection, MediaWorkerError>) -> Void)?
+        var reply: (Result<MediaWorkerConnection, MediaWorkerError>) -> Void
     }
     private var toEnd: [MediaWorkerConnection] = []
     private var thread: Thread?
@@ -118,8 +120,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.signal()
     }
 
-    /// For `take`, an idle take's worker or a new one; for `files`, a spare or a new worker, confined
-    /// to `job`'s files; for `upload`, a new worker in `folder`'s sandbox.
+    /// For `take`, an idle take's worker or a new one; for `files`, a new worker, confined to `job`'s
+    /// files; for `upload`, a new worker in `folder`'s sandbox.
     func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil,
                   folder: String? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
         precondition((use == .files) == (job != nil) && (use == .upload) == (folder != nil), "a job names its files, an upload its folder")
@@ -142,18 +144,6 @@ public final class MediaWorkerPool: @unchecked Sendable {
         return connection
     }
 
-    /// A spare `files` worker of `priority` is started unless one is idle or starting, or workers
-    /// are not kept (`idleSeconds` 0). Called under `lock`, when a job ends: not beside a job that
-    /// starts, where loading FFmpeg's libraries (a second of CPU on a slow board) would compete with
-    /// a take's first moments or a playback's.
-    private func startSpareIfWanted(_ priority: Priority) {
-        guard idleSeconds != 0,
-              !idle.contains(where: { $0.connection.use == .files && $0.connection.priority == priority }),
-              !toStart.contains(where: { $0.priority == priority && $0.use == .files && $0.reply == nil }) else { return }
-        startThreadIfNeeded()
-        toStart.append(Start(priority: priority, use: .files))
-    }
-
     private func idleOrNew(_ priority: Priority, for use: Use, folder: String?) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
             guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use }) else { return nil }
@@ -173,13 +163,10 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// Back from its user: a take's is emptied (`reset`) and kept for the next take (unless its
     /// sandbox holds replaced folders); the others end — whatever a file did to a parser stays with
-    /// that process, and its walls were its job's — and a spare is started for the next job.
+    /// that process, and its walls were its job's.
     func checkin(_ connection: MediaWorkerConnection) {
         if connection.use != .take || lock.withLock({ connection.generation != generation }) {
-            lock.withLock {
-                toEnd.append(connection)
-                if connection.use == .files { startSpareIfWanted(connection.priority) }
-            }
+            lock.withLock { toEnd.append(connection) }
             lock.signal()
             return
         }
@@ -223,8 +210,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.lock()
         while true {
             if !toStart.isEmpty {
-                // A job that waits goes before a spare (which would only be idle sooner).
-                let start = toStart.remove(at: toStart.firstIndex { $0.reply != nil } ?? 0)
+                let start = toStart.removeFirst()
                 let priority = start.priority, use = start.use
                 let exe = executable, level = logLevel, generation = generation
                 // A job's worker names its files at its first request (`checkout`); a take's and an
@@ -242,11 +228,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
                                               use: use, generation: generation, confinesPerJob: walls == ["--one-job"])
                 }
                 lock.lock()
-                if let reply = start.reply {
-                    reply(result)
-                } else if case .success(let spare) = result {
-                    idle.append(Idle(connection: spare, until: idleSeconds.map { Date().addingTimeInterval($0) }))
-                }
+                start.reply(result)
                 continue
             }
             let now = Date()

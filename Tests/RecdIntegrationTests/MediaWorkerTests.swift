@@ -75,18 +75,10 @@ final class MediaWorkerTests: DaemonTestCase {
         try assertNoFFmpegMapped(pid, "after an import")
         // The import's worker read an upload: it ended with the import, never lent again.
         XCTAssertTrue(try waitFor(workers: 0, of: pid, timeout: 1.5), "the worker that read the upload ended with it, not at the idle time (3 s)\n\(daemon.log)")
-        // A trim's worker ends with the trim, and a spare is started for the next job: it is where
-        // FFmpeg is, under its own name.
+        // A trim's worker (a job on the library's files) ends with the trim too (and is reaped: no
+        // zombie left); a new one for the next import.
         XCTAssertEqual(try daemon.recctl("trim", r.id.uuidString, "--start", "0.1", "--as-new").status, 0)
-        // (One of each priority: the loudness pass may measure the new recording in the background.)
-        let settled = Date().addingTimeInterval(2)
-        while try (workers(of: pid).isEmpty || busyWorker(of: pid) != nil) && Date() < settled { Thread.sleep(forTimeInterval: 0.05) }
-        XCTAssertNil(try busyWorker(of: pid), "the trim's worker ended with the trim\n\(daemon.log)")
-        let worker = try XCTUnwrap(try workers(of: pid).first, "a spare is kept while idle\n\(daemon.log)")
-        XCTAssertTrue(try maps(worker).contains("libavformat.so"), "the worker has FFmpeg")
-        XCTAssertEqual(try Tools.run("cat", ["/proc/\(worker)/comm"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines), "recd-media")
-        // Ended once nothing used it for the idle time (and reaped: no zombie left); a new one for the next import.
-        XCTAssertTrue(try waitFor(workers: 0, of: pid), "the worker should end 3 s after the import\n\(daemon.log)")
+        XCTAssertTrue(try waitFor(workers: 0, of: pid, timeout: 1.5), "the trim's worker ended with the trim, not at the idle time (3 s)\n\(daemon.log)")
         let again = try daemon.recctl(["--json", "import", try wav(in: daemon.dir, hz: 880), "--title", "Second"])
         XCTAssertEqual(again.status, 0, again.stderr)
         XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").recordings.count, 3)
@@ -107,11 +99,12 @@ final class MediaWorkerTests: DaemonTestCase {
         try other.start()
         defer { other.cleanUp() }
         let pid = try XCTUnwrap(other.process?.processIdentifier)
-        let imported = try other.recctlJSON(Recording.self, "import", try wav(in: other.dir))
-        XCTAssertEqual(imported.state, .ready)
-        XCTAssertEqual(try other.recctl("trim", imported.id.uuidString, "--start", "0.1").status, 0)
+        try pulse.play(try Tones.sine())
+        XCTAssertEqual(try other.recctl("record", "start").status, 0)
+        Thread.sleep(forTimeInterval: 1.2)
+        XCTAssertEqual(try other.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
         Thread.sleep(forTimeInterval: 4.5)
-        // The trim's worker, and the background one that measured the cut's loudness.
+        // The take's worker (a job's ends with its job).
         XCTAssertFalse(try workers(of: pid).isEmpty, "--ffmpeg-idle-unload never keeps the worker")
     }
 
@@ -144,6 +137,10 @@ final class MediaWorkerTests: DaemonTestCase {
         XCTAssertEqual(try daemon.recctl("playback", "pause").status, 0)
         Thread.sleep(forTimeInterval: 4.5)   // longer than the idle time: the paused decoder holds it
         XCTAssertEqual(try workers(of: pid).count, 1, "a paused playback's decoder keeps its worker")
+        // It is where FFmpeg is, under its own name.
+        let worker = try XCTUnwrap(try workers(of: pid).first)
+        XCTAssertTrue(try maps(worker).contains("libavformat.so"), "the worker has FFmpeg")
+        XCTAssertEqual(try Tools.run("cat", ["/proc/\(worker)/comm"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines), "recd-media")
         XCTAssertEqual(try daemon.recctl("playback", "resume").status, 0)
         let deadline = Date().addingTimeInterval(15)
         var played = false

@@ -65,7 +65,7 @@ final class WorkerSandboxTests: XCTestCase {
 
     /// A library job's worker (a trim, a decode, a probe) reads its job's files and writes its
     /// output, and nothing else of the data directory: not the recording beside them, not a new
-    /// file in their folder. It ends with its job; the spare that waited takes the next.
+    /// file in their folder. It ends with its job; the next job gets a worker of its own.
     func testALibraryJobsWorkerReachesOnlyItsJobsFiles() throws {
         let ci = ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
         try XCTSkipIf(MediaWorkerPool.landlockABI == nil && !ci, "this kernel has no Landlock")
@@ -93,7 +93,7 @@ final class WorkerSandboxTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: made))
         lease.release()
 
-        // It ended with its job; the next job gets another process (the spare, walled in to its files).
+        // It ended with its job; the next job gets another process, walled in to its own files.
         let ended = Date().addingTimeInterval(10)
         while kill(first, 0) == 0 && Date() < ended { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertNotEqual(kill(first, 0), 0, "the job's worker ended with its lease")

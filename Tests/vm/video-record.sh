@@ -74,6 +74,9 @@ api resume > "$out/paused-av-resume.json"
 sleep 2
 api stop '{"then":"save"}' > "$out/paused-av.json"
 cp "$work/data/$(file_of "$out/paused-av.json")" "$out/paused-av.mov"
+# The guest's clock around the requests: before the start and after the stop (the longest the take
+# can have run), after the start's reply and before the stop (the shortest).
+date +%s.%N > "$out/paused-silent-outer.txt"
 api start '{"type":"video","audio":false}' > /dev/null
 date +%s.%N > "$out/paused-silent-times.txt"
 sleep 1.5
@@ -83,6 +86,7 @@ api resume > "$out/paused-silent-resume.json"
 sleep 1.5
 date +%s.%N >> "$out/paused-silent-times.txt"
 api stop '{"then":"save"}' > "$out/paused-silent.json"
+date +%s.%N >> "$out/paused-silent-outer.txt"
 cp "$work/data/$(file_of "$out/paused-silent.json")" "$out/paused-silent.mov"
 
 # 2b. The recording screen (recctl record --video) without a terminal: plain lines; end of input
