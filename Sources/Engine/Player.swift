@@ -85,7 +85,7 @@ public actor Player {
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
             // The worker that probed it decodes it too: a job's worker ends with its job, and a
-            // second job at once would wait for the spare to start.
+            // second job would start a second worker.
             var probed: (lease: MediaWorkerLease, streams: [MediaInfo.Stream])?
             if recording.type == .video {
                 probed = try? await runBlocking {
