@@ -2,6 +2,7 @@
 #include "CProcessShim.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,6 +30,15 @@ int recd_spawn_with_channel(const char *path, char *const argv[], int fd, pid_t 
 
 int recd_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0);
+}
+
+pid_t recd_fork_job(void) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) return -errno;
+    // Its parent gone before the death signal was set: it would never be sent.
+    if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)) _exit(0);
+    return pid;
 }
 
 int recd_refuse_exec_gain(int inherited) {
@@ -222,6 +232,8 @@ static const int allowed_calls[] = {
     // Who it is, and its limits.
     A(getpid) A(getppid) A(gettid) A(getuid) A(geteuid) A(getgid) A(getegid) A(getresuid) A(getresgid)
     A(prlimit64) A(getrusage) A(times) A(uname) A(sysinfo) A(prctl) A(getrandom)
+    // A take's worker waits for the job it forked (clone's rule above: no namespaces).
+    A(wait4)
     // Signals to itself (the targets of kill and tgkill are checked above).
     A(rt_sigaction) A(rt_sigprocmask) A(rt_sigreturn) A(rt_sigtimedwait) A(sigaltstack) A(restart_syscall)
     // The socket it was born with (no new one: socket, connect and bind are not on the list).

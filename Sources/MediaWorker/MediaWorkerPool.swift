@@ -19,9 +19,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
     public enum Priority: String, Sendable { case normal, background }
 
     /// What a worker is lent for. A `take`'s worker encodes what recd captured (and converts it),
-    /// writes it and finalizes that file, in a sandbox of `Recordings/`: it parses no file from
-    /// elsewhere, so no crafted file shares its process, and it is lent again to the next take (a
-    /// start costs a second of CPU on a slow board, at a take's first moments). A `files` worker
+    /// writes it and finalizes that file: it parses no file from elsewhere, and it is lent again to
+    /// the next take (a start costs a second of CPU on a slow board, at a take's first moments). It
+    /// loaded FFmpeg once, in a sandbox of `Recordings/`, and does no job itself: each lease's is
+    /// done by a process it forks, walled in to that job's files (`MediaWorkerLease(forTake:)`),
+    /// which ends with the lease — no take's worker reads another recording. A `files` worker
     /// does one job on the library's files — a trim, a waveform's or a transcript's decode, a
     /// playback, a probe, a poster — walled in to that job's files alone
     /// (`MediaWorkerLease(reading:writing:)`): an imported file's packets that take over its parser
@@ -120,11 +122,11 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.signal()
     }
 
-    /// For `take`, an idle take's worker or a new one; for `files`, a new worker, confined to `job`'s
-    /// files; for `upload`, a new worker in `folder`'s sandbox.
+    /// For `take`, an idle take's worker or a new one, its job confined to `job`'s files; for
+    /// `files`, a new worker, confined to `job`'s files; for `upload`, a new worker in `folder`'s sandbox.
     func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil,
                   folder: String? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
-        precondition((use == .files) == (job != nil) && (use == .upload) == (folder != nil), "a job names its files, an upload its folder")
+        precondition((use != .upload) == (job != nil) && (use == .upload) == (folder != nil), "a job names its files, an upload its folder")
         let connection = try idleOrNew(priority, for: use, folder: folder)
         guard let job, connection.confinesPerJob else { return connection }
         do {
@@ -218,14 +220,14 @@ public final class MediaWorkerPool: @unchecked Sendable {
                 let walls: [String]
                 switch use {
                 case _ where sandbox.isEmpty: walls = []
-                case .take: walls = sandbox
+                case .take: walls = ["--take"] + sandbox
                 case .files: walls = ["--one-job"]
                 case .upload: walls = [start.folder!]
                 }
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
                     try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + walls, priority: priority,
-                                              use: use, generation: generation, confinesPerJob: walls == ["--one-job"])
+                                              use: use, generation: generation, confinesPerJob: !walls.isEmpty && use != .upload)
                 }
                 lock.lock()
                 start.reply(result)
@@ -254,7 +256,8 @@ final class MediaWorkerConnection: @unchecked Sendable {
     let use: MediaWorkerPool.Use
     /// The pool's `generation` when it started (a take's worker: the sandbox's folders it holds).
     let generation: Int
-    /// A library job's worker that waits for its job's files (`WorkerOp.Confine`) to wall itself in.
+    /// A library job's worker, or a take's, that waits for its job's files (`WorkerOp.Confine`) to
+    /// wall the job in.
     let confinesPerJob: Bool
     private let fd: Int32
     private(set) var isBroken = false
@@ -367,11 +370,12 @@ public final class MediaWorkerLease: @unchecked Sendable {
     /// nil once given back.
     private let held: Mutex<MediaWorkerConnection?>
 
-    /// A take's worker (`.take`).
-    public init(_ priority: MediaWorkerPool.Priority = .normal, for use: MediaWorkerPool.Use, pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
-        precondition(use == .take, "a job's worker names its files, an upload's its folder")
+    /// A take's worker (`.take`), its job walled in to `reading` (for reading) and `writing` (made
+    /// empty here when missing: the take's file, or what is finalized from it).
+    public init(_ priority: MediaWorkerPool.Priority = .normal, forTake reading: [String], writing: [String],
+                pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
         self.pool = pool
-        held = Mutex(try pool.checkout(priority, for: use))
+        held = Mutex(try pool.checkout(priority, for: .take, job: (reading, writing)))
     }
 
     /// An upload's worker: one import's jobs in its own folder alone (`.uploads/<id>/`).

@@ -97,7 +97,7 @@ public final class WorkerAudioWriter {
     /// `lease`: a worker shared with the caller, who keeps it (an import's); without one the writer
     /// takes a take's own and gives it back at `finish()`.
     public init(path: String, encoding: AudioEncoding, lease: MediaWorkerLease? = nil, onOutputWritten: (() -> Void)? = nil) throws {
-        worker = try lease ?? MediaWorkerLease(for: .take)
+        worker = try lease ?? MediaWorkerLease(forTake: [], writing: [path])
         ownsLease = lease == nil
         self.path = path
         self.encoding = encoding
@@ -167,7 +167,7 @@ public final class WorkerPCMConverter {
     private var out: [Int16] = []
 
     public init(from format: CapturedSampleFormat, rate: Int, channels: Int, toRate: Int, toChannels: Int) throws {
-        worker = try MediaWorkerLease(for: .take)
+        worker = try MediaWorkerLease(forTake: [], writing: [])   // no file at all
         input = (format, rate, channels)
         output = (toRate, toChannels)
         try worker.call(WorkerOp.OpenConverter(format: format, rate: rate, channels: channels, toRate: toRate, toChannels: toChannels),
@@ -210,7 +210,7 @@ public final class WorkerVideoWriter: @unchecked Sendable {
 
     public init(path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?,
                 onOutputWritten: (() -> Void)? = nil) throws {
-        worker = try MediaWorkerLease(for: .take)
+        worker = try MediaWorkerLease(forTake: [], writing: [path])
         self.path = path; self.video = video; self.camera = camera
         audioChannels = audio?.channels ?? 0
         self.onOutputWritten = onOutputWritten

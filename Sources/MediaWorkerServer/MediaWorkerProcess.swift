@@ -36,12 +36,17 @@ public enum MediaWorkerProcess {
         let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)
         // `--one-job`: a library job's worker, confined to its job's files by its first request
-        // (`WorkerOp.Confine`); folders: a take's or an upload's worker, confined to them now.
-        let oneJob = arguments.dropFirst(3).first == "--one-job"
-        let writable = oneJob ? [] : Array(arguments.dropFirst(3))
+        // (`WorkerOp.Confine`). `--take` and folders: a take's worker, confined to them now and
+        // each of its jobs to that job's files in a process forked for it (`WorkerServer`). Folders
+        // alone: an upload's worker, confined to them now.
+        let mode = arguments.dropFirst(3).first
+        let oneJob = mode == "--one-job", take = mode == "--take"
+        let writable = oneJob ? [] : Array(arguments.dropFirst(take ? 4 : 3))
+        // Read while /proc is still open to it: a take's job processes are walled in after it closed.
+        let mapped = take ? WorkerSandbox.mappedDirectories() : nil
         if oneJob || !writable.isEmpty {
             do {
-                if !writable.isEmpty { try WorkerSandbox.enter(writable: writable) }
+                if !writable.isEmpty { try WorkerSandbox.enter(writable: writable, readable: mapped) }
                 try WorkerSandbox.refuseBeyondFiles(allowExec: false)
             } catch {
                 // recd logs the kernel's lack of Landlock once (MediaWorkerPool); anything else is a
@@ -55,14 +60,16 @@ public enum MediaWorkerProcess {
                 }
             }
         }
-        let server = WorkerServer(awaitingConfinement: oneJob, logger: logger)
+        let server = WorkerServer(awaitingConfinement: oneJob || take, forksJobs: take ? mapped ?? [] : nil, logger: logger)
         var call = WorkerCall()
         while true {
             let header: [UInt8]
             // recd closed the socket (the worker is no longer wanted) or broke the framing: the end.
             do { header = try WireIO.read(3, payload: &call.payload, descriptor: &call.descriptor) } catch { _exit(0) }
-            let reply = server.handle(header, &call)
+            // nil: a job's process answered the requests up to its end (a take's worker's own turn).
+            guard let reply = server.handle(header, &call) else { continue }
             do { try call.out.withUnsafeBytes { try WireIO.write(3, header: reply, payload: $0) } } catch { _exit(0) }
+            if server.jobEnded { _exit(0) }
         }
     }
 }
@@ -80,10 +87,21 @@ final class WorkerServer {
     /// A `--one-job` worker before its `Confine`: it serves nothing else until then (it has parsed
     /// nothing yet, and must not before its walls stand).
     private var awaitingConfinement: Bool
+    /// A take's worker: the directories of its mapped code. It serves nothing itself: each lease's
+    /// `Confine` forks a process that walls itself in to that job's files, answers the job's
+    /// requests and ends at its `Reset`, while this one waits for it. So a take's file and what is
+    /// finalized from it are all that one process can reach, and FFmpeg is loaded once, not per
+    /// take (a new worker's start is a second of a slow board's CPU, at a take's first moments).
+    private let forksJobs: [String]?
+    /// In a take's job process: its `Reset` was answered, so it ends.
+    private(set) var jobEnded = false
+    /// The job's process answered this request and those after it: nothing for this one to send.
+    private var answeredByJob = false
     private let logger: Logger?
 
-    init(awaitingConfinement: Bool = false, logger: Logger? = nil) {
+    init(awaitingConfinement: Bool = false, forksJobs: [String]? = nil, logger: Logger? = nil) {
         self.awaitingConfinement = awaitingConfinement
+        self.forksJobs = forksJobs
         self.logger = logger
     }
 
@@ -105,15 +123,21 @@ final class WorkerServer {
     final class OutputCounter: @unchecked Sendable { var count = 0 }
 
     /// Decodes a request's header, serves it and returns the reply's header (a failure when the
-    /// operation threw, or the header was not one: the framing held, so the worker goes on).
-    func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8] {
+    /// operation threw, or the header was not one: the framing held, so the worker goes on), or nil
+    /// when a job's process it forked answered instead.
+    func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8]? {
         defer { if let descriptor = call.descriptor { close(descriptor); call.descriptor = nil } }
         call.out = []
         do {
             let (name, end) = try WireJSON.name(of: header)
             guard !awaitingConfinement || name == WorkerOp.Confine.name else { throw MediaWorkerError.failed("media worker: \(name) before the job's files were named (Confine)") }
             guard let handler = Self.handlers[name] else { throw MediaWorkerError.failed("media worker: no operation \(name)") }
-            return try handler(self, header, end, &call)
+            let reply = try handler(self, header, end, &call)
+            if answeredByJob {
+                answeredByJob = false
+                return nil
+            }
+            return reply
         } catch {
             call.out = []
             return (try? WorkerAnswer<Done>.failure(WorkerFailure(error)).header()) ?? []
@@ -125,6 +149,28 @@ final class WorkerServer {
     /// of the rules ends the worker: one without its walls must not serve.
     private func confine(_ op: WorkerOp.Confine) throws {
         guard awaitingConfinement else { throw MediaWorkerError.failed("media worker: already confined to a job") }
+        if let mapped = forksJobs {
+            let child = recd_fork_job()
+            guard child >= 0 else { throw MediaWorkerError.failed("media worker: fork for a take's job: \(String(cString: strerror(-child)))") }
+            if child > 0 {
+                Self.waitForJob(child)
+                answeredByJob = true
+                return
+            }
+            // The job's process. The filter it inherited lets it signal its parent (the pid it was
+            // made with): a second one, made with its own, lets it signal no process.
+            _ = recd_seccomp_enter(0)
+            do {
+                try WorkerSandbox.enterForJob(reading: op.reading, writing: op.writing, mapped: mapped)
+            } catch {
+                if case .unsupported = error {} else {
+                    logger?.error("media worker: \(error)")
+                    _exit(70)
+                }
+            }
+            awaitingConfinement = false
+            return
+        }
         do {
             try WorkerSandbox.enterForJob(reading: op.reading, writing: op.writing)
         } catch {
@@ -134,6 +180,23 @@ final class WorkerServer {
             }
         }
         awaitingConfinement = false
+    }
+
+    /// Waits for a take's job process to end. One that ended by itself (its `Reset` answered, or
+    /// recd gone) leaves this worker serving; one that was killed or failed ends it the same way, so
+    /// that recd sees the job's end as this worker's (its pid is the one recd knows and reaps).
+    private static func waitForJob(_ child: pid_t) {
+        var status: Int32 = 0
+        var rc: pid_t
+        repeat { rc = waitpid(child, &status, 0) } while rc < 0 && errno == EINTR
+        guard rc == child else { _exit(71) }
+        let signal = status & 0x7f, code = (status >> 8) & 0xff
+        if signal != 0 {
+            Glibc.signal(signal, SIG_DFL)
+            kill(getpid(), signal)
+            _exit(128 + signal)
+        }
+        if code != 0 { _exit(code) }
     }
 
     typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]
@@ -161,6 +224,8 @@ final class WorkerServer {
         serve(WorkerOp.Confine.self) { s, op, _ in try s.confine(op) },
         serve(WorkerOp.Reset.self) { s, _, _ in
             s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
+            // A take's job process: its job is over, and so is it (its parent serves the next).
+            if s.forksJobs != nil { s.jobEnded = true }
         },
     ]
 

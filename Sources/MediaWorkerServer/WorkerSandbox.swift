@@ -55,8 +55,9 @@ public enum WorkerSandbox {
     /// reading, `writing` (made by recd beforehand) for reading and writing, as single files — no
     /// folder, so no other recording, no new file, no link —, and the folders of the code mapped.
     /// A file of `reading` that does not exist gets no rule (opening it then fails as it would).
-    public static func enterForJob(reading: [String], writing: [String]) throws(Failure) {
-        try enter(writable: writing, readable: mappedDirectories() + reading)
+    /// `mapped`: those folders, when read before (a take's job process, whose parent's walls closed /proc).
+    public static func enterForJob(reading: [String], writing: [String], mapped: [String]? = nil) throws(Failure) {
+        try enter(writable: writing, readable: (mapped ?? mappedDirectories()) + reading)
     }
 
     /// Beyond files (seccomp-bpf, `recd_seccomp_enter`): no new socket of any family — so neither

@@ -27,8 +27,9 @@ public enum RecordingFinalizer {
     public static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
         let tmp = data.finalizingPath(for: path)
         // A take's worker (the one that wrote the file, when it is idle): the file is recd's own
-        // capture, never bytes from elsewhere.
-        let lease = try? MediaWorkerLease(for: .take)
+        // capture, never bytes from elsewhere. Its job reads the file and writes `tmp` (which then
+        // becomes `path`: the probe after the rename reads what it wrote).
+        let lease = try? MediaWorkerLease(forTake: [path], writing: [tmp])
         do {
             let result = try WorkerMedia.remux(from: path, to: tmp, lease: lease)
             try FileOps.sync(tmp)

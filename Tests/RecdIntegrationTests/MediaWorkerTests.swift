@@ -26,11 +26,16 @@ final class MediaWorkerTests: DaemonTestCase {
             .compactMap { Int32($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") }
     }
 
-    /// The worker of `pid` that has a recording open (its job's), not a spare waiting beside it.
+    /// The worker of `pid` that has a recording open (its job's), itself or (a take's worker) in the
+    /// process it forked for the job; not one waiting beside it.
     func busyWorker(of pid: Int32) throws -> Int32? {
-        try workers(of: pid).first { worker in
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker)/fd")) ?? []
-            return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/fd/\($0)"))?.contains("/Recordings/") == true }
+        func hasRecordingOpen(_ process: String) -> Bool {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/fd")) ?? []
+            return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process)/fd/\($0)"))?.contains("/Recordings/") == true }
+        }
+        return try workers(of: pid).first { worker in
+            let jobs = (try? Tools.run("ps", ["-o", "pid=", "--ppid", "\(worker)"]).stdout.split(separator: "\n")) ?? []
+            return hasRecordingOpen("\(worker)") || jobs.contains { hasRecordingOpen($0.trimmingCharacters(in: .whitespaces)) }
         }
     }
 

@@ -191,6 +191,38 @@ final class WorkerEscapeTests: XCTestCase {
         XCTAssertTrue(targets.other.isRunning)
     }
 
+    /// A take's worker forks a process for each of its jobs, walled in to that job's files: the
+    /// process that finalizes a take (reading it, writing what becomes it) reads no other recording,
+    /// writes no catalog, makes no link, reaches no socket and signals no process, not even the
+    /// worker that forked it; and the take is kept whole. The next take is served by the same
+    /// worker (FFmpeg loaded once).
+    func testHostileCodeInATakesWorkerReachesOnlyItsTake() throws {
+        try startDaemon()
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.5))
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        Thread.sleep(forTimeInterval: 1.2)
+        let stop = try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save")
+        Self.assertEveryEscapeFailed(try results(from: "take-worker", within: 10))
+        XCTAssertEqual(try results(from: "take-worker", within: 1)["kill-parent"], "EPERM", "the worker that forked the job is not the job's to signal")
+        try assertNothingPlanted()
+        XCTAssertTrue(targets.other.isRunning)
+        let take = try XCTUnwrap(stop.recording)
+        XCTAssertEqual(take.state, .ready)
+        XCTAssertEqual(try XCTUnwrap(take.duration), 1.2, accuracy: 0.4, "the take was finalized whole\n\(daemon.log)")
+        XCTAssertEqual(try AudioAnalysis.of(daemon.path(of: take)).frequency, 1000, accuracy: 10)
+        // The worker stays for the next take, its job's process gone.
+        let pid = try XCTUnwrap(daemon.process?.processIdentifier)
+        let workers = try Tools.run("ps", ["-o", "pid=,args=", "--ppid", "\(pid)"]).stdout.split(separator: "\n").filter { $0.contains("recd-media") && $0.contains("--take") }
+        XCTAssertEqual(workers.count, 1, "one take's worker kept\n\(workers)")
+        let worker = try XCTUnwrap(workers.first.flatMap { Int32($0.trimmingCharacters(in: .whitespaces).split(separator: " ")[0]) })
+        XCTAssertEqual(try Tools.run("ps", ["-o", "pid=", "--ppid", "\(worker)"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines), "",
+                       "the job's process ended with its lease")
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        Thread.sleep(forTimeInterval: 1.0)
+        XCTAssertEqual(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
+        XCTAssertTrue(try Tools.run("ps", ["-o", "pid=,args=", "--ppid", "\(pid)"]).stdout.contains("\(worker) "), "the same worker served the next take")
+    }
+
     /// What a worker could have done on an older kernel or before this sandbox: a link in Recordings/
     /// to the owner's key in place of a recording's file, and a catalog value that leads out of
     /// Recordings/. recd serves neither (an error that says why, in the reply and in its log), and its

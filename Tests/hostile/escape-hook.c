@@ -1,7 +1,8 @@
 // A test's stand-in for a parser bug (WorkerEscapeTests): preloaded (LD_PRELOAD) into recd and
 // everything it starts, it does nothing in recd, recctl or the launcher, and runs hostile code where
-// a crafted file would: in a media worker when it probes an upload or a library job's worker when it
-// opens a recording (av_probe_input_buffer2), and in
+// a crafted file would: in a media worker when it probes an upload, a library job's worker when it
+// opens a recording, or a take's job process when it opens the take to finalize it
+// (av_probe_input_buffer2), and in
 // the transcriber once its model is loaded (its second seccomp filter is in). It tries each escape
 // the sandbox must stop and writes one line of results to stderr (recd's log):
 //   HOSTILE <where> name=ok|errno-name ...
@@ -118,6 +119,8 @@ int av_probe_input_buffer2(void *pb, const void **fmt, const char *url, void *lo
     static int done;
     if (!done && url && strstr(url, "/.uploads/")) { done = 1; escape("media-worker", 1); }
     else if (!done && url && strstr(url, "/Recordings/") && one_job()) { done = 1; escape("library-worker", 1); }
+    // A take's worker's job process, finalizing the take it wrote (its parent parses nothing).
+    else if (!done && url && strstr(url, "/Recordings/")) { done = 1; escape("take-worker", 1); }
     int (*real)(void *, const void **, const char *, void *, unsigned, unsigned) = dlsym(RTLD_NEXT, "av_probe_input_buffer2");
     return real(pb, fmt, url, logctx, offset, max);
 }

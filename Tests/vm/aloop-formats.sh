@@ -43,6 +43,9 @@ take() { # case-name tone.wav [stall]
     # and what it captured meanwhile is converted once the worker answers again. It is the take's
     # first worker (the pipeline makes the converter before the writer), so the lowest pid.
     converter=$(cat /proc/"$recd_pid"/task/*/children | tr ' ' '\n' | grep . | sort -n | head -n 1)
+    # A take's worker does each job in a process it forked for it: that process converts.
+    job=$(cat /proc/"$converter"/task/*/children | tr ' ' '\n' | grep . | head -n 1)
+    if [ -n "$job" ]; then converter=$job; fi
     kill -STOP "$converter"
     sleep 0.2
     # What was stopped, for the host to check: a media worker, stopped.

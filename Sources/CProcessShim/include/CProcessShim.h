@@ -17,6 +17,11 @@ int recd_spawn_with_channel(const char *path, char *const argv[], int fd, pid_t 
 /// Returns 0 or -1 with errno.
 int recd_set_parent_death_signal(int sig);
 
+/// Forks one job's process off a take's worker (which loaded FFmpeg once and parses nothing itself):
+/// the child's pid in the parent, 0 in the child — which is killed when its parent dies —, -errno
+/// when fork failed.
+pid_t recd_fork_job(void);
+
 /// prctl(PR_SET_NAME, name): the calling thread's name (up to 15 bytes); called on a process's main
 /// thread, its name in ps and top.
 int recd_set_thread_name(const char *name);
