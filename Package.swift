@@ -96,8 +96,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
+        // restic as a child process: recd's backups, and recctl's restore.
+        .target(name: "Backup", dependencies: ["CProcessShim", "RecdAPI"], swiftSettings: strict),
         .target(name: "Engine", dependencies: [
-            "Alsa", "RecdAPI", "Capture", "MediaWire", "MediaWorker", "Metering", "Playback", "Catalog", "Storage", "CFileOps",
+            "Alsa", "Backup", "RecdAPI", "Capture", "MediaWire", "MediaWorker", "Metering", "Playback", "Catalog", "Storage", "CFileOps",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -116,7 +118,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("openapi.yaml"), .copy("webapp")], swiftSettings: strict),
         .executableTarget(name: "recd", dependencies: [
-            "Server", "Engine", "MediaWorker", "JournalLog", "RecdAPI",
+            "Server", "Engine", "MediaWorker", "JournalLog", "RecdAPI", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -132,7 +134,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .executableTarget(name: "recctl", dependencies: [
-            "RecdAPI",
+            "RecdAPI", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,6 +32,32 @@ int recd_spawn_with_channel(const char *path, char *const argv[], int fd, pid_t 
 
 int recd_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0);
+}
+
+int recd_spawn_piped(const char *path, char *const argv[], const char *cwd, int out, int err, int idle, int death_signal, pid_t *pid) {
+    pid_t parent = getpid();
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0) return errno;
+    // Through 10, 11 and 12 first: a descriptor may already be 0, 1 or 2 (dup2 onto itself would
+    // keep close-on-exec), or another's target. Only async-signal-safe calls between fork and exec.
+    pid_t child = fork();
+    if (child < 0) { int e = errno; close(null_fd); return e; }
+    if (child == 0) {
+        if (death_signal > 0 && (prctl(PR_SET_PDEATHSIG, (unsigned long)death_signal, 0, 0, 0) != 0 || getppid() != parent)) _exit(127);
+        if (idle) {
+            if (setpriority(PRIO_PROCESS, 0, 19) != 0) {}
+            syscall(SYS_ioprio_set, 1, 0, 3 << 13);   // IOPRIO_WHO_PROCESS (itself), IOPRIO_CLASS_IDLE
+        }
+        if (dup2(out, 10) < 0 || dup2(err, 11) < 0 || dup2(null_fd, 12) < 0 ||
+            dup2(12, 0) < 0 || dup2(10, 1) < 0 || dup2(11, 2) < 0) _exit(127);
+        syscall(SYS_close_range, 3, ~0U, 0);
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        execve(path, argv, environ);
+        _exit(127);
+    }
+    close(null_fd);
+    *pid = child;
+    return 0;
 }
 
 pid_t recd_fork_job(void) {

@@ -19,6 +19,8 @@ public final class Engine: Sendable {
     /// Measures the loudness of recordings that have none yet (run as a service by the server).
     public let loudnessPass: LoudnessPass
     public let transcriptionPass: TranscriptionPass
+    /// Backups to a restic repository (run as a service by the server; off without `--backup`).
+    public let backups: Backups
     let catalog: Catalog
     let logger: Logger
     /// Held while the engine lives: a second daemon on the same data directory would "recover" the
@@ -75,6 +77,9 @@ public final class Engine: Sendable {
                                               settings: config.transcription, logger: logger)
         library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
                           loudnessPass: loudnessPass, plays: plays)
+        let backups = Backups(settings: config.backup, data: config.dataDirectory, catalog: catalog, logger: logger)
+        self.backups = backups
+        if config.backup != nil { events.observeLibraryChanges { Task { await backups.libraryChanged() } } }
     }
 
     /// recd is stopping: an active recording is finalized and kept as pending (rather than lost), a

@@ -43,6 +43,8 @@ public struct EngineConfiguration: Sendable {
     public static let syncIntervalRange = 0...60_000
     /// The transcriber and its model (`--transcribe`, `--transcriber`): base from where recd looks.
     public var transcription = TranscriptionSettings(directory: TranscriptionSettings.defaultDirectory(), model: "base")
+    /// Backups to a restic repository (`--backup`); nil: off.
+    public var backup: BackupSettings?
 
     public init(dataDirectory: URL, captureDevice: String = "default", playbackDevice: String = "default",
                 sampleRate: Int = 48_000, channels: Int = 1, bitRate: Int = 128_000, timeZone: TimeZone? = nil,

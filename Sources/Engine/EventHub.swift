@@ -28,6 +28,7 @@ public final class EventHub: Sendable {
         var meterListeners = 0
         /// Who waits for a subscriber that takes heartbeats (the heartbeat service, while there is none).
         var heartbeatWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        var libraryObservers: [@Sendable () -> Void] = []
     }
     private let state = Mutex(State())
 
@@ -94,9 +95,19 @@ public final class EventHub: Sendable {
         for sub in all { sub.continuation.finish() }
     }
 
+    /// Calls `body` after each event that says the library's stored state changed (a recording made,
+    /// edited, played, deleted; a take stopped; a transcript done): the backups' trigger. It must
+    /// not block (it runs on the publisher's thread).
+    public func observeLibraryChanges(_ body: @escaping @Sendable () -> Void) {
+        state.withLock { $0.libraryObservers.append(body) }
+    }
+
     public func publish(_ payload: EventPayload) {
         let type = payload.type
         var dropped: [Subscriber] = []
+        if [.libraryChanged, .recordingStopped, .transcriptDone].contains(type) {
+            for observer in state.withLock({ $0.libraryObservers }) { observer() }
+        }
         state.withLock { s in
             s.seq += 1
             let event = RecdEvent(seq: s.seq, at: Date(), payload: payload)

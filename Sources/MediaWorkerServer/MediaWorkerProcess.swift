@@ -1,4 +1,5 @@
-// The worker's side: `recd-media PARENT_PID PRIORITY LEVEL [DIR…]` with its socket as descriptor 3.
+// The worker's side: `recd-media PARENT_PID VERSION PRIORITY LEVEL [--one-job | --take DIR… | DIR…]`
+// with its socket as descriptor 3.
 // It enters its sandbox, then answers recd's requests one by one with Media's types until recd
 // closes the socket (or dies: the kernel kills the worker then, see below). docs/design.md, "One
 // FFmpeg boundary".

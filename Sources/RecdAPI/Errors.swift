@@ -28,6 +28,10 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case storageFailure = "storage_failure"
     case insufficientStorage = "insufficient_storage"
     case internalError = "internal_error"
+    /// A backup asked for while recd has no repository (`--backup`).
+    case backupsOff = "backups_off"
+    /// The backup repository refused or could not be reached (the message says which).
+    case backupFailed = "backup_failed"
 }
 
 public struct APIErrorBody: Codable, Sendable, Equatable, Error {

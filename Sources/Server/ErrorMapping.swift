@@ -74,6 +74,8 @@ enum ErrorMapping {
         case .unsupportedMedia: return (.unsupportedMediaType, .init(code: .unsupportedMedia, message: message))
         case .duplicate: return (.conflict, .init(code: .duplicate, message: message))
         case .tooLarge: return (.contentTooLarge, .init(code: .payloadTooLarge, message: message))
+        case .backupsOff: return (.conflict, .init(code: .backupsOff, message: message))
+        case .backup: return (.badGateway, .init(code: .backupFailed, message: message))
         case .playback(let p):
             switch p {
             case .fileMissing: return (.gone, .init(code: .fileMissing, message: message))

@@ -37,7 +37,16 @@ public enum RecdRoutes {
         addPlaybackRoutes(to: v1, engine: engine)
         addEventRoutes(to: v1, engine: engine)
         TranscriptRoutes.add(to: v1, engine: engine)
+        addBackupRoutes(to: v1, engine: engine)
         return router
+    }
+
+    /// Backups (issue 48): their state, a run now, the repository's snapshots, making the repository.
+    static func addBackupRoutes(to v1: APIGroup, engine: Engine) {
+        v1.get("backup") { _, _ in JSONResponse.make(await engine.backups.status) }
+        v1.post("backup") { _, _ in JSONResponse.make(try await engine.backups.runNow(), status: .accepted) }
+        v1.get("backup/snapshots") { _, _ in JSONResponse.make(try await engine.backups.snapshots()) }
+        v1.post("backup/init") { _, _ in JSONResponse.make(try await engine.backups.initialize(), status: .created) }
     }
 
     /// The daemon: status, capture devices, consistency check and repair, this API's document.

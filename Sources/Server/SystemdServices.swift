@@ -76,3 +76,12 @@ struct TranscriptionPassService: Service {
         await cancelWhenGracefulShutdown { await engine.transcriptionPass.run() }
     }
 }
+
+/// The engine's backups (`--backup`), for as long as recd runs: recd's stop interrupts a restic
+/// under way (it removes its lock; the next run starts over).
+struct BackupsService: Service {
+    let engine: Engine
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await engine.backups.run() }
+    }
+}

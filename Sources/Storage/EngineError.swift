@@ -42,9 +42,17 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     /// An import over `--max-import-mb`.
     case tooLarge(name: String, limitBytes: Int64)
     case playback(PlaybackError)
+    /// A backup request while no repository is set (`--backup`).
+    case backupsOff
+    /// restic failed (`reason` says why, `message` in restic's words too).
+    case backup(reason: BackupFailure, message: String)
 
     public var description: String {
         switch self {
+        case .backupsOff:
+            return "backups are off: start recd with --backup REPOSITORY and --backup-password-file FILE (docs/usage.md, \"Backups\")"
+        case .backup(_, let message):
+            return message
         case .alreadyRecording(let id, let title):
             return "already recording: '\(title)' (\(id.uuidString)) is in progress; stop it first"
         case .notRecording:

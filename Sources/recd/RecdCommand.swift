@@ -1,5 +1,6 @@
 // recd: the daemon. Parses options, builds the engine, runs. No logic here.
 import ArgumentParser
+import Backup
 import Engine
 import Foundation
 import Logging
@@ -129,6 +130,32 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The transcriber's folder (default: PREFIX/lib/recd/transcribe beside recd, or a build tree's .build/transcribe).", valueName: "dir"))
     var transcriber: String?
 
+    @Option(name: .long, help: ArgumentHelp("Back the library up to this restic repository (a path, sftp:host:/path, s3:…, rest:…, rclone:…), made once with `recctl backup init` (default: $RECD_BACKUP; off without it).", valueName: "repository"))
+    var backup: String? = ProcessInfo.processInfo.environment["RECD_BACKUP"].flatMap { $0.isEmpty ? nil : $0 }
+
+    @Option(name: .long, help: ArgumentHelp("The file that holds the repository's password (default: $RECD_BACKUP_PASSWORD_FILE, else the systemd credential restic-password: LoadCredential=restic-password:/etc/recd/restic-password).", valueName: "file"))
+    var backupPasswordFile: String? = ProcessInfo.processInfo.environment["RECD_BACKUP_PASSWORD_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+
+    @Option(name: .long, help: ArgumentHelp("An option for restic (-o), such as sftp.command=… or s3.storage-class=…; repeat for more.", valueName: "key=value"))
+    var backupOption: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Back up this many seconds after the library changed, 0-86400 (changes meanwhile go in the same snapshot).", valueName: "seconds"))
+    var backupDelay: Double = 300
+
+    @Option(name: .long, help: ArgumentHelp("Back up at least this often, 60-2592000 seconds.", valueName: "seconds"))
+    var backupInterval: Double = 86_400
+
+    @Option(name: .long, help: ArgumentHelp("Warn (status, journal, the web app) when the last good backup is older than this while the library changed since, 60-2592000 seconds.", valueName: "seconds"))
+    var backupWarnAfter: Double = 86_400
+
+    /// The password file: the option, else the systemd credential.
+    var backupPasswordPath: String? {
+        if let backupPasswordFile { return backupPasswordFile }
+        guard let dir = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] else { return nil }
+        let credential = (dir as NSString).appendingPathComponent("restic-password")
+        return FileManager.default.fileExists(atPath: credential) ? credential : nil
+    }
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: $RECD_LOG_LEVEL, else info).")
     var logLevel: String = ProcessInfo.processInfo.environment["RECD_LOG_LEVEL"] ?? "info"
 
@@ -176,6 +203,21 @@ struct RecdCommand: AsyncParsableCommand {
         if let videoBitrate, !(50_000...100_000_000).contains(videoBitrate) {
             throw ValidationError("--video-bitrate must be 50000...100000000")
         }
+        if let backup {
+            guard !backup.isEmpty, !backup.hasPrefix("-") else { throw ValidationError("--backup \(backup) is not a restic repository") }
+            guard let password = backupPasswordPath else {
+                throw ValidationError("--backup needs the repository's password: --backup-password-file FILE (or the systemd credential restic-password)")
+            }
+            guard access(password, R_OK) == 0 else {
+                throw ValidationError("--backup-password-file \(password): \(String(cString: strerror(errno)))")
+            }
+        }
+        for option in backupOption where !option.contains("=") || option.hasPrefix("=") {
+            throw ValidationError("--backup-option \(option) is not key=value (restic's -o)")
+        }
+        guard (0...86_400).contains(backupDelay) else { throw ValidationError("--backup-delay must be 0...86400 seconds") }
+        guard (60...2_592_000).contains(backupInterval) else { throw ValidationError("--backup-interval must be 60...2592000 seconds") }
+        guard (60...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 60...2592000 seconds") }
     }
 
     /// `1280x720` → (1280, 720); even sizes from 16x16 to 7680x4320 (H.264 4:2:0 needs even sides).
@@ -217,6 +259,17 @@ struct RecdCommand: AsyncParsableCommand {
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         config.transcription = TranscriptionSettings(directory: transcriber ?? TranscriptionSettings.defaultDirectory(),
                                                      model: transcribe == "off" ? nil : transcribe)
+        if let backup, let password = backupPasswordPath {
+            guard let restic = ResticRepository.findExecutable() else {
+                logger.critical("--backup needs restic, which is not installed (apt install restic)")
+                FileHandle.standardError.write(Data("recd: --backup needs restic, which is not installed (apt install restic)\n".utf8))
+                throw ExitCode.failure
+            }
+            let repository = ResticRepository(location: backup, passwordFile: password, options: backupOption,
+                                              cacheDirectory: URL(fileURLWithPath: dataDir).appendingPathComponent(".backup/cache").path,
+                                              executable: restic, host: ProcessInfo.processInfo.hostName)
+            config.backup = BackupSettings(repository: repository, delay: backupDelay, interval: backupInterval, warnAfter: backupWarnAfter)
+        }
         do {
             let engine = try Engine(config: config, logger: logger)
             var daemon = RecdDaemon(engine: engine, socketPath: socket, socketMode: mode_t(socketMode, radix: 8) ?? 0o660,

@@ -46,8 +46,10 @@ rc --json devices > "$out/devices.json"
 rc --json record start --video --title "vm video" > "$out/av-start.json"
 sleep 4
 # The camera's frames reach the media worker through a shared memory file, not the socket: its
-# mappings of it (and recd's), while recording.
-for p in $recd_pid $(cat /proc/$recd_pid/task/*/children); do
+# mappings of it (and recd's), while recording. A take's worker does each job in a process it
+# forked for it: those are the grandchildren.
+workers=$(cat /proc/$recd_pid/task/*/children)
+for p in $recd_pid $workers $(for w in $workers; do cat /proc/$w/task/*/children 2>/dev/null; done); do
   printf '%s %s\n' "$(cat /proc/$p/comm)" "$(grep -c 'memfd:recd-camera-frames' /proc/$p/maps || true)"
 done > "$out/av-frame-maps.txt"
 rc --json record stop --save > "$out/av.json"

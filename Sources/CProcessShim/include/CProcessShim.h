@@ -13,6 +13,13 @@
 /// stdout and stderr are the caller's (the journal). Returns 0 and the child's pid, or an errno.
 int recd_spawn_with_channel(const char *path, char *const argv[], int fd, pid_t *pid);
 
+/// Starts `path` (a full path) with `argv` in `cwd` (NULL: recd's), standard input from /dev/null, standard output to `out`
+/// and standard error to `err`, every other descriptor closed; at nice 19 and the idle I/O class
+/// when `idle` (a backup's restic: recd's own work first); sent `death_signal` (if > 0) when the
+/// calling thread ends (keep it until the program has ended). 0 or an errno; an exec that fails
+/// exits 127.
+int recd_spawn_piped(const char *path, char *const argv[], const char *cwd, int out, int err, int idle, int death_signal, pid_t *pid);
+
 /// prctl(PR_SET_PDEATHSIG, sig): `sig` is sent to this process when the thread that started it ends.
 /// Returns 0 or -1 with errno.
 int recd_set_parent_death_signal(int sig);

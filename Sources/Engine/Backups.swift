@@ -1,0 +1,301 @@
+// Backups of the library to a restic repository, in the background (issue 48).
+import Backup
+import Catalog
+import Foundation
+import Logging
+import RecdAPI
+import Storage
+import Synchronization
+
+/// `--backup` and the settings that go with it.
+public struct BackupSettings: Sendable {
+    public var repository: ResticRepository
+    /// Seconds after the library changed before a backup runs (changes meanwhile go in the same one).
+    public var delay: Double
+    /// Seconds between backups when nothing asks for one sooner.
+    public var interval: Double
+    /// A last good backup older than this, while the library changed since, is warned about.
+    public var warnAfter: Double
+
+    public init(repository: ResticRepository, delay: Double = 300, interval: Double = 86_400, warnAfter: Double = 86_400) {
+        self.repository = repository; self.delay = delay; self.interval = interval; self.warnAfter = warnAfter
+    }
+}
+
+/// Runs the backups: `delay` after the library changes, every `interval`, and when asked
+/// (`runNow`); one at a time. Each run gathers the snapshot's files (`BackupStage`), then runs
+/// `restic backup` at idle priority on a thread of its own, so that no take or request waits for
+/// it; a failed run is tried again later (5 minutes, doubling to an hour). The last good one is
+/// kept in `<data>/.backup/last.json` across restarts. State: one enum.
+public actor Backups {
+    enum State {
+        case off
+        /// Nothing running; the next run at `due` (nil: at the interval after the last good one).
+        case idle(due: Date?)
+        case running(BackupRunning)
+    }
+
+    private let settings: BackupSettings?
+    private let stage: BackupStage
+    private let logger: Logger
+    private var state: State
+    private var lastSuccess: BackupSnapshotSummary?
+    private var lastError: BackupError?
+    private var failuresInARow = 0
+    /// Changes of the library counted since recd started; and the count a run's snapshot holds.
+    private var changes = 0
+    private var changesBackedUp = 0
+    /// The first change not in a good snapshot (recd's start counts as one: what changed while it
+    /// was stopped is not known).
+    private var unbackedSince: Date?
+    private var warnedStale = false
+    /// Asked for while a run was under way: another one follows it.
+    private var runAgain = false
+    private var sleeper: CheckedContinuation<Void, Never>?
+    private var timer: Task<Void, Never>?
+    private let startedAt = Date()
+
+    init(settings: BackupSettings?, data: DataDirectory, catalog: Catalog, logger: Logger) {
+        self.settings = settings
+        stage = BackupStage(data: data, catalog: catalog)
+        self.logger = logger
+        lastSuccess = settings == nil ? nil : Self.loadLast(data)
+        state = settings == nil ? .off : .idle(due: Date().addingTimeInterval(settings!.delay))
+        unbackedSince = settings == nil ? nil : Date()
+    }
+
+    private static func lastPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last.json").path }
+
+    private static func loadLast(_ data: DataDirectory) -> BackupSnapshotSummary? {
+        guard let bytes = FileManager.default.contents(atPath: lastPath(data)) else { return nil }
+        return try? APIJSON.decoder().decode(BackupSnapshotSummary.self, from: bytes)
+    }
+
+    /// The library changed: a run `delay` from now, unless one is due sooner.
+    public func libraryChanged() {
+        guard let settings else { return }
+        changes += 1
+        if unbackedSince == nil { unbackedSince = Date() }
+        if case .idle(let due) = state {
+            let soon = Date().addingTimeInterval(settings.delay)
+            if due == nil || due! > soon {
+                state = .idle(due: soon)
+                wake()
+            }
+        }
+    }
+
+    /// Asks for a run now; while one runs, another follows it (what changed since that one began
+    /// is in the next). Throws when backups are off.
+    public func runNow() throws(EngineError) -> BackupStatus {
+        guard settings != nil else { throw .backupsOff }
+        switch state {
+        case .idle:
+            state = .idle(due: Date())
+            wake()
+        case .running: runAgain = true
+        case .off: break
+        }
+        return status
+    }
+
+    /// recd's snapshots in the repository, newest first (restic, on a thread of its own).
+    public func snapshots() async throws(EngineError) -> BackupSnapshotList {
+        guard let settings else { throw .backupsOff }
+        let repository = settings.repository
+        let result = await BackupThread.run { () -> Result<[BackupSnapshot], ResticError> in
+            do throws(ResticError) { return .success(try repository.snapshots()) } catch { return .failure(error) }
+        }
+        switch result {
+        case .success(let list): return BackupSnapshotList(snapshots: list)
+        case .failure(let e): throw .backup(reason: e.reason, message: e.message)
+        }
+    }
+
+    /// Makes the repository (`restic init`); then a backup runs.
+    public func initialize() async throws(EngineError) -> BackupStatus {
+        guard let settings else { throw .backupsOff }
+        let repository = settings.repository
+        let result = await BackupThread.run { () -> ResticError? in
+            do throws(ResticError) { try repository.initialize(); return nil } catch { return error }
+        }
+        if let e = result { throw .backup(reason: e.reason, message: e.message) }
+        logger.info("backup: made the repository \(repository.location)")
+        return try runNow()
+    }
+
+    public var status: BackupStatus {
+        guard let settings else { return BackupStatus(state: .off) }
+        var s = BackupStatus(state: .idle, repository: settings.repository.location, lastSuccess: lastSuccess, lastError: lastError,
+                             warning: staleWarning(settings))
+        switch state {
+        case .off: s.state = .off
+        case .idle(let due): s.nextRunAt = due ?? nextScheduled(settings)
+        case .running(let r):
+            s.state = .running
+            s.running = r.progress.withLock { $0 }
+        }
+        return s
+    }
+
+    /// What is said when the last good backup is older than `warnAfter` and the library changed since.
+    private func staleWarning(_ settings: BackupSettings) -> String? {
+        guard let since = unbackedSince else { return nil }
+        let reference = lastSuccess?.finishedAt ?? startedAt
+        guard Date().timeIntervalSince(reference) > settings.warnAfter, Date().timeIntervalSince(since) > 0 else { return nil }
+        let age = Self.duration(Date().timeIntervalSince(reference))
+        if let last = lastSuccess {
+            return "the last good backup (snapshot \(last.snapshotID)) is \(age) old and the library changed since\(lastError.map { ": \($0.message)" } ?? "")"
+        }
+        return "no backup has completed in \(age) of changes\(lastError.map { ": \($0.message)" } ?? "")"
+    }
+
+    private func nextScheduled(_ settings: BackupSettings) -> Date {
+        (lastSuccess?.finishedAt ?? startedAt).addingTimeInterval(settings.interval)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        if seconds >= 86_400 { return String(format: "%.1f days", seconds / 86_400) }
+        if seconds >= 3_600 { return String(format: "%.1f hours", seconds / 3_600) }
+        let minutes = Int(seconds / 60)
+        return minutes == 1 ? "1 minute" : "\(minutes) minutes"
+    }
+
+    /// Runs until cancelled (recd's shutdown, which also interrupts a restic under way: it removes
+    /// its lock and ends).
+    public func run() async {
+        guard let settings else {
+            await sleep(until: nil)   // off: nothing to do until recd stops
+            return
+        }
+        stage.remove()   // left by a run that recd's end cut short
+        while !Task.isCancelled {
+            let now = Date()
+            let due: Date
+            switch state {
+            case .idle(let d): due = d ?? nextScheduled(settings)
+            default: due = now
+            }
+            if due <= now {
+                await perform(settings)
+                continue
+            }
+            // The journal hears of a stale backup once (until a good one).
+            if let warning = staleWarning(settings), !warnedStale {
+                warnedStale = true
+                logger.warning("backup: \(warning)")
+            }
+            let staleAt = (lastSuccess?.finishedAt ?? startedAt).addingTimeInterval(settings.warnAfter + 1)
+            await sleep(until: warnedStale || staleAt <= now ? due : min(due, staleAt))
+        }
+        if case .running(let r) = state { r.run.withLock { $0 }?.interrupt() }
+    }
+
+    private func perform(_ settings: BackupSettings) async {
+        let running = BackupRunning(startedAt: Date())
+        state = .running(running)
+        let mark = changes
+        let (stage, repository) = (self.stage, settings.repository)
+        let outcome: Result<BackupSnapshotSummary, ResticError> = await withTaskCancellationHandler {
+            await BackupThread.run {
+                let started = Date()
+                defer { stage.remove() }
+                let contents: BackupStage.Contents
+                do throws(EngineError) {
+                    contents = try stage.make()
+                } catch {
+                    if case .backup(let reason, let message) = error { return .failure(ResticError(reason: reason, message: message)) }
+                    return .failure(ResticError(reason: .staging, message: "\(error)"))
+                }
+                do throws(ResticError) {
+                    let r = try repository.backup(stage: stage.folder, started: { run in running.run.withLock { $0 = run } }) { f in
+                        running.progress.withLock {
+                            $0.fraction = f.fraction; $0.bytesDone = f.bytesDone; $0.totalBytes = f.totalBytes
+                            $0.filesDone = f.filesDone; $0.totalFiles = f.totalFiles
+                        }
+                    }
+                    return .success(BackupSnapshotSummary(snapshotID: r.snapshotID, startedAt: started, finishedAt: Date(),
+                                                          recordings: contents.recordings, totalBytes: r.totalBytes, addedBytes: r.addedBytes))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        } onCancel: {
+            running.run.withLock { $0 }?.interrupt()
+        }
+        switch outcome {
+        case .success(let summary):
+            lastSuccess = summary
+            lastError = nil
+            failuresInARow = 0
+            changesBackedUp = mark
+            warnedStale = false
+            if changes == mark { unbackedSince = nil }
+            saveLast(summary)
+            logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
+            state = .idle(due: runAgain ? Date() : changes == mark ? nil : Date().addingTimeInterval(settings.delay))
+            runAgain = false
+        case .failure(let error):
+            failuresInARow += 1
+            lastError = BackupError(startedAt: running.progress.withLock { $0.startedAt }, at: Date(), reason: error.reason, message: error.message)
+            let retry = min(max(settings.delay, 60) * pow(2, Double(failuresInARow - 1)), 3_600)
+            logger.error("backup failed (\(error.reason.rawValue)): \(error.message); trying again in \(Self.duration(retry))")
+            state = .idle(due: Date().addingTimeInterval(runAgain ? 0 : retry))
+            runAgain = false
+        }
+    }
+
+    private func saveLast(_ summary: BackupSnapshotSummary) {
+        let path = Self.lastPath(stage.data)
+        do {
+            let bytes = try APIJSON.encoder().encode(summary)
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            logger.warning("backup: could not keep the last snapshot's summary in \(path): \(error)")
+        }
+    }
+
+    /// Until `date` (nil: no time), a wake-up, or cancellation.
+    private func sleep(until date: Date?) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                if Task.isCancelled { c.resume(); return }
+                sleeper = c
+                guard let date else { return }
+                timer = Task { [weak self] in
+                    try? await Task.sleep(for: .seconds(max(0, date.timeIntervalSinceNow)))
+                    await self?.wake()
+                }
+            }
+        } onCancel: {
+            Task { await self.wake() }
+        }
+    }
+
+    private func wake() {
+        timer?.cancel()
+        timer = nil
+        sleeper?.resume()
+        sleeper = nil
+    }
+}
+
+/// A run under way: what the status shows, and the restic to interrupt. Shared with the run's thread.
+final class BackupRunning: Sendable {
+    let progress: Mutex<BackupProgress>
+    let run = Mutex<(any ResticInterruptible)?>(nil)
+    init(startedAt: Date) { progress = Mutex(BackupProgress(startedAt: startedAt)) }
+}
+
+/// A thread for each run: restic is its child, and is sent SIGINT if the thread ends first (it
+/// does not: it waits for restic).
+enum BackupThread {
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in
+            let t = Thread { c.resume(returning: body()) }
+            t.name = "backup"
+            t.start()
+        }
+    }
+}
