@@ -53,6 +53,8 @@ public actor Backups {
     private var runAgain = false
     private var sleeper: CheckedContinuation<Void, Never>?
     private var timer: Task<Void, Never>?
+    /// Counts the sleeps, so that a timer wakes only its own.
+    private var sleeps = 0
     private let startedAt = Date()
 
     init(settings: BackupSettings?, data: DataDirectory, catalog: Catalog, logger: Logger) {
@@ -258,14 +260,17 @@ public actor Backups {
 
     /// Until `date` (nil: no time), a wake-up, or cancellation.
     private func sleep(until date: Date?) async {
+        sleeps += 1
+        let this = sleeps
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 if Task.isCancelled { c.resume(); return }
                 sleeper = c
                 guard let date else { return }
                 timer = Task { [weak self] in
-                    try? await Task.sleep(for: .seconds(max(0, date.timeIntervalSinceNow)))
-                    await self?.wake()
+                    // A timer cancelled by a wake-up must not wake the sleep that follows it.
+                    do { try await Task.sleep(for: .seconds(max(0, date.timeIntervalSinceNow))) } catch { return }
+                    await self?.wake(sleep: this)
                 }
             }
         } onCancel: {
@@ -273,7 +278,9 @@ public actor Backups {
         }
     }
 
-    private func wake() {
+    /// Ends the sleep under way (only sleep `sleep`'s, when given).
+    private func wake(sleep: Int? = nil) {
+        if let sleep, sleep != sleeps { return }
         timer?.cancel()
         timer = nil
         sleeper?.resume()

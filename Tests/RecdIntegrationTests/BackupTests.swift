@@ -61,6 +61,13 @@ final class BackupTests: XCTestCase {
         return (list, hashes)
     }
 
+    /// utime + stime of `pid`, in seconds.
+    static func cpuSeconds(_ pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try XCTUnwrap(stat.lastIndex(of: ")")))...].split(separator: " ")
+        return (Double(fields[11])! + Double(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Back up, wipe, restore with recctl alone (no daemon), start a new recd on it: the same
     /// recordings — titles, notes, purposes, play counts, hashes of imports, waveforms, transcripts
     /// off — and files of the same bytes that play.
@@ -96,6 +103,12 @@ final class BackupTests: XCTestCase {
         XCTAssertTrue(snapshots.contains { $0.id == last.snapshotID }, "\(snapshots)")
         let (before, hashes) = try library(daemon)
         XCTAssertEqual(before.count, 3)
+        // Between runs recd sleeps until the next is due: an idle recd with backups on uses no CPU
+        // (a timer that woke the next sleep once spun an event loop at 100 %).
+        let pid = try XCTUnwrap(daemon.process?.processIdentifier)
+        let cpuBefore = try Self.cpuSeconds(pid)
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertLessThan(try Self.cpuSeconds(pid) - cpuBefore, 0.2, "recd is idle between backups")
 
         // The machine is lost: the data directory goes. recctl restores with the repository and the password.
         daemon.stop()
@@ -189,5 +202,200 @@ final class BackupTests: XCTestCase {
         let (code, body) = try daemon.curl("POST", "/v1/backup")
         XCTAssertEqual(code, 409, body)
         XCTAssertTrue(body.contains("backups_off"), body)
+    }
+
+    /// An SFTP repository on a real sshd the test starts on 127.0.0.1 (keys made here): backed up
+    /// and restored through it; the same sshd stopped is "unreachable", said at once, while a take
+    /// goes on.
+    func testAnSFTPRepositoryOnARealSSHDBacksUpRestoresAndIsSaidUnreachableWhenDown() throws {
+        try Skip.if(Tools.which("sshd") == nil && !FileManager.default.fileExists(atPath: "/usr/sbin/sshd"),
+                    "sshd is missing (openssh-server): scripts/install-deps.sh --test installs it")
+        try Skip.if(getuid() != 0, "sshd as a server of logins needs root (its privilege separation)")
+        let sshd = try SSHServer(in: work.appendingPathComponent("sshd"))
+        defer { sshd.stop() }
+        let password = try passwordFile()
+        let remote = "sftp:root@127.0.0.1:" + work.appendingPathComponent("remote-repo").path
+        try startDaemon(password: password, repository: remote, extra: ["--backup-option", "sftp.command=\(sshd.command)"])
+        XCTAssertEqual(try daemon.recctl("backup", "init").status, 0, daemon.log)
+        let memo = try daemon.recctlJSON(Recording.self, "import", try wav("m.wav", hz: 660), "--title", "Over SSH")
+        let done = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(done.status, 0, done.stdout + done.stderr + daemon.log)
+        XCTAssertEqual(try daemon.recctlJSON(BackupStatus.self, "backup", "status").lastSuccess?.recordings, 1)
+        let restored = work.appendingPathComponent("from-sftp")
+        let r = try Tools.run(Tools.recctl, ["restore", "--into", restored.path, "--repository", remote, "--password-file", password,
+                                             "--option", "sftp.command=\(sshd.command)"])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertEqual(try sha256(restored.appendingPathComponent(memo.file).path), try sha256(daemon.path(of: memo)))
+
+        sshd.stop()
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.5))
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        let started = Date()
+        let down = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(down.status, 1, down.stdout)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30, "a refused connection is said at once, not after a timeout")
+        let s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        XCTAssertEqual(s.lastError?.reason, .unreachable, "\(s)")
+        XCTAssertTrue(s.lastError?.message.contains("could not be reached") == true, "\(s)")
+        XCTAssertEqual(s.lastSuccess?.recordings, 1, "the last good backup is still known")
+        XCTAssertEqual(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
+    }
+
+    /// restic killed (-9) in the middle of a backup, then recd killed in the middle of the next: the
+    /// library is untouched, no stage is left once recd is back, the next run completes, and the
+    /// repository checks clean (after restic's own unlock of the dead runs' locks).
+    func testKillingResticOrRecdMidBackupLeavesTheLibraryAndTheRepositorySound() throws {
+        // A restic that waits to be let go before it runs: "mid-backup" is then a sure instant.
+        let gate = work.appendingPathComponent("gate")
+        let wrapper = work.appendingPathComponent("restic-gated").path
+        let realRestic = try XCTUnwrap(Tools.which("restic"))
+        try Data("""
+            #!/bin/sh
+            case " $* " in *" backup "*) echo $$ > \(gate.path).pid; while [ ! -e \(gate.path) ]; do sleep 0.05; done ;; esac
+            exec \(realRestic) "$@"
+            """.utf8).write(to: URL(fileURLWithPath: wrapper))
+        chmod(wrapper, 0o755)
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
+        daemon = try Daemon(environment: pulse.environment.merging(["RECD_RESTIC": wrapper]) { $1 },
+                            extraArgs: ["--backup", repository, "--backup-password-file", password, "--backup-delay", "3600"],
+                            dir: work.appendingPathComponent("recd"))
+        try daemon.start()
+        for i in 1...3 { _ = try daemon.recctlJSON(Recording.self, "import", try wav("k\(i).wav", hz: 300 + 100 * i), "--title", "Memo \(i)") }
+        let (before, hashes) = try library(daemon)
+        let stage = daemon.dataDir.appendingPathComponent(".backup/stage")
+
+        func waitForRestic() throws -> Int32 {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if let text = try? String(contentsOfFile: gate.path + ".pid", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                    try? FileManager.default.removeItem(atPath: gate.path + ".pid")
+                    return pid
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            XCTFail("restic backup never started\n\(daemon.log)")
+            throw NSError(domain: "recd-tests", code: 6)
+        }
+
+        // 1. restic killed while it runs.
+        XCTAssertEqual(try daemon.recctl("backup", "now").status, 0)
+        let restic = try waitForRestic()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: stage.appendingPathComponent("catalog.sqlite").path), "the stage is made before restic runs")
+        kill(restic, SIGKILL)
+        var s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        let deadline = Date().addingTimeInterval(20)
+        while s.lastError == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.1); s = try daemon.recctlJSON(BackupStatus.self, "backup", "status") }
+        XCTAssertEqual(s.lastError?.reason, .failed, "\(s)")
+        XCTAssertTrue(s.lastError?.message.contains("signal 9") == true || s.lastError?.message.contains("137") == true, "\(s)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stage.path), "the stage goes with the run")
+
+        // 2. recd killed while restic runs (its parent-death signal interrupts restic, which unlocks).
+        XCTAssertEqual(try daemon.recctl("backup", "now").status, 0)
+        let second = try waitForRestic()
+        daemon.kill9()
+        FileManager.default.createFile(atPath: gate.path, contents: nil)   // restic goes on, if it still lives
+        let gone = Date().addingTimeInterval(10)
+        while kill(second, 0) == 0 && Date() < gone { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertNotEqual(kill(second, 0), 0, "restic ended with recd")
+
+        try daemon.start()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stage.path), "a stage left by the killed recd is removed at start")
+        let (after, afterHashes) = try library(daemon)
+        XCTAssertEqual(after.map(\.id), before.map(\.id))
+        XCTAssertEqual(afterHashes, hashes, "nothing in the library changed")
+        let next = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(next.status, 0, next.stdout + next.stderr + daemon.log)
+        XCTAssertEqual(try daemon.recctlJSON(BackupStatus.self, "backup", "status").lastSuccess?.recordings, 3)
+        XCTAssertEqual(try Tools.run("restic", ["unlock", "--repo", repository, "--password-file", password]).status, 0)
+        let check = try Tools.run("restic", ["check", "--repo", repository, "--password-file", password, "--no-cache"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        XCTAssertTrue(check.stdout.contains("no errors were found"), check.stdout)
+    }
+}
+
+/// A private sshd on 127.0.0.1 (a free port, host and client keys made here), serving SFTP to the
+/// client key alone: a real SFTP repository for restic.
+final class SSHServer {
+    let dir: URL
+    let port: Int
+    private var pid: Int32 = 0
+    private var madeRunDir = false
+
+    init(in dir: URL) throws {
+        self.dir = dir
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // sshd as root insists on its privilege separation folder (systemd makes it for the real one).
+        if !FileManager.default.fileExists(atPath: "/run/sshd") {
+            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            madeRunDir = true
+        }
+        for key in ["host", "client"] {
+            let r = try Tools.run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "recd-test-\(key)", "-f", dir.appendingPathComponent(key).path])
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        try FileManager.default.copyItem(at: dir.appendingPathComponent("client.pub"), to: dir.appendingPathComponent("authorized_keys"))
+        port = try Self.freePort()
+        let config = """
+            Port \(port)
+            ListenAddress 127.0.0.1
+            HostKey \(dir.appendingPathComponent("host").path)
+            AuthorizedKeysFile \(dir.appendingPathComponent("authorized_keys").path)
+            PidFile \(dir.appendingPathComponent("sshd.pid").path)
+            StrictModes no
+            UsePAM no
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            PermitRootLogin prohibit-password
+            Subsystem sftp internal-sftp
+
+            """
+        try Data(config.utf8).write(to: dir.appendingPathComponent("sshd_config"))
+        // Started to the background by itself (no -D): Foundation's Process takes a child that closes
+        // the descriptors it inherited (sshd does) for ended, and then waits for it in a blocking
+        // wait4 that holds up every other Process of the test. Its pid comes from PidFile.
+        let log = dir.appendingPathComponent("sshd.log")
+        let r = try Tools.run("/usr/sbin/sshd", ["-f", dir.appendingPathComponent("sshd_config").path, "-E", log.path])
+        XCTAssertEqual(r.status, 0, r.stderr + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let text = try? String(contentsOf: dir.appendingPathComponent("sshd.pid"), encoding: .utf8),
+               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                self.pid = pid
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("sshd did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        throw NSError(domain: "recd-tests", code: 7)
+    }
+
+    /// restic's sftp.command (split by restic, run without a shell): the client key, this port, no
+    /// prompts, and bounds on a dead connection.
+    var command: String {
+        "ssh -i \(dir.appendingPathComponent("client").path) -p \(port) -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+            + "-o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10 -o ServerAliveInterval=15 -o ServerAliveCountMax=3 root@127.0.0.1 -s sftp"
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) } }
+        return Int(UInt16(bigEndian: a.sin_port))
+    }
+
+    func stop() {
+        if pid > 0 {
+            kill(pid, SIGTERM)
+            let deadline = Date().addingTimeInterval(5)
+            while kill(pid, 0) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            pid = 0
+        }
+        if madeRunDir { try? FileManager.default.removeItem(atPath: "/run/sshd"); madeRunDir = false }
     }
 }
