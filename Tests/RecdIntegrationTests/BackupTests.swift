@@ -204,6 +204,123 @@ final class BackupTests: XCTestCase {
         XCTAssertTrue(body.contains("backups_off"), body)
     }
 
+    /// A restic that waits to be let go (the gate file made) before a backup runs: the stage is
+    /// then made and "mid-backup" a sure instant. Returns the gate and the wrapper ($RECD_RESTIC).
+    func gatedRestic() throws -> (gate: URL, wrapper: String) {
+        let gate = work.appendingPathComponent("gate")
+        let wrapper = work.appendingPathComponent("restic-gated").path
+        let realRestic = try XCTUnwrap(Tools.which("restic"))
+        try Data("""
+            #!/bin/sh
+            case " $* " in *" backup "*) echo $$ > \(gate.path).pid; while [ ! -e \(gate.path) ]; do sleep 0.05; done ;; esac
+            exec \(realRestic) "$@"
+            """.utf8).write(to: URL(fileURLWithPath: wrapper))
+        chmod(wrapper, 0o755)
+        return (gate, wrapper)
+    }
+
+    /// The pid of the gated restic once its backup has started (the stage made).
+    func waitForRestic(_ gate: URL) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: gate.path + ".pid", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                try? FileManager.default.removeItem(atPath: gate.path + ".pid")
+                return pid
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("restic backup never started\n\(daemon.log)")
+        throw NSError(domain: "recd-tests", code: 6)
+    }
+
+    /// While restic reads a snapshot's stage: a take in progress is stopped and saved, a recording
+    /// trimmed in place and another deleted. The snapshot holds the library as it was when the stage
+    /// was made — the take being recorded left out (row and file), the trimmed one whole as it was,
+    /// the deleted one whole — and the next snapshot the library after.
+    func testATakeATrimAndADeleteDuringABackupLeaveEachRecordingWholeOrAbsent() throws {
+        let (gate, wrapper) = try gatedRestic()
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
+        daemon = try Daemon(environment: pulse.environment.merging(["RECD_RESTIC": wrapper]) { $1 },
+                            extraArgs: ["--backup", repository, "--backup-password-file", password, "--backup-delay", "3600"],
+                            dir: work.appendingPathComponent("recd"))
+        try daemon.start()
+        let trimmed = try daemon.recctlJSON(Recording.self, "import", try wav("t.wav", hz: 500, seconds: 3), "--title", "To trim")
+        let deleted = try daemon.recctlJSON(Recording.self, "import", try wav("d.wav", hz: 700, seconds: 2), "--title", "To delete")
+        let (_, hashesBefore) = try library(daemon)
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.5))
+        let take = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", "In progress").recording
+        Thread.sleep(forTimeInterval: 1.0)
+
+        XCTAssertEqual(try daemon.recctl("backup", "now").status, 0)
+        _ = try waitForRestic(gate)
+        XCTAssertEqual(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
+        let cut = try daemon.recctl("trim", trimmed.id.uuidString, "--start", "0.5", "--end", "1.5")
+        XCTAssertEqual(cut.status, 0, cut.stderr)
+        XCTAssertEqual(try daemon.recctl("delete", deleted.id.uuidString, "--yes").status, 0)
+        FileManager.default.createFile(atPath: gate.path, contents: nil)
+        let done = try daemon.recctl("backup", "now", "--wait")   // the one under way, then one more after it
+        XCTAssertEqual(done.status, 0, done.stdout + done.stderr + daemon.log)
+        let snapshots = try daemon.recctlJSON(BackupSnapshotList.self, "backup", "list").snapshots
+        XCTAssertEqual(snapshots.count, 2, "\(snapshots)")
+
+        // The older snapshot: the library at the stage's instant.
+        let first = work.appendingPathComponent("first")
+        let r = try Tools.run(Tools.recctl, ["restore", "--into", first.path, "--snapshot", try XCTUnwrap(snapshots.last?.id),
+                                             "--repository", repository, "--password-file", password])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains("restored 2 recording(s)"), r.stdout)
+        let old = try Daemon(environment: pulse.environment, extraArgs: ["--data-dir", first.path], dir: work.appendingPathComponent("old"))
+        defer { old.cleanUp() }
+        try old.start()
+        let (rows, hashes) = try library(old, in: first)
+        XCTAssertEqual(Set(rows.map(\.id)), [trimmed.id, deleted.id], "the take being recorded is not in it")
+        XCTAssertEqual(hashes, hashesBefore, "each file whole, as it was")
+        XCTAssertEqual(try XCTUnwrap(rows.first { $0.id == trimmed.id }?.duration), 3.0, accuracy: 0.1, "the row as it was, with its file")
+        XCTAssertEqual(try old.recctlJSON(ConsistencyReport.self, "check").isConsistent, true)
+
+        // The newer one: after the changes.
+        let second = work.appendingPathComponent("second")
+        XCTAssertEqual(try Tools.run(Tools.recctl, ["restore", "--into", second.path, "--repository", repository, "--password-file", password]).status, 0)
+        old.stop()
+        let now = try Daemon(environment: pulse.environment, extraArgs: ["--data-dir", second.path], dir: work.appendingPathComponent("now"))
+        defer { now.cleanUp() }
+        try now.start()
+        let (after, _) = try library(now, in: second)
+        XCTAssertEqual(Set(after.map(\.id)), [trimmed.id, take.id])
+        XCTAssertEqual(try XCTUnwrap(after.first { $0.id == trimmed.id }?.duration), 1.0, accuracy: 0.1)
+    }
+
+    /// A repository on a full disk (a 2 MB tmpfs): said as full, the last good backup still known,
+    /// and recording goes on.
+    func testAFullRepositoryIsSaidAsFullAndRecordingGoesOn() throws {
+        try Skip.if(getuid() != 0, "mounting a small tmpfs needs root")
+        let small = work.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        let mount = try Tools.run("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", small.path])
+        try Skip.if(mount.status != 0, "mount -t tmpfs refused here: \(mount.stderr)")
+        defer { _ = try? Tools.run("umount", ["-l", small.path]) }
+        let repo = small.appendingPathComponent("repo").path
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repo, "--password-file", password]).status, 0)
+        try startDaemon(password: password, repository: repo)
+        XCTAssertEqual(try daemon.recctl("backup", "now", "--wait").status, 0, daemon.log)   // an empty library fits
+        // 20 s of stereo noise as FLAC (kept as it is by the import): about 4 MB that no compression shrinks.
+        let noise = work.appendingPathComponent("noise.flac").path
+        XCTAssertEqual(try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "anoisesrc=d=20:a=0.5", "-ac", "2", "-c:a", "flac", noise]).status, 0)
+        XCTAssertEqual(try daemon.recctl("import", noise, "--title", "Noise").status, 0)
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.5))
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        let full = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(full.status, 1, full.stdout)
+        let s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        XCTAssertEqual(s.lastError?.reason, .full, "\(s)")
+        XCTAssertTrue(s.lastError?.message.contains("is full") == true, "\(s)")
+        XCTAssertNotNil(s.lastSuccess, "the last good backup is still known")
+        Thread.sleep(forTimeInterval: 1.0)
+        XCTAssertEqual(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
+    }
+
     /// An SFTP repository on a real sshd the test starts on 127.0.0.1 (keys made here): backed up
     /// and restored through it; the same sshd stopped is "unreachable", said at once, while a take
     /// goes on.
@@ -245,16 +362,7 @@ final class BackupTests: XCTestCase {
     /// library is untouched, no stage is left once recd is back, the next run completes, and the
     /// repository checks clean (after restic's own unlock of the dead runs' locks).
     func testKillingResticOrRecdMidBackupLeavesTheLibraryAndTheRepositorySound() throws {
-        // A restic that waits to be let go before it runs: "mid-backup" is then a sure instant.
-        let gate = work.appendingPathComponent("gate")
-        let wrapper = work.appendingPathComponent("restic-gated").path
-        let realRestic = try XCTUnwrap(Tools.which("restic"))
-        try Data("""
-            #!/bin/sh
-            case " $* " in *" backup "*) echo $$ > \(gate.path).pid; while [ ! -e \(gate.path) ]; do sleep 0.05; done ;; esac
-            exec \(realRestic) "$@"
-            """.utf8).write(to: URL(fileURLWithPath: wrapper))
-        chmod(wrapper, 0o755)
+        let (gate, wrapper) = try gatedRestic()
         let password = try passwordFile()
         XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
         daemon = try Daemon(environment: pulse.environment.merging(["RECD_RESTIC": wrapper]) { $1 },
@@ -265,18 +373,7 @@ final class BackupTests: XCTestCase {
         let (before, hashes) = try library(daemon)
         let stage = daemon.dataDir.appendingPathComponent(".backup/stage")
 
-        func waitForRestic() throws -> Int32 {
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                if let text = try? String(contentsOfFile: gate.path + ".pid", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                    try? FileManager.default.removeItem(atPath: gate.path + ".pid")
-                    return pid
-                }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
-            XCTFail("restic backup never started\n\(daemon.log)")
-            throw NSError(domain: "recd-tests", code: 6)
-        }
+        func waitForRestic() throws -> Int32 { try self.waitForRestic(gate) }
 
         // 1. restic killed while it runs.
         XCTAssertEqual(try daemon.recctl("backup", "now").status, 0)
