@@ -228,6 +228,30 @@ extension ResticRepository {
         return (id, summary.data_added ?? 0, summary.total_bytes_processed ?? 0)
     }
 
+    /// `restic unlock` (only locks of runs that are gone: a killed backup's would keep `check` out),
+    /// then `restic check --read-data-subset=subset`: whether the repository is sound, and restic's
+    /// last words. Throws only when restic could not be run or the repository not opened.
+    public func check(subset: String, started: (any ResticInterruptible) -> Void = { _ in }) throws(ResticError) -> (ok: Bool, message: String) {
+        let unlocking = try ResticRun(self, ["unlock"])
+        started(unlocking)
+        let unlock = unlocking.wait()
+        guard unlock.status == 0 else { throw ResticError.classify(status: unlock.status, stderr: unlock.stderr, command: "unlock", repository: location) }
+        let checking = try ResticRun(self, ["check", "--read-data-subset=\(subset)"])
+        started(checking)
+        let r = checking.wait()
+        let said = (r.stdout + r.stderr).split(separator: "\n").map { String($0).replacing("\u{1B}[2K", with: "") }
+        if r.status == 0 {
+            return (true, said.last { $0.contains("no errors were found") } ?? "no errors were found")
+        }
+        if r.status == 128 + SIGINT { throw ResticError(reason: .failed, message: "restic check was interrupted (recd is stopping)") }
+        let failure = ResticError.classify(status: r.status, stderr: r.stderr, command: "check", repository: location)
+        if failure.reason != .failed { throw failure }
+        // What check found: its lines before the verdict ("Pack ID does not match", "pack …: does not exist").
+        let found = said.filter { !$0.isEmpty && !$0.hasPrefix("using temporary cache") && !$0.hasPrefix("create exclusive lock")
+            && !$0.hasPrefix("load indexes") && !$0.hasPrefix("check ") && !$0.hasPrefix("read ") && !$0.hasPrefix("[") }
+        return (false, found.suffix(3).joined(separator: "; "))
+    }
+
     /// recd's snapshots (tag `recd`, any host), newest first.
     public func snapshots() throws(ResticError) -> [BackupSnapshot] {
         struct Snapshot: Decodable { var short_id: String; var time: String; var hostname: String }

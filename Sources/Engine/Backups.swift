@@ -16,9 +16,15 @@ public struct BackupSettings: Sendable {
     public var interval: Double
     /// A last good backup older than this, while the library changed since, is warned about.
     public var warnAfter: Double
+    /// Seconds between checks of the repository (`restic check`, after a good backup); nil: never.
+    public var checkInterval: Double?
+    /// What part of the data a check reads back (restic's `--read-data-subset`: `10%`, `1/7`, `500M`).
+    public var checkSubset: String
 
-    public init(repository: ResticRepository, delay: Double = 300, interval: Double = 86_400, warnAfter: Double = 86_400) {
+    public init(repository: ResticRepository, delay: Double = 300, interval: Double = 86_400, warnAfter: Double = 86_400,
+                checkInterval: Double? = 7 * 86_400, checkSubset: String = "10%") {
         self.repository = repository; self.delay = delay; self.interval = interval; self.warnAfter = warnAfter
+        self.checkInterval = checkInterval; self.checkSubset = checkSubset
     }
 }
 
@@ -41,6 +47,7 @@ public actor Backups {
     private var state: State
     private var lastSuccess: BackupSnapshotSummary?
     private var lastError: BackupError?
+    private var lastCheck: BackupCheck?
     private var failuresInARow = 0
     /// Changes of the library counted since recd started; and the count a run's snapshot holds.
     private var changes = 0
@@ -61,16 +68,18 @@ public actor Backups {
         self.settings = settings
         stage = BackupStage(data: data, catalog: catalog)
         self.logger = logger
-        lastSuccess = settings == nil ? nil : Self.loadLast(data)
+        lastSuccess = settings == nil ? nil : Self.load(Self.lastPath(data))
+        lastCheck = settings == nil ? nil : Self.load(Self.checkPath(data))
         state = settings == nil ? .off : .idle(due: Date().addingTimeInterval(settings!.delay))
         unbackedSince = settings == nil ? nil : Date()
     }
 
     private static func lastPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last.json").path }
+    private static func checkPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last-check.json").path }
 
-    private static func loadLast(_ data: DataDirectory) -> BackupSnapshotSummary? {
-        guard let bytes = FileManager.default.contents(atPath: lastPath(data)) else { return nil }
-        return try? APIJSON.decoder().decode(BackupSnapshotSummary.self, from: bytes)
+    private static func load<T: Decodable>(_ path: String) -> T? {
+        guard let bytes = FileManager.default.contents(atPath: path) else { return nil }
+        return try? APIJSON.decoder().decode(T.self, from: bytes)
     }
 
     /// The library changed: a run `delay` from now, unless one is due sooner.
@@ -129,7 +138,7 @@ public actor Backups {
     public var status: BackupStatus {
         guard let settings else { return BackupStatus(state: .off) }
         var s = BackupStatus(state: .idle, repository: settings.repository.location, lastSuccess: lastSuccess, lastError: lastError,
-                             warning: staleWarning(settings))
+                             lastCheck: lastCheck, warning: staleWarning(settings) ?? checkWarning)
         switch state {
         case .off: s.state = .off
         case .idle(let due): s.nextRunAt = due ?? nextScheduled(settings)
@@ -150,6 +159,12 @@ public actor Backups {
             return "the last good backup (snapshot \(last.snapshotID)) is \(age) old and the library changed since\(lastError.map { ": \($0.message)" } ?? "")"
         }
         return "no backup has completed in \(age) of changes\(lastError.map { ": \($0.message)" } ?? "")"
+    }
+
+    /// A check that found the repository damaged: said until a check finds it sound.
+    private var checkWarning: String? {
+        guard let lastCheck, !lastCheck.ok else { return nil }
+        return "the repository's last check found errors: \(lastCheck.message) (restic check; restic repair or a new repository)"
     }
 
     private func nextScheduled(_ settings: BackupSettings) -> Date {
@@ -233,8 +248,11 @@ public actor Backups {
             changesBackedUp = mark
             warnedStale = false
             if changes == mark { unbackedSince = nil }
-            saveLast(summary)
+            save(summary, to: Self.lastPath(stage.data))
             logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
+            if let every = settings.checkInterval, Date().timeIntervalSince(lastCheck?.at ?? .distantPast) >= every {
+                await check(settings, running)
+            }
             state = .idle(due: runAgain ? Date() : changes == mark ? nil : Date().addingTimeInterval(settings.delay))
             runAgain = false
         case .failure(let error):
@@ -247,14 +265,38 @@ public actor Backups {
         }
     }
 
-    private func saveLast(_ summary: BackupSnapshotSummary) {
-        let path = Self.lastPath(stage.data)
+    /// `restic check` of part of the data (still in the running state: no backup starts meanwhile).
+    private func check(_ settings: BackupSettings, _ running: BackupRunning) async {
+        let (repository, subset) = (settings.repository, settings.checkSubset)
+        let result = await withTaskCancellationHandler {
+            await BackupThread.run { () -> Result<(ok: Bool, message: String), ResticError> in
+                do throws(ResticError) {
+                    return .success(try repository.check(subset: subset) { run in running.run.withLock { $0 = run } })
+                } catch { return .failure(error) }
+            }
+        } onCancel: {
+            running.run.withLock { $0 }?.interrupt()
+        }
+        if Task.isCancelled { return }   // interrupted by recd's stop: no verdict
+        switch result {
+        case .success(let r):
+            lastCheck = BackupCheck(at: Date(), ok: r.ok, message: r.message)
+            if r.ok { logger.info("backup: the repository checks clean (\(subset) of its data read back)") }
+            else { logger.error("backup: the repository's check found errors: \(r.message)") }
+            save(lastCheck, to: Self.checkPath(stage.data))
+        case .failure(let e):
+            // Not a verdict on the repository (it could not be reached or opened): tried after the next backup.
+            logger.warning("backup: the repository could not be checked: \(e.message)")
+        }
+    }
+
+    private func save(_ value: some Encodable, to path: String) {
         do {
-            let bytes = try APIJSON.encoder().encode(summary)
+            let bytes = try APIJSON.encoder().encode(value)
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            logger.warning("backup: could not keep the last snapshot's summary in \(path): \(error)")
+            logger.warning("backup: could not keep \(path): \(error)")
         }
     }
 

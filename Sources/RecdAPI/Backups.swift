@@ -70,6 +70,17 @@ public struct BackupError: Codable, Sendable, Equatable {
     }
 }
 
+/// The last `restic check` of the repository (recd runs one every `--backup-check-interval`,
+/// reading back `--backup-check-subset` of the data).
+public struct BackupCheck: Codable, Sendable, Equatable {
+    public var at: Date
+    /// No error found.
+    public var ok: Bool
+    /// restic's verdict, or what it found.
+    public var message: String
+    public init(at: Date, ok: Bool, message: String) { self.at = at; self.ok = ok; self.message = message }
+}
+
 /// `GET /v1/backup` (and `POST /v1/backup`'s reply).
 public struct BackupStatus: Codable, Sendable, Equatable {
     /// `off`: no repository set (`--backup`); `idle`: nothing to do until `nextRunAt`; `running`.
@@ -81,6 +92,8 @@ public struct BackupStatus: Codable, Sendable, Equatable {
     @Nullable public var lastSuccess: BackupSnapshotSummary?
     /// The last run's failure, until a run succeeds.
     @Nullable public var lastError: BackupError?
+    /// The last check of the repository; null before the first.
+    @Nullable public var lastCheck: BackupCheck?
     /// When the next run is due (the library changed: `--backup-delay` after the last change; or
     /// the schedule, `--backup-interval`); null when off or running.
     @Nullable public var nextRunAt: Date?
@@ -88,9 +101,9 @@ public struct BackupStatus: Codable, Sendable, Equatable {
     /// `--backup-warn-after` (or there is none): said here, in the journal and on the web app's Data page.
     @Nullable public var warning: String?
     public init(state: State, repository: String? = nil, running: BackupProgress? = nil, lastSuccess: BackupSnapshotSummary? = nil,
-                lastError: BackupError? = nil, nextRunAt: Date? = nil, warning: String? = nil) {
+                lastError: BackupError? = nil, lastCheck: BackupCheck? = nil, nextRunAt: Date? = nil, warning: String? = nil) {
         self.state = state; self.repository = repository; self.running = running; self.lastSuccess = lastSuccess
-        self.lastError = lastError; self.nextRunAt = nextRunAt; self.warning = warning
+        self.lastError = lastError; self.lastCheck = lastCheck; self.nextRunAt = nextRunAt; self.warning = warning
     }
 }
 

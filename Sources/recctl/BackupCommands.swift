@@ -26,6 +26,7 @@ struct BackupCommand: AsyncParsableCommand {
             lines.append("last good backup: none yet")
         }
         if let e = s.lastError { lines.append("last run failed (\(e.reason.rawValue)) \(Output.date(e.at)): \(Output.text(e.message))") }
+        if let c = s.lastCheck { lines.append("last check \(Output.date(c.at)): \(c.ok ? "sound" : "ERRORS"): \(Output.text(c.message))") }
         if let next = s.nextRunAt { lines.append("next: \(Output.date(next))") }
         if let w = s.warning { lines.append("warning: \(Output.text(w))") }
         return lines.joined(separator: "\n")

@@ -148,6 +148,19 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Warn (status, journal, the web app) when the last good backup is older than this while the library changed since, 60-2592000 seconds.", valueName: "seconds"))
     var backupWarnAfter: Double = 86_400
 
+    @Option(name: .long, help: ArgumentHelp("Check the repository (restic check) this often, after a good backup, 3600-31536000 seconds, or never.", valueName: "seconds|never"))
+    var backupCheckInterval: String = "604800"
+
+    @Option(name: .long, help: ArgumentHelp("What part of the data a check reads back (restic's --read-data-subset): a percentage (10%), n/t (1/7) or a size (500M).", valueName: "subset"))
+    var backupCheckSubset: String = "10%"
+
+    /// --backup-check-interval in seconds; nil: never; -1: not a valid value.
+    var backupCheckSeconds: Double? {
+        if backupCheckInterval == "never" { return nil }
+        guard let s = Double(backupCheckInterval), (3_600...31_536_000).contains(s) else { return -1 }
+        return s
+    }
+
     /// The password file: the option, else the systemd credential.
     var backupPasswordPath: String? {
         if let backupPasswordFile { return backupPasswordFile }
@@ -218,6 +231,10 @@ struct RecdCommand: AsyncParsableCommand {
         guard (0...86_400).contains(backupDelay) else { throw ValidationError("--backup-delay must be 0...86400 seconds") }
         guard (60...2_592_000).contains(backupInterval) else { throw ValidationError("--backup-interval must be 60...2592000 seconds") }
         guard (60...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 60...2592000 seconds") }
+        guard backupCheckSeconds != -1 else { throw ValidationError("--backup-check-interval must be never or 3600...31536000 seconds") }
+        guard backupCheckSubset.range(of: #"^([0-9]{1,3}(\.[0-9]+)?%|[0-9]+/[0-9]+|[0-9]+[KMGT]?)$"#, options: .regularExpression) != nil else {
+            throw ValidationError("--backup-check-subset must be a percentage (10%), n/t (1/7) or a size (500M)")
+        }
     }
 
     /// `1280x720` → (1280, 720); even sizes from 16x16 to 7680x4320 (H.264 4:2:0 needs even sides).
@@ -268,7 +285,8 @@ struct RecdCommand: AsyncParsableCommand {
             let repository = ResticRepository(location: backup, passwordFile: password, options: backupOption,
                                               cacheDirectory: URL(fileURLWithPath: dataDir).appendingPathComponent(".backup/cache").path,
                                               executable: restic, host: ProcessInfo.processInfo.hostName)
-            config.backup = BackupSettings(repository: repository, delay: backupDelay, interval: backupInterval, warnAfter: backupWarnAfter)
+            config.backup = BackupSettings(repository: repository, delay: backupDelay, interval: backupInterval, warnAfter: backupWarnAfter,
+                                           checkInterval: backupCheckSeconds, checkSubset: backupCheckSubset)
         }
         do {
             let engine = try Engine(config: config, logger: logger)

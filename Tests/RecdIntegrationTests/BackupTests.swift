@@ -366,7 +366,8 @@ final class BackupTests: XCTestCase {
         let password = try passwordFile()
         XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
         daemon = try Daemon(environment: pulse.environment.merging(["RECD_RESTIC": wrapper]) { $1 },
-                            extraArgs: ["--backup", repository, "--backup-password-file", password, "--backup-delay", "3600"],
+                            extraArgs: ["--backup", repository, "--backup-password-file", password, "--backup-delay", "3600",
+                                        "--backup-check-interval", "3600", "--backup-check-subset", "100%"],
                             dir: work.appendingPathComponent("recd"))
         try daemon.start()
         for i in 1...3 { _ = try daemon.recctlJSON(Recording.self, "import", try wav("k\(i).wav", hz: 300 + 100 * i), "--title", "Memo \(i)") }
@@ -404,10 +405,59 @@ final class BackupTests: XCTestCase {
         let next = try daemon.recctl("backup", "now", "--wait")
         XCTAssertEqual(next.status, 0, next.stdout + next.stderr + daemon.log)
         XCTAssertEqual(try daemon.recctlJSON(BackupStatus.self, "backup", "status").lastSuccess?.recordings, 3)
-        XCTAssertEqual(try Tools.run("restic", ["unlock", "--repo", repository, "--password-file", password]).status, 0)
-        let check = try Tools.run("restic", ["check", "--repo", repository, "--password-file", password, "--no-cache"])
-        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
-        XCTAssertTrue(check.stdout.contains("no errors were found"), check.stdout)
+        // recd's own check after that good backup (the first one is due at once): it unlocks what the
+        // killed runs left, and restic finds the repository sound, all of its data read back.
+        let check = try waitForCheck()
+        XCTAssertEqual(check.ok, true, "\(check)\n\(daemon.log)")
+        XCTAssertTrue(check.message.contains("no errors were found"), check.message)
+        let own = try Tools.run("restic", ["check", "--repo", repository, "--password-file", password, "--no-cache"])
+        XCTAssertEqual(own.status, 0, own.stdout + own.stderr)
+    }
+
+    /// The repository's last check, once recd has made one (within 30 s).
+    func waitForCheck() throws -> BackupCheck {
+        let deadline = Date().addingTimeInterval(30)
+        var s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        while s.lastCheck == nil && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.2)
+            s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        }
+        return try XCTUnwrap(s.lastCheck, "no check was made\n\(daemon.log)")
+    }
+
+    /// A repository whose data was damaged (a pack file's bytes changed): recd's check, reading all
+    /// of the data back, finds it and says so in status (with a warning) and the journal.
+    func testADamagedRepositoryIsFoundByTheCheckAndWarnedAbout() throws {
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
+        try startDaemon(password: password, extra: ["--backup-check-interval", "3600", "--backup-check-subset", "100%"])
+        _ = try daemon.recctlJSON(Recording.self, "import", try wav("c.wav", hz: 440, seconds: 2))
+        XCTAssertEqual(try daemon.recctl("backup", "now", "--wait").status, 0, daemon.log)
+        XCTAssertEqual(try waitForCheck().ok, true)
+        XCTAssertNil(try daemon.recctlJSON(BackupStatus.self, "backup", "status").warning)
+        daemon.stop()
+        // Flip bytes in the middle of every data pack.
+        let data = URL(fileURLWithPath: repository).appendingPathComponent("data")
+        let packs = try FileManager.default.subpathsOfDirectory(atPath: data.path).map { data.appendingPathComponent($0) }
+            .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+        XCTAssertFalse(packs.isEmpty)
+        for pack in packs {
+            chmod(pack.path, 0o600)
+            let h = try FileHandle(forUpdating: pack)
+            let size = try h.seekToEnd()
+            try h.seek(toOffset: size / 2)
+            try h.write(contentsOf: Data(repeating: 0x5A, count: 64))
+            try h.close()
+        }
+        try FileManager.default.removeItem(at: daemon.dataDir.appendingPathComponent(".backup/last-check.json"))
+        try daemon.start()
+        _ = try daemon.recctlJSON(Recording.self, "import", try wav("c2.wav", hz: 550, seconds: 1))
+        _ = try daemon.recctl("backup", "now", "--wait")
+        let check = try waitForCheck()
+        XCTAssertEqual(check.ok, false, "\(check)")
+        let s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        XCTAssertTrue(s.warning?.contains("last check found errors") == true, "\(s)")
+        XCTAssertTrue(daemon.log.contains("check found errors"), daemon.log)
     }
 }
 

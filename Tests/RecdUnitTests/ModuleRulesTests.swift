@@ -105,7 +105,7 @@ final class ModuleRulesTests: XCTestCase {
         XCTAssertEqual(declared["Server"]?.contains("Catalog"), false, "Server does not declare Catalog")
         XCTAssertEqual(declared["Server"]?.contains("Hummingbird"), true, "a product is declared by its name")
         XCTAssertEqual(declared["Server"]?.contains("hummingbird"), false, "a package's name is no module")
-        XCTAssertEqual(try Self.table()["recctl"], ["RecdAPI"])
+        XCTAssertEqual(try Self.table()["recctl"], ["Backup", "RecdAPI"])
         XCTAssertEqual(try Self.imports()["Catalog"]?.contains("GRDB"), true)
     }
 }

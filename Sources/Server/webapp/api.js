@@ -99,6 +99,8 @@ export const api = {
   download: (id) => `v1/recordings/${id}/media?download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
+  backup: () => call('GET', '/backup'),
+  backupNow: () => call('POST', '/backup'),
 };
 
 /// The event stream (`GET /v1/events`): calls `on(event)` for each; reconnects by itself. It is

@@ -1,14 +1,16 @@
-// recd's web app: the seed's Recordings screens (Flow 5), Quick Play, and Flow 7's export and
-// Delete All Data, on top of recd's /v1 API. No build step: standard modules, one per screen.
+// recd's web app: the seed's Recordings screens (Flow 5), Quick Play, Flow 7's export and Delete All
+// Data, and the library's backups, on top of recd's /v1 API. No build step: standard modules, one per screen.
 
 import { api, events, onReachability } from './api.js';
 import { h, toast, confirmDialog, screenTitle } from './ui.js';
 import { Library } from './library.js';
 import { RecordScreen, chooseMode } from './record.js';
 import { closePlayer } from './player.js';
+import { backupSection } from './backup.js';
 
 const view = document.getElementById('view');
 let screen = 'library';
+let backups = null;   // the Data page's Backups section while it is up (it polls during a run)
 const offline = document.getElementById('offline');
 
 const nav = [document.getElementById('nav-data'), document.getElementById('nav-new')];
@@ -26,6 +28,7 @@ const recorder = new RecordScreen(view, {
 /// The header's Data stays marked as the current page while its screen is up.
 function setScreen(name) {
   screen = name;
+  backups?.stop(); backups = null;   // a screen left stops its section's reads
   const data = document.getElementById('nav-data');
   if (name === 'data') data.setAttribute('aria-current', 'page'); else data.removeAttribute('aria-current');
 }
@@ -64,10 +67,11 @@ function review(r) {
   recorder.preview(r);   // names the screen
 }
 
-/// Flow 7: Export Data (7.2) as a download, and Delete All Data (7.3).
+/// Flow 7: Export Data (7.2) as a download, the library's backups (issue 48), and Delete All Data (7.3).
 function showData() {
   setScreen('data');
   screenTitle('Data');
+  backups = backupSection();
   let format = 'csv';
   const radio = (value, label) => h('label', {}, h('input', {
     type: 'radio', name: 'format', value, checked: value === format ? true : undefined, onchange: () => { format = value; },
@@ -86,6 +90,7 @@ function showData() {
         document.body.append(a); a.click(); a.remove();
         toast('Data exported ✓');
       } }, 'Export')),
+    backups.el,
     h('section', { class: 'card', 'aria-labelledby': 'delete-title' },
       h('h2', { id: 'delete-title' }, 'Delete All Data'),
       h('p', { class: 'hint' }, 'Every recording, file and metadata, at once: all or nothing.'),
@@ -94,6 +99,7 @@ function showData() {
         try { closePlayer(); await api.removeAll(); toast('All data deleted'); } catch (e) { toast(e.message); }
       } }, 'Delete All Data')),
     h('button', { type: 'button', class: 'quiet', onclick: () => showLibrary() }, '← Back to Recordings'));
+  backups.refresh();
   view.focus();
 }
 
@@ -109,6 +115,7 @@ function unreachable(e) {
 onReachability((up) => {
   offline.hidden = up;
   if (up && screen === 'library') library.changed();
+  if (up && screen === 'data') backups?.refresh();
 });
 
 document.getElementById('nav-new').addEventListener('click', () => newRecording());
@@ -117,7 +124,8 @@ document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlaye
 
 // Changes made elsewhere (recctl, another browser) show without a reload; those made while the tab
 // was hidden (its stream closed) are read when it shows again.
-const refresh = () => { if (screen === 'library') library.changed(); };
+// The Data page's backups too: a change moves the next run's time (and may bring the warning).
+const refresh = () => { if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
 events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
 
 // The seed's player sheet sits over the page's end: the page keeps room for it, however tall it is.

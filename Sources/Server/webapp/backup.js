@@ -1,0 +1,185 @@
+// The Data page's Backups section (issue 48): the library's backups to a restic repository as recd
+// says them (`GET /v1/backup`), and Back up now (`POST /v1/backup`). Read when the page opens, when
+// the library changes, when the tab shows again and at the next run's time; every second only while
+// a run is under way (or asked for and not begun yet); never while idle, while the tab is hidden or
+// once the page is left. The section's elements are made once and updated in place (the focus, a
+// screen reader's place and the progress bar stay put). Every string of recd's — the repository,
+// restic's messages, the warning — goes in as text, never as markup.
+
+import { api } from './api.js';
+import { h, toast, shortDate } from './ui.js';
+
+/// Why a run failed (`BackupFailure`), in words; restic's own follow them.
+const REASONS = {
+  'wrong-password': 'Wrong password: the password file does not open the repository.',
+  'no-repository': 'There is no repository there yet: recctl backup init makes it.',
+  unreachable: 'The repository could not be reached.',
+  full: 'The repository is full.',
+  locked: 'Another restic holds the repository’s lock.',
+  'restic-missing': 'restic is not installed (apt install restic).',
+  staging: 'recd could not gather the files to back up (its own disk is full or unreadable).',
+  failed: 'restic failed.',
+};
+const reason = (e) => REASONS[e.reason] ?? e.reason;
+
+const POLL_MS = 1000;          // while a run is under way
+const ASKED_MS = 60_000;       // how long a run asked for may take to begin before polling stops
+
+/// 48213977 → "48 MB", 1172045 → "1.2 MB" (decimal units, as disks are sold).
+export function size(bytes) {
+  if (!(bytes >= 1000)) return `${bytes ?? 0} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = bytes, i = -1;
+  do { v /= 1000; i += 1; } while (v >= 1000 && i < units.length - 1);
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+
+// The last run that ended: its failure (kept until a run succeeds), else its success.
+const lastEnd = (s) => s.lastError?.at ?? s.lastSuccess?.finishedAt ?? null;
+const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? null;
+
+/// Text set only when it changed: no churn for assistive technology once a second.
+function set(el, text) { if (el.textContent !== text) el.textContent = text; }
+
+/// The section: `{ el, refresh(), stop() }`. `stop()` when the page is left (app.js does, and the
+/// section stops by itself once it is no longer in the document).
+export function backupSection() {
+  let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
+
+  const note = h('p', { class: 'hint', 'data-backup': 'note' }, 'Reading the backups’ state…');
+  const off = h('p', { 'data-backup': 'off', hidden: true },
+    'Backups are off: to back the library up to a restic repository, start recd with ',
+    h('code', {}, 'recd --backup REPOSITORY --backup-password-file FILE'), '.');
+  const warningText = h('span');
+  const warning = h('div', { class: 'notice', 'data-backup': 'warning', hidden: true }, h('strong', {}, 'Warning: '), warningText);
+  const errorWhen = h('strong'), errorReason = h('span', { 'data-backup': 'reason' }), errorMessage = h('p', { class: 'message' });
+  const error = h('div', { class: 'banner', 'data-backup': 'error', hidden: true }, h('p', {}, errorWhen, ' ', errorReason), errorMessage);
+
+  const percent = h('span', { 'data-backup': 'percent' });
+  const fill = h('div', { class: 'fill' });
+  const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-labelledby': 'backup-progress-label',
+    'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0' }, fill);
+  const runDetail = h('p', { class: 'hint' });
+  const running = h('div', { class: 'run', 'data-backup': 'running', hidden: true },
+    h('p', {}, h('span', { id: 'backup-progress-label' }, 'Backing up…'), ' ', percent), bar, runDetail);
+
+  const row = (key, label) => {
+    const dd = h('dd', { 'data-backup': key });
+    return { row: h('div', {}, h('dt', {}, label), dd), dd };
+  };
+  const repo = row('repository', 'Repository'), last = row('last', 'Last good backup'), next = row('next', 'Next backup');
+  const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, next.row);
+
+  const now = h('button', { type: 'button', class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
+    // aria-disabled, not disabled, while the request is on its way: the focus stays on the button
+    if (now.getAttribute('aria-disabled') === 'true') return;
+    now.setAttribute('aria-disabled', 'true');
+    const mine = ++seq;
+    try {
+      const s = await api.backupNow();
+      // the run asked for has ended once another run than the one under way (if any) has ended
+      asked = { end: lastEnd(s), during: s.running?.startedAt ?? null, at: Date.now() };
+      toast(s.state === 'running' ? 'Another backup will follow the one under way' : 'Backing up…');
+      if (mine === seq && !stopped()) show(s);
+    } catch (e) {
+      toast(e.message);
+      refresh();
+    } finally {
+      now.removeAttribute('aria-disabled');
+    }
+  } }, 'Back up now');
+
+  const el = h('section', { class: 'card backup', 'aria-labelledby': 'backup-title' },
+    h('h2', { id: 'backup-title' }, 'Backups'), note, off, warning, error, running, facts, now);
+
+  function show(s) {
+    note.hidden = true;
+    el.dataset.state = s.state;
+    const on = s.state !== 'off';
+    off.hidden = on; facts.hidden = !on; now.hidden = !on;
+
+    warning.hidden = !s.warning;
+    set(warningText, s.warning ?? '');
+
+    const e = s.lastError;
+    error.hidden = !e;
+    if (e) {
+      set(errorWhen, `The last backup failed (${shortDate(e.at)}):`);
+      set(errorReason, reason(e));
+      errorReason.dataset.reason = e.reason;
+      set(errorMessage, e.message);
+    }
+
+    const r = s.state === 'running' ? s.running : null;
+    running.hidden = !r;
+    if (r) {
+      const pct = Math.max(0, Math.min(100, Math.floor((r.fraction || 0) * 100)));
+      set(percent, `${pct}%`);
+      fill.style.width = `${pct}%`;
+      const files = r.totalFiles > 0 ? `${r.filesDone} of ${count(r.totalFiles, 'file', 'files')}` : '';
+      bar.setAttribute('aria-valuenow', String(pct));
+      bar.setAttribute('aria-valuetext', files ? `${pct}%, ${files}` : `${pct}%`);
+      set(runDetail, files ? `${files} · ${size(r.bytesDone)} of ${size(r.totalBytes)}` : 'Gathering the files…');
+    }
+
+    set(repo.dd, s.repository ?? '');
+    const ok = s.lastSuccess;
+    if (ok && last.dd.dataset.snapshot !== ok.snapshotID) {
+      last.dd.dataset.snapshot = ok.snapshotID;
+      last.dd.replaceChildren(`${shortDate(ok.finishedAt)} · ${count(ok.recordings, 'recording', 'recordings')} · ${size(ok.totalBytes)}`,
+        h('span', { class: 'hint' }, `snapshot ${ok.snapshotID}, ${size(ok.addedBytes)} added`));
+    } else if (!ok) {
+      delete last.dd.dataset.snapshot;
+      set(last.dd, 'No backup yet');
+    }
+    next.row.hidden = !s.nextRunAt;
+    if (s.nextRunAt) set(next.dd, Date.parse(s.nextRunAt) <= Date.now() ? 'now' : shortDate(s.nextRunAt));
+
+    if (asked && s.state !== 'running' && lastEnd(s) !== asked.end && lastStart(s) !== asked.during) {
+      toast(s.lastError ? `Backup failed: ${reason(s.lastError)}` : 'Backed up ✓');
+      asked = null;
+    }
+    schedule(s);
+  }
+
+  function schedule(s) {
+    clearTimeout(timer); timer = null;
+    if (document.hidden || stopped()) return;   // read again when the tab shows
+    let wait = null;
+    if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) {
+      wait = POLL_MS;
+    } else if (s.state === 'idle' && s.nextRunAt) {
+      // once, when the next run is due (not a poll); a run that is late is asked after 2 s, 4 s, … 1 min
+      const due = Date.parse(s.nextRunAt) - Date.now();
+      if (due > 0) { overdue = 2000; wait = Math.min(due + 500, 3_600_000); } else { wait = overdue; overdue = Math.min(overdue * 2, 60_000); }
+    }
+    if (wait !== null) timer = setTimeout(refresh, wait);
+  }
+
+  async function refresh() {
+    if (stopped()) return;
+    clearTimeout(timer); timer = null;
+    const mine = ++seq;
+    try {
+      const s = await api.backup();
+      if (mine === seq && !stopped()) show(s);
+    } catch (e) {
+      // recd away: app.js reads the section again when it is back
+      if (mine === seq && !stopped()) { note.hidden = false; set(note, `Could not read the backups’ state: ${e.message}`); }
+    }
+  }
+
+  const visibility = () => { if (document.hidden) { clearTimeout(timer); timer = null; } else refresh(); };
+  document.addEventListener('visibilitychange', visibility);
+
+  function stop() {
+    left = true;
+    clearTimeout(timer); timer = null;
+    document.removeEventListener('visibilitychange', visibility);
+  }
+  // the page was left without stop() (another screen drew over it)
+  function stopped() { if (!left && !el.isConnected) stop(); return left; }
+
+  return { el, refresh, stop };
+}

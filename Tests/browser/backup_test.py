@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Issue 48's Backups on the web app's Data page, in a real browser (Debian's chromium + chromedriver,
+selenium) against the real recd and the real restic, on a private PulseAudio server, through the real
+`recctl ui`:
+
+- recd without --backup: the section says backups are off and how to turn them on; no Back up now;
+- recd with a repository made by `restic init` (--backup-delay 3600: no run of its own): "No backup
+  yet", the repository, the next run; no reads while idle; Back up now (Enter, the focus staying on
+  the button) shows the run under way as a progress bar (role=progressbar, aria values, its
+  percentage), held there by a restic that waits for a gate file, read every second — and not at all
+  once the page is left; let go, the last good backup shows (time, 1 recording, size, snapshot), no
+  warning, no error, no more reads; a second Back up now toasts "Backed up ✓";
+- a wrong password file, on a repository whose path holds markup: the last error as the wrong
+  password with restic's message as text (no element made of it), a toast; and, a minute after recd
+  started with --backup-warn-after 60 and a recording imported since, recd's warning shown first in
+  the section, word for word.
+
+Usage: backup_test.py RECD RECCTL [SHOTS_DIR]
+Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
+"""
+import json, os, re, shutil, subprocess, time, traceback
+
+from harness import Page, chromium, setup, wait_until
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-backup-ui-")
+check, start = h.check, h.start
+RESTIC = shutil.which("restic") or "/usr/bin/restic"
+SECTION = "section.backup"
+
+# A restic that holds a backup until the gate file exists (every other command runs at once): a run
+# is then "under way" for as long as the test needs (as BackupTests' gatedRestic).
+gate = os.path.join(work, "gate")
+wrapper = os.path.join(work, "restic-gated")
+with open(wrapper, "w") as f:
+    f.write(f'#!/bin/sh\ncase " $* " in *" backup "*) while [ ! -e "{gate}" ]; do sleep 0.1; done ;; esac\nexec "{RESTIC}" "$@"\n')
+os.chmod(wrapper, 0o755)
+
+
+def recd_get(path):
+    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
+    return json.loads(out.stdout)
+
+
+def password_file(name, text):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def restic_init(repo, password):
+    r = subprocess.run([RESTIC, "init", "--repo", repo, "--password-file", password, "--no-cache"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"restic init: {r.stdout}{r.stderr}")
+
+
+def import_tone(title, hz):
+    wav = os.path.join(work, f"{hz}.wav")
+    subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", wav, "synth", "1", "sine", str(hz), "vol", "0.5"], check=True)
+    r = subprocess.run([RECCTL, "--socket", sock, "import", wav, "--title", title], env=env, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"recctl import: {r.stderr}")
+
+
+def stop(p):
+    p.terminate()
+    p.wait(15)
+
+
+try:
+    if not os.path.exists(RESTIC):
+        raise RuntimeError("restic is missing: scripts/install-deps.sh --test installs it")
+    h.start_pulse()
+    recd = h.start_recd(RECD, RECCTL, data, sock)
+    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = ui.stdout.readline().strip()
+    base = url.split("/?")[0]
+
+    browser, _ = chromium(work)
+    page = Page(browser, SHOTS)
+    js = page.js
+
+    def section_text():
+        return browser.find_element(By.CSS_SELECTOR, SECTION).text
+
+    def shown(key):
+        """The section's part `key` (data-backup) when it is displayed, else None."""
+        els = [e for e in browser.find_elements(By.CSS_SELECTOR, f"{SECTION} [data-backup={key}]") if e.is_displayed()]
+        return els[0] if els else None
+
+    def state_shown(state):
+        return page.wait(f"the section in state {state}",
+                         lambda b: b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == state)
+
+    def open_app(first=False):
+        """The app loaded anew (the first time by the printed address, whose token gets the cookie),
+        with a count of its reads of /v1/backup (the page's GETs)."""
+        browser.get(url if first else base + "/")
+        page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
+        js("""window.backupReads = 0; const f = window.fetch;
+              window.fetch = function (u, o) {
+                if (String(u).endsWith('v1/backup') && (o?.method ?? 'GET') === 'GET') window.backupReads += 1;
+                return f.apply(this, arguments); };""")
+
+    def reads_during(seconds):
+        js("window.backupReads = 0")
+        time.sleep(seconds)
+        return js("return window.backupReads")
+
+    def open_data():
+        page.click("#nav-data")
+        page.wait("the Data page", lambda b: b.execute_script("return document.title") == "Data — recd")
+
+    def shot(name):
+        """The screenshots, with the section in view (it is below the export)."""
+        js("document.querySelector('section.backup')?.scrollIntoView({block: 'start'})")
+        page.shot(name)
+
+    def toast_says(words, timeout=20):
+        try:
+            return page.wait(f"the toast {words!r}", lambda b: words in b.find_element(By.ID, "toast").text, timeout)
+        except AssertionError:
+            return False
+
+    try:
+        # 1. recd without --backup: off, and how to turn them on.
+        open_app(first=True)
+        open_data()
+        state_shown("off")
+        text = section_text()
+        check("off: the section is headed Backups", browser.find_element(By.CSS_SELECTOR, f"{SECTION} h2").text == "Backups"
+              and browser.find_element(By.CSS_SELECTOR, SECTION).get_attribute("aria-labelledby") == "backup-title", text)
+        check("off: one sentence says backups are off and how to turn them on",
+              "Backups are off" in text and "recd --backup REPOSITORY --backup-password-file FILE" in text, text)
+        check("off: no Back up now (recd would answer backups_off)", shown("off") is not None
+              and not [e for e in browser.find_elements(By.CSS_SELECTOR, "[data-action=backup-now]") if e.is_displayed()])
+        check("off: recd says so too", recd_get("/v1/backup")["state"] == "off")
+        check("off: the page's other sections are still there", "Export Data" in page.text() and "Delete All Data" in page.text())
+        shot("48-backups-off")
+        stop(recd)
+
+        # 2. A repository made by restic init, the right password; recd makes no run of its own (an hour's delay).
+        repo, password = os.path.join(work, "repo"), password_file("pw", "correct horse battery staple\n")
+        restic_init(repo, password)
+        env["RECD_RESTIC"] = wrapper
+        recd = h.start_recd(RECD, RECCTL, data, sock, "--backup", repo, "--backup-password-file", password, "--backup-delay", "3600")
+        import_tone("Memo", 440)
+        open_app()
+        open_data()
+        state_shown("idle")
+        check("no backup yet", shown("last") is not None and shown("last").text == "No backup yet", section_text())
+        check("the repository, as recd names it", shown("repository").text == repo, shown("repository").text)
+        check("the next run's time", shown("next") is not None and shown("next").text not in ("", "now"), section_text())
+        check("no warning, no error, no run", shown("warning") is None and shown("error") is None and shown("running") is None, section_text())
+        idle_reads = reads_during(3)
+        check("idle: the page does not poll", idle_reads == 0, idle_reads)
+        shot("48-backup-none-yet")
+
+        # Back up now, by keyboard: the run under way, held by the gate.
+        button = browser.find_element(By.CSS_SELECTOR, "[data-action=backup-now]")
+        check("Back up now is a button with its words", button.tag_name == "button" and button.text == "Back up now", button.text)
+        js("arguments[0].focus()", button)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        check("the toast says it is backing up", toast_says("Backing up"))
+        bar = page.wait("the progress bar", lambda b: shown("running") and b.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]"))
+        attrs = js("""const b = arguments[0]; return [b.getAttribute('aria-valuemin'), b.getAttribute('aria-valuemax'),
+                      b.getAttribute('aria-valuenow'), b.getAttribute('aria-valuetext'),
+                      document.getElementById(b.getAttribute('aria-labelledby'))?.textContent]""", bar)
+        percent = shown("percent").text
+        check("a run under way: a progressbar 0–100 with its value, named, and its percentage shown",
+              attrs[0] == "0" and attrs[1] == "100" and attrs[2] is not None and percent == f"{attrs[2]}%"
+              and (attrs[3] or "").startswith(percent) and attrs[4] == "Backing up…", [attrs, percent])
+        check("recd says a run is under way", recd_get("/v1/backup")["state"] == "running")
+        check("the focus stays on Back up now", js("return document.activeElement.dataset.action") == "backup-now")
+        shot("48-backup-running")
+        running_reads = reads_during(3.2)
+        check("running: the page reads the state about every second", 2 <= running_reads <= 5, running_reads)
+        page.click("#view > button.quiet")   # ← Back to Recordings
+        page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
+        left_reads = reads_during(3)
+        check("the page left: no more reads, though the run goes on", left_reads == 0 and recd_get("/v1/backup")["state"] == "running", left_reads)
+        open_data()
+        page.wait("the run under way again", lambda b: shown("running"))
+
+        # Let restic go: the last good backup.
+        open(gate, "w").close()
+        page.wait("the last good backup", lambda b: "recording" in shown("last").text, 90)
+        s = recd_get("/v1/backup")
+        last = s["lastSuccess"] or {}
+        text = shown("last").text
+        check("the last good backup: 1 recording, its size, its snapshot", s["state"] == "idle" and last.get("recordings") == 1
+              and re.search(r"· 1 recording · [\d.]+ (B|KB|MB)\b", text) and f"snapshot {last.get('snapshotID')}" in text, [text, s])
+        check("no warning after a good backup (recd says none either)", shown("warning") is None and s["warning"] is None, [section_text(), s])
+        check("no error, the run no longer shown", shown("error") is None and shown("running") is None, section_text())
+        check("the next run's time again", shown("next") is not None and shown("next").text != "", section_text())
+        after_reads = reads_during(3)
+        check("idle again: no more reads", after_reads == 0, after_reads)
+        shot("48-backup-done")
+        # Asked for and seen through on this page: the toast says how it ended.
+        page.click("[data-action=backup-now]")
+        check("a run asked for here ends with a toast", toast_says("Backed up ✓", 60))
+        page.wait("the new snapshot", lambda b: (recd_get("/v1/backup")["lastSuccess"] or {}).get("snapshotID") != last.get("snapshotID")
+                  and recd_get("/v1/backup")["lastSuccess"]["snapshotID"] in shown("last").text)
+        stop(recd)
+
+        # 3. A wrong password, on a repository whose path holds markup; then recd's warning.
+        repo2 = os.path.join(work, "repo-<b>bold</b>")
+        restic_init(repo2, password)
+        wrong = password_file("wrong-pw", "not the password\n")
+        data2 = os.path.join(work, "data2")
+        recd = h.start_recd(RECD, RECCTL, data2, sock, "--backup", repo2, "--backup-password-file", wrong, "--backup-delay", "3600",
+                            "--backup-warn-after", "60")
+        started = time.time()
+        open_app()
+        open_data()
+        state_shown("idle")
+        check("the repository's path shown as text", shown("repository").text == repo2, shown("repository").text)
+        page.click("[data-action=backup-now]")
+        error = page.wait("the last error", lambda b: shown("error"), 60)
+        check("the failure toasted", toast_says("Backup failed: Wrong password", 3))
+        s = recd_get("/v1/backup")
+        e = s["lastError"] or {}
+        reason = shown("reason")
+        check("the last error is the wrong password, in words", e.get("reason") == "wrong-password"
+              and reason.get_attribute("data-reason") == "wrong-password" and reason.text.startswith("Wrong password"), [error.text, s])
+        message = browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=error] .message").text
+        check("restic's message shown word for word", message == e.get("message") and "does not open" in message, [message, e])
+        check("markup in recd's strings stays text", "<b>bold</b>" in message and "<b>bold</b>" in shown("repository").text
+              and js("return document.querySelectorAll('section.backup b').length") == 0)
+        check("still no backup, and no warning yet", shown("last").text == "No backup yet" and shown("warning") is None, section_text())
+        shot("48-backup-wrong-password")
+
+        # --backup-warn-after 60: a minute after recd started with no backup, and the library changed,
+        # recd warns; the import's library.changed has the open page read it (no reload, no poll).
+        time.sleep(max(0, started + 62 - time.time()))
+        import_tone("After a minute", 660)
+        warning = page.wait("the warning", lambda b: shown("warning"), 20)
+        s = recd_get("/v1/backup")
+        check("recd warns", s["warning"] is not None and "does not open" in s["warning"], s)
+        check("the warning shown word for word", warning.text == "Warning: " + (s["warning"] or ""), [warning.text, s["warning"]])
+        first = js("""const s = document.querySelector('section.backup'), w = s.querySelector('[data-backup=warning]');
+                      return [...s.children].filter((c) => c.offsetParent !== null)[1] === w""")
+        check("the warning comes first, under the heading", first)
+        check("the warning is set apart (the page's notice)", "notice" in warning.get_attribute("class"))
+        shot("48-backup-warning")
+    finally:
+        browser.quit()
+except Exception:
+    traceback.print_exc()
+    h.results.append(("the run", False))
+finally:
+    h.close()
+
+h.finish()
