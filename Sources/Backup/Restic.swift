@@ -264,10 +264,12 @@ extension ResticRepository {
             .sorted { $0.time > $1.time }
     }
 
-    /// `restic restore` of `snapshot` (an id, or nil: recd's newest) into `directory`.
-    public func restore(snapshot: String?, into directory: String) throws(ResticError) {
+    /// `restic restore` of `snapshot` (an id, or nil: recd's newest) into `directory`; only the
+    /// snapshot's paths `including` (such as `/catalog.sqlite`) when given.
+    public func restore(snapshot: String?, into directory: String, including: [String] = []) throws(ResticError) {
         var args = ["restore", snapshot ?? "latest", "--target", directory]
         if snapshot == nil { args += ["--tag", Self.tag] }
+        args += including.flatMap { ["--include", $0] }
         let r = try ResticRun(self, args).wait()
         guard r.status == 0 else { throw ResticError.classify(status: r.status, stderr: r.stderr, command: "restore", repository: location) }
     }

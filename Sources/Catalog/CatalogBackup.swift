@@ -32,3 +32,12 @@ extension Catalog {
         }
     }
 }
+
+extension Catalog {
+    /// The SHA-256 an imported recording's bytes had (nil for one recorded here). Blocking.
+    public func contentHash(id: UUID) throws -> String? {
+        try wrap("read content hash") {
+            try pool.read { db in try String.fetchOne(db, sql: "SELECT contentHash FROM recording WHERE id = ?", arguments: [id.uuidString]) }
+        }
+    }
+}

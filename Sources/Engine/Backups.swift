@@ -64,8 +64,11 @@ public actor Backups {
     private var sleeps = 0
     private let startedAt = Date()
 
-    init(settings: BackupSettings?, data: DataDirectory, catalog: Catalog, logger: Logger) {
+    private let events: EventHub
+
+    init(settings: BackupSettings?, data: DataDirectory, catalog: Catalog, events: EventHub, logger: Logger) {
         self.settings = settings
+        self.events = events
         stage = BackupStage(data: data, catalog: catalog)
         self.logger = logger
         lastSuccess = settings == nil ? nil : Self.load(Self.lastPath(data))
@@ -121,6 +124,20 @@ public actor Backups {
         case .success(let list): return BackupSnapshotList(snapshots: list)
         case .failure(let e): throw .backup(reason: e.reason, message: e.message)
         }
+    }
+
+    /// Brings recording `idOrPrefix` back from `snapshot` (nil: recd's newest) into the library
+    /// (`BackupRestore`), on a thread of its own.
+    public func restoreRecording(_ idOrPrefix: String, snapshot: String?, catalog: Catalog) async throws(EngineError) -> Recording {
+        guard let settings else { throw .backupsOff }
+        let job = BackupRestore(repository: settings.repository, catalog: catalog, data: stage.data, logger: logger)
+        let result = await BackupThread.run { () -> Result<Recording, EngineError> in
+            do throws(EngineError) { return .success(try job.run(idOrPrefix, snapshot: snapshot)) } catch { return .failure(error) }
+        }
+        let r = try result.get()
+        logger.info("backup: recording \(r.id) ('\(r.title)') restored from snapshot \(snapshot ?? "latest")")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .created)))
+        return r
     }
 
     /// Makes the repository (`restic init`); then a backup runs.
@@ -211,6 +228,8 @@ public actor Backups {
     private func perform(_ settings: BackupSettings) async {
         let running = BackupRunning(startedAt: Date())
         state = .running(running)
+        events.publish(.backupStatus(status))
+        let events = self.events
         let mark = changes
         let (stage, repository) = (self.stage, settings.repository)
         let outcome: Result<BackupSnapshotSummary, ResticError> = await withTaskCancellationHandler {
@@ -226,9 +245,19 @@ public actor Backups {
                 }
                 do throws(ResticError) {
                     let r = try repository.backup(stage: stage.folder, started: { run in running.run.withLock { $0 = run } }) { f in
-                        running.progress.withLock {
-                            $0.fraction = f.fraction; $0.bytesDone = f.bytesDone; $0.totalBytes = f.totalBytes
-                            $0.filesDone = f.filesDone; $0.totalFiles = f.totalFiles
+                        let now = ContinuousClock.now
+                        let update = running.progress.withLock { p -> BackupProgress? in
+                            p.fraction = f.fraction; p.bytesDone = f.bytesDone; p.totalBytes = f.totalBytes
+                            p.filesDone = f.filesDone; p.totalFiles = f.totalFiles
+                            return p
+                        }
+                        // At most one event a second (restic reports many times a second).
+                        if let update, running.lastEvent.withLock({ last in
+                            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+                            last = now
+                            return true
+                        }) {
+                            events.publish(.backupProgress(update))
                         }
                     }
                     return .success(BackupSnapshotSummary(snapshotID: r.snapshotID, startedAt: started, finishedAt: Date(),
@@ -255,6 +284,7 @@ public actor Backups {
             }
             state = .idle(due: runAgain ? Date() : changes == mark ? nil : Date().addingTimeInterval(settings.delay))
             runAgain = false
+            events.publish(.backupStatus(status))
         case .failure(let error):
             failuresInARow += 1
             lastError = BackupError(startedAt: running.progress.withLock { $0.startedAt }, at: Date(), reason: error.reason, message: error.message)
@@ -262,6 +292,7 @@ public actor Backups {
             logger.error("backup failed (\(error.reason.rawValue)): \(error.message); trying again in \(Self.duration(retry))")
             state = .idle(due: Date().addingTimeInterval(runAgain ? 0 : retry))
             runAgain = false
+            events.publish(.backupStatus(status))
         }
     }
 
@@ -334,6 +365,8 @@ public actor Backups {
 final class BackupRunning: Sendable {
     let progress: Mutex<BackupProgress>
     let run = Mutex<(any ResticInterruptible)?>(nil)
+    /// When the last progress event went out.
+    let lastEvent = Mutex<ContinuousClock.Instant?>(nil)
     init(startedAt: Date) { progress = Mutex(BackupProgress(startedAt: startedAt)) }
 }
 

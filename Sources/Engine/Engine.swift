@@ -77,7 +77,7 @@ public final class Engine: Sendable {
                                               settings: config.transcription, logger: logger)
         library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
                           loudnessPass: loudnessPass, plays: plays)
-        let backups = Backups(settings: config.backup, data: config.dataDirectory, catalog: catalog, logger: logger)
+        let backups = Backups(settings: config.backup, data: config.dataDirectory, catalog: catalog, events: events, logger: logger)
         self.backups = backups
         if config.backup != nil { events.observeLibraryChanges { Task { await backups.libraryChanged() } } }
     }
@@ -127,6 +127,13 @@ public final class Engine: Sendable {
         var report = try await check()
         report.repaired = repaired
         return report
+    }
+
+    /// Recording `idOrPrefix` brought back from a backup's snapshot (`POST /v1/backup/restore`).
+    public func restoreFromBackup(_ idOrPrefix: String, snapshot: String?) async throws(EngineError) -> Recording {
+        let r = try await backups.restoreRecording(idOrPrefix, snapshot: snapshot, catalog: catalog)
+        if r.loudness == nil { loudnessPass.wake() }
+        return r
     }
 
     /// "Delete All Data": a playback in progress ends (not counted), then the recorder deletes

@@ -121,3 +121,13 @@ public struct BackupSnapshotList: Codable, Sendable, Equatable {
     public var snapshots: [BackupSnapshot]
     public init(snapshots: [BackupSnapshot]) { self.snapshots = snapshots }
 }
+
+/// `POST /v1/backup/restore`: a recording of a snapshot brought back into the library.
+public struct BackupRestoreRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = ["recording", "snapshot"]
+    /// The recording's id in the snapshot (or a unique prefix of at least 4 characters).
+    public var recording: String
+    /// The snapshot (restic's id); null or absent: recd's newest.
+    public var snapshot: String?
+    public init(recording: String, snapshot: String? = nil) { self.recording = recording; self.snapshot = snapshot }
+}

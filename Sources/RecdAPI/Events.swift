@@ -85,6 +85,8 @@ public enum EventType: String, Codable, Sendable, CaseIterable {
     case libraryChanged = "library.changed"
     case transcriptProgress = "transcript.progress"
     case transcriptDone = "transcript.done"
+    case backupProgress = "backup.progress"
+    case backupStatus = "backup.status"
 }
 
 public enum EventPayload: Sendable, Equatable {
@@ -99,6 +101,10 @@ public enum EventPayload: Sendable, Equatable {
     case libraryChanged(LibraryChangedEvent)
     case transcriptProgress(TranscriptProgressEvent)
     case transcriptDone(TranscriptProgressEvent)
+    /// A backup run's progress, at most once a second while it runs.
+    case backupProgress(BackupProgress)
+    /// The backups' state when it changes: a run began or ended, a check ended.
+    case backupStatus(BackupStatus)
 
     public var type: EventType { typeAndData.type }
 
@@ -116,6 +122,8 @@ public enum EventPayload: Sendable, Equatable {
         case .libraryChanged(let v): return (.libraryChanged, v)
         case .transcriptProgress(let v): return (.transcriptProgress, v)
         case .transcriptDone(let v): return (.transcriptDone, v)
+        case .backupProgress(let v): return (.backupProgress, v)
+        case .backupStatus(let v): return (.backupStatus, v)
         }
     }
 }
@@ -148,6 +156,8 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .libraryChanged: payload = .libraryChanged(try c.decode(LibraryChangedEvent.self, forKey: .data))
         case .transcriptProgress: payload = .transcriptProgress(try c.decode(TranscriptProgressEvent.self, forKey: .data))
         case .transcriptDone: payload = .transcriptDone(try c.decode(TranscriptProgressEvent.self, forKey: .data))
+        case .backupProgress: payload = .backupProgress(try c.decode(BackupProgress.self, forKey: .data))
+        case .backupStatus: payload = .backupStatus(try c.decode(BackupStatus.self, forKey: .data))
         }
     }
 

@@ -47,6 +47,13 @@ public enum RecdRoutes {
         v1.post("backup") { _, _ in JSONResponse.make(try await engine.backups.runNow(), status: .accepted) }
         v1.get("backup/snapshots") { _, _ in JSONResponse.make(try await engine.backups.snapshots()) }
         v1.post("backup/init") { _, _ in JSONResponse.make(try await engine.backups.initialize(), status: .created) }
+        v1.post("backup/restore") { request, _ in
+            let body = try await decode(BackupRestoreRequest.self, request)
+            guard !body.recording.isEmpty, body.snapshot.map({ !$0.isEmpty && !$0.hasPrefix("-") && $0.count <= 64 }) ?? true else {
+                throw RequestError(status: .badRequest, code: .malformedRequest, message: "recording is the id (or a prefix) of a recording of the snapshot; snapshot is restic's id of one")
+            }
+            return JSONResponse.make(try await engine.restoreFromBackup(body.recording, snapshot: body.snapshot), status: .created)
+        }
     }
 
     /// The daemon: status, capture devices, consistency check and repair, this API's document.

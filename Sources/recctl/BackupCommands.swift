@@ -90,10 +90,18 @@ struct BackupCommand: AsyncParsableCommand {
 struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Make a data directory from a backup's snapshot (recd need not run): same recordings, titles, notes, play counts, transcripts and waveforms.",
-        discussion: "Then start recd on it: recd --data-dir DIR (or point the unit's --data-dir there).")
+        abstract: "Bring a recording back from a backup into the running library (recctl restore ID), or make a whole data directory from a snapshot (recctl restore --into DIR; recd need not run).",
+        discussion: """
+            recctl restore ID [--snapshot S]: recd brings recording ID of the snapshot back as it was there (title, notes, play count, \
+            waveform, transcript), under its own id, or as a new recording when the library has that id.
+            recctl restore --into DIR: the whole library of the snapshot as a new data directory; then start recd on it: \
+            recd --data-dir DIR (or point the unit's --data-dir there).
+            """)
 
-    @Option(help: ArgumentHelp("The data directory to make (it must not exist, or be empty).", valueName: "dir")) var into: String
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "A recording of the snapshot (its id, or a unique prefix of at least 4 characters), brought back into the running library.")
+    var recording: String?
+    @Option(help: ArgumentHelp("The data directory to make (it must not exist, or be empty).", valueName: "dir")) var into: String?
     @Option(help: ArgumentHelp("The snapshot (restic's id; default: recd's newest).", valueName: "id")) var snapshot: String?
     @Option(help: ArgumentHelp("The restic repository (default: $RECD_BACKUP).", valueName: "repository"))
     var repository: String? = ProcessInfo.processInfo.environment["RECD_BACKUP"].flatMap { $0.isEmpty ? nil : $0 }
@@ -103,10 +111,14 @@ struct Restore: AsyncParsableCommand {
     var options: [String] = []
 
     func validate() throws {
+        if let snapshot, snapshot.isEmpty || snapshot.hasPrefix("-") { throw ValidationError("--snapshot \(snapshot) is not a snapshot id") }
+        guard (recording == nil) != (into == nil) else {
+            throw ValidationError("give a recording's id (back into the running library) or --into DIR (a whole data directory), not both")
+        }
+        guard let into else { return }   // recd does the rest, with its own repository and password
         guard repository != nil else { throw ValidationError("--repository is missing (or set RECD_BACKUP): the restic repository to restore from") }
         guard let passwordFile else { throw ValidationError("--password-file is missing (or set RECD_BACKUP_PASSWORD_FILE)") }
         guard access(passwordFile, R_OK) == 0 else { throw ValidationError("--password-file \(passwordFile): \(String(cString: strerror(errno)))") }
-        if let snapshot, snapshot.isEmpty || snapshot.hasPrefix("-") { throw ValidationError("--snapshot \(snapshot) is not a snapshot id") }
         var st = stat()
         if stat(into, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFDIR, (try? FileManager.default.contentsOfDirectory(atPath: into))?.isEmpty == true else {
@@ -116,6 +128,12 @@ struct Restore: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let recording {
+            let (r, raw) = try await global.client.call(.POST, "/v1/backup/restore", body: BackupRestoreRequest(recording: recording, snapshot: snapshot),
+                                                        as: Recording.self)
+            return global.emit(raw, "restored '\(Output.text(r.title))' as \(r.id.uuidString) (\(r.state.rawValue), \(r.playCount) play(s))")
+        }
+        let into = self.into!
         guard let restic = ResticRepository.findExecutable() else {
             Console.err("recctl: restic is not installed (apt install restic)\n")
             throw ExitCode(ExitStatus.refused)

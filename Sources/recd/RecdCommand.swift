@@ -145,7 +145,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Back up at least this often, 60-2592000 seconds.", valueName: "seconds"))
     var backupInterval: Double = 86_400
 
-    @Option(name: .long, help: ArgumentHelp("Warn (status, journal, the web app) when the last good backup is older than this while the library changed since, 60-2592000 seconds.", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Warn (status, journal, the web app) when the last good backup is older than this while the library changed since, 10-2592000 seconds.", valueName: "seconds"))
     var backupWarnAfter: Double = 86_400
 
     @Option(name: .long, help: ArgumentHelp("Check the repository (restic check) this often, after a good backup, 3600-31536000 seconds, or never.", valueName: "seconds|never"))
@@ -230,7 +230,7 @@ struct RecdCommand: AsyncParsableCommand {
         }
         guard (0...86_400).contains(backupDelay) else { throw ValidationError("--backup-delay must be 0...86400 seconds") }
         guard (60...2_592_000).contains(backupInterval) else { throw ValidationError("--backup-interval must be 60...2592000 seconds") }
-        guard (60...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 60...2592000 seconds") }
+        guard (10...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 10...2592000 seconds") }
         guard backupCheckSeconds != -1 else { throw ValidationError("--backup-check-interval must be never or 3600...31536000 seconds") }
         guard backupCheckSubset.range(of: #"^([0-9]{1,3}(\.[0-9]+)?%|[0-9]+/[0-9]+|[0-9]+[KMGT]?)$"#, options: .regularExpression) != nil else {
             throw ValidationError("--backup-check-subset must be a percentage (10%), n/t (1/7) or a size (500M)")

@@ -92,9 +92,16 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try daemon.recctl("edit", second.id.uuidString, "--notes", "week 3").status, 0)
         let waveform = try daemon.recctl("--json", "waveform", take.id.uuidString).stdout
 
+        let listener = try EventListener(daemon, types: [.backupStatus, .backupProgress])
         let now = try daemon.recctl("backup", "now", "--wait")
         XCTAssertEqual(now.status, 0, now.stdout + now.stderr + daemon.log)
         let status = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        // Events: the run's start (running), then its end with the snapshot.
+        Thread.sleep(forTimeInterval: 0.3)
+        let statuses = try listener.events().compactMap { e -> BackupStatus? in if case .backupStatus(let s) = e.payload { return s } else { return nil } }
+        listener.stop()
+        XCTAssertEqual(statuses.first?.state, .running, "\(statuses)")
+        XCTAssertTrue(statuses.contains { $0.state != .running && $0.lastSuccess?.snapshotID == status.lastSuccess?.snapshotID }, "\(statuses)")
         let last = try XCTUnwrap(status.lastSuccess, "\(status)")
         XCTAssertEqual(last.recordings, 3)
         XCTAssertNil(status.lastError)
@@ -144,6 +151,51 @@ final class BackupTests: XCTestCase {
         let refused = try Tools.run(Tools.recctl, ["restore", "--into", restored.path, "--repository", repository, "--password-file", password])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("is not an empty folder"), refused.stderr)
+    }
+
+    /// One recording brought back from a snapshot into the running library: under its own id when
+    /// that is free (every field, the play count, the waveform and the file's bytes as they were),
+    /// as a new recording when the id is taken; an import already in the library (its content hash)
+    /// is refused; an id the snapshot does not have is a clear error.
+    func testOneRecordingComesBackFromASnapshotIntoTheRunningLibrary() throws {
+        try startDaemon(password: try passwordFile())
+        XCTAssertEqual(try daemon.recctl("backup", "init").status, 0)
+        let memo = try daemon.recctlJSON(Recording.self, "import", try wav("r.wav", hz: 620, seconds: 2), "--title", "Keep this",
+                                         "--notes", "the good one")
+        try pulse.play(try Tones.sine(frequency: 1000, amplitude: 0.5))
+        XCTAssertEqual(try daemon.recctl("record", "start", "--title", "Take").status, 0)
+        Thread.sleep(forTimeInterval: 1.0)
+        let take = try XCTUnwrap(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording)
+        for _ in 0..<2 { XCTAssertEqual(try daemon.recctl("played", memo.id.uuidString).status, 0) }
+        let waveform = try daemon.recctl("--json", "waveform", memo.id.uuidString).stdout
+        let memoHash = try sha256(daemon.path(of: memo)), takeHash = try sha256(daemon.path(of: take))
+        XCTAssertEqual(try daemon.recctl("backup", "now", "--wait").status, 0, daemon.log)
+        XCTAssertEqual(try daemon.recctl("delete", memo.id.uuidString, "--yes").status, 0)
+        XCTAssertEqual(try daemon.recctl("delete", take.id.uuidString, "--yes").status, 0)
+
+        let back = try daemon.recctlJSON(Recording.self, "restore", String(memo.id.uuidString.prefix(8)))
+        XCTAssertEqual(back.id, memo.id)
+        XCTAssertEqual(back.title, "Keep this"); XCTAssertEqual(back.notes, "the good one"); XCTAssertEqual(back.playCount, 2)
+        XCTAssertEqual(back.createdAt, memo.createdAt); XCTAssertEqual(back.state, .ready)
+        XCTAssertEqual(try sha256(daemon.path(of: back)), memoHash)
+        XCTAssertEqual(try daemon.recctl("--json", "waveform", memo.id.uuidString).stdout, waveform)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "restore", take.id.uuidString).id, take.id)
+        // Again, while it is in the library: a new recording of the same bytes.
+        let copy = try daemon.recctlJSON(Recording.self, "restore", take.id.uuidString)
+        XCTAssertNotEqual(copy.id, take.id)
+        XCTAssertEqual(copy.title, take.title)
+        XCTAssertEqual(try sha256(daemon.path(of: copy)), takeHash)
+        // An import whose content is in the library already.
+        let dup = try daemon.recctl("restore", memo.id.uuidString)
+        XCTAssertEqual(dup.status, 1)
+        XCTAssertTrue(dup.stderr.contains("already in the library"), dup.stderr)
+        let unknown = try daemon.recctl("restore", "0000dead")
+        XCTAssertEqual(unknown.status, 1)
+        XCTAssertTrue(unknown.stderr.contains("no recording"), unknown.stderr)
+        XCTAssertEqual(try daemon.recctlJSON(RecordingList.self, "list").total, 3)
+        XCTAssertEqual(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent, true)
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir.appendingPathComponent(".backup").path)
+                        .contains { $0.hasPrefix("restore-") }, "the restore's folder goes")
     }
 
     /// A wrong password and a repository that is not there: each said as such, in status and the

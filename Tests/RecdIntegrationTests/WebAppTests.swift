@@ -72,6 +72,21 @@ final class WebAppTests: XCTestCase {
             .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
         XCTAssertLessThan(bytes, 100_000)
     }
+
+    /// Issue 48: the Data page's Backups with the real restic — off, none yet, a run under way (a
+    /// progress bar, read every second, not once the page is left), the check, the last good backup,
+    /// a wrong password, and recd's warning.
+    func testTheDataPageShowsTheBackups() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        try Skip.if(Tools.which("restic") == nil, "restic is missing: scripts/install-deps.sh --test installs it")
+        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/backup_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 240)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
 }
 
 /// Only what the test above reads of the status.

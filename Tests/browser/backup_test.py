@@ -8,11 +8,12 @@ selenium) against the real recd and the real restic, on a private PulseAudio ser
   yet", the repository, the next run; no reads while idle; Back up now (Enter, the focus staying on
   the button) shows the run under way as a progress bar (role=progressbar, aria values, its
   percentage), held there by a restic that waits for a gate file, read every second — and not at all
-  once the page is left; let go, the last good backup shows (time, 1 recording, size, snapshot), no
+  once the page is left; let go, the last good backup shows (time, 1 recording, size, snapshot) and
+  recd's check of the repository (held by a gate of its own) is said as such, then its verdict; no
   warning, no error, no more reads; a second Back up now toasts "Backed up ✓";
 - a wrong password file, on a repository whose path holds markup: the last error as the wrong
   password with restic's message as text (no element made of it), a toast; and, a minute after recd
-  started with --backup-warn-after 60 and a recording imported since, recd's warning shown first in
+  started with --backup-warn-after 10 and a recording imported since, recd's warning shown first in
   the section, word for word.
 
 Usage: backup_test.py RECD RECCTL [SHOTS_DIR]
@@ -20,7 +21,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, re, shutil, subprocess, time, traceback
 
-from harness import Page, chromium, setup, wait_until
+from harness import Page, chromium, setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -29,12 +30,16 @@ check, start = h.check, h.start
 RESTIC = shutil.which("restic") or "/usr/bin/restic"
 SECTION = "section.backup"
 
-# A restic that holds a backup until the gate file exists (every other command runs at once): a run
-# is then "under way" for as long as the test needs (as BackupTests' gatedRestic).
-gate = os.path.join(work, "gate")
+# A restic that holds a backup until the gate file exists, and the repository's check (recd runs one
+# after a good backup, still in the running state) until the check gate does; every other command
+# runs at once: a run is then "under way" for as long as the test needs (as BackupTests' gatedRestic).
+gate, check_gate = os.path.join(work, "gate"), os.path.join(work, "gate-check")
 wrapper = os.path.join(work, "restic-gated")
 with open(wrapper, "w") as f:
-    f.write(f'#!/bin/sh\ncase " $* " in *" backup "*) while [ ! -e "{gate}" ]; do sleep 0.1; done ;; esac\nexec "{RESTIC}" "$@"\n')
+    f.write(f'#!/bin/sh\ncase " $* " in\n'
+            f'  *" backup "*) while [ ! -e "{gate}" ]; do sleep 0.1; done ;;\n'
+            f'  *" check "*) while [ ! -e "{check_gate}" ]; do sleep 0.1; done ;;\n'
+            f'esac\nexec "{RESTIC}" "$@"\n')
 os.chmod(wrapper, 0o755)
 
 
@@ -185,9 +190,19 @@ try:
         open_data()
         page.wait("the run under way again", lambda b: shown("running"))
 
-        # Let restic go: the last good backup.
+        # Let restic go: the backup is saved, then (a recd that checks its repository after a good
+        # backup) the check, held by its gate, is said as such; then the last good backup.
         open(gate, "w").close()
-        page.wait("the last good backup", lambda b: "recording" in shown("last").text, 90)
+        page.wait("the backup saved", lambda b: "recording" in shown("last").text, 90)
+        checking = page.wait("the check or the end", lambda b: (shown("running") and "Checking the repository" in shown("running").text and "check")
+                             or (b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == "idle" and "idle"), 30)
+        if checking == "check":
+            check("the repository's check under way is said as such (no backup's percentage)",
+                  recd_get("/v1/backup")["state"] == "running" and browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=percent]").text == ""
+                  and not browser.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]").is_displayed(), section_text())
+            shot("48-backup-checking")
+        open(check_gate, "w").close()
+        state_shown("idle")
         s = recd_get("/v1/backup")
         last = s["lastSuccess"] or {}
         text = shown("last").text
@@ -196,6 +211,10 @@ try:
         check("no warning after a good backup (recd says none either)", shown("warning") is None and s["warning"] is None, [section_text(), s])
         check("no error, the run no longer shown", shown("error") is None and shown("running") is None, section_text())
         check("the next run's time again", shown("next") is not None and shown("next").text != "", section_text())
+        c = s.get("lastCheck")
+        check("the repository's last check as recd says it (when it made one)",
+              (shown("check") is None) if not c else (shown("check") is not None and shown("check").text.endswith(
+                  ": no errors found" if c["ok"] else f": errors found: {c['message']}")), [s.get("lastCheck"), section_text()])
         after_reads = reads_during(3)
         check("idle again: no more reads", after_reads == 0, after_reads)
         shot("48-backup-done")
@@ -212,7 +231,7 @@ try:
         wrong = password_file("wrong-pw", "not the password\n")
         data2 = os.path.join(work, "data2")
         recd = h.start_recd(RECD, RECCTL, data2, sock, "--backup", repo2, "--backup-password-file", wrong, "--backup-delay", "3600",
-                            "--backup-warn-after", "60")
+                            "--backup-warn-after", "10")
         started = time.time()
         open_app()
         open_data()
@@ -233,10 +252,10 @@ try:
         check("still no backup, and no warning yet", shown("last").text == "No backup yet" and shown("warning") is None, section_text())
         shot("48-backup-wrong-password")
 
-        # --backup-warn-after 60: a minute after recd started with no backup, and the library changed,
-        # recd warns; the import's library.changed has the open page read it (no reload, no poll).
-        time.sleep(max(0, started + 62 - time.time()))
-        import_tone("After a minute", 660)
+        # --backup-warn-after 10: ten seconds after recd started with no backup, and the library
+        # changed, recd warns; the import's library.changed has the open page read it (no reload, no poll).
+        time.sleep(max(0, started + 12 - time.time()))
+        import_tone("After ten seconds", 660)
         warning = page.wait("the warning", lambda b: shown("warning"), 20)
         s = recd_get("/v1/backup")
         check("recd warns", s["warning"] is not None and "does not open" in s["warning"], s)

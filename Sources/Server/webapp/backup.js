@@ -56,20 +56,21 @@ export function backupSection() {
   const errorWhen = h('strong'), errorReason = h('span', { 'data-backup': 'reason' }), errorMessage = h('p', { class: 'message' });
   const error = h('div', { class: 'banner', 'data-backup': 'error', hidden: true }, h('p', {}, errorWhen, ' ', errorReason), errorMessage);
 
-  const percent = h('span', { 'data-backup': 'percent' });
+  const label = h('span', { id: 'backup-progress-label' }, 'Backing up…'), percent = h('span', { 'data-backup': 'percent' });
   const fill = h('div', { class: 'fill' });
   const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-labelledby': 'backup-progress-label',
     'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0' }, fill);
   const runDetail = h('p', { class: 'hint' });
   const running = h('div', { class: 'run', 'data-backup': 'running', hidden: true },
-    h('p', {}, h('span', { id: 'backup-progress-label' }, 'Backing up…'), ' ', percent), bar, runDetail);
+    h('p', {}, label, ' ', percent), bar, runDetail);
 
-  const row = (key, label) => {
+  const row = (key, name) => {
     const dd = h('dd', { 'data-backup': key });
-    return { row: h('div', {}, h('dt', {}, label), dd), dd };
+    return { row: h('div', {}, h('dt', {}, name), dd), dd };
   };
   const repo = row('repository', 'Repository'), last = row('last', 'Last good backup'), next = row('next', 'Next backup');
-  const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, next.row);
+  const checked = row('check', 'Last check');
+  const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, checked.row, next.row);
 
   const now = h('button', { type: 'button', class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
     // aria-disabled, not disabled, while the request is on its way: the focus stays on the button
@@ -113,7 +114,11 @@ export function backupSection() {
 
     const r = s.state === 'running' ? s.running : null;
     running.hidden = !r;
-    if (r) {
+    // this run's backup is saved and recd checks the repository (still `running`: no backup starts meanwhile)
+    const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
+    set(label, checking ? 'Checking the repository…' : 'Backing up…');
+    bar.hidden = checking;
+    if (checking) { set(percent, ''); set(runDetail, 'The backup is saved: restic reads part of it back.'); } else if (r) {
       const pct = Math.max(0, Math.min(100, Math.floor((r.fraction || 0) * 100)));
       set(percent, `${pct}%`);
       fill.style.width = `${pct}%`;
@@ -133,6 +138,10 @@ export function backupSection() {
       delete last.dd.dataset.snapshot;
       set(last.dd, 'No backup yet');
     }
+    // recd's `restic check` of the repository, after a good backup (a damaged one is also the warning)
+    const c = s.lastCheck;
+    checked.row.hidden = !c;
+    if (c) set(checked.dd, `${shortDate(c.at)}: ${c.ok ? 'no errors found' : `errors found: ${c.message}`}`);
     next.row.hidden = !s.nextRunAt;
     if (s.nextRunAt) set(next.dd, Date.parse(s.nextRunAt) <= Date.now() ? 'now' : shortDate(s.nextRunAt));
 
