@@ -228,7 +228,12 @@ final class SystemdTests: XCTestCase {
         // rules nor scopes): the worker's seccomp filter refuses the sockets, signals and traces.
         XCTAssertTrue(try String(contentsOf: out.appendingPathComponent("kernel.txt"), encoding: .utf8).hasPrefix("6.1"))
         let recdLog = try String(contentsOf: out.appendingPathComponent("recd.log"), encoding: .utf8)
-        WorkerEscapeTests.assertEveryEscapeFailed(try XCTUnwrap(WorkerEscapeTests.results(in: recdLog, from: "media-worker"), recdLog))
+        // An import's worker, a library job's (the trim of what was imported) and a take's job process.
+        for place in ["media-worker", "library-worker", "take-worker"] {
+            WorkerEscapeTests.assertEveryEscapeFailed(try XCTUnwrap(WorkerEscapeTests.results(in: recdLog, from: place), "\(place)\n\(recdLog)"))
+        }
+        XCTAssertTrue(try String(contentsOf: out.appendingPathComponent("hostile-trim.json"), encoding: .utf8).contains("\"duration\""),
+                      VMRun.log(out, "hostile-trim.json", "recd.log"))
         XCTAssertEqual(try String(contentsOf: out.appendingPathComponent("hostile-secret-after.txt"), encoding: .utf8), "PRIVATE KEY\n")
         XCTAssertFalse(try String(contentsOf: out.appendingPathComponent("hostile-recordings.txt"), encoding: .utf8).contains("hostile"))
         XCTAssertTrue(try String(contentsOf: out.appendingPathComponent("hostile-import.json"), encoding: .utf8).contains("ready"),

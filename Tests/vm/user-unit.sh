@@ -140,7 +140,8 @@ take pulse as_user paplay --latency-msec=10 -d mic "$tone"
 cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
 as_user systemctl --user stop recd.service
 
-# Hostile code in the unit's media worker (WorkerEscapeTests' hook, built by the host in OUTDIR/hook):
+# Hostile code in the unit's media workers (WorkerEscapeTests' hook, built by the host in OUTDIR/hook):
+# an import's, a trim's and a take's job process
 # on Debian 12's kernel (Landlock ABI 2: no TCP rules, no signal or abstract-socket scopes) and inside
 # the unit, the worker's own Landlock and seccomp must stop it. Its line of results goes to recd.log.
 if [ -e "$out/hook/escape-hook.so" ]; then
@@ -162,6 +163,11 @@ t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
   ffmpeg -v error -f lavfi -i sine=frequency=660:duration=1 "$home/hostile.wav"
   chown "$user:" "$home/hostile.wav"
   ctl --json import "$home/hostile.wav" > "$out/hostile-import.json"
+  # The imported file's packets parsed again by a library job (its trim), and a take finalized by the
+  # process its take's worker forks for the job: each walled in to its own files on this kernel too.
+  ctl --json trim "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$out/hostile-import.json")" \
+    --start 0.2 --end 0.8 > "$out/hostile-trim.json"
+  take hostile-take as_user paplay --latency-msec=10 -d mic "$tone"
   cp "$home/private/id_ed25519" "$out/hostile-secret-after.txt"
   ls "$data/Recordings" > "$out/hostile-recordings.txt"
   uname -r > "$out/kernel.txt"
