@@ -4,16 +4,17 @@ import Foundation
 import XCTest
 
 final class PowerCutTests: XCTestCase {
-    /// Seven cuts, each in another operation — seven of the thirteen (record, a video take, a take
+    /// Five cuts, each in another operation — five of the thirteen (record, a video take, a take
     /// paused and resumed, import, stop, save, edit, played, play, delete, discard, delete-all,
     /// trim), drawn anew each run — at a random moment of it; scripts/power-cut-test.sh runs every
     /// operation (100 cuts by default). RECD_POWER_CUT_ROUNDS changes the number, RECD_POWER_CUT_SEED
-    /// replays a run (the seed is printed). About 2.5 minutes.
+    /// replays a run (the seed is printed). About 2 minutes alone, 4 beside the suite's other half
+    /// (seven cuts took 5.3 there: the suite's time goal, 25 minutes, is why five).
     func testPowerCutsAtRandomMomentsLoseNothingAcknowledged() throws {
         guard FileManager.default.isExecutableFile(atPath: VMRun.runInVM) else {
             throw Skip.because("no \(VMRun.runInVM): the VM scripts of this repository are missing")
         }
-        let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 7
+        let rounds = Int(ProcessInfo.processInfo.environment["RECD_POWER_CUT_ROUNDS"] ?? "") ?? 5
         var env = ProcessInfo.processInfo.environment
         env["RECD_BIN_DIR"] = URL(fileURLWithPath: Tools.recd).deletingLastPathComponent().path
         let script = Tools.packageRoot.appendingPathComponent("scripts/power-cut-test.sh").path

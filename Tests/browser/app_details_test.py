@@ -279,9 +279,12 @@ try:
         size(390)
 
         # 🔈 is labelled, and the player says the sound is on recd's speaker.
-        button = browser.find_element(By.CSS_SELECTOR, f"li[data-id='{ids[3]}'] button[title=\"Play on recd's speaker\"]")
-        check("the speaker button says what it is", "Speaker" in button.text, button.text)
-        button.click()
+        # Found again at each try: closing the player counts its play, and the list that redraws for
+        # it replaces the row (a button found before went stale under .text once in CI).
+        speaker = f"li[data-id='{ids[3]}'] button[title=\"Play on recd's speaker\"]"
+        label = wait("the speaker button", lambda b: b.find_element(By.CSS_SELECTOR, speaker).text)
+        check("the speaker button says what it is", "Speaker" in label, label)
+        click(speaker)
         note = wait("the speaker note", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-speaker-note]").text)
         check("the player says the sound is on recd's speaker, not in the browser", "recd's speaker" in note and "not in this browser" in note, note)
         shot("37-speaker")

@@ -167,6 +167,9 @@ t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
   # process its take's worker forks for the job: each walled in to its own files on this kernel too.
   ctl --json trim "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$out/hostile-import.json")" \
     --start 0.2 --end 0.8 > "$out/hostile-trim.json"
+  # (The user's PulseAudio may have exited idle since the pulse take, and its null sink with it.)
+  as_user pactl list short sinks | grep -q '[[:space:]]mic[[:space:]]' \
+    || as_user pactl load-module module-null-sink sink_name=mic rate=48000 channels=1 > /dev/null
   take hostile-take as_user paplay --latency-msec=10 -d mic "$tone"
   cp "$home/private/id_ed25519" "$out/hostile-secret-after.txt"
   ls "$data/Recordings" > "$out/hostile-recordings.txt"
