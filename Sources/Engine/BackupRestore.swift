@@ -53,23 +53,8 @@ struct BackupRestore {
             r.id = UUID()   // that id is taken here: a new recording, the same content
         }
         r.file = DataDirectory.relativePath(id: r.id, type: r.type)
-        let target = data.absolute(r.file)
-        data.mutations.lock()
-        defer { data.mutations.unlock() }
-        let restored = try FileReplacement.replace(target: target, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
-            try FileOps.rename(restoredFile, temporary)
-        } commit: { journaled throws(EngineError) in
-            do {
-                return try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform, poster: poster,
-                                                     temporary: journaled, contentHash: contentHash)
-            } catch {
-                if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
-                   let existing = try? catalog.recording(id: uuid) {
-                    throw .duplicate(name: row.title, existing: existing)
-                }
-                throw .from(error)
-            }
-        }
+        let restored = try FileReplacement.insert(r, from: restoredFile, name: row.title, waveform: waveform, poster: poster,
+                                                  contentHash: contentHash, catalog: catalog, data: data, logger: logger)
         if let transcript {
             do { try catalog.storeTranscript(id: restored.id, transcript, transcribedFileSize: restored.sizeBytes) }
             catch { logger.warning("recording \(restored.id) restored without its transcript: \(error)") }

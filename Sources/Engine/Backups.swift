@@ -168,9 +168,8 @@ public actor Backups {
 
     /// What is said when the last good backup is older than `warnAfter` and the library changed since.
     private func staleWarning(_ settings: BackupSettings) -> String? {
-        guard let since = unbackedSince else { return nil }
         let reference = lastSuccess?.finishedAt ?? startedAt
-        guard Date().timeIntervalSince(reference) > settings.warnAfter, Date().timeIntervalSince(since) > 0 else { return nil }
+        guard unbackedSince != nil, Date().timeIntervalSince(reference) > settings.warnAfter else { return nil }
         let age = Self.duration(Date().timeIntervalSince(reference))
         if let last = lastSuccess {
             return "the last good backup (snapshot \(last.snapshotID)) is \(age) old and the library changed since\(lastError.map { ": \($0.message)" } ?? "")"

@@ -173,22 +173,8 @@ struct Importer {
         MetadataRules.apply(change, to: &r, timeZone: config.timeZone)
 
         // The commit, as a trim's: beside the final name, journaled with the row, renamed.
-        data.mutations.lock()
-        defer { data.mutations.unlock() }
-        let committed = try FileReplacement.replace(target: finalPath, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
-            try FileOps.rename(made, temporary)
-        } commit: { journaled throws(EngineError) in
-            do {
-                return try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform?.dat(), poster: poster,
-                                                     temporary: journaled, contentHash: contentHash)
-            } catch {
-                if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
-                   let existing = try? catalog.recording(id: uuid) {
-                    throw .duplicate(name: name, existing: existing)
-                }
-                throw .from(error)
-            }
-        }
+        let committed = try FileReplacement.insert(r, from: made, name: name, waveform: waveform?.dat(), poster: poster,
+                                                   contentHash: contentHash, catalog: catalog, data: data, logger: logger)
         return committed
     }
 

@@ -44,6 +44,30 @@ public enum FileReplacement {
         return committed
     }
 
+    /// A new recording `r` whose file `made` (on the data directory's file system) becomes `r.file`:
+    /// the row, its waveform, poster and content hash committed with the file by `replace`, under
+    /// `data.mutations`. Content already in the library (`contentHash`) is `duplicate`, named `name`
+    /// (an import's, a restored recording's). Blocking.
+    public static func insert(_ r: Recording, from made: String, name: String, waveform: Data?, poster: Data?, contentHash: String?,
+                              catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> Recording {
+        data.mutations.lock()
+        defer { data.mutations.unlock() }
+        return try replace(target: data.absolute(r.file), catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
+            try FileOps.rename(made, temporary)
+        } commit: { journaled throws(EngineError) in
+            do {
+                return try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform, poster: poster,
+                                                     temporary: journaled, contentHash: contentHash)
+            } catch {
+                if case CatalogError.duplicate(let existingID) = error, let uuid = UUID(uuidString: existingID),
+                   let existing = try? catalog.recording(id: uuid) {
+                    throw .duplicate(name: name, existing: existing)
+                }
+                throw .from(error)
+            }
+        }
+    }
+
     /// Steps 3 and 4, after the commit.
     static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
         try FileOps.rename(temporary, target)
