@@ -16,7 +16,10 @@ public struct TranscriptionSettings: Sendable {
     public var directory: String
     /// "base", or nil when off (--transcribe off).
     public var model: String?
-    public init(directory: String, model: String?) { self.directory = directory; self.model = model }
+    /// At `SCHED_IDLE` (the default: a take or a playback never waits for a transcript), or at recd's
+    /// own priority (`--transcribe-priority normal`, for a machine that is never idle).
+    public var idle: Bool
+    public init(directory: String, model: String?, idle: Bool = true) { self.directory = directory; self.model = model; self.idle = idle }
 
     /// Where recd looks when not told: beside an installed recd (PREFIX/lib/recd/transcribe), then a
     /// build tree's (.build/transcribe: recd in .build/<triple>/<configuration>/).
@@ -125,17 +128,36 @@ public actor TranscriptionPass {
         guard let model = settings.model, let ids = try? await runBlocking({ try catalog.idsWithoutTranscript() }), !ids.isEmpty else { return }
         pending = ids.count
         defer { pending = 0 }
-        let directory = settings.directory
+        let (directory, idle) = (settings.directory, settings.idle)
         let transcriber: Transcriber
         do {
-            transcriber = try await runInBackground { try Transcriber(directory: directory, model: model) }
-            unavailable = nil
+            transcriber = try await runBlocking { try Transcriber(directory: directory, model: model, idle: idle) }
         } catch {
             unavailable = "\(error)"
             logger.error("transcripts: \(error)")
             return
         }
         defer { transcriber.end() }
+        // The model's load is the first recording's work (status: working on it); recd stopping
+        // meanwhile kills the transcriber rather than waiting for a load a busy CPU makes slow.
+        current.withLock { $0 = (ids[0], 0) }
+        let loading = ContinuousClock.now
+        do {
+            try await withTaskCancellationHandler {
+                try await runInBackground { try transcriber.waitUntilLoaded() }
+            } onCancel: {
+                transcriber.stop()
+            }
+            current.withLock { $0 = nil }
+            unavailable = nil
+            logger.debug("transcripts: the transcriber (\(model)) loaded in \(String(format: "%.1f", (ContinuousClock.now - loading).seconds)) s")
+        } catch {
+            current.withLock { $0 = nil }
+            if Task.isCancelled { return }
+            unavailable = "\(error)"
+            logger.error("transcripts: \(error)")
+            return
+        }
         for id in ids {
             if Task.isCancelled { break }
             // Newer saves first: a pass woken again starts over from the newest.

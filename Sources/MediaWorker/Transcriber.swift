@@ -100,23 +100,32 @@ public final class Transcriber: @unchecked Sendable {
         return files.allSatisfy { FileManager.default.fileExists(atPath: directory + $0) }
     }
 
-    /// Starts the transcriber of `directory` with `model` and waits until the model is loaded
-    /// (a second or two; `loadSeconds` at most). `launcher`: recd-media.
-    public init(directory: String, model: String, launcher: String = MediaWorkerPool.besideThisProgram,
-                loadSeconds: Int = 120) throws(TranscriberError) {
+    /// Starts the transcriber of `directory` with `model`; `waitUntilLoaded` then waits for its model.
+    /// Two steps, so that `stop` can end a load that a busy CPU makes slow (recd stopping meanwhile).
+    /// `idle`: at `SCHED_IDLE` (`--transcribe-priority`). `launcher`: recd-media.
+    public init(directory: String, model: String, idle: Bool = true,
+                launcher: String = MediaWorkerPool.besideThisProgram) throws(TranscriberError) {
         guard Self.isInstalled(directory, model: model) else { throw .notInstalled(directory: directory) }
         self.model = model
         do {
-            (pid, fd) = try MediaWorkerConnection.spawn(launcher, arguments: ["--transcriber", directory, model])
+            (pid, fd) = try MediaWorkerConnection.spawn(launcher, arguments: ["--transcriber", directory, model, idle ? "idle" : "normal"])
         } catch {
             throw .failed("\(error)")
         }
+    }
+
+    /// Waits until the model is loaded (a second or two on an idle machine; `seconds` at most).
+    public func waitUntilLoaded(seconds: Int = 120) throws(TranscriberError) {
         do {
-            switch try receive(deadline: .now + .seconds(loadSeconds)) {
+            switch try receive(deadline: .now + .seconds(seconds)) {
             case .ready: break
             case .error(let error): throw TranscriberError.failed(error)
             default: throw TranscriberError.failed("it did not say it was ready")
             }
+        } catch is WireIO.TimedOut {
+            kill(pid, SIGKILL)
+            end()
+            throw .failed("its model did not load within \(seconds) s, and it was stopped")
         } catch {
             end()
             throw error as? TranscriberError ?? .failed("\(error)")

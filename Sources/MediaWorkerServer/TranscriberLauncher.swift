@@ -1,4 +1,4 @@
-// `recd-media PARENT_PID --transcriber DIR MODEL`: how recd starts its transcriber (transcribe/,
+// `recd-media PARENT_PID --transcriber DIR MODEL [idle|normal]`: how recd starts its transcriber (transcribe/,
 // Python: faster-whisper). This process sets up what the media workers have — death with recd, idle
 // priority, a Landlock sandbox — and then becomes the transcriber by exec: all three survive exec,
 // so the Python process, which cannot set them up itself, runs inside them. The socket on
@@ -9,16 +9,20 @@ import Foundation
 public enum TranscriberLauncher {
     /// Never returns: execs the transcriber, or exits with a message on stderr (recd's log).
     public static func run(arguments: [String]) -> Never {
-        guard arguments.count == 3, let parent = pid_t(arguments[0]), fcntl(3, F_GETFD) >= 0 else {
-            fail("--transcriber is started by recd itself (PARENT_PID --transcriber DIR MODEL, its socket on descriptor 3)", code: 64)
+        guard arguments.count == 3 || arguments.count == 4 && ["idle", "normal"].contains(arguments[3]),
+              let parent = pid_t(arguments[0]), fcntl(3, F_GETFD) >= 0 else {
+            fail("--transcriber is started by recd itself (PARENT_PID --transcriber DIR MODEL [idle|normal], its socket on descriptor 3)", code: 64)
         }
-        let dir = arguments[1], model = arguments[2]
+        let dir = arguments[1], model = arguments[2], idle = arguments.count == 3 || arguments[3] == "idle"
         _ = recd_set_parent_death_signal(SIGKILL)
         if getppid() != parent { _exit(0) }
         // SCHED_IDLE (5 on Linux), inherited by every thread CTranslate2 starts: transcripts use only
-        // CPU time nothing else wants, so a take or a playback never waits for one.
-        var param = sched_param(sched_priority: 0)
-        if sched_setscheduler(0, 5, &param) != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
+        // CPU time nothing else wants, so a take or a playback never waits for one. `normal`
+        // (--transcribe-priority): a machine never idle would otherwise never make a transcript.
+        if idle {
+            var param = sched_param(sched_priority: 0)
+            if sched_setscheduler(0, 5, &param) != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
+        }
         do {
             try WorkerSandbox.enter(writable: ["/dev/null"], readable: readable(dir))
         } catch WorkerSandbox.Failure.unsupported {

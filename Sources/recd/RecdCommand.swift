@@ -130,6 +130,12 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The transcriber's folder (default: PREFIX/lib/recd/transcribe beside recd, or a build tree's .build/transcribe).", valueName: "dir"))
     var transcriber: String?
 
+    /// The transcriber's CPU priority.
+    enum TranscribePriority: String, ExpressibleByArgument, CaseIterable { case idle, normal }
+
+    @Option(name: .long, help: ArgumentHelp("idle: the transcriber uses only CPU time nothing else wants, so takes and playback never wait for it, but a machine that is never idle never makes a transcript; normal: at recd's own priority.", valueName: "idle|normal"))
+    var transcribePriority: TranscribePriority = .idle
+
     @Option(name: .long, help: ArgumentHelp("Back the library up to this restic repository (a path, sftp:host:/path, s3:…, rest:…, rclone:…), made once with `recctl backup init` (default: $RECD_BACKUP; off without it).", valueName: "repository"))
     var backup: String? = ProcessInfo.processInfo.environment["RECD_BACKUP"].flatMap { $0.isEmpty ? nil : $0 }
 
@@ -275,7 +281,8 @@ struct RecdCommand: AsyncParsableCommand {
         if let seconds = ffmpegIdleUnloadSeconds { config.ffmpegIdleUnloadSeconds = seconds }
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
         config.transcription = TranscriptionSettings(directory: transcriber ?? TranscriptionSettings.defaultDirectory(),
-                                                     model: transcribe == "off" ? nil : transcribe)
+                                                     model: transcribe == "off" ? nil : transcribe,
+                                                     idle: transcribePriority == .idle)
         if let backup, let password = backupPasswordPath {
             guard let restic = ResticRepository.findExecutable() else {
                 logger.critical("--backup needs restic, which is not installed (apt install restic)")

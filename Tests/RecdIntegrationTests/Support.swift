@@ -182,6 +182,11 @@ final class Daemon {
     }
 
     private func start(arguments: [String], file: StaticString, line: UInt) throws {
+        // A second recd would be refused its data directory, and the first one's answer taken for its.
+        if process?.isRunning == true {
+            XCTFail("recd is already running: stop it first", file: file, line: line)
+            throw NSError(domain: "recd-tests", code: 5)
+        }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Tools.recd)
         p.arguments = arguments

@@ -271,7 +271,7 @@ final class WorkerEscapeTests: XCTestCase {
                     "the transcriber is not installed in \(TranscriptTests.transcriber): scripts/install-deps.sh --transcribe")
         // The hook in a folder of the transcriber's own (removed after): the only place beside the
         // system's that its sandbox lets it load a library from, as its own packages' code is.
-        try startDaemon(extraArgs: ["--transcriber", TranscriptTests.transcriber],
+        try startDaemon(extraArgs: ["--transcriber", TranscriptTests.transcriber, "--transcribe-priority", "normal"],
                         hookDir: URL(fileURLWithPath: TranscriptTests.transcriber).appendingPathComponent("test-hook-\(UUID().uuidString.prefix(8))"))
         let wav = targets.dir.appendingPathComponent("speech.wav").path
         XCTAssertEqual(try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=duration=2", wav]).status, 0)

@@ -71,7 +71,9 @@ try:
     if not os.path.exists(os.path.join(TRANSCRIBER, ".installed")):
         raise RuntimeError(f"the transcriber is not installed in {TRANSCRIBER}: scripts/install-deps.sh --transcribe")
     h.start_pulse()
-    recd = h.start_recd(RECD, RECCTL, data, sock, "--transcriber", TRANSCRIBER)
+    recd = h.start_recd(RECD, RECCTL, data, sock, "--transcriber", TRANSCRIBER,
+                        # the suite's other half keeps the CPU busy: SCHED_IDLE would wait for it
+                        "--transcribe-priority", "normal")
     ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = ui.stdout.readline().strip()
     base = url.split("/?")[0]
