@@ -14,6 +14,10 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
     case unexpectedState(id: String, state: String)
     /// An import's content is already the recording `existingID`.
     case duplicate(existingID: String)
+    /// The recording has no marker with that id.
+    case markerNotFound(recording: String, marker: String)
+    /// The recording holds as many markers as one may.
+    case tooManyMarkers(id: String, limit: Int)
     case database(operation: String, underlying: String)
 
     public var description: String {
@@ -25,6 +29,8 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .corruptRow(let id, let d): return "catalog row \(id) is corrupt: \(d)"
         case .unexpectedState(let id, let state): return "recording \(id) is \(state)"
         case .duplicate(let id): return "the same content is already recording \(id)"
+        case .markerNotFound(let r, let m): return "recording \(r) has no marker \(m)"
+        case .tooManyMarkers(let id, let limit): return "recording \(id) already has \(limit) markers, the most one may hold"
         case .database(let op, let e): return "catalog \(op) failed: \(e)"
         }
     }

@@ -56,7 +56,7 @@ extension Catalog {
     /// `unexpectedState` (nothing written) when the row is gone or has moved on.
     /// `contentHash`: an import's (with `insert`); a row with the same one makes this throw
     /// `duplicate` (nothing written).
-    /// `transcriptCut`: a trim's — the source recording's transcript, cut to the same span, goes with `r`.
+    /// `transcriptCut`: a trim's — the source recording's transcript and markers, cut to the same span, go with `r`.
     public func commitReplacement(_ r: Recording, insert: Bool, states: Set<String>, waveform: Data?, poster: Data?,
                                   temporary: String, contentHash: String? = nil,
                                   transcriptCut: (source: UUID, from: Double, to: Double)? = nil) throws -> Recording {
@@ -88,6 +88,7 @@ extension Catalog {
                 }
                 if let cut = transcriptCut {
                     try Self.cutTranscript(of: cut.source, into: r.id, from: cut.from, to: cut.to, db)
+                    try Self.cutMarkers(of: cut.source, into: r.id, from: cut.from, to: cut.to, db)
                 }
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])

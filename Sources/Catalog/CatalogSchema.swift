@@ -80,6 +80,7 @@ extension Catalog {
             try db.execute(sql: "ALTER TABLE recording ADD COLUMN missingFrom TEXT CHECK (missingFrom IS NULL OR missingFrom IN ('pending', 'ready'))")
         }
         m.registerMigration("v11: transcripts and search") { db in try Catalog.migrateTranscripts(db) }
+        m.registerMigration("v12: markers") { db in try Catalog.migrateMarkers(db) }
         return m
     }
 

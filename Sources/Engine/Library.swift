@@ -317,7 +317,8 @@ public struct Library: Sendable {
     public func export() throws(EngineError) -> [ExportRow] {
         let rows = try catalogCall { try catalog.list(ListQuery(order: .recent, state: .ready, limit: Int.max)) }
         let transcripts = try catalogCall { try catalog.transcriptTexts() }
-        return MetadataExport.rows(rows.recordings, transcripts: transcripts)
+        let markers = try catalogCall { try catalog.allMarkers() }
+        return MetadataExport.rows(rows.recordings, transcripts: transcripts, markers: markers)
     }
 
     public func counts() throws(EngineError) -> [String: Int] {

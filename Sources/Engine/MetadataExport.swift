@@ -5,15 +5,22 @@ import Storage
 
 public enum MetadataExport {
     public static let csvHeader = ["id", "title", "timestamp", "duration", "type", "purpose", "playCount",
-                                   "loudnessLUFS", "loudnessRangeLU", "truePeakDBTP", "transcript"]
+                                   "loudnessLUFS", "loudnessRangeLU", "truePeakDBTP", "transcript",
+                                   "notes", "sizeBytes", "lastPlayedAt", "markers"]
 
-    /// `transcripts`: the text of each recording's transcript, by id.
-    public static func rows(_ recordings: [Recording], transcripts: [UUID: String] = [:]) -> [ExportRow] {
+    /// `transcripts`: the text of each recording's transcript, by id; `markers`: its markers.
+    public static func rows(_ recordings: [Recording], transcripts: [UUID: String] = [:], markers: [UUID: [Marker]] = [:]) -> [ExportRow] {
         recordings.map {
             ExportRow(id: $0.id, title: $0.title, timestamp: $0.createdAt, duration: $0.duration,
                       type: $0.type, purpose: $0.purpose, playCount: $0.playCount, loudness: $0.loudness,
-                      transcript: transcripts[$0.id])
+                      transcript: transcripts[$0.id], notes: $0.notes, sizeBytes: $0.sizeBytes,
+                      lastPlayedAt: $0.lastPlayedAt, markers: markers[$0.id] ?? [])
         }
+    }
+
+    /// A recording's markers in one cell: "12.500 Intro; 65.000 The dentist" (seconds, then the label).
+    static func markersCell(_ markers: [Marker]) -> String {
+        markers.map { String(format: "%.3f", $0.time) + ($0.label.isEmpty ? "" : " " + $0.label) }.joined(separator: "; ")
     }
 
     /// RFC 4180: CRLF line ends, a header line, fields quoted when they hold a comma, quote, CR or LF,
@@ -30,6 +37,9 @@ public enum MetadataExport {
                 r.loudness?.range.map { String(format: "%.2f", $0) } ?? "",
                 r.loudness?.truePeak.map { String(format: "%.2f", $0) } ?? "",
                 neutralized(r.transcript ?? ""),
+                neutralized(r.notes), r.sizeBytes.map(String.init) ?? "",
+                r.lastPlayedAt.map(APIJSON.formatDate) ?? "",
+                markersCell(r.markers),
             ]
             out += fields.map(csvField).joined(separator: ",") + "\r\n"
         }
@@ -39,8 +49,8 @@ public enum MetadataExport {
     /// A person's text as a spreadsheet cell that is never a formula (OWASP's CSV injection rule): a
     /// cell beginning with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`, which
     /// spreadsheets show as text and do not run. A title `=1+2` opens as `'=1+2`, not as 3 (or worse,
-    /// `=HYPERLINK(…)` or `=cmd|…`). The title needs it, and the transcript (what someone said, as
-    /// heard): every other column is made by recd.
+    /// `=HYPERLINK(…)` or `=cmd|…`). The title needs it, the notes, and the transcript (what someone
+    /// said, as heard); the markers' cell starts with a number.
     static func neutralized(_ s: String) -> String {
         guard let first = s.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return s }
         return "'" + s

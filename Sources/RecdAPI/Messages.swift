@@ -375,11 +375,19 @@ public struct ExportRow: Codable, Sendable, Equatable {
     @Nullable public var loudness: Loudness?
     /// What was said (the transcript's text); null when there is none.
     @Nullable public var transcript: String?
+    public var notes: String
+    /// The file's size in bytes; null when not known.
+    @Nullable public var sizeBytes: Int64?
+    @Nullable public var lastPlayedAt: Date?
+    /// Its markers, earliest first.
+    public var markers: [Marker]
     public init(id: UUID, title: String, timestamp: Date, duration: Double?, type: RecordingType,
-                purpose: Purpose?, playCount: Int, loudness: Loudness? = nil, transcript: String? = nil) {
+                purpose: Purpose?, playCount: Int, loudness: Loudness? = nil, transcript: String? = nil,
+                notes: String = "", sizeBytes: Int64? = nil, lastPlayedAt: Date? = nil, markers: [Marker] = []) {
         self.id = id; self.title = title; self.timestamp = timestamp; self.duration = duration
         self.type = type; self.purpose = purpose; self.playCount = playCount; self.loudness = loudness
-        self.transcript = transcript
+        self.transcript = transcript; self.notes = notes; self.sizeBytes = sizeBytes; self.lastPlayedAt = lastPlayedAt
+        self.markers = markers
     }
 }
 

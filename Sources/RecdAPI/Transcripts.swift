@@ -79,11 +79,26 @@ public struct Transcript: Codable, Sendable, Equatable {
     }
 
     /// WebVTT: a cue per segment (what a player shows as captions).
-    public var webVTT: String {
+    public var webVTT: String { webVTT(markers: []) }
+
+    /// The WebVTT with the recording's markers as NOTE blocks among the cues, in time order ("NOTE
+    /// marker 00:00:12.500 Intro"): players show captions only, readers and editors see the markers.
+    public func webVTT(markers: [Marker]) -> String {
         var out = "WEBVTT\n"
+        var pending = markers.sorted { $0.time < $1.time }[...]
+        func notes(before time: Double) {
+            while let m = pending.first, m.time < time {
+                pending.removeFirst()
+                // "-->" may not appear in a NOTE; a label is one line already.
+                let label = m.label.replacing("-->", with: "->")
+                out += "\nNOTE marker \(Self.vttTime(m.time))\(label.isEmpty ? "" : " " + label)\n"
+            }
+        }
         for (i, s) in segments.enumerated() {
+            notes(before: s.start)
             out += "\n\(i + 1)\n\(Self.vttTime(s.start)) --> \(Self.vttTime(s.end))\n\(Self.trimmed(s.text))\n"
         }
+        notes(before: .infinity)
         return out
     }
 

@@ -55,7 +55,7 @@ enum ErrorMapping {
         switch e {
         case .alreadyRecording: return (.conflict, .init(code: .alreadyRecording, message: message))
         case .notRecording: return (.conflict, .init(code: .notRecording, message: message))
-        case .notFound: return (.notFound, .init(code: .notFound, message: message))
+        case .notFound, .markerNotFound: return (.notFound, .init(code: .notFound, message: message))
         case .ambiguousID(_, let matches): return (.conflict, .init(code: .ambiguousID, message: message, matches: matches))
         case .invalidID: return (.badRequest, .init(code: .malformedRequest, message: message))
         case .invalidState: return (.conflict, .init(code: .invalidState, message: message))

@@ -37,6 +37,7 @@ public enum RecdRoutes {
         addPlaybackRoutes(to: v1, engine: engine)
         addEventRoutes(to: v1, engine: engine)
         TranscriptRoutes.add(to: v1, engine: engine)
+        MarkerRoutes.add(to: v1, engine: engine)
         addBackupRoutes(to: v1, engine: engine)
         return router
     }

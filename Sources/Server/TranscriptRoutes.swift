@@ -14,7 +14,9 @@ enum TranscriptRoutes {
             }
             let transcript = try await engine.transcript(try context.recordingID())
             switch format {
-            case "vtt": return JSONResponse.raw(Data(transcript.webVTT.utf8), contentType: "text/vtt; charset=utf-8")
+            case "vtt":
+                let markers = try await engine.markers(transcript.recordingID.uuidString).markers
+                return JSONResponse.raw(Data(transcript.webVTT(markers: markers).utf8), contentType: "text/vtt; charset=utf-8")
             case "txt": return JSONResponse.raw(Data((transcript.text + "\n").utf8), contentType: "text/plain; charset=utf-8")
             default: return JSONResponse.make(transcript)
             }

@@ -11,6 +11,8 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case alreadyRecording(active: UUID, title: String)
     case notRecording
     case notFound(id: String)
+    /// The recording is there, the marker is not.
+    case markerNotFound(recording: String, marker: String)
     case ambiguousID(prefix: String, matches: [String])
     case invalidID(id: String, detail: String)
     case invalidState(id: UUID, state: RecordingState, action: String, allowed: [RecordingState])
@@ -59,6 +61,8 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "nothing is being recorded"
         case .notFound(let id):
             return "no recording with id '\(id)'"
+        case .markerNotFound(let recording, let marker):
+            return "recording \(recording) has no marker '\(marker)' (`recctl markers \(recording.prefix(8))` lists them)"
         case .ambiguousID(let p, let m):
             return "id prefix '\(p)' is ambiguous: it matches \(m.count) recordings; give more of the id"
         case .invalidID(let id, let detail):
@@ -110,6 +114,8 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .notFound(let id): return .notFound(id: id)
         case .ambiguous(let p, let m): return .ambiguousID(prefix: p, matches: m)
         case .prefixTooShort(let p, let n): return .invalidID(id: p, detail: "give at least \(n) characters of the id")
+        case .markerNotFound(let r, let m): return .markerNotFound(recording: r, marker: m)
+        case .tooManyMarkers: return .invalidValue(field: "markers", detail: error.description)
         default: return .catalog(error)
         }
     }

@@ -23,7 +23,7 @@ struct Play: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Recording id (or a unique prefix of at least 4 characters).") var id: String
     @Option(help: ArgumentHelp("Start here: seconds or m:ss.", valueName: "position")) var from: String?
-    @Flag(help: "Stay attached until the playback ends, showing its progress.") var wait = false
+    @Flag(help: "Stay attached until the playback ends, showing its progress (on a terminal, m marks the moment heard).") var wait = false
     @Flag(help: "Play it as recorded, without the gain that brings every recording to recd's --playback-loudness.")
     var asRecorded = false
 
@@ -68,8 +68,12 @@ struct Play: AsyncParsableCommand {
             }
         }
         defer { meters.cancel() }
+        // On a terminal, m marks the moment heard (a key as it is pressed; nothing is read otherwise,
+        // so a script's standard input is left alone).
+        let keys = live && isatty(STDIN_FILENO) != 0 && KeyMode.enter() ? InputReader() : nil
+        defer { if keys != nil { KeyMode.leave() } }
         do {
-            try await poll(session: session, live: live, levels: levels)
+            try await poll(session: session, live: live, levels: levels, keys: keys)
         } catch {
             // recd gone (or refusing) mid-way: end the progress line first, so the error that
             // follows is a line of its own and not glued to "▶ 0:03 / 0:05".
@@ -78,9 +82,18 @@ struct Play: AsyncParsableCommand {
         }
     }
 
-    private func poll(session: UUID, live: Bool, levels: borrowing Mutex<[ChannelLevel]>) async throws {
+    private func poll(session: UUID, live: Bool, levels: borrowing Mutex<[ChannelLevel]>, keys: InputReader?) async throws {
         var duration: Double?
+        var playing: UUID?
         while true {
+            if let keys, keys.ready, await keys.nextKey(keyMode: true, wait: false) == "m", let playing {
+                do {
+                    let (m, _) = try await global.client.call(.POST, "/v1/recordings/\(playing.uuidString)/markers", body: MarkerRequest(), as: Marker.self)
+                    Console.err(Data(("\r" + Mark.said(m) + "\u{1B}[K\n").utf8))
+                } catch ClientFailure.refused(_, let body) {
+                    Console.err(Data(("\r" + body.error.message + "\u{1B}[K\n").utf8))
+                }
+            }
             if interrupted.load(ordering: .relaxed) {
                 let (s, raw) = try await global.client.call(.POST, "/v1/playback/stop", as: PlaybackStatus.self)
                 if live { Console.err(Data("\n".utf8)) }
@@ -90,6 +103,7 @@ struct Play: AsyncParsableCommand {
             let (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             if let p = s.playback, p.session == session {
                 duration = p.duration ?? duration
+                playing = p.recording.id
                 if live {
                     let level = p.state == .paused ? "" : LevelBar.line(levels.withLock { $0 })
                     let line = "\r\(p.state == .paused ? "⏸" : "▶") \(Output.duration(p.position)) / \(Output.duration(p.duration))  "

@@ -185,8 +185,8 @@ extension Record {
         defer { events.cancel() }
 
         let from = [start.video.map { "\($0.device) (\($0.width)x\($0.height))" }, start.device].compactMap { $0 }.joined(separator: " + ")
-        say(tty ? "Recording from \(from). Press Enter to stop, p to pause."
-                : "⏺ recording \(id.uuidString) from \(from); a line \"p\" pauses or resumes, any other line (or end of input) stops it")
+        say(tty ? "Recording from \(from). Press Enter to stop, p to pause, m to mark this moment."
+                : "⏺ recording \(id.uuidString) from \(from); a line \"p\" pauses or resumes, \"m\" marks the moment, any other line (or end of input) stops it")
         // Enter, end of input, or Ctrl-C stops; so does the recording ending by itself. p pauses and
         // resumes (in key mode as it is pressed; without a terminal, a line "p").
         signal(SIGINT, SIG_IGN)
@@ -204,6 +204,13 @@ extension Record {
                         let (p, _) = try await client.call(.POST, path, as: RecordingPauseState.self)
                         state.withLock { $0.saw(p) }
                         if !tty { say(p.paused ? Say.paused(p, already: false, resume: "a line \"p\" resumes") : Say.resumed(p, already: false)) }
+                    } catch ClientFailure.refused(_, let body) {
+                        say("\n" + body.error.message)
+                    }
+                case "m":
+                    do {
+                        let (m, _) = try await client.call(.POST, "/v1/recordings/\(id.uuidString)/markers", body: MarkerRequest(), as: Marker.self)
+                        say((tty ? "\r" : "") + Mark.said(m) + (tty ? "\u{1B}[K" : ""))
                     } catch ClientFailure.refused(_, let body) {
                         say("\n" + body.error.message)
                     }

@@ -363,10 +363,10 @@ final class RecordingTests: DaemonTestCase {
         }
         let csv = try String(contentsOfFile: cwd + "/" + files.first { $0.hasSuffix(".csv") }!, encoding: .utf8)
         let lines = csv.components(separatedBy: "\r\n")
-        XCTAssertEqual(lines[0], "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript")
+        XCTAssertEqual(lines[0], "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript,notes,sizeBytes,lastPlayedAt,markers")
         XCTAssertEqual(lines.count, 4, csv)   // header, 2 rows, and the empty string after the last CRLF
         XCTAssertTrue(lines[1].hasPrefix(b.id.uuidString + ",Newer,"), lines[1])
-        XCTAssertNotNil(lines[1].range(of: #",audio,milestone,0,(-inf|-?\d+\.\d\d),(\d+\.\d\d)?,(-?\d+\.\d\d)?,$"#, options: .regularExpression), lines[1])
+        XCTAssertNotNil(lines[1].range(of: #",audio,milestone,0,(-inf|-?\d+\.\d\d),(\d+\.\d\d)?,(-?\d+\.\d\d)?,,,\d+,,$"#, options: .regularExpression), lines[1])
         XCTAssertTrue(lines[2].contains(#","Older, with ""quotes""","#), lines[2])
         let json = try Data(contentsOf: URL(fileURLWithPath: cwd + "/" + files.first { $0.hasSuffix(".json") }!))
         let doc = try APIJSON.decoder().decode(ExportDocument.self, from: json)

@@ -238,3 +238,100 @@ enum Tools {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+/// Markers (issue 47) in the catalog: ordered by time, bounded per recording, refused for a state that
+/// takes none, cut by a trim's commit, gone with the recording.
+final class CatalogMarkerTests: XCTestCase {
+    var dir: URL!
+    var catalog: Catalog!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("recd-markers-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        catalog = try Catalog(path: dir.appendingPathComponent("catalog.sqlite").path)
+    }
+
+    override func tearDown() { catalog = nil; try? FileManager.default.removeItem(at: dir) }
+
+    let states: Set<String> = ["recording", "pending", "ready"]
+
+    func recording(_ state: RecordingState = .ready, duration: Double = 10) throws -> Recording {
+        let id = UUID()
+        let r = Recording(id: id, type: .audio, state: state, title: "M", notes: "", purpose: nil, createdAt: Date(), duration: duration,
+                          sizeBytes: 1, file: "Recordings/audio_\(id.uuidString).m4a", playCount: 0, lastPlayedAt: nil,
+                          recovered: false, droppedFrames: 0)
+        try catalog.insert(r)
+        return r
+    }
+
+    func marker(_ time: Double, _ label: String = "") -> Marker { Marker(id: UUID(), time: time, label: label, createdAt: Date()) }
+
+    func testMarkersAreListedByTimeAndBoundedPerRecording() throws {
+        let r = try recording()
+        for t in [5.0, 1.0, 3.0] { try catalog.addMarker(marker(t), to: r.id, states: states) { _ in } }
+        XCTAssertEqual(try catalog.markers(of: r.id).map(\.time), [1, 3, 5])
+        for i in 3..<Marker.perRecordingLimit { try catalog.addMarker(marker(Double(i) / 100), to: r.id, states: states) { _ in } }
+        XCTAssertThrowsError(try catalog.addMarker(marker(1), to: r.id, states: states) { _ in }) { error in
+            guard case CatalogError.tooManyMarkers(_, let limit) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(limit, Marker.perRecordingLimit)
+        }
+        XCTAssertEqual(try catalog.markers(of: r.id).count, Marker.perRecordingLimit)
+    }
+
+    func testAMissingRecordingTakesNoMarkerAndABoundRefusalChangesNothing() throws {
+        let missing = try recording(.missing)
+        XCTAssertThrowsError(try catalog.addMarker(marker(1), to: missing.id, states: states) { _ in })
+        let r = try recording()
+        struct TooLate: Error {}
+        XCTAssertThrowsError(try catalog.addMarker(marker(11), to: r.id, states: states) { _ in throw TooLate() })
+        XCTAssertEqual(try catalog.markers(of: r.id), [])
+        XCTAssertThrowsError(try catalog.markers(of: UUID())) { error in
+            guard case CatalogError.notFound = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try catalog.deleteMarker(UUID(), of: r.id)) { error in
+            guard case CatalogError.markerNotFound = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testATrimsCommitCutsTheMarkersAndADeleteTakesThem() throws {
+        let r = try recording()
+        let kept = [marker(1, "a"), marker(4, "b"), marker(6, "c"), marker(9.5, "d")]
+        for m in kept { try catalog.addMarker(m, to: r.id, states: states) { _ in } }
+        var cut = r
+        cut.duration = 4
+        _ = try catalog.commitReplacement(cut, insert: false, states: states, waveform: nil, poster: nil,
+                                          temporary: "Recordings/.trim-test", transcriptCut: (r.id, 3, 7))
+        let after = try catalog.markers(of: r.id)
+        XCTAssertEqual(after.map(\.time), [1, 3])
+        XCTAssertEqual(after.map(\.id), [kept[1].id, kept[2].id])
+        try catalog.delete(id: r.id)
+        let rows = try Tools.sqlite(dir.appendingPathComponent("catalog.sqlite").path, "SELECT count(*) FROM marker;")
+        XCTAssertEqual(rows, "0")
+    }
+
+    func testTheWebVTTCarriesMarkersAsNotesInTimeOrder() {
+        let t = Transcript(recordingID: UUID(), state: .done, segments: [
+            TranscriptSegment(start: 1, end: 2, text: " One.", words: []),
+            TranscriptSegment(start: 5, end: 6, text: " Two.", words: []),
+        ])
+        XCTAssertEqual(t.webVTT(markers: [marker(7, "end --> here"), marker(0.5, "start"), marker(3)]), """
+            WEBVTT
+
+            NOTE marker 00:00:00.500 start
+
+            1
+            00:00:01.000 --> 00:00:02.000
+            One.
+
+            NOTE marker 00:00:03.000
+
+            2
+            00:00:05.000 --> 00:00:06.000
+            Two.
+
+            NOTE marker 00:00:07.000 end -> here
+
+            """)
+        XCTAssertEqual(Marker.cut([marker(2), marker(8)], from: 2, to: 8).map(\.time), [0, 6], "both ends kept")
+    }
+}

@@ -534,7 +534,7 @@ try:
         csv = wait("the download", lambda b: next((os.path.join(downloads, f) for f in os.listdir(downloads) if f.endswith(".csv")), None))
         with open(csv) as f:
             first = f.readline().strip()
-        check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript", first)
+        check("export downloads a CSV", first == "id,title,timestamp,duration,type,purpose,playCount,loudnessLUFS,loudnessRangeLU,truePeakDBTP,transcript,notes,sizeBytes,lastPlayedAt,markers", first)
 
         # Delete All Data. Enter twice cancels (it deleted the library: the focus was on Delete).
         kept = recctl_json("list")["total"]

@@ -1,0 +1,114 @@
+// Markers (issue 47): rows of their own that go with their recording (the cascade), written at once —
+// a take's markers are in the catalog as soon as they are made, so a kill -9 or a power cut keeps them
+// as it keeps the take's row — and cut with the file in a trim's own transaction.
+import Foundation
+import GRDB
+import RecdAPI
+
+extension Catalog {
+    static func migrateMarkers(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE marker (
+                id TEXT PRIMARY KEY NOT NULL,
+                recordingID TEXT NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                time REAL NOT NULL CHECK (time >= 0),
+                label TEXT NOT NULL DEFAULT '' CHECK (length(label) <= \(Marker.labelLimit)),
+                createdAt DATETIME NOT NULL);
+            CREATE INDEX marker_by_recording ON marker(recordingID, time);
+            """)
+    }
+
+    /// A recording's markers, earliest first (`notFound` when there is no such recording).
+    public func markers(of id: UUID) throws -> [Marker] {
+        try wrap("read markers") {
+            try pool.read { db in
+                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                return try Self.markers(of: id.uuidString, db)
+            }
+        }
+    }
+
+    static func markers(of id: String, _ db: Database) throws -> [Marker] {
+        try Row.fetchAll(db, sql: "SELECT id, time, label, createdAt FROM marker WHERE recordingID = ? ORDER BY time, createdAt",
+                         arguments: [id]).map { row in
+            guard let markerID = UUID(uuidString: row["id"]), let created = StoredDate.read(row, 3) else {
+                throw CatalogError.corruptRow(id: id, detail: "a marker's id or date does not read")
+            }
+            return Marker(id: markerID, time: row["time"], label: row["label"], createdAt: created)
+        }
+    }
+
+    /// Adds `marker` to recording `id` if it is in one of `states` and holds fewer than
+    /// `Marker.perRecordingLimit`; `bound(recording)` is checked inside the same transaction (the
+    /// recording as it is then: a trim may have shortened it).
+    public func addMarker(_ marker: Marker, to id: UUID, states: Set<String>,
+                          bound: (Recording) throws -> Void) throws {
+        try wrap("add a marker") {
+            try write { db in
+                let r = try RecordingRecord.existing(db, id: id.uuidString, in: states).recording()
+                try bound(r)
+                let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM marker WHERE recordingID = ?", arguments: [id.uuidString]) ?? 0
+                guard count < Marker.perRecordingLimit else { throw CatalogError.tooManyMarkers(id: id.uuidString, limit: Marker.perRecordingLimit) }
+                try db.execute(sql: "INSERT INTO marker (id, recordingID, time, label, createdAt) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [marker.id.uuidString, id.uuidString, marker.time, marker.label, StoredDate.value(marker.createdAt)])
+            }
+        }
+    }
+
+    /// Changes a marker of recording `id` by `change` (its bounds checked by the caller's closure
+    /// against the recording as it is now); `markerNotFound` when the recording has no such marker.
+    public func modifyMarker(_ markerID: UUID, of id: UUID, _ change: (inout Marker, Recording) throws -> Void) throws -> Marker {
+        try wrap("change a marker") {
+            try write { db in
+                let r = try RecordingRecord.existing(db, id: id.uuidString).recording()
+                guard var m = try Self.markers(of: id.uuidString, db).first(where: { $0.id == markerID }) else {
+                    throw CatalogError.markerNotFound(recording: id.uuidString, marker: markerID.uuidString)
+                }
+                try change(&m, r)
+                try db.execute(sql: "UPDATE marker SET time = ?, label = ? WHERE id = ?", arguments: [m.time, m.label, markerID.uuidString])
+                return m
+            }
+        }
+    }
+
+    public func deleteMarker(_ markerID: UUID, of id: UUID) throws {
+        try wrap("delete a marker") {
+            try write { db in
+                _ = try RecordingRecord.existing(db, id: id.uuidString)
+                try db.execute(sql: "DELETE FROM marker WHERE id = ? AND recordingID = ?", arguments: [markerID.uuidString, id.uuidString])
+                guard db.changesCount == 1 else {
+                    throw CatalogError.markerNotFound(recording: id.uuidString, marker: markerID.uuidString)
+                }
+            }
+        }
+    }
+
+    /// A trim's: the source's markers inside the cut, moved by its start, become the target's (the
+    /// source's own replaced when they are the same recording; new ids for a copy).
+    static func cutMarkers(of source: UUID, into target: UUID, from: Double, to: Double, _ db: Database) throws {
+        let kept = Marker.cut(try markers(of: source.uuidString, db), from: from, to: to)
+        if source == target {
+            try db.execute(sql: "DELETE FROM marker WHERE recordingID = ?", arguments: [target.uuidString])
+        }
+        for m in kept {
+            try db.execute(sql: "INSERT INTO marker (id, recordingID, time, label, createdAt) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [(source == target ? m.id : UUID()).uuidString, target.uuidString, m.time, m.label,
+                                       StoredDate.value(m.createdAt)])
+        }
+    }
+
+    /// Every saved recording's markers (for the export), by recording.
+    public func allMarkers() throws -> [UUID: [Marker]] {
+        try wrap("read markers") {
+            try pool.read { db in
+                var out: [UUID: [Marker]] = [:]
+                let ids = try String.fetchAll(db, sql: "SELECT DISTINCT recordingID FROM marker")
+                for id in ids {
+                    guard let uuid = UUID(uuidString: id) else { continue }
+                    out[uuid] = try Self.markers(of: id, db)
+                }
+                return out
+            }
+        }
+    }
+}
