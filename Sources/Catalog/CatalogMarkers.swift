@@ -18,6 +18,66 @@ extension Catalog {
             """)
     }
 
+    /// The file of a saved recording carries its markers as chapters (issue 47). Which files are
+    /// behind their markers is a table, kept by triggers in the transaction of every change that
+    /// makes one so — a marker added, changed or deleted on a saved recording, a save of a pending
+    /// one that has markers, a trim's cut of them — so that no path can forget it and a crash
+    /// forgets nothing: the chapter pass copies each file with its chapters and then clears its row,
+    /// unless the markers changed again meanwhile (`generation`).
+    static func migrateChapterWork(_ db: Database) throws {
+        let queue = "INSERT INTO chapterWork (recordingID) VALUES (%@) ON CONFLICT(recordingID) DO UPDATE SET generation = generation + 1;"
+        func ready(_ id: String) -> String { "EXISTS (SELECT 1 FROM recording WHERE id = \(id) AND state = 'ready')" }
+        try db.execute(sql: """
+            CREATE TABLE chapterWork (
+                recordingID TEXT PRIMARY KEY NOT NULL REFERENCES recording(id) ON DELETE CASCADE,
+                generation INTEGER NOT NULL DEFAULT 1);
+            CREATE TRIGGER chapters_marker_insert AFTER INSERT ON marker WHEN \(ready("new.recordingID"))
+                BEGIN \(queue.replacingOccurrences(of: "%@", with: "new.recordingID")) END;
+            CREATE TRIGGER chapters_marker_update AFTER UPDATE ON marker WHEN \(ready("new.recordingID"))
+                BEGIN \(queue.replacingOccurrences(of: "%@", with: "new.recordingID")) END;
+            CREATE TRIGGER chapters_marker_delete AFTER DELETE ON marker WHEN \(ready("old.recordingID"))
+                BEGIN \(queue.replacingOccurrences(of: "%@", with: "old.recordingID")) END;
+            CREATE TRIGGER chapters_saved AFTER UPDATE OF state ON recording
+                WHEN old.state = 'pending' AND new.state = 'ready' AND EXISTS (SELECT 1 FROM marker WHERE recordingID = new.id)
+                BEGIN \(queue.replacingOccurrences(of: "%@", with: "new.id")) END;
+            """)
+    }
+
+    /// The saved recordings whose file is behind their markers, with the generation of that change.
+    public func chapterWork() throws -> [(id: UUID, generation: Int64)] {
+        try wrap("read chapter work") {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT recordingID, generation FROM chapterWork").compactMap { row in
+                    UUID(uuidString: row["recordingID"]).map { ($0, row["generation"]) }
+                }
+            }
+        }
+    }
+
+    /// The file written with the chapters of `generation`: the row goes, unless the markers changed
+    /// again since (a later generation: another copy is needed).
+    public func finishChapterWork(id: UUID, generation: Int64) throws {
+        try wrap("finish chapter work") {
+            try write { db in
+                try db.execute(sql: "DELETE FROM chapterWork WHERE recordingID = ? AND generation = ?", arguments: [id.uuidString, generation])
+            }
+        }
+    }
+
+    /// Commits a saved recording's copy with chapters at `temporary` (`FileReplacement`'s step 2):
+    /// its new size, and the journal entry that names the copy; refused (`unexpectedState`) unless
+    /// the recording is still saved.
+    public func commitChapters(id: UUID, sizeBytes: Int64?, temporary: String) throws {
+        try wrap("replace file") {
+            try write { db in
+                _ = try RecordingRecord.existing(db, id: id.uuidString, in: [RecordingState.ready.rawValue])
+                try db.execute(sql: "UPDATE recording SET sizeBytes = ? WHERE id = ?", arguments: [sizeBytes, id.uuidString])
+                try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
+                               arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])
+            }
+        }
+    }
+
     /// A recording's markers, earliest first (`notFound` when there is no such recording).
     public func markers(of id: UUID) throws -> [Marker] {
         try wrap("read markers") {

@@ -81,6 +81,7 @@ extension Catalog {
         }
         m.registerMigration("v11: transcripts and search") { db in try Catalog.migrateTranscripts(db) }
         m.registerMigration("v12: markers") { db in try Catalog.migrateMarkers(db) }
+        m.registerMigration("v13: chapters to write") { db in try Catalog.migrateChapterWork(db) }
         return m
     }
 

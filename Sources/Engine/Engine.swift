@@ -18,6 +18,8 @@ public final class Engine: Sendable {
     public let library: Library
     /// Measures the loudness of recordings that have none yet (run as a service by the server).
     public let loudnessPass: LoudnessPass
+    /// Saved recordings' markers written into their files as chapters, in the background.
+    public let chapterPass: ChapterPass
     public let transcriptionPass: TranscriptionPass
     /// Backups to a restic repository (run as a service by the server; off without `--backup`).
     public let backups: Backups
@@ -73,6 +75,7 @@ public final class Engine: Sendable {
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)
         loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)
+        chapterPass = ChapterPass(catalog: catalog, data: config.dataDirectory, minFreeBytes: config.minFreeBytes, logger: logger)
         transcriptionPass = TranscriptionPass(catalog: catalog, data: config.dataDirectory, events: events,
                                               settings: config.transcription, logger: logger)
         library = Library(catalog: catalog, recorder: recorder, player: player, events: events, config: config, logger: logger,
@@ -80,6 +83,8 @@ public final class Engine: Sendable {
         let backups = Backups(settings: config.backup, data: config.dataDirectory, catalog: catalog, events: events, logger: logger)
         self.backups = backups
         if config.backup != nil { events.observeLibraryChanges { Task { await backups.libraryChanged() } } }
+        // A marker changed, a recording saved or trimmed: the pass reads which files are behind.
+        events.observeLibraryChanges { [chapterPass] in chapterPass.wake() }
     }
 
     /// recd is stopping: an active recording is finalized and kept as pending (rather than lost), a

@@ -66,6 +66,28 @@ final class FFmpegMuxer {
         return s
     }
 
+    /// Adds a chapter (before `open`): an `AVChapter` in milliseconds, owned by the context from
+    /// here (`avformat_free_context` frees it and its title). The MP4 muxer writes a QuickTime chapter
+    /// track and a Nero `chpl` box, which players and `ffprobe -show_chapters` read.
+    func addChapter(_ c: MediaChapter) throws {
+        guard let raw = av_mallocz(MemoryLayout<AVChapter>.size) else { throw MediaError.allocationFailed("av_mallocz(AVChapter)") }
+        let chapter = raw.bindMemory(to: AVChapter.self, capacity: 1)
+        let count = Int(context.pointee.nb_chapters)
+        guard let grown = av_realloc_array(context.pointee.chapters, count + 1, MemoryLayout<UnsafeMutablePointer<AVChapter>?>.size) else {
+            av_free(raw)
+            throw MediaError.allocationFailed("av_realloc_array(chapters)")
+        }
+        let chapters = grown.bindMemory(to: UnsafeMutablePointer<AVChapter>?.self, capacity: count + 1)
+        chapters[count] = chapter
+        context.pointee.chapters = chapters
+        context.pointee.nb_chapters = UInt32(count + 1)
+        chapter.pointee.id = Int64(count + 1)
+        chapter.pointee.time_base = AVRational(num: 1, den: 1000)
+        chapter.pointee.start = Int64((c.start * 1000).rounded())
+        chapter.pointee.end = Int64((c.end * 1000).rounded())
+        av_dict_set(&chapter.pointee.metadata, "title", c.title, 0)
+    }
+
     /// Opens the file (created or truncated) and writes the header with `layout`'s options.
     func open(layout: MP4Layout) throws {
         try FFmpegError.check(avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open", file: path)

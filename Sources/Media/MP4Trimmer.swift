@@ -16,13 +16,17 @@ public enum MP4Trimmer {
     ///   `MP4Finalizer`): the file plays from exactly `start`;
     /// - the last packet of each stream cut short to end at `end` (its duration), so the edit list
     ///   ends there too.
-    /// Throws `MediaError.noStream` when the file has neither audio nor video. Blocking.
-    public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
-        precondition(end > start && start >= 0)
+    /// `end` nil: to the end of every stream (a whole copy, for `chapters`). `chapters` are written
+    /// into the copy (the source's own are not copied). Throws `MediaError.noStream` when the file
+    /// has neither audio nor video. Blocking.
+    public static func trim(from source: String, to destination: String, start: Double, end: Double?,
+                            chapters: [MediaChapter] = []) throws -> TrimResult {
+        precondition(start >= 0 && end.map { $0 > start } ?? true)
         let input = try FFmpegInput(path: source)
         let muxer = try FFmpegMuxer(path: destination, formatName: FFmpegMuxer.formatName(for: source))
         var tracks = try addTracks(of: input, to: muxer, start: start, end: end, source: source)
         guard !tracks.isEmpty else { throw MediaError.noStream(kind: "audio or video", file: source) }
+        for c in chapters { try muxer.addChapter(c) }
         if start > 0 { seekNearCut(input.context, tracks) }
         try muxer.open(layout: .faststart)
         let (packets, videoLeadIn) = try copyPackets(from: input.context, through: &tracks, to: muxer, source: source)
@@ -45,7 +49,7 @@ public enum MP4Trimmer {
     }
 
     /// An output stream for every audio and video stream of the source (not cover art), by source index.
-    private static func addTracks(of input: FFmpegInput, to muxer: FFmpegMuxer, start: Double, end: Double,
+    private static func addTracks(of input: FFmpegInput, to muxer: FFmpegMuxer, start: Double, end: Double?,
                                   source: String) throws -> [Int: Track] {
         let inCtx = input.context
         var tracks = [Int: Track]()
@@ -62,7 +66,7 @@ public enum MP4Trimmer {
             out.pointee.time_base = s.pointee.time_base
             let tb = s.pointee.time_base
             let startTS = Int64((start * Double(tb.den) / Double(tb.num)).rounded())
-            let endTS = Int64((end * Double(tb.den) / Double(tb.num)).rounded())
+            let endTS = end.map { Int64(($0 * Double(tb.den) / Double(tb.num)).rounded()) } ?? Int64.max
             let preRoll = kind == AVMEDIA_TYPE_AUDIO && par.pointee.sample_rate > 0
                 ? Int64(AudioCodec(par.pointee.codec_id).preRoll(sampleRate: Int(par.pointee.sample_rate),
                                                                frameSize: Int(par.pointee.frame_size))) : 0
@@ -113,7 +117,7 @@ public enum MP4Trimmer {
                 t.started = true
             }
             // The last packet ends at the cut.
-            if duration > 0 && pts + duration > t.endTS { pkt.pointee.duration = t.endTS - pts }
+            if duration > 0 && t.endTS != Int64.max && pts + duration > t.endTS { pkt.pointee.duration = t.endTS - pts }
             if pkt.pointee.pts != recd_av_nopts_value() { pkt.pointee.pts -= t.startTS }
             if pkt.pointee.dts != recd_av_nopts_value() { pkt.pointee.dts -= t.startTS }
             av_packet_rescale_ts(pkt, t.timeBase, t.output.pointee.time_base)

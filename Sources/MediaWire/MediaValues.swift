@@ -115,6 +115,15 @@ public struct RemuxResult: Sendable, Codable {
     public init(packets: Int, stoppedAtDamage: Bool) { self.packets = packets; self.stoppedAtDamage = stoppedAtDamage }
 }
 
+/// A chapter written into an MP4 or QuickTime file (a recording's marker, issue 47): from `start` to
+/// `end`, seconds of the file's timeline, named `title`.
+public struct MediaChapter: Sendable, Equatable, Codable {
+    public var start: Double
+    public var end: Double
+    public var title: String
+    public init(start: Double, end: Double, title: String) { self.start = start; self.end = end; self.title = title }
+}
+
 /// What a lossless trim wrote.
 public struct TrimResult: Sendable, Equatable, Codable {
     public var packets: Int

@@ -21,13 +21,13 @@ public enum WorkerOp {
         }
     }
 
-    /// `MP4Trimmer.trim`.
+    /// `MP4Trimmer.trim`: `end` nil copies to the end; `chapters` are written into the copy.
     public struct Trim: WorkerOperation {
         public typealias Reply = TrimResult
-        public var source, destination: String, start, end: Double
+        public var source, destination: String, start: Double, end: Double?, chapters: [MediaChapter]
         public var fileRead: String? { source }
-        public init(source: String, destination: String, start: Double, end: Double) {
-            self.source = source; self.destination = destination; self.start = start; self.end = end
+        public init(source: String, destination: String, start: Double, end: Double?, chapters: [MediaChapter] = []) {
+            self.source = source; self.destination = destination; self.start = start; self.end = end; self.chapters = chapters
         }
     }
 

@@ -18,8 +18,10 @@ public enum WorkerMedia {
     }
 
     /// `MP4Trimmer.trim`.
-    public static func trim(from source: String, to destination: String, start: Double, end: Double) throws -> TrimResult {
-        try MediaWorkerLease(reading: [source], writing: [destination]).call(WorkerOp.Trim(source: source, destination: destination, start: start, end: end), operation: "the trim of \(source)")
+    public static func trim(from source: String, to destination: String, start: Double, end: Double?,
+                            chapters: [MediaChapter] = []) throws -> TrimResult {
+        let op = WorkerOp.Trim(source: source, destination: destination, start: start, end: end, chapters: chapters)
+        return try MediaWorkerLease(reading: [source], writing: [destination]).call(op, operation: end == nil ? "the copy of \(source) with its chapters" : "the trim of \(source)")
     }
 
     /// `PosterExtractor.poster`: a JPEG of the first picture.

@@ -212,7 +212,9 @@ final class WorkerServer {
         answer(WorkerOp.Remux.self) { _, op, _ in
             try MP4Finalizer.remux(from: op.source, to: op.destination, streams: op.streams, container: op.container, hidePriming: op.hidePriming)
         },
-        answer(WorkerOp.Trim.self) { _, op, _ in try MP4Trimmer.trim(from: op.source, to: op.destination, start: op.start, end: op.end) },
+        answer(WorkerOp.Trim.self) { _, op, _ in
+            try MP4Trimmer.trim(from: op.source, to: op.destination, start: op.start, end: op.end, chapters: op.chapters)
+        },
         serve(WorkerOp.Poster.self) { _, op, call in call.out = [UInt8](try PosterExtractor.poster(fromFile: op.path)) },
         serve(WorkerOp.HashUpdate.self) { s, _, call in
             if s.hash == nil { s.hash = try ContentHash() }

@@ -69,6 +69,14 @@ struct LoudnessPassService: Service {
     }
 }
 
+/// The engine's chapter pass (markers into saved files), for as long as recd runs.
+struct ChapterPassService: Service {
+    let engine: Engine
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await engine.chapterPass.run() }
+    }
+}
+
 /// The engine's background transcription, for as long as recd runs.
 struct TranscriptionPassService: Service {
     let engine: Engine

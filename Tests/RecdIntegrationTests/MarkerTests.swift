@@ -150,6 +150,62 @@ final class MarkerTests: DaemonTestCase {
         XCTAssertEqual(cut.map(\.id), [original[1].id, original[2].id], "the same markers, moved with the cut")
     }
 
+    /// The chapters of a file as ffprobe (not recd's code) reads them: start and title.
+    func chapters(_ r: Recording) throws -> [String] {
+        let path = daemon.dataDir.appendingPathComponent(r.file).path
+        let probe = try Tools.run("ffprobe", ["-v", "error", "-show_chapters", "-of", "json", path])
+        let json = try JSONSerialization.jsonObject(with: probe.stdoutData) as? [String: Any]
+        return (json?["chapters"] as? [[String: Any]] ?? []).map { c in
+            "\((c["start_time"] as? String).flatMap(Double.init) ?? -1) \((c["tags"] as? [String: String])?["title"] ?? "")"
+        }
+    }
+
+    /// Waits (the chapter pass settles for a second, then copies the file) until the file's chapters are `expected`.
+    func waitForChapters(_ r: Recording, _ expected: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        var seen: [String] = []
+        let deadline = Date().addingTimeInterval(30)
+        repeat {
+            seen = try chapters(r)
+            if seen == expected { return }
+            Thread.sleep(forTimeInterval: 0.2)
+        } while Date() < deadline
+        XCTFail("the file's chapters are \(seen), not \(expected): \(daemon.log.suffix(1500))", file: file, line: line)
+    }
+
+    func testASavedRecordingsFileCarriesItsMarkersAsChapters() throws {
+        let r = try daemon.recctlJSON(Recording.self, "import", try Tones.sine(seconds: 10), "--title", "Chaptered")
+        let before = try XCTUnwrap(try Probe.audio(daemon.dataDir.appendingPathComponent(r.file).path).duration)
+        let intro = try daemon.recctlJSON(Marker.self, "mark", r.id.uuidString, "Intro", "--at", "2.5")
+        _ = try daemon.recctlJSON(Marker.self, "mark", r.id.uuidString, "--at", "6")
+        try waitForChapters(r, ["0.0 Chaptered", "2.5 Intro", "6.0 Marker 2"])
+        // Lossless: the same length; the catalog's size is the new file's.
+        let path = daemon.dataDir.appendingPathComponent(r.file).path
+        XCTAssertEqual(try XCTUnwrap(try Probe.audio(path).duration), before, accuracy: 0.001)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", r.id.uuidString).sizeBytes, size)
+        // Renamed, then every marker deleted: the file follows.
+        XCTAssertEqual(try daemon.recctl("markers", r.id.uuidString, "--rename", String(intro.id.uuidString.prefix(8)), "--label", "The plan").status, 0)
+        try waitForChapters(r, ["0.0 Chaptered", "2.5 The plan", "6.0 Marker 2"])
+        for m in try markers(r.id) { XCTAssertEqual(try daemon.recctl("markers", r.id.uuidString, "--delete", m.id.uuidString).status, 0) }
+        try waitForChapters(r, [])
+
+        // A take's file gets its chapters when it is saved, not before; a kill -9 between the mark and
+        // the copy leaves the work listed, and the next start does it.
+        XCTAssertEqual(try daemon.recctl("record", "start").status, 0)
+        Thread.sleep(forTimeInterval: 1.2)
+        _ = try daemon.recctlJSON(Marker.self, "mark", "said")
+        Thread.sleep(forTimeInterval: 0.5)
+        let take = try XCTUnwrap(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop").recording)
+        Thread.sleep(forTimeInterval: 1.5)
+        XCTAssertEqual(try chapters(take), [], "a pending take's file has no chapters")
+        _ = try daemon.recctlJSON(Recording.self, "save", take.id.uuidString)
+        daemon.kill9()
+        try daemon.start()
+        let saved = try daemon.recctlJSON(Recording.self, "show", take.id.uuidString)
+        let m = try XCTUnwrap(try markers(take.id).first)
+        try waitForChapters(saved, [saved.title, "said"].enumerated().map { i, t in "\(i == 0 ? 0.0 : (m.time * 1000).rounded() / 1000) \(t)" })
+    }
+
     func testATakesMarkersSurviveAKill9() throws {
         let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start")
         Thread.sleep(forTimeInterval: 1.5)

@@ -1,6 +1,8 @@
 import Catalog
 import Foundation
 import RecdAPI
+import MediaWire
+@testable import Engine
 import XCTest
 
 final class CatalogTests: XCTestCase {
@@ -333,5 +335,18 @@ final class CatalogMarkerTests: XCTestCase {
 
             """)
         XCTAssertEqual(Marker.cut([marker(2), marker(8)], from: 2, to: 8).map(\.time), [0, 6], "both ends kept")
+    }
+}
+
+/// How markers become a file's chapters: from 0, one per distinct time, to the end.
+final class ChapterLayoutTests: XCTestCase {
+    func m(_ t: Double, _ label: String = "") -> Marker { Marker(id: UUID(), time: t, label: label, createdAt: Date()) }
+
+    func testChaptersCoverTheFileFromZero() {
+        let c = ChapterPass.chapters([m(2.5, "Intro"), m(2.5, "again"), m(6)], duration: 10, title: "Walk")
+        XCTAssertEqual(c, [MediaChapter(start: 0, end: 2.5, title: "Walk"), MediaChapter(start: 2.5, end: 6, title: "Intro"),
+                           MediaChapter(start: 6, end: 10, title: "Marker 3")])
+        XCTAssertEqual(ChapterPass.chapters([m(0, "Start")], duration: 4, title: "Walk"), [MediaChapter(start: 0, end: 4, title: "Start")])
+        XCTAssertEqual(ChapterPass.chapters([], duration: 4, title: "Walk"), [])
     }
 }

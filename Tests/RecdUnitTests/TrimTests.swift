@@ -66,6 +66,33 @@ final class TrimTests: XCTestCase {
         XCTAssertTrue((89_544..<(89_544 + 1024)).contains(decoded.count), "the end is not where it was cut: \(decoded.count)")
     }
 
+    /// A whole copy with chapters (a recording's markers, issue 47): the sound sample for sample,
+    /// the duration kept, and the chapters where ffprobe (not recd's code) reads them.
+    func testAWholeCopyWithChaptersKeepsEverySampleAndCarriesTheChapters() throws {
+        let source = try recording(seconds: 3) { i in Int16(12000 * sin(2 * Double.pi * 997 * Double(i) / 48000)) }
+        let copy = dir.appendingPathComponent("chapters.m4a").path
+        // Chapters cover the timeline from 0 (the muxer starts the first one there whatever it says).
+        _ = try MP4Trimmer.trim(from: source, to: copy, start: 0, end: nil, chapters: [
+            MediaChapter(start: 0, end: 0.5, title: "Walk"), MediaChapter(start: 0.5, end: 1.25, title: "The plan"),
+            MediaChapter(start: 1.25, end: 3, title: "Naïve “quotes” ✓"),
+        ])
+        XCTAssertEqual(try decode(copy), try decode(source))
+        XCTAssertEqual(try XCTUnwrap(try MediaProbe.probe(copy).duration), try XCTUnwrap(try MediaProbe.probe(source).duration), accuracy: 0.0005)
+        let p = Process()
+        let out = Pipe()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        p.arguments = ["-v", "error", "-show_chapters", "-of", "json", copy]
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let chapters = try XCTUnwrap(json?["chapters"] as? [[String: Any]], String(decoding: data, as: UTF8.self))
+        XCTAssertEqual(chapters.count, 3, String(decoding: data, as: UTF8.self))
+        XCTAssertEqual(chapters.compactMap { ($0["tags"] as? [String: String])?["title"] }, ["Walk", "The plan", "Naïve “quotes” ✓"])
+        XCTAssertEqual(chapters.compactMap { ($0["start_time"] as? String).flatMap(Double.init) }, [0, 0.5, 1.25])
+    }
+
     func testACutFromTheStartKeepsThePrimingHiddenAndACutToTheEndKeepsTheEnd() throws {
         let source = try recording(seconds: 3) { i in Int16(12000 * sin(2 * Double.pi * 997 * Double(i) / 48000)) }
         let head = dir.appendingPathComponent("head.m4a").path

@@ -94,6 +94,10 @@ export const api = {
   transcript: (id) => call('GET', `/recordings/${id}/transcript`),
   search: (q, limit = 50) => call('GET', `/search?q=${encodeURIComponent(q)}&limit=${limit}`),
   transport: (what, body) => call('POST', `/playback/${what}`, body),
+  markers: (id) => call('GET', `/recordings/${id}/markers`),
+  mark: (id, body) => call('POST', `/recordings/${id}/markers`, body),
+  editMarker: (id, m, body) => call('PATCH', `/recordings/${id}/markers/${m}`, body),
+  unmark: (id, m) => call('DELETE', `/recordings/${id}/markers/${m}`),
   media: (id) => `v1/recordings/${id}/media`,
   /// The file as an attachment named after the recording's title (Content-Disposition).
   download: (id) => `v1/recordings/${id}/media?download=true`,

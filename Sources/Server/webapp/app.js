@@ -5,7 +5,7 @@ import { api, events, onReachability } from './api.js';
 import { h, toast, confirmDialog, screenTitle } from './ui.js';
 import { Library } from './library.js';
 import { RecordScreen, chooseMode } from './record.js';
-import { closePlayer } from './player.js';
+import { closePlayer, markersChanged } from './player.js';
 import { backupSection } from './backup.js';
 
 const view = document.getElementById('view');
@@ -125,7 +125,7 @@ document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlaye
 // Changes made elsewhere (recctl, another browser) show without a reload; those made while the tab
 // was hidden (its stream closed) are read when it shows again.
 // The Data page's backups too: a change moves the next run's time (and may bring the warning).
-const refresh = () => { if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
+const refresh = (e) => { markersChanged(e?.data?.recordingID); if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
 events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
 
 // The seed's player sheet sits over the page's end: the page keeps room for it, however tall it is.

@@ -4,13 +4,20 @@
 // /played; or, when asked, on recd's own speaker through /play and /playback (recd counts those).
 
 import { api } from './api.js';
-import { h, duration, icon, toast } from './ui.js';
+import { h, duration, icon, toast, onKey } from './ui.js';
 import { drawWaveform, fitWaveform } from './waveform.js';
 import { transcriptPanel } from './transcript.js';
+import { markerPanel } from './markers.js';
 
 let current = null;   // { recording, media, counts, counted, wave, close }
 
 export function closePlayer() { current?.close(); }
+
+/// `library.changed` for the recording in the player (a marker made elsewhere), or a reconnection
+/// (no id): its markers are read again.
+export function markersChanged(id) {
+  if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) current.marks.load();
+}
 
 /// `at`: where to start (seconds), as a search hit in a transcript says.
 export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {}, at = 0 } = {}) {
@@ -48,6 +55,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     clearInterval(state.timer);
     state.unfit?.();
     state.transcript?.close();
+    state.marks.close(); state.unkey();
     const heard = state.speaker ? false : media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
     if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
@@ -95,6 +103,11 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   pause.addEventListener('click', toggle);
+  // In the browser the time is the <audio>'s (recd does not know it); on recd's speaker, recd's own.
+  const marks = state.marks = markerPanel(recording.id, { seek: (t) => seekTo(t).catch(() => {}), length,
+    now: () => (state.speaker ? {} : { time: Math.floor(Math.min(media.currentTime, length()) * 1000) / 1000 }) });
+  state.unkey = onKey('m', marks.mark);
+  media.addEventListener('loadedmetadata', marks.draw);   // the ticks' scale, when recd had no duration
 
   // Drag on the waveform (or its keyboard arrows) to scrub.
   const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0' }, canvas);
@@ -117,12 +130,13 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       h('a', { class: 'quiet', href: api.download(recording.id), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
       h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
-    isVideo ? media : h('div', {}, scrub, media),
-    time,
+    isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, media),
+    h('div', { class: 'time-row' }, marks.button, time),
     h('div', { class: 'controls' },
       h('button', { type: 'button', 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
       h('button', { type: 'button', 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
+    marks.el,
     // Said in words: the sound is not in this browser but out of the machine recd runs on.
     // (a spread list: replaceChildren, unlike h(), would print a null as "null")
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),

@@ -6,7 +6,7 @@
 // after a reload, and from + NEW).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm, screenTitle } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 
@@ -51,12 +51,15 @@ export class RecordScreen {
     this.button = h('button', { type: 'button', class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
     // Pause and resume go on in the same file (shown while recording).
     this.pauseButton = h('button', { type: 'button', 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
+    // A marker at the take's time (recd's own: pauses left out), shown while recording; also the key m.
+    this.markButton = h('button', { type: 'button', 'data-action': 'mark', hidden: true, 'aria-label': 'Mark this moment',
+      'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick: () => this.mark() }, '⚑ Mark');
     this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
     // tabindex: the focus goes here when recd goes away under STOP or PAUSE (they are disabled then)
     this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
       h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.starting,
-      h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button)));
+      h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button, this.markButton)));
     this.trace = new LiveTrace(this.canvas);
     this.trace.push(-160);
     this.button.focus();
@@ -66,6 +69,7 @@ export class RecordScreen {
   reset() {
     clearInterval(this.tick);
     this.unwatch?.(); this.unwatch = null;
+    this.unkey?.(); this.unkey = null;
     this.unfit?.(); this.unfit = null;
     this.stream?.close();
     this.stream = null;
@@ -120,7 +124,8 @@ export class RecordScreen {
     this.recording = recording;
     this.wentAway = false;   // set while recd is away during this take
     this.tick = setInterval(() => this.showTime(), 250);
-    this.pauseButton.hidden = false;
+    this.pauseButton.hidden = this.markButton.hidden = false;
+    this.unkey = onKey('m', () => this.mark());
     this.cancel.disabled = true;
     this.button.textContent = '■ STOP';
     this.button.setAttribute('data-action', 'stop');
@@ -137,9 +142,8 @@ export class RecordScreen {
     this.unwatch = onReachability((up) => {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
-      const focused = document.activeElement === this.button || document.activeElement === this.pauseButton;
-      this.button.disabled = !up;
-      this.pauseButton.disabled = !up;
+      const focused = [this.button, this.pauseButton, this.markButton].includes(document.activeElement);
+      this.button.disabled = this.pauseButton.disabled = this.markButton.disabled = !up;
       if (up) {
         this.error.hidden = true;
         if (focused || document.activeElement === this.error || document.activeElement === document.body) this.button.focus();
@@ -192,6 +196,11 @@ export class RecordScreen {
       this.pauseButton.disabled = !isReachable();
       if (!this.pauseButton.disabled) this.pauseButton.focus();
     }
+  }
+
+  /// A marker on the take (POST with no time: recd marks the take's time so far).
+  async mark() {
+    try { toast(`Marked ${duration((await api.mark(this.recording.id, {})).time)}`); } catch (e) { toast(e.message); }
   }
 
   /// The seed's fallbacks (Screen 5.2) for the 503 offers, and the other errors a person can act on.
@@ -281,7 +290,7 @@ export class RecordScreen {
   /// page's STOP does; one saved or discarded elsewhere leaves nothing to preview.
   ended(recording, why, quiet = false) {
     if (!this.recording) return;   // already followed: this page's STOP and the event both say so
-    this.pauseButton.hidden = true;
+    this.pauseButton.hidden = this.markButton.hidden = true;
     this.reset();
     this.error.hidden = true;
     if (why) toast(`The recording ended by itself: ${why}`);

@@ -81,7 +81,7 @@ const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g)
 
 /// `maxlength` in graphemes: what goes past `max` is cut from what was just typed or pasted (the
 /// part before the caret), as `maxlength` does, and the text after the caret stays.
-function limit(field, max) {
+export function limit(field, max) {
   if (graphemes(field.value).length <= max) return;
   const caret = field.selectionEnd ?? field.value.length;
   const after = field.value.slice(caret);
@@ -131,4 +131,16 @@ export function metadataForm(initial = {}) {
     chipBox);
   form.read = () => ({ title: title.value.trim(), notes: notes.value, purpose });
   return form;
+}
+
+/// A one-key shortcut (`m` marks): not while typing, in a dialog, or with Ctrl, Alt or ⌘. Returns its remover.
+export function onKey(key, fn) {
+  const on = (e) => {
+    if (e.key.toLowerCase() !== key || e.repeat || e.ctrlKey || e.altKey || e.metaKey
+      || e.target.closest?.('input, textarea, select, dialog, [contenteditable]')) return;
+    e.preventDefault();
+    fn();
+  };
+  document.addEventListener('keydown', on);
+  return () => document.removeEventListener('keydown', on);
 }

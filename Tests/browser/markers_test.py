@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+"""Issue 47's markers in the web app, in a real browser (Debian's chromium + chromedriver, selenium)
+against the real recd, on a private PulseAudio server, through the real `recctl ui`:
+
+- the player of an imported 10 s tone: ⚑ Mark (and the key m, while playing) marks where the
+  <audio> is (an explicit `time`: recd does not play it), said in a toast; each marker a tick on the
+  waveform where its time is (a button named "Marker 0:03 …", its label as a tooltip, reached by
+  Tab from the waveform) and a row under the controls (time, label, rename, delete); m typed in a
+  field marks nothing;
+- rename in place (Enter keeps, Escape does not and leaves the player open; 60 characters at most);
+  a marker made with `recctl mark` shows without reopening (`library.changed`), its markup as text;
+  a tick and a row's time seek the player there (by click and by Enter); delete at once, said in a
+  toast, the focus on the next row;
+- every control of the player and the record screen has an accessible name (Chromium's own);
+  nothing wider than the page at 320 px; screenshots at 320 and 1280 px;
+- the record screen: while a take records, ⚑ Mark and m mark it at the take's time (POST without
+  a time), "Marked 0:0X"; after STOP the take keeps them; m on its preview marks nothing.
+
+Usage: markers_test.py RECD RECCTL [SHOTS_DIR]
+Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
+"""
+import json, os, re, subprocess, time, traceback
+
+from harness import Page, chromium, setup
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-markers-")
+check, start = h.check, h.start
+
+
+def recctl(*args):
+    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"recctl {args}: {out.stderr}")
+    return out
+
+
+def recd_get(path):
+    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
+    return json.loads(out.stdout)
+
+
+def markers_of(rid):
+    return recd_get(f"/v1/recordings/{rid}/markers")["markers"]
+
+
+def import_tone(title, seconds=10):
+    wav = os.path.join(work, "tone10.wav")
+    subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", wav, "synth", str(seconds), "sine", "330", "vol", "0.5"], check=True)
+    out = json.loads(recctl("--json", "import", wav, "--title", title).stdout)
+    rec = (out.get("imported") or out.get("recordings") or [out])[0]
+    return rec.get("recording", rec)
+
+
+try:
+    h.start_pulse()
+    h.start_recd(RECD, RECCTL, data, sock)
+    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = ui.stdout.readline().strip()
+
+    browser, _ = chromium(work)
+    page = Page(browser, SHOTS)
+    wait, js, size, click = page.wait, page.js, page.size, page.click
+
+    audio = lambda: js("const a = document.querySelector('#player audio'); return a && [a.currentTime, a.paused]")
+    rows = lambda: js("""return [...document.querySelectorAll('#player .markers li')].map((li) =>
+        [li.querySelector('.at').textContent, li.querySelector('.label, input').textContent || li.querySelector('input')?.value])""")
+    ticks = lambda: browser.find_elements(By.CSS_SELECTOR, "#player .ticks .tick")
+    # The tick's accessible name (Chromium's) and tooltip; the list is drawn anew on each change.
+    tick_named = lambda i: (lambda t: [t.accessible_name, t.get_attribute("title")])(ticks()[i])
+    focused = lambda: js("const a = document.activeElement; return a && (a.dataset.key || a.dataset.action || a.tagName)")
+
+    def toast_says(words, timeout=10):
+        try:
+            return page.wait(f"the toast {words!r}", lambda b: words in b.find_element(By.ID, "toast").text, timeout)
+        except AssertionError:
+            return False
+
+    def press(key):
+        browser.switch_to.active_element.send_keys(key)
+
+    def unnamed(scope):
+        """The buttons, inputs and sliders in `scope` that are shown and that Chromium gives no accessible name."""
+        els = browser.find_elements(By.CSS_SELECTOR, f"{scope} button, {scope} input, {scope} [role=slider], {scope} a")
+        return [e.get_attribute("outerHTML")[:120] for e in els if e.is_displayed() and not (e.accessible_name or "").strip()]
+
+    def shots(name, show=None):
+        """Screenshots at 320 and 1280 px wide (`show` scrolled into view), back at 390 after."""
+        if not SHOTS:
+            return
+        os.makedirs(SHOTS, exist_ok=True)
+        for width, height in [(320, 640), (1280, 860)]:
+            size(width, height)
+            if show:
+                js("document.querySelector(arguments[0]).scrollIntoView({block: 'end'})", show)
+            browser.save_screenshot(os.path.join(SHOTS, f"{name}-{width}.png"))
+        size(390)
+
+    try:
+        size(390)
+        browser.get(url)
+        wait("the empty state", lambda b: "No recordings yet" in page.text())
+        tone = import_tone("Ten second tone")
+        rid = tone["id"]
+        wait("the row", lambda b: b.find_elements(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-main"))
+        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-main").click()
+        wait("the waveform", lambda b: js("return document.querySelector('#player canvas.wave')?.dataset.drawn > 0"))
+        check("a recording without markers shows no ticks and no list", not ticks() and not rows())
+
+        # 1. ⚑ Mark at a position (paused there): the <audio>'s time, sent as `time`.
+        click("#player [data-action=pause]")
+        wait("paused", lambda b: audio()[1])
+        js("document.querySelector('#player audio').currentTime = 3.2")
+        wait("the seek to 3.2", lambda b: abs(audio()[0] - 3.2) < 0.01)
+        mark = browser.find_element(By.CSS_SELECTOR, "#player [data-action=mark]")
+        check("the player's Mark button says ⚑ Mark, named for what it does, with its key",
+              mark.text == "⚑ Mark" and mark.accessible_name == "Mark this moment" and mark.get_attribute("aria-keyshortcuts") == "m",
+              [mark.text, mark.accessible_name])
+        mark.click()
+        check("⚑ Mark says “Marked 0:03”", toast_says("Marked 0:03"))
+        api = wait("the marker in recd", lambda b: markers_of(rid))
+        check("recd has the marker at the player's position (±0.5 s)", len(api) == 1 and abs(api[0]["time"] - 3.2) < 0.5 and api[0]["label"] == "", api)
+        wait("the tick", lambda b: len(ticks()) == 1)
+        tick = ticks()[0]
+        geo = js("""const t = arguments[0].getBoundingClientRect(), c = document.querySelector('#player canvas.wave').getBoundingClientRect();
+            return [(t.left + t.right) / 2 - c.left, c.width, t.top - c.top, t.height, c.height, t.width]""", tick)
+        want = api[0]["time"] / tone["duration"] * geo[1]
+        check(f"the tick stands on the waveform at {api[0]['time']:.2f} s of {tone['duration']:.2f} s ({want:.0f} px), as tall as it",
+              abs(geo[0] - want) < 2 and abs(geo[2]) < 1 and abs(geo[3] - geo[4]) < 1, geo)
+        check("the tick is a button named “Marker 0:03”, with a tooltip", tick.tag_name == "button"
+              and tick.accessible_name == "Marker 0:03" and tick.get_attribute("title") == "Marker 0:03", [tick.accessible_name, tick.get_attribute("title")])
+        line = js("const s = getComputedStyle(arguments[0], '::before'); return [s.width, s.backgroundColor]", tick)
+        check("the tick is drawn as a thin line", line[0] == "2px" and line[1] not in ("rgba(0, 0, 0, 0)", "transparent"), line)
+
+        # 2. The key m while playing: the position at the key press.
+        js("const a = document.querySelector('#player audio'); a.currentTime = 6; a.play()")
+        wait("playing past 6.3 s", lambda b: (lambda a: a and not a[1] and a[0] > 6.3)(audio()))
+        browser.find_element(By.CSS_SELECTOR, "#player [data-action=pause]").click()   # paused in place: the focus on it
+        wait("paused", lambda b: audio()[1])
+        at = audio()[0]
+        press("m")
+        check("the key m says “Marked 0:0X” too", toast_says(f"Marked 0:0{int(at)}"), at)
+        api = wait("two markers in recd", lambda b: (lambda m: m if len(m) == 2 else None)(markers_of(rid)))
+        check(f"m marks where the player is ({at:.2f} s, ±0.5 s)", abs(api[1]["time"] - at) < 0.5, api)
+        wait("two rows", lambda b: len(rows()) == 2)
+        check("the list shows each marker's time and label, earliest first",
+              rows() == [["0:03", "No label"], [f"0:0{int(api[1]['time'])}", "No label"]], rows())
+        check("the second tick is right of the first", len(ticks()) == 2 and ticks()[1].rect["x"] > ticks()[0].rect["x"])
+
+        # m while typing is a letter: the search field (behind the player) keeps it.
+        field = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
+        js("arguments[0].focus()", field)
+        press("m")
+        time.sleep(1)
+        check("m typed in a field marks nothing", len(markers_of(rid)) == 2 and field.get_attribute("value") == "m", field.get_attribute("value"))
+        field.send_keys(Keys.BACK_SPACE)
+        wait("the library again", lambda b: b.find_elements(By.CSS_SELECTOR, ".tabs"), 5)
+
+        # 3. Rename in place: Enter keeps it, Escape does not (and leaves the player open).
+        first = api[0]
+        click(f"#player [data-key='{first['id']}:rename']")
+        box = wait("the label field", lambda b: b.find_element(By.CSS_SELECTOR, "#player .markers input"))
+        check("the label field is focused, named for its marker", focused() == "INPUT" and box.accessible_name == "Label of Marker 0:03", box.accessible_name)
+        box.send_keys("x" * 70)
+        check("the label field takes 60 characters at most", len(box.get_attribute("value")) == 60, len(box.get_attribute("value")))
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys("The plan", Keys.ENTER)
+        wait("the label in recd", lambda b: markers_of(rid)[0]["label"] == "The plan")
+        wait("the renamed row", lambda b: rows()[0] == ["0:03", "The plan"])
+        named = wait("the renamed tick", lambda b: (lambda t: t if t[0] == "Marker 0:03 The plan" else None)(tick_named(0)))
+        check("renamed: the tick is “Marker 0:03 The plan” with the label as its tooltip", named[1] == "The plan", named)
+        check("after Enter the focus is back on the row's rename", focused() == f"{first['id']}:rename", focused())
+        second = api[1]
+        click(f"#player [data-key='{second['id']}:rename']")
+        box = wait("the label field", lambda b: b.find_element(By.CSS_SELECTOR, "#player .markers input"))
+        box.send_keys("never kept", Keys.ESCAPE)
+        wait("the row back", lambda b: not b.find_elements(By.CSS_SELECTOR, "#player .markers input"))
+        time.sleep(0.5)
+        check("Escape keeps the label as it was, and the player open",
+              markers_of(rid)[1]["label"] == "" and not browser.find_element(By.ID, "player").get_attribute("hidden")
+              and rows()[1][1] == "No label", rows())
+
+        # A marker made in the shell shows without reopening; its markup is text.
+        recctl("mark", rid, "<i>From</i> the shell", "--at", "8.5")
+        wait("the shell's marker", lambda b: len(rows()) == 3 and len(ticks()) == 3, 10)
+        named = wait("its tick", lambda b: tick_named(2))
+        check("a marker made with recctl shows in the open player (library.changed), markup as text",
+              rows()[2] == ["0:08", "<i>From</i> the shell"] and not browser.find_elements(By.CSS_SELECTOR, "#player .markers i, #player .ticks i")
+              and named == ["Marker 0:08 <i>From</i> the shell", "<i>From</i> the shell"], [rows(), named])
+
+        # 4. A tick and a row's time seek there; both by keyboard too (Tab from the waveform reaches the ticks).
+        js("document.querySelector('#player audio').currentTime = 0")
+        wait("at 0", lambda b: audio()[0] < 0.01)
+        ticks()[0].click()
+        moved = wait("the seek to the first marker", lambda b: (lambda a: a if abs(a[0] - first["time"]) < 0.05 else None)(audio()), 5)
+        check(f"a click on a tick seeks to its marker ({first['time']:.2f} s)", bool(moved), audio())
+        browser.find_elements(By.CSS_SELECTOR, "#player .markers .at")[1].click()
+        moved = wait("the seek to the second marker", lambda b: (lambda a: a if abs(a[0] - second["time"]) < 0.05 else None)(audio()), 5)
+        check(f"a click on a row's time seeks to its marker ({second['time']:.2f} s)", bool(moved), audio())
+        js("document.querySelector('#player .scrub').focus()")
+        press(Keys.TAB)
+        check("Tab from the waveform reaches the first tick", focused() == f"{first['id']}:tick", focused())
+        press(Keys.TAB)
+        press(Keys.TAB)
+        check("and the ticks one after another", focused() == f"{markers_of(rid)[2]['id']}:tick", focused())
+        press(Keys.ENTER)
+        wait("the seek by Enter", lambda b: abs(audio()[0] - 8.5) < 0.05, 5)
+        check("Enter on a tick seeks there", True)
+        seen = js("""const l = document.querySelector('#player .markers ul'); return [l.getAttribute('aria-label'), l.tagName,
+            [...document.querySelectorAll('#player .markers li button')].map((b) => b.getAttribute('aria-label'))]""")
+        check("the list is a list named Markers, its buttons named by marker",
+              seen[0] == "Markers" and seen[2][:3] == ["Go to Marker 0:03 The plan", "Rename Marker 0:03 The plan", "Delete Marker 0:03 The plan"], seen)
+        check("every control of the player has an accessible name", not unnamed("#player"), unnamed("#player"))
+        wide = js("return [document.documentElement.scrollWidth, innerWidth]")
+        check("nothing is wider than the page at 390 px", wide[0] <= wide[1], wide)
+        size(320)
+        wide = js("""const s = document.getElementById('player'), c = s.querySelector('.time-row');
+            return [document.documentElement.scrollWidth, innerWidth, s.scrollWidth, s.clientWidth, c.scrollWidth, c.clientWidth,
+                    Math.round(s.getBoundingClientRect().height), innerHeight]""")
+        check("at 320 px: the page, the player and its row of ⚑ Mark and the time fit their width; the sheet ≤ 60% high",
+              wide[0] <= wide[1] and wide[2] <= wide[3] and wide[4] <= wide[5] and wide[6] <= 0.6 * wide[7], wide)
+        size(390)
+        js("arguments[0].focus()", ticks()[0])   # the tooltip's element, focused (its outline in the picture)
+        shots("47-player-markers")
+
+        # 5. Delete: at once, said in a toast, the focus on the next marker's time.
+        click(f"#player [data-key='{first['id']}:delete']")
+        check("delete says so in a toast", toast_says("Marker 0:03 The plan deleted"))
+        left = wait("the marker gone from recd", lambda b: (lambda m: m if len(m) == 2 else None)(markers_of(rid)))
+        check("recd has the other two", [m["id"] for m in left] == [second["id"], markers_of(rid)[1]["id"]], left)
+        wait("one row and tick fewer", lambda b: len(rows()) == 2 and len(ticks()) == 2)
+        check("after a delete the focus is on the next marker's time", focused() == f"{second['id']}:go", focused())
+        click("#player [data-action=close]")
+        wait("the player closed", lambda b: b.find_element(By.ID, "player").get_attribute("hidden"))
+        # With the player closed, m marks nothing.
+        js("document.getElementById('view').focus()")
+        press("m")
+        time.sleep(1)
+        check("with the player closed m marks nothing", len(markers_of(rid)) == 2)
+
+        # 6. The record screen: a take marked at its own time (no time sent).
+        click("#nav-new")
+        click("[data-mode=audio]")
+        click("[data-action=record]")
+        wait("the take", lambda b: ((recd_get("/v1/status").get("active") or {}).get("elapsed") or 0) > 0)
+        take = recd_get("/v1/status")["active"]["recording"]["id"]
+        mark = wait("the record screen's Mark", lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, "#view [data-action=mark]") if e.is_displayed()])[0]
+        check("while recording, ⚑ Mark is shown, named, with its key",
+              mark.text == "⚑ Mark" and mark.accessible_name == "Mark this moment" and mark.get_attribute("aria-keyshortcuts") == "m", mark.accessible_name)
+        wait("2 s recorded", lambda b: recd_get("/v1/status")["active"]["elapsed"] > 2.2, 10)
+        before = recd_get("/v1/status")["active"]["elapsed"]
+        mark.click()
+        check("the record screen's Mark says “Marked 0:02”", toast_says("Marked 0:02"))
+        after = recd_get("/v1/status")["active"]["elapsed"]
+        got = markers_of(take)
+        check(f"the take has a marker at its time ({before:.2f}–{after:.2f} s)", len(got) == 1 and before - 0.1 <= got[0]["time"] <= after + 0.1, got)
+        check("every control of the record screen has an accessible name", not unnamed("#view"), unnamed("#view"))
+        shots("47-record-mark", "#view .record .actions")
+        wait("3.5 s recorded", lambda b: recd_get("/v1/status")["active"]["elapsed"] > 3.5, 10)
+        js("document.querySelector('[data-action=stop]').focus()")
+        press("m")
+        check("m marks the take too", toast_says("Marked 0:0"))
+        wait("two markers on the take", lambda b: len(markers_of(take)) == 2, 5)
+        click("[data-action=stop]")
+        wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
+        kept = markers_of(take)
+        take_now = recd_get(f"/v1/recordings/{take}")
+        check("after STOP the take keeps its markers, in order, inside it",
+              len(kept) == 2 and got[0]["time"] == kept[0]["time"] and kept[0]["time"] < kept[1]["time"] <= take_now["duration"] and kept[1]["time"] > 3.4,
+              [kept, take_now.get("duration")])
+        check("the preview shows no ⚑ Mark of the record screen",
+              not [e for e in browser.find_elements(By.CSS_SELECTOR, "#view [data-action=mark]") if e.is_displayed()])
+        js("document.getElementById('view').focus()")
+        press("m")
+        time.sleep(1)
+        check("m on the preview marks nothing", len(markers_of(take)) == 2)
+        # The take's preview player lists them.
+        click("[data-action=preview]")
+        wait("the take's markers in its player", lambda b: len(rows()) == 2 and len(ticks()) == 2, 10)
+        check("the take's preview player lists its markers", [r[0] for r in rows()] == [f"0:0{int(m['time'])}" for m in kept], rows())
+    finally:
+        browser.quit()
+except Exception:
+    traceback.print_exc()
+    h.results.append(("the run", False))
+finally:
+    h.close()
+
+h.finish()
