@@ -82,6 +82,7 @@ extension Catalog {
         m.registerMigration("v11: transcripts and search") { db in try Catalog.migrateTranscripts(db) }
         m.registerMigration("v12: markers") { db in try Catalog.migrateMarkers(db) }
         m.registerMigration("v13: chapters to write") { db in try Catalog.migrateChapterWork(db) }
+        m.registerMigration("v14: the search index's words") { db in try Catalog.migrateSearchVocabulary(db) }
         return m
     }
 

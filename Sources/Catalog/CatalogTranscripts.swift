@@ -127,15 +127,77 @@ extension Catalog {
         try wrap("forget failed transcripts") { try write { db in try db.execute(sql: "DELETE FROM transcript WHERE state = 'failed'") } }
     }
 
+    /// The index's own words, for suggestions (a view of the index, stored nowhere else).
+    static func migrateSearchVocabulary(_ db: Database) throws {
+        try db.execute(sql: "CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search, 'row')")
+    }
+
+    /// The FTS5 query of `terms`: every term, each by any of its spellings, each as a word's start.
+    static func matchQuery(_ terms: [[String]]) -> String {
+        terms.map { spellings in
+            "(" + spellings.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " OR ") + ")"
+        }.joined(separator: " AND ")
+    }
+
+    /// Whether any title, notes or transcript holds a word that starts with one of `spellings`.
+    public func anyMatch(_ spellings: [String]) throws -> Bool {
+        try wrap("search") {
+            try pool.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM search WHERE search MATCH ? LIMIT 1", arguments: [Self.matchQuery([spellings])]) ?? false
+            }
+        }
+    }
+
+    /// The words the library holds (titles, notes, transcripts) closest to `word` (folded as the index
+    /// folds: lower case, no accents): at most two edits away (one for a word of four letters or
+    /// fewer), nearest first, then the most used. For "did you mean".
+    public func closestWords(to word: String, limit: Int) throws -> [String] {
+        let wanted = Array(word.unicodeScalars)
+        let most = wanted.count <= 4 ? 1 : 2
+        return try wrap("suggest") {
+            try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: "SELECT term, doc FROM search_vocab WHERE length(term) BETWEEN ? AND ?",
+                                            arguments: [wanted.count - most, wanted.count + most])
+                var found: [(term: String, distance: Int, docs: Int)] = []
+                for row in rows {
+                    let term: String = row["term"]
+                    guard term != word, let d = Self.editDistance(wanted, Array(term.unicodeScalars), atMost: most) else { continue }
+                    found.append((term, d, row["doc"]))
+                }
+                return found.sorted { ($0.distance, -$0.docs, $0.term) < ($1.distance, -$1.docs, $1.term) }.prefix(limit).map(\.term)
+            }
+        }
+    }
+
+    /// Optimal string alignment distance (insertions, deletions, substitutions, and swaps of two
+    /// neighbours: "hte" is one from "the"); nil when over `atMost` (rows are cut short there).
+    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar], atMost: Int) -> Int? {
+        if abs(a.count - b.count) > atMost { return nil }
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var before = [Int](repeating: 0, count: b.count + 1), previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            var best = i
+            for j in 1...b.count {
+                var d = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d = min(d, before[j - 2] + 1) }
+                current[j] = d
+                best = min(best, d)
+            }
+            if best > atMost { return nil }
+            (before, previous, current) = (previous, current, before)
+        }
+        return previous[b.count] <= atMost ? previous[b.count] : nil
+    }
+
     /// Recordings (not being recorded) whose title, notes or transcript hold every word of `terms`,
     /// (each word also as the start of a longer one: "harb" finds "harbour"), best first: each with the field matched, its text around the match («marked») and, for a
     /// transcript, its segments (to find the time). `terms`: each a list of spellings, any of which
     /// counts ("three", "3").
     public func search(_ terms: [[String]], limit: Int) throws -> [(recording: Recording, field: String, snippet: String, segments: [TranscriptSegment])] {
         guard !terms.isEmpty else { return [] }
-        let match = terms.map { spellings in
-            "(" + spellings.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " OR ") + ")"
-        }.joined(separator: " AND ")
+        let match = Self.matchQuery(terms)
         return try wrap("search") {
             try pool.read { db in
                 // The index alone first (its best `limit` rows and their snippets), then each row's

@@ -19,11 +19,22 @@ extension Engine {
         guard !terms.isEmpty else {
             throw .invalidValue(field: "q", detail: "give at least one word to search for (letters or digits)")
         }
-        let rows = try await blockingCatalogCall { [catalog] in try catalog.search(terms, limit: limit) }
+        let (rows, suggestions) = try await blockingCatalogCall { [catalog] in
+            let rows = try catalog.search(terms, limit: limit)
+            guard rows.isEmpty else { return (rows, [SearchSuggestion]()) }
+            // Nothing found: the words nothing holds, each with the library's closest words.
+            var suggestions: [SearchSuggestion] = []
+            for spellings in terms where !spellings[0].allSatisfy(\.isNumber) {
+                guard try !catalog.anyMatch(spellings) else { continue }
+                let word = SearchTerms.folded(spellings[0])
+                suggestions.append(SearchSuggestion(word: spellings[0], closest: try catalog.closestWords(to: word, limit: 3)))
+            }
+            return (rows, suggestions)
+        }
         return SearchResults(query: text, results: rows.map { row in
             SearchHit(recording: row.recording, field: row.field, snippet: row.snippet,
                       time: row.field == "transcript" ? SearchTerms.firstTime(of: terms, in: row.segments) : nil)
-        })
+        }, suggestions: suggestions)
     }
 }
 
@@ -43,8 +54,50 @@ public enum SearchTerms {
         return words.map { word in
             if let n = Int(word), let spoken = spoken(n) { return [word, spoken] }
             if let n = value(of: word) { return [word, String(n)] }
-            return [word]
+            return [word] + forgiving(word).filter { $0 != word }
         }
+    }
+
+    /// The spellings a search forgives (issue 47): British and American ("harbor" finds "harbour",
+    /// "colour" "color", "organize" "organise", "centre" "center", "catalog" "catalogue", "defense"
+    /// "defence", "traveled" "travelled") and a plural's singular ("apples" finds "apple", "berries"
+    /// "berry", "boxes" "box"; a word already finds its plural, as every spelling counts as the start
+    /// of a longer word). A spelling that is no word (`motour`) costs nothing: it matches nothing.
+    static func forgiving(_ word: String) -> [String] {
+        guard word.count >= 4, word.allSatisfy(\.isLetter) else { return [] }
+        var out: [String] = []
+        func swap(_ from: String, _ to: String, minLength: Int = 5) {
+            guard word.count >= minLength else { return }
+            for suffix in ["", "s", "ed", "ing", "ite", "ites", "able", "al", "ation", "ations", "er", "ers", "ly"] where word.hasSuffix(from + suffix) {
+                out.append(String(word.dropLast(from.count + suffix.count)) + to + suffix)
+                return
+            }
+        }
+        if !["flour", "scour", "detour", "devour", "contour", "velour"].contains(where: word.hasPrefix) { swap("our", "or") }
+        if !word.hasSuffix("our") { swap("or", "our") }
+        swap("ise", "ize", minLength: 6); swap("ize", "ise", minLength: 6)
+        swap("isation", "ization", minLength: 8); swap("ization", "isation", minLength: 8)
+        swap("yse", "yze"); swap("yze", "yse")
+        // centre, theatre, metre, litre, fibre (a vowel or n before -ter: not "after", "better").
+        for (a, b, before) in [("tre", "ter", "aeioun"), ("bre", "ber", "i"), ("ter", "tre", "aeioun"), ("ber", "bre", "i")]
+        where word.hasSuffix(a) && word.count >= 5 && before.contains(word.dropLast(3).last!) {
+            out.append(String(word.dropLast(3)) + b)
+        }
+        if word.hasSuffix("ogue") { out.append(String(word.dropLast(2))) } else if word.hasSuffix("og") { out.append(word + "ue") }
+        if word.hasSuffix("ence") { out.append(String(word.dropLast(2)) + "se") } else if word.hasSuffix("ense") { out.append(String(word.dropLast(2)) + "ce") }
+        for (a, b) in [("lled", "led"), ("lling", "ling"), ("ller", "ler")] {
+            if word.hasSuffix(a) { out.append(String(word.dropLast(a.count)) + b) } else if word.hasSuffix(b) && word.count >= 6 { out.append(String(word.dropLast(b.count)) + a) }
+        }
+        // The singular (the plural is found by the singular's prefix).
+        if word.hasSuffix("ies") && word.count >= 5 {
+            out.append(String(word.dropLast(3)) + "y")
+        } else if ["ses", "xes", "zes", "ches", "shes"].contains(where: word.hasSuffix) {
+            out.append(String(word.dropLast(2)))
+        } else if word.hasSuffix("s") && !["ss", "us", "is"].contains(where: word.hasSuffix) {
+            out.append(String(word.dropLast()))
+        }
+        var seen: Set<String> = [word]
+        return out.filter { seen.insert($0).inserted }
     }
 
     static func spoken(_ n: Int) -> String? { n >= 0 && n < numbers.count ? numbers[n] : tens[n] }

@@ -130,7 +130,19 @@ public struct SearchHit: Codable, Sendable, Equatable {
 public struct SearchResults: Codable, Sendable, Equatable {
     public var query: String
     public var results: [SearchHit]
-    public init(query: String, results: [SearchHit]) { self.query = query; self.results = results }
+    /// When nothing was found: for each word that no recording holds (not even spelled another
+    /// way), the closest words the library does hold, nearest first ("did you mean"). Empty otherwise.
+    public var suggestions: [SearchSuggestion]
+    public init(query: String, results: [SearchHit], suggestions: [SearchSuggestion] = []) {
+        self.query = query; self.results = results; self.suggestions = suggestions
+    }
+}
+
+/// A word of a search that nothing holds, and the library's closest words to it.
+public struct SearchSuggestion: Codable, Sendable, Equatable {
+    public var word: String
+    public var closest: [String]
+    public init(word: String, closest: [String]) { self.word = word; self.closest = closest }
 }
 
 /// The background transcription, in `GET /v1/status`.

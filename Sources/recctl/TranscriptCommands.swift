@@ -86,7 +86,12 @@ struct Search: AsyncParsableCommand {
     }
 
     static func describe(_ found: SearchResults) -> String {
-        guard !found.results.isEmpty else { return "No recording says \"\(Output.text(found.query))\"." }
+        guard !found.results.isEmpty else {
+            let hints = found.suggestions.filter { !$0.closest.isEmpty }.map { s in
+                "\n\(Output.text(s.word)): did you mean \(s.closest.map { Output.text($0) }.joined(separator: ", "))?"
+            }
+            return "No recording says \"\(Output.text(found.query))\"." + hints.joined()
+        }
         return found.results.map { hit in
             let r = hit.recording
             var line = "\(r.id.uuidString.prefix(8))  \(Output.text(r.title))"

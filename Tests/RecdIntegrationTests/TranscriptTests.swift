@@ -269,6 +269,17 @@ final class TranscriptAbsentTests: DaemonTestCase {
         let found = try daemon.recctlJSON(SearchResults.self, "search", "sea")
         XCTAssertEqual(found.results.map(\.field), ["notes"])
         XCTAssertEqual(found.results.first?.snippet, "by the «sea»")
+        XCTAssertEqual(found.suggestions, [])
+        // Issue 47: spelling forgiven (American for British), and a near miss offered the library's
+        // closest words.
+        XCTAssertEqual(try daemon.recctlJSON(SearchResults.self, "search", "harbor", "walks").results.map(\.recording.id), [r.id])
+        let miss = try daemon.recctlJSON(SearchResults.self, "search", "harbr", "walk")
+        XCTAssertEqual(miss.results, [])
+        XCTAssertEqual(miss.suggestions, [SearchSuggestion(word: "harbr", closest: ["harbour"])])
+        let offered = try daemon.recctl("search", "harbr", "walk")
+        XCTAssertEqual(offered.status, 0, offered.stderr)
+        XCTAssertTrue(offered.stdout.contains("harbr: did you mean harbour?"), offered.stdout)
+        XCTAssertEqual(try daemon.recctlJSON(SearchResults.self, "search", "zzzzqx").suggestions, [SearchSuggestion(word: "zzzzqx", closest: [])])
 
         // Bad requests: refused, saying what is wrong.
         let (noQuery, noQueryBody) = try daemon.curl("GET", "/v1/search")

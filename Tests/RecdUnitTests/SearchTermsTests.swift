@@ -1,5 +1,6 @@
 // What a search's text becomes (SearchTerms), and where in a transcript a hit is said; and a trim's
 // cut of a transcript segment (TranscriptSegment.cut).
+@testable import Catalog
 @testable import Engine
 import RecdAPI
 import XCTest
@@ -12,6 +13,38 @@ final class SearchTermsTests: XCTestCase {
         XCTAssertEqual(SearchTerms.parse("!! -- «»"), [])
         XCTAssertEqual(SearchTerms.parse("café naïve"), [["café"], ["naïve"]], "accents are the index's to fold")
         XCTAssertEqual(SearchTerms.parse(Array(repeating: "a", count: 40).joined(separator: " ")).count, 16)
+    }
+
+    /// Issue 47: a search forgives British and American spellings and finds a plural's singular.
+    func testSpellingsAreForgivenBothWaysAndPluralsFindTheirSingular() {
+        func spellings(_ word: String) -> [String] { SearchTerms.parse(word)[0] }
+        XCTAssertEqual(spellings("harbor"), ["harbor", "harbour"])
+        XCTAssertEqual(spellings("harbour"), ["harbour", "harbor"])
+        XCTAssertEqual(spellings("colours"), ["colours", "colors", "colour"])
+        XCTAssertEqual(spellings("favorite"), ["favorite", "favourite"])
+        XCTAssertEqual(spellings("organize"), ["organize", "organise"])
+        XCTAssertEqual(spellings("realisation"), ["realisation", "realization"])
+        XCTAssertEqual(spellings("analyse"), ["analyse", "analyze"])
+        XCTAssertEqual(spellings("centre"), ["centre", "center"])
+        XCTAssertEqual(spellings("theater"), ["theater", "theatre"])
+        XCTAssertEqual(spellings("catalog"), ["catalog", "catalogue"])
+        XCTAssertEqual(spellings("defence"), ["defence", "defense"])
+        XCTAssertEqual(spellings("traveled"), ["traveled", "travelled"])
+        XCTAssertEqual(spellings("apples"), ["apples", "apple"])
+        XCTAssertEqual(spellings("berries"), ["berries", "berry"])
+        XCTAssertEqual(spellings("boxes"), ["boxes", "box"])
+        // Short and common words stay as they are: "four" is not "for", "hour" not "hor".
+        XCTAssertEqual(spellings("four"), ["four", "4"])
+        for word in ["hour", "your", "for", "bus", "glass", "flour", "the", "after", "better"] { XCTAssertEqual(spellings(word), [word]) }
+    }
+
+    func testTheEditDistanceCountsASwapOnceAndStopsPastItsLimit() {
+        func d(_ a: String, _ b: String, _ most: Int = 2) -> Int? { Catalog.editDistance(Array(a.unicodeScalars), Array(b.unicodeScalars), atMost: most) }
+        XCTAssertEqual(d("harbr", "harbour"), 2)
+        XCTAssertEqual(d("hte", "the"), 1)
+        XCTAssertEqual(d("dentist", "dentist"), 0)
+        XCTAssertNil(d("dentist", "tooth"))
+        XCTAssertNil(d("cat", "dog", 1))
     }
 
     func testTheTimeOfAHitIsItsFirstMatchingWordByPrefixCaseAndAccentsAside() {

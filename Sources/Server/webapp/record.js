@@ -9,6 +9,7 @@ import { api, events, isReachable, onReachability } from './api.js';
 import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
+import { markButton } from './markers.js';
 
 const clock = (s) => `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
 
@@ -52,8 +53,8 @@ export class RecordScreen {
     // Pause and resume go on in the same file (shown while recording).
     this.pauseButton = h('button', { type: 'button', 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
     // A marker at the take's time (recd's own: pauses left out), shown while recording; also the key m.
-    this.markButton = h('button', { type: 'button', 'data-action': 'mark', hidden: true, 'aria-label': 'Mark this moment',
-      'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick: () => this.mark() }, '⚑ Mark');
+    this.markButton = markButton(() => this.mark());
+    this.markButton.hidden = true;
     this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
     // tabindex: the focus goes here when recd goes away under STOP or PAUSE (they are disabled then)
     this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
