@@ -203,6 +203,12 @@ public struct Library: Sendable {
                                     size: { "\($0.length) pixels" })
     }
 
+    /// The pauses a player may skip (Skip Silence), found from the recording's waveform.
+    public func silences(_ idOrPrefix: String) async throws(EngineError) -> SilenceList {
+        let r = try resolve(idOrPrefix)
+        return SilenceList(recordingID: r.id, silences: SilenceList.find(in: try await waveform(r.id.uuidString)))
+    }
+
     /// How a waveform is asked for: a zoom (samples per pixel, no finer than stored) or a width in
     /// pixels to fit, and 8 or 16 bits (audiowaveform's choices).
     public struct WaveformView: Sendable {

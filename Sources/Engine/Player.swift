@@ -24,6 +24,8 @@ public actor Player {
         let startedAt: Date
         /// dB applied (level-matched playback).
         let gain: Double
+        /// Pauses skipped (Skip Silence).
+        let skipSilence: Bool
     }
 
     enum State: Sendable {
@@ -64,7 +66,8 @@ public actor Player {
     /// in progress first. `receivedAt` is when the request arrived (uptime ns): the reply's latency
     /// runs from it to the first audio written to the device.
     /// `normalize` false plays it as recorded; else at `--playback-loudness` (`LevelMatch`).
-    public func play(_ recording: Recording, from position: Double?, normalize: Bool = true,
+    /// `skipping`: the pauses to skip (Skip Silence), nil: none.
+    public func play(_ recording: Recording, from position: Double?, normalize: Bool = true, skipping: [Silence]? = nil,
                      receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
         try await exclusive { () async throws(EngineError) -> PlayResponse in
             guard recording.state == .ready || recording.state == .pending else {
@@ -111,6 +114,7 @@ public actor Player {
             do {
                 (session, firstWriteAt) = try await runBlocking {
                     let s = try PlaybackSession(path: path, device: device, gainDB: gain, lease: worker)
+                    if let skipping { s.skip(skipping.map { ($0.start, $0.end) }) }
                     let duration = s.duration
                     let at = try s.start(at: position ?? 0, meterIntervalMs: interval, observer: { observation in
                         guard gate.isOpen else { return }
@@ -136,7 +140,7 @@ public actor Player {
                 throw .playback(.media(file: path, detail: "\(error)"))
             }
             let active = Active(sessionID: sessionID, session: session, recording: recording,
-                                counts: recording.state == .ready, startedAt: Date(), gain: gain)
+                                counts: recording.state == .ready, startedAt: Date(), gain: gain, skipSilence: skipping != nil)
             state = .playing(active)
             let latencyMs = Double(firstWriteAt &- receivedAt) / 1e6
             logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)")\(gain == 0 ? "" : String(format: " at %+.1f dB", gain)) from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
@@ -252,7 +256,8 @@ public actor Player {
         let p = a.session.progress
         return PlaybackInfo(session: a.sessionID, recording: a.recording, state: p.paused ? .paused : .playing,
                             position: p.position, duration: a.session.duration, counts: a.counts,
-                            device: a.session.device, underruns: p.underruns, startedAt: a.startedAt, gain: a.gain)
+                            device: a.session.device, underruns: p.underruns, startedAt: a.startedAt, gain: a.gain,
+                            skipSilence: a.skipSilence)
     }
 
     /// What is playing now, and how the last playback ended.

@@ -67,6 +67,12 @@ public final class PlaybackSession: @unchecked Sendable {
 
     /// Linear gain applied to every decoded sample (level-matched playback); 1 = as recorded.
     let gain: Float
+    /// Stretches skipped (Skip Silence): when what is heard enters one, playback moves to its end.
+    /// Only silence is in the device's queue then, so dropping it is not heard.
+    fileprivate let skipped = Mutex<[(start: Double, end: Double)]>([])
+
+    /// Skips `stretches` (seconds, earliest first) from now on; an empty list skips nothing.
+    public func skip(_ stretches: [(start: Double, end: Double)]) { skipped.withLock { $0 = stretches } }
 
     /// Opens `path` and the device; `gainDB` is applied to what is played (and metered: the meter
     /// shows the level heard). `lease`: the worker that already probed `path` for this play (a
@@ -188,8 +194,10 @@ private struct PlaybackLoop {
     var buffer: [Int16] = []
     /// Decoded frames not yet written, and where they start in `buffer`.
     var pending = 0, offset = 0
-    /// Position of the first frame written since the last reset, and frames written since.
-    var base = 0.0, written = 0
+    /// Frames written since the last reset, and where in the recording they come from: from frame
+    /// `frame` on, at `time` (one entry after a reset; one more at each pause skipped).
+    var written = 0
+    var segments: [(frame: Int, time: Double)] = [(0, 0)]
     var paused = false, pausedAt = 0.0
     /// Paused with the device's queue held (snd_pcm_pause).
     var held = false
@@ -220,7 +228,8 @@ private struct PlaybackLoop {
                 } else if draining {
                     if let end = drain() { return end }
                 } else {
-                    if pending == 0, !(try decodeNext()) { continue }
+                    // (A block that was all pause to skip leaves nothing pending: decode the next.)
+                    if pending == 0, !(try decodeNext()) || pending == 0 { continue }
                     if let end = try writePending() { return end }
                 }
             }
@@ -240,10 +249,16 @@ private struct PlaybackLoop {
         firstWrite(.success(uptime))
     }
 
+    /// Where in the recording the `frame`th frame written since the last reset comes from.
+    func time(ofFrame frame: Int) -> Double {
+        let s = segments.last { $0.frame <= frame } ?? segments[0]
+        return s.time + Double(frame - s.frame) / rate
+    }
+
     /// The position heard now: what was written less what the device still holds.
     func heard() -> Double {
         let queued = min(written, sink.delayFrames)
-        return base + Double(written - queued) / rate
+        return time(ofFrame: written - queued)
     }
 
     func clamp(_ t: Double) -> Double { min(max(0, t), session.duration ?? .greatestFiniteMagnitude) }
@@ -252,7 +267,7 @@ private struct PlaybackLoop {
     mutating func restart(at t: Double) throws(PlaybackError) {
         try sink.discardQueued()
         do { try session.decoder.seek(to: t) } catch { throw .media(file: session.path, detail: "\(error)") }
-        base = t; written = 0; pending = 0; offset = 0; draining = false
+        segments = [(0, t)]; written = 0; pending = 0; offset = 0; draining = false
         meterQueue.removeAll(keepingCapacity: true)   // those will never be heard
         lastProgress = DispatchTime.now().uptimeNanoseconds
     }
@@ -336,7 +351,7 @@ private struct PlaybackLoop {
         publish()
         if !sink.isRunning || sink.delayFrames == 0 || DispatchTime.now().uptimeNanoseconds > drainDeadline {
             // The end is the end of the file, whatever the encoder padded it with.
-            let end = min(base + Double(written) / rate, session.duration ?? .greatestFiniteMagnitude)
+            let end = min(time(ofFrame: written), session.duration ?? .greatestFiniteMagnitude)
             session.progressState.withLock { $0.position = end }
             return .completed
         }
@@ -357,6 +372,7 @@ private struct PlaybackLoop {
             return false
         }
         pending = block.frames; offset = 0
+        try skipSilence(blockStart: time(ofFrame: written))
         let gain = session.gain
         if gain != 1 {
             // The true-peak ceiling keeps a raised level below full scale; clamping only guards
@@ -369,6 +385,17 @@ private struct PlaybackLoop {
         return true
     }
 
+    /// Skip Silence, in the stream written (the device's queue is never dropped, so the sound goes on
+    /// without a restart): a block that reaches into a stretch to skip is cut where it begins, and
+    /// the decoder moves to where it ends; the frames written after it come from there.
+    mutating func skipSilence(blockStart: Double) throws(PlaybackError) {
+        let blockEnd = blockStart + Double(pending) / rate
+        guard let stretch = session.skipped.withLock({ $0.first { $0.start < blockEnd && $0.end - 0.05 > max(blockStart, $0.start) } }) else { return }
+        pending = max(0, min(pending, Int(((stretch.start - blockStart) * rate).rounded())))
+        do { try session.decoder.seek(to: stretch.end) } catch { throw .media(file: session.path, detail: "\(error)") }
+        segments.append((written + pending, stretch.end))
+    }
+
     /// Offers the pending frames to the device; meters what it took. Fails the playback when the device
     /// has taken nothing for `stallLimitMs`.
     mutating func writePending() throws(PlaybackError) -> PlaybackEnd? {
@@ -378,7 +405,7 @@ private struct PlaybackLoop {
         }
         switch result {
         case .wrote(let n):
-            let startTime = base + Double(written) / rate
+            let startTime = time(ofFrame: written)
             let startFrame = meter.framesProcessed
             var readings: [(time: Double, reading: LevelReading)] = []
             let rate = self.rate

@@ -3,12 +3,16 @@ import FoundationEssentials
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
 public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
-    public static let fields = ["position", "normalize"]
+    public static let fields = ["position", "normalize", "skipSilence"]
     /// Start here (seconds, clamped to the recording).
     public var position: Double?
     /// False: play as recorded, without the gain that brings it to `--playback-loudness`. Absent = true.
     public var normalize: Bool?
-    public init(position: Double? = nil, normalize: Bool? = nil) { self.position = position; self.normalize = normalize }
+    /// True: the pauses of `GET /v1/recordings/{id}/silences` are skipped. Absent = false.
+    public var skipSilence: Bool?
+    public init(position: Double? = nil, normalize: Bool? = nil, skipSilence: Bool? = nil) {
+        self.position = position; self.normalize = normalize; self.skipSilence = skipSilence
+    }
 }
 
 /// Level-matched playback: the gain that brings a recording to a target loudness.
@@ -59,12 +63,14 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
     public var startedAt: Date
     /// dB applied to bring the recording to `--playback-loudness` (0: played as recorded).
     public var gain: Double
+    /// Pauses are skipped (`skipSilence`).
+    public var skipSilence: Bool
 
     public init(session: UUID, recording: Recording, state: State, position: Double, duration: Double?, counts: Bool,
-                device: String, underruns: Int, startedAt: Date, gain: Double = 0) {
+                device: String, underruns: Int, startedAt: Date, gain: Double = 0, skipSilence: Bool = false) {
         self.session = session; self.recording = recording; self.state = state; self.position = position
         self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
-        self.startedAt = startedAt; self.gain = gain
+        self.startedAt = startedAt; self.gain = gain; self.skipSilence = skipSilence
     }
 }
 

@@ -226,9 +226,14 @@ public enum RecdRoutes {
             let receivedAt = DispatchTime.now().uptimeNanoseconds
             let recording = try engine.library.resolve(try context.recordingID())
             let body = try await decode(PlayRequest.self, request)
+            let skipping = body.skipSilence == true ? try await engine.library.silences(recording.id.uuidString).silences : nil
             let reply = try await engine.player.play(recording, from: body.position, normalize: body.normalize ?? true,
-                                                     receivedAt: receivedAt)
+                                                     skipping: skipping, receivedAt: receivedAt)
             return JSONResponse.make(reply, status: .created)
+        }
+
+        v1.get("recordings/:id/silences") { _, context in
+            JSONResponse.make(try await engine.library.silences(try context.recordingID()))
         }
 
         v1.post("recordings/:id/played") { _, context in

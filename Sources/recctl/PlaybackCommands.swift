@@ -26,6 +26,8 @@ struct Play: AsyncParsableCommand {
     @Flag(help: "Stay attached until the playback ends, showing its progress (on a terminal, m marks the moment heard).") var wait = false
     @Flag(help: "Play it as recorded, without the gain that brings every recording to recd's --playback-loudness.")
     var asRecorded = false
+    @Flag(help: "Skip the pauses (a second or more of quiet; a fifth of a second is kept at each end).")
+    var skipSilence = false
 
     func validate() throws {
         if let from, (try? SeekArgument.parse(from))?.to == nil {
@@ -36,14 +38,16 @@ struct Play: AsyncParsableCommand {
     func run() async throws {
         let position = try from.flatMap { try SeekArgument.parse($0).to }
         let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
-                                                        body: PlayRequest(position: position, normalize: asRecorded ? false : nil),
+                                                        body: PlayRequest(position: position, normalize: asRecorded ? false : nil, skipSilence: skipSilence ? true : nil),
                                                         as: PlayResponse.self)
         let p = reply.playback
-        global.emit(raw, "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
-                         + "\(Output.duration(p.duration)) on \(p.device)"
-                         + (p.gain == 0 ? "" : String(cFormat: " at %+.1f dB (level-matched)", p.gain))
-                         + String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
-                         + (p.counts ? "" : "\n(preview of a pending recording: not counted as a play)"))
+        var said = "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
+            + "\(Output.duration(p.duration)) on \(p.device)"
+        if p.gain != 0 { said += String(cFormat: " at %+.1f dB (level-matched)", p.gain) }
+        if p.skipSilence { said += ", skipping pauses" }
+        said += String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
+        if !p.counts { said += "\n(preview of a pending recording: not counted as a play)" }
+        global.emit(raw, said)
         guard wait else { return }
         try await follow(session: p.session)
     }

@@ -73,3 +73,28 @@ private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file
     XCTAssertEqual(a.count, b.count, file: file, line: line)
     for (x, y) in zip(a, b) { XCTAssertEqual(x, y, accuracy: accuracy, file: file, line: line) }
 }
+
+/// Skip Silence's pauses from a waveform (issue 47).
+final class SilenceFinderTests: XCTestCase {
+    /// A waveform of 256-sample pixels at 48 kHz: `loud` or quiet stretches (seconds) in turn.
+    func waveform(_ stretches: [(seconds: Double, peak: Int16)]) -> WaveformData {
+        var data: [Int16] = []
+        for s in stretches { for _ in 0..<Int(s.seconds * 48000 / 256) { data += [-s.peak, s.peak] } }
+        return WaveformData(sampleRate: 48000, samplesPerPixel: 256, channels: 1, bits: 16, data: data)
+    }
+
+    func testPausesOfASecondOrMoreAreFoundLessAMarginAtEachEnd() {
+        let w = waveform([(2, 16000), (3, 20), (2, 16000), (0.6, 20), (2, 16000), (1.5, 30), (1, 9000)])
+        let found = SilenceList.find(in: w)
+        XCTAssertEqual(found.count, 2, "\(found)")
+        XCTAssertEqual(found[0].start, 2.2, accuracy: 0.01)
+        XCTAssertEqual(found[0].end, 4.8, accuracy: 0.01)
+        XCTAssertEqual(found[1].start, 9.8, accuracy: 0.01)
+        XCTAssertEqual(found[1].end, 10.9, accuracy: 0.01)
+        // Quiet speech is not a pause: the threshold stays at or under -30 dBFS.
+        XCTAssertEqual(SilenceList.find(in: waveform([(2, 16000), (3, 1200), (2, 16000)])), [])
+        // A noisy room's floor raises it: the pauses over its hiss are found.
+        XCTAssertEqual(SilenceList.find(in: waveform([(20, 400), (2, 16000), (3, 400), (2, 16000)])).count, 2)
+    }
+}
+
