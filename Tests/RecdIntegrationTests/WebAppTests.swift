@@ -87,6 +87,21 @@ final class WebAppTests: XCTestCase {
         let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 240)
         XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
     }
+
+    /// Issue 47: markers in Chromium — ticks on the player's waveform (buttons, named and titled),
+    /// ⚑ Mark and m at the <audio>'s time, the list's label field, seek and delete, one made with
+    /// `recctl mark` showing at once; on the record screen a take marked at its own time; every
+    /// control named; 320 and 1280 px.
+    func testThePlayerAndTheRecordScreenMarkMoments() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/markers_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 180)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
 }
 
 /// Only what the test above reads of the status.

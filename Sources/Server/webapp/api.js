@@ -1,7 +1,6 @@
-// The one module that talks to recd: JSON over v1/ (the page is served by recd, or through
-// `recctl ui`, which forwards every request to recd's socket as the user who ran it).
-// Every address is relative to the page's: `recctl ui` serves the app under a secret path of its own
-// (/ui-…/), the only place its cookie is sent; recd serves it at /.
+// The one module that talks to recd: JSON over v1/, from recd itself or through `recctl ui` (which
+// forwards each request to recd's socket as its user). Addresses are relative: `recctl ui` serves the
+// app under a secret path (/ui-…/), the only place its cookie is sent; recd serves it at /.
 
 export class APIError extends Error {
   constructor(status, body) {
@@ -12,10 +11,9 @@ export class APIError extends Error {
   }
 }
 
-/// Whether recd answers, as the page last saw it. A request that reaches it, or an event stream that
-/// opens, says yes; one the bridge could not forward (502/504) or that found nobody says no. The page
-/// shows its "recd is not reachable" banner from this, and screens stop what only a live recd moves
-/// (the recording timer).
+/// Whether recd answers, as the page last saw: yes from a request that reaches it or a stream that
+/// opens, no from one the bridge could not forward (502/504) or that found nobody. The page's "recd is
+/// not reachable" banner follows it, and screens stop what only a live recd moves (the timer).
 const watchers = new Set();
 let reachable = true;
 export const isReachable = () => reachable;
@@ -26,14 +24,14 @@ function setReachable(v) {
   for (const w of [...watchers]) w(v);
 }
 
-// Always these words: the bridge's own message carries the socket error as the OS said it
-// ("connect(descriptor:addr:size:): Connection refused (errno: 111)"), which tells a person nothing.
-const UNREACHABLE = 'recd is not reachable. Is it running? (recctl status)';
+// Always these words: the bridge's own carry the socket error as the OS said it ("connect(…):
+// Connection refused (errno: 111)"), which tells a person nothing.
+const away = () => { setReachable(false); return new APIError(0, { error: { message: 'recd is not reachable. Is it running? (recctl status)' } }); };
 
-/// `recctl ui` lets a browser in with a cookie, which another site on 127.0.0.1 can make the browser
-/// drop (too many cookies for the host: cookies ignore ports). The page the relay's token opened left
-/// a secret in this origin's storage, which no other port can read or push out: sent back, it gets
-/// the cookie again (docs/webapp.md). recd itself never answers 401, so this is the relay's alone.
+/// `recctl ui` lets a browser in with a cookie, which another site on 127.0.0.1 can make it drop (too
+/// many cookies for the host: cookies ignore ports). The page its token opened left a secret in this
+/// origin's storage, which no other port can read or push out: sent back, it gets the cookie again
+/// (docs/webapp.md). Only the relay answers 401, never recd.
 async function letInAgain() {
   let secret = null;
   try { secret = localStorage.getItem('recd-ui-renew'); } catch { return false; }
@@ -53,19 +51,13 @@ export async function call(method, path, body, again = false) {
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: 'same-origin',
     });
-  } catch {
-    setReachable(false);
-    throw new APIError(0, { error: { code: 'unreachable', message: UNREACHABLE } });
-  }
+  } catch { throw away(); }
   if (response.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
   const text = await response.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: an error page of the bridge */ }
   if (!response.ok) {
-    if (response.status === 502 || response.status === 504) {
-      setReachable(false);
-      throw new APIError(0, { error: { code: 'unreachable', message: UNREACHABLE } });
-    }
+    if (response.status === 502 || response.status === 504) throw away();
     setReachable(true);
     throw new APIError(response.status, json);
   }
@@ -73,29 +65,30 @@ export async function call(method, path, body, again = false) {
   return json;
 }
 
+const get = (path) => call('GET', path), post = (path, body) => call('POST', path, body);
 export const api = {
-  list: (by, offset, limit = 50, state) => call('GET', `/recordings?by=${by}&limit=${limit}&offset=${offset}${state ? '&state=' + state : ''}`),
-  top: () => call('GET', '/top?limit=3'),
-  status: () => call('GET', '/status'),
-  start: (type, audio) => call('POST', '/record/start', { type, audio }),
-  stop: () => call('POST', '/record/stop', { then: 'keep' }),
-  pause: () => call('POST', '/record/pause'),
-  resume: () => call('POST', '/record/resume'),
-  get: (id) => call('GET', `/recordings/${id}`),
-  save: (id, meta) => call('POST', `/recordings/${id}/save`, meta),
-  discard: (id) => call('POST', `/recordings/${id}/discard`),
+  list: (by, offset, limit = 50, state) => get(`/recordings?by=${by}&limit=${limit}&offset=${offset}${state ? '&state=' + state : ''}`),
+  top: () => get('/top?limit=3'),
+  status: () => get('/status'),
+  start: (type, audio) => post('/record/start', { type, audio }),
+  stop: () => post('/record/stop', { then: 'keep' }),
+  pause: () => post('/record/pause'),
+  resume: () => post('/record/resume'),
+  get: (id) => get(`/recordings/${id}`),
+  save: (id, meta) => post(`/recordings/${id}/save`, meta),
+  discard: (id) => post(`/recordings/${id}/discard`),
   edit: (id, meta) => call('PATCH', `/recordings/${id}`, meta),
   remove: (id) => call('DELETE', `/recordings/${id}`),
   removeAll: () => call('DELETE', '/recordings?confirm=all'),
-  played: (id) => call('POST', `/recordings/${id}/played`),
-  waveform: (id, pixels) => call('GET', `/recordings/${id}/waveform?pixels=${pixels}`),
-  playOnSpeaker: (id, position) => call('POST', `/recordings/${id}/play`, { position }),
-  playback: () => call('GET', '/playback'),
-  transcript: (id) => call('GET', `/recordings/${id}/transcript`),
-  search: (q, limit = 50) => call('GET', `/search?q=${encodeURIComponent(q)}&limit=${limit}`),
-  transport: (what, body) => call('POST', `/playback/${what}`, body),
-  markers: (id) => call('GET', `/recordings/${id}/markers`),
-  mark: (id, body) => call('POST', `/recordings/${id}/markers`, body),
+  played: (id) => post(`/recordings/${id}/played`),
+  waveform: (id, pixels) => get(`/recordings/${id}/waveform?pixels=${pixels}`),
+  playOnSpeaker: (id, position) => post(`/recordings/${id}/play`, { position }),
+  playback: () => get('/playback'),
+  transcript: (id) => get(`/recordings/${id}/transcript`),
+  search: (q, limit = 50) => get(`/search?q=${encodeURIComponent(q)}&limit=${limit}`),
+  transport: (what, body) => post(`/playback/${what}`, body),
+  markers: (id) => get(`/recordings/${id}/markers`),
+  mark: (id, body) => post(`/recordings/${id}/markers`, body),
   editMarker: (id, m, body) => call('PATCH', `/recordings/${id}/markers/${m}`, body),
   unmark: (id, m) => call('DELETE', `/recordings/${id}/markers/${m}`),
   media: (id) => `v1/recordings/${id}/media`,
@@ -103,20 +96,19 @@ export const api = {
   download: (id) => `v1/recordings/${id}/media?download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
-  backup: () => call('GET', '/backup'),
-  backupNow: () => call('POST', '/backup'),
+  backup: () => get('/backup'),
+  backupNow: () => post('/backup'),
 };
 
-/// The event stream (`GET /v1/events`): calls `on(event)` for each; reconnects by itself. It is
-/// closed while the tab is hidden, because a browser opens at most 6 connections to one host and
-/// each open tab would hold one for good (a 7th tab would never load). `onOpen(first)` is called on
-/// every (re)connection: what happened while it was closed is not replayed, so read the state again.
-/// When recd goes away the browser's own retry ends at the bridge's 502 (an EventSource gives up on
-/// an error status), so the stream is opened again here, with a backoff of 0.5 s doubling to 8 s; a
-/// drop is checked at once with a status request, so the page says so within a second or two.
+/// The event stream (`GET /v1/events`): `on(event)` for each; reconnects by itself. Closed while the
+/// tab is hidden: a browser opens at most 6 connections to a host, and each open tab would hold one
+/// (a 7th would never load). `onOpen(first)` on every (re)connection: what happened while closed is
+/// not replayed, so read the state again. When recd goes away the browser's retry ends at the bridge's
+/// 502 (an EventSource gives up on an error status), so it is opened again here, backing off from
+/// 0.5 s to 8 s; a drop is checked at once with a status request, so the page says so within seconds.
 export function events(types, on, onOpen = () => {}) {
-  // `first`: the page read its state just now. A tab that loads hidden, or is hidden before the
-  // stream opens, may miss changes: its first connection is then not a first.
+  // `first`: the page read its state just now; not so for a tab loaded hidden or hidden before the
+  // stream opens (it may have missed changes).
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {
     clearTimeout(retry); retry = null;
@@ -125,7 +117,7 @@ export function events(types, on, onOpen = () => {}) {
     s.addEventListener('open', () => { delay = 500; setReachable(true); onOpen(first); first = false; });
     s.addEventListener('error', () => {
       if (source !== s) return;
-      call('GET', '/status').catch(() => {});   // says whether recd is there (sets the banner)
+      get('/status').catch(() => {});   // says whether recd is there (sets the banner)
       first = false;
       if (s.readyState === EventSource.CLOSED) {   // the browser gave up (502): try again later
         source = null;

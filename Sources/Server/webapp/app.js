@@ -13,7 +13,7 @@ let screen = 'library';
 let backups = null;   // the Data page's Backups section while it is up (it polls during a run)
 const offline = document.getElementById('offline');
 
-const nav = [document.getElementById('nav-data'), document.getElementById('nav-new')];
+const nav = [document.getElementById('nav-data'), document.getElementById('nav-new')], [navData, navNew] = nav;
 
 const library = new Library(view, {
   onRecord: () => newRecording(), onReview: (r) => review(r), onRejoin: () => rejoin(), isVisible: () => screen === 'library',
@@ -29,8 +29,7 @@ const recorder = new RecordScreen(view, {
 function setScreen(name) {
   screen = name;
   backups?.stop(); backups = null;   // a screen left stops its section's reads
-  const data = document.getElementById('nav-data');
-  if (name === 'data') data.setAttribute('aria-current', 'page'); else data.removeAttribute('aria-current');
+  if (name === 'data') navData.setAttribute('aria-current', 'page'); else navData.removeAttribute('aria-current');
 }
 
 async function showLibrary() {
@@ -81,7 +80,7 @@ function showData() {
       h('h2', { id: 'export-title' }, 'Export Data'),
       h('p', { class: 'hint' }, 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.'),
       h('fieldset', { class: 'radio', style: 'border: 0; padding: 0' }, h('legend', {}, 'Choose format:'), radio('csv', 'CSV'), radio('json', 'JSON')),
-      h('button', { type: 'button', class: 'primary', 'data-action': 'export', onclick: async () => {
+      h('button', { class: 'primary', 'data-action': 'export', onclick: async () => {
         // The export holds saved recordings only: with none, a file of headers alone helps nobody.
         let saved;
         try { saved = (await api.list('recent', 0, 1, 'ready')).total; } catch (e) { toast(e.message); return; }
@@ -94,11 +93,11 @@ function showData() {
     h('section', { class: 'card', 'aria-labelledby': 'delete-title' },
       h('h2', { id: 'delete-title' }, 'Delete All Data'),
       h('p', { class: 'hint' }, 'Every recording, file and metadata, at once: all or nothing.'),
-      h('button', { type: 'button', class: 'danger', 'data-action': 'delete-all', onclick: async () => {
+      h('button', { class: 'danger', 'data-action': 'delete-all', onclick: async () => {
         if (!await confirmDialog('Delete All Data?', 'This will permanently delete all recordings. This cannot be undone.', 'Delete')) return;
         try { closePlayer(); await api.removeAll(); toast('All data deleted'); } catch (e) { toast(e.message); }
       } }, 'Delete All Data')),
-    h('button', { type: 'button', class: 'quiet', onclick: () => showLibrary() }, '← Back to Recordings'));
+    h('button', { class: 'quiet', onclick: () => showLibrary() }, '← Back to Recordings'));
   backups.refresh();
   view.focus();
 }
@@ -107,7 +106,7 @@ function unreachable(e) {
   view.replaceChildren(h('div', { class: 'banner', role: 'alert' },
     // An unreachable recd's message already says so ("recd is not reachable. Is it running? …").
     ...(e.code === 'unreachable' ? [] : [h('strong', {}, 'Something went wrong. ')]),
-    e.message, ' ', h('button', { type: 'button', onclick: () => showLibrary() }, 'Try again')));
+    e.message, ' ', h('button', { onclick: () => showLibrary() }, 'Try again')));
 }
 
 // recd gone (stopped, killed, restarting): said at the top of every screen until it answers again;
@@ -118,19 +117,17 @@ onReachability((up) => {
   if (up && screen === 'data') backups?.refresh();
 });
 
-document.getElementById('nav-new').addEventListener('click', () => newRecording());
-document.getElementById('nav-data').addEventListener('click', () => showData());
+navNew.addEventListener('click', () => newRecording());
+navData.addEventListener('click', () => showData());
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlayer(); });
 
-// Changes made elsewhere (recctl, another browser) show without a reload; those made while the tab
-// was hidden (its stream closed) are read when it shows again.
-// The Data page's backups too: a change moves the next run's time (and may bring the warning).
+// Changes made elsewhere (recctl, another browser) show without a reload, those made while the tab
+// was hidden when it shows again; the backups too (the next run's time, the warning), and markers.
 const refresh = (e) => { markersChanged(e?.data?.recordingID); if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
 events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
 
 // The seed's player sheet sits over the page's end: the page keeps room for it, however tall it is.
-new ResizeObserver(() => {
-  document.documentElement.style.setProperty('--sheet-height', `${document.getElementById('player').offsetHeight}px`);
-}).observe(document.getElementById('player'));
+const sheet = document.getElementById('player');
+new ResizeObserver(() => document.documentElement.style.setProperty('--sheet-height', `${sheet.offsetHeight}px`)).observe(sheet);
 
 rejoin().then((live) => { if (!live) showLibrary(); });

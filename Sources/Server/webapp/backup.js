@@ -1,10 +1,9 @@
-// The Data page's Backups section (issue 48): the library's backups to a restic repository as recd
-// says them (`GET /v1/backup`), and Back up now (`POST /v1/backup`). Read when the page opens, when
-// the library changes, when the tab shows again and at the next run's time; every second only while
-// a run is under way (or asked for and not begun yet); never while idle, while the tab is hidden or
-// once the page is left. The section's elements are made once and updated in place (the focus, a
-// screen reader's place and the progress bar stay put). Every string of recd's — the repository,
-// restic's messages, the warning — goes in as text, never as markup.
+// The Data page's Backups section (issue 48): the backups to a restic repository as recd says them
+// (`GET /v1/backup`), and Back up now (`POST /v1/backup`). Read when the page opens, the library
+// changes, the tab shows again and at the next run's time; every second only while a run is under
+// way (or asked for); never while idle, hidden or once the page is left. Elements are made once and
+// updated in place (the focus, a screen reader's place and the bar stay put). recd's strings (the
+// repository, restic's messages, the warning) go in as text, never as markup.
 
 import { api } from './api.js';
 import { h, toast, shortDate } from './ui.js';
@@ -42,8 +41,8 @@ const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? n
 /// Text set only when it changed: no churn for assistive technology once a second.
 function set(el, text) { if (el.textContent !== text) el.textContent = text; }
 
-/// The section: `{ el, refresh(), stop() }`. `stop()` when the page is left (app.js does, and the
-/// section stops by itself once it is no longer in the document).
+/// The section: `{ el, refresh(), stop() }`; stop() when the page is left (app.js), or by itself once
+/// out of the document.
 export function backupSection() {
   let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
 
@@ -72,7 +71,7 @@ export function backupSection() {
   const checked = row('check', 'Last check');
   const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, checked.row, next.row);
 
-  const now = h('button', { type: 'button', class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
+  const now = h('button', { class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
     // aria-disabled, not disabled, while the request is on its way: the focus stays on the button
     if (now.getAttribute('aria-disabled') === 'true') return;
     now.setAttribute('aria-disabled', 'true');

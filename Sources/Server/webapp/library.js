@@ -1,16 +1,19 @@
 // The library (seed 5.1, 5.4, Home's Quick Play): the empty state, rows newest first (or most
-// played), the top 3, paged 50 at a time so 10,000 recordings paint at once; edit (5.4.3) and
-// delete (5.4.4) sheets. Re-read when `library.changed` says something changed elsewhere. A take not
-// saved yet ("not saved") leads back to its preview, where it is saved or discarded; one being
-// recorded leads to the recording screen: neither is played, edited or deleted as a saved one.
-// Search (issue 38): a field above the list that searches titles, notes and transcripts as one types;
-// while it holds a query the list is what it found, each with the words marked where they were found.
+// played), the top 3, 50 at a time so 10,000 recordings paint at once; edit (5.4.3) and delete
+// (5.4.4). Re-read on `library.changed`. A take "not saved" leads to its preview (save or discard),
+// one being recorded to its screen: neither is played, edited or deleted as a saved one.
+// Search (issue 38): titles, notes and transcripts as one types; the list is then what was found,
+// the words marked.
 
 import { api } from './api.js';
-import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm } from './ui.js';
+import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm, modal } from './ui.js';
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
+
+/// A recording's button: its icon, then its lines of text.
+const main = (r, props, ...text) => h('button', props,
+  h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)), h('span', { class: 'row-text' }, ...text));
 
 /// recd's snippet ("…the «storm» came…") as text with <mark>s: text nodes, never markup.
 function marked(snippet) {
@@ -18,12 +21,10 @@ function marked(snippet) {
     .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 }
 
-/// The snippet's first <mark> inside its box: recd's snippet is about 12 words around what was found,
-/// not always centred on it, and the box shows two lines, so on a phone (4 or 5 words a line) the
-/// marked word was often on the third line, cut off. Words before it are dropped ("…" in their place),
-/// as few as needed, until the mark is in view: a binary search over how many, on the laid-out box.
-/// When text is cut after the box's last line, that line ends in the clamp's "…", which can cover
-/// a word at its end: the mark must then be above it.
+/// The snippet's first <mark> inside its box: recd's ~12 words are not always centred on it, and the
+/// box shows two lines, so on a phone the mark was often on the third, cut off. As few words before
+/// it as needed are dropped ("…" instead) to bring it in view: a binary search on the laid-out box.
+/// When text is cut after the last line, the clamp's "…" can cover its end: the mark must be above.
 function fitSnippet(box) {
   const mark = box.querySelector('mark');
   if (!mark) return;
@@ -48,16 +49,14 @@ export class Library {
     this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
     this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
     this.refreshing = null;
-    // The search field stays the same element across renders, so typing keeps its focus while the
-    // list under it changes.
+    // The field stays the same element across renders: typing keeps its focus as the list changes.
     this.query = ''; this.hits = null; this.searchError = null; this.searchSeq = 0; this.typing = null;
     this.field = h('input', { type: 'search', name: 'q', 'aria-label': 'Search recordings', placeholder: 'Search recordings',
       autocomplete: 'off', enterkeyhint: 'search', 'data-search': '' });
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
-    // A snippet fitted at one width may hide its mark at a narrower one (a phone turned, a window
-    // made narrower): fitted again when the list's width changes.
+    // Fitted again when the list's width changes (a phone turned): the mark may be hidden at another.
     let width = 0;
     new ResizeObserver(([entry]) => {
       if (Math.round(entry.contentRect.width) === width) return;
@@ -68,8 +67,8 @@ export class Library {
 
   fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
 
-  /// The field changed: a search 250 ms after the last key, once it holds a letter or a digit (recd
-  /// refuses a query without); emptied (or only punctuation), the library as it was.
+  /// The field changed: a search 250 ms after the last key, once it holds a letter or digit (recd
+  /// refuses others); emptied (or only punctuation), the library.
   typed(delay) {
     clearTimeout(this.typing);
     const q = this.field.value.trim();
@@ -120,9 +119,8 @@ export class Library {
     if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
-  /// Draws the list again; the focus, when it was on a row's button, goes to that button of the new
-  /// drawing (`library.changed` redraws the list under a keyboard user's feet, and the focus fell to
-  /// <body>), or to the row now in that place when that row is gone.
+  /// Draws the list again, the focus (on a row's button) to that button anew, or to the row in its
+  /// place when it is gone: `library.changed` redraws under a keyboard user's feet.
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
@@ -130,9 +128,8 @@ export class Library {
     if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
   }
 
-  /// The focus on a row's button (by the recording's id and the button's data-action, 'main' for the
-  /// row itself); when that row is gone (deleted), on the row now at `index` (or the last), else on
-  /// the empty state's button, else on the screen: never left on <body>.
+  /// The focus on a row's button (by id and data-action, 'main' for the row itself); that row gone,
+  /// on the one now at `index` (or the last), else the empty state's button, else the screen: never <body>.
   focusRow(id, action, index = -1) {
     const rows = [...this.view.querySelectorAll('li[data-id]')];
     const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
@@ -148,26 +145,25 @@ export class Library {
         h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
         h('h2', { id: 'empty-title' }, 'No recordings yet'),
         h('p', {}, 'Create motivational content to play during cravings'),
-        h('button', { type: 'button', class: 'primary', onclick: () => this.onRecord() }, 'RECORD YOUR FIRST')));
+        h('button', { class: 'primary', onclick: () => this.onRecord() }, 'RECORD YOUR FIRST')));
       return;
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
     const tab = (by, label) => h('button', {
-      type: 'button', role: 'tab', 'aria-selected': String(this.by === by),
+      role: 'tab', 'aria-selected': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
     }, label);
     const quick = this.top.length
       ? [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
          h('div', { class: 'quick', role: 'list', 'aria-labelledby': 'quick-title' }, this.top.map((r) =>
-           h('button', { type: 'button', role: 'listitem', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
-             h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-             h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
+           main(r, { role: 'listitem', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
+             h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`))))]
       : [];
     const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
     requestAnimationFrame(() => performance.mark('library-painted'));   // read by bench/webapp.py
     const more = this.rows.length < this.total
-      ? [h('button', { type: 'button', class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`)]
+      ? [h('button', { class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`)]
       : [];
     this.body.replaceChildren(
       ...quick,
@@ -176,8 +172,8 @@ export class Library {
       rows, ...more);
   }
 
-  /// What the search found: each recording with its snippet («words» marked) and, for words said in
-  /// it, when ("at 0:41"); a click plays it from there.
+  /// What the search found: each with its snippet («words» marked) and when words were said ("at 0:41");
+  /// a click plays from there.
   results() {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
     if (!this.hits.length) return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”.`)];
@@ -190,12 +186,10 @@ export class Library {
         // Found in the whole title: the title itself with its words marked (not said twice).
         const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
         return h('li', { 'data-id': r.id, 'data-field': hit.field },
-          h('button', { type: 'button', class: 'row-main', onclick: () => this.openHit(hit) },
-            h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-            h('span', { class: 'row-text' },
-              h('div', { class: 'row-title' }, inTitle ? marked(hit.snippet) : r.title),
-              inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
-              h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`))));
+          main(r, { class: 'row-main', onclick: () => this.openHit(hit) },
+            h('div', { class: 'row-title' }, inTitle ? marked(hit.snippet) : r.title),
+            inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
+            h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`)));
       }))];
   }
 
@@ -210,17 +204,15 @@ export class Library {
     if (r.state === 'pending' || r.state === 'recording') return this.unsaved(r);
     const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
     return h('li', { 'data-id': r.id },
-      h('button', { type: 'button', class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
-        h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-        h('span', { class: 'row-text' },
-          h('div', { class: 'row-title' }, r.title),
-          h('div', { class: 'row-meta' }, meta),
-          h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`))),
+      main(r, { class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
+        h('div', { class: 'row-title' }, r.title),
+        h('div', { class: 'row-meta' }, meta),
+        h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`)),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
+        h('button', { class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
           '🔈', h('span', { class: 'label' }, ' Speaker')),
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
+        h('button', { class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
+        h('button', { class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
   }
 
   /// A take being recorded, or stopped and not saved: one way on, to its screen.
@@ -232,13 +224,11 @@ export class Library {
       : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
     return h('li', { 'data-id': r.id, 'data-state': r.state },
-      h('button', { type: 'button', class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
-        h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-        h('span', { class: 'row-text' },
-          h('div', { class: 'row-title' }, r.title),
-          h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved')))),
+      main(r, { class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
+        h('div', { class: 'row-title' }, r.title),
+        h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved'))),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
+        h('button', { class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
           live ? 'Open' : 'Save…')));
   }
 
@@ -250,16 +240,15 @@ export class Library {
 
   /// Screen 5.4.3: the edit sheet, pre-filled; a blank title becomes the automatic one.
   edit(r) {
-    const dialog = document.getElementById('dialog');
     const form = metadataForm({ title: r.title, notes: r.notes, purpose: r.purpose });
     const error = h('p', { class: 'banner', hidden: true, role: 'alert' });
-    dialog.replaceChildren(
+    const dialog = modal(null,
       h('div', { class: 'head actions', style: 'justify-content: space-between; margin: 0' },
         h('h2', { id: 'dialog-title' }, 'Edit Recording'),
-        h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close', onclick: () => dialog.close() }, '✕')),
+        h('button', { class: 'quiet', 'aria-label': 'Close', onclick: () => dialog.close() }, '✕')),
       error, form,
       h('div', { class: 'actions' }, h('button', {
-        type: 'button', class: 'primary', 'data-action': 'save-changes',
+        class: 'primary', 'data-action': 'save-changes',
         onclick: async () => {
           const m = form.read();
           try {
@@ -269,8 +258,6 @@ export class Library {
           } catch (e) { error.textContent = e.message; error.hidden = false; }
         },
       }, 'SAVE CHANGES')));
-    dialog.setAttribute('aria-labelledby', 'dialog-title');
-    dialog.showModal();
     form.querySelector('input').focus();
   }
 

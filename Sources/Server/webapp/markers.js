@@ -8,11 +8,10 @@ import { h, duration, toast, limit } from './ui.js';
 const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 
 /// ⚑ Mark, here and on the record screen.
-export const markButton = (onclick) => h('button', { type: 'button', 'data-action': 'mark', 'aria-label': 'Mark this moment',
+export const markButton = (onclick) => h('button', { 'data-action': 'mark', 'aria-label': 'Mark this moment',
   'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick }, '⚑ Mark');
 
-/// `seek(t)`, `length()`: the player's; `now()`: where to mark, `{time}` (or `{}`: recd's own
-/// position). Returns { ticks, el, button, mark(), load(), draw(), close() }.
+/// `seek(t)`, `length()`: the player's; `now()`: the body, `{time}` (or `{}`: recd's own position).
 export function markerPanel(id, { seek, length, now }) {
   let list = [], seq = 0, closed = false;
   const ticks = h('div', { class: 'ticks' }), el = h('div', { class: 'markers' });
@@ -25,7 +24,7 @@ export function markerPanel(id, { seek, length, now }) {
   };
   const button = markButton(mark);
   const key = (m, what) => ({ 'data-key': `${m.id}:${what}` });
-  const go = (m) => ({ type: 'button', 'aria-label': name(m), onclick: () => seek(m.time) });
+  const go = (m) => ({ 'aria-label': name(m), onclick: () => seek(m.time) });
   // The label: kept on Enter or on leaving the field; Escape puts it back.
   const field = (m) => {
     const input = h('input', { ...key(m, 'label'), value: m.label, placeholder: 'Add a label', 'aria-label': `Label of ${name(m)}`,
@@ -54,8 +53,8 @@ export function markerPanel(id, { seek, length, now }) {
     el.replaceChildren(...(list.length ? [h('ul', { 'aria-label': 'Markers' }, list.map((m) => h('li', {},
       h('button', { ...go(m), ...key(m, 'go'), class: 'at', 'aria-label': `Go to ${name(m)}` }, duration(m.time)),
       field(m),
-      h('button', { ...key(m, 'delete'), type: 'button', class: 'quiet', 'aria-label': `Delete ${name(m)}`, onclick: () => remove(m) }, '🗑️'))))] : []));
-    const b = was && (el.querySelector(`[data-key="${was}"]`) ?? ticks.querySelector(`[data-key="${was}"]`));
+      h('button', { ...key(m, 'delete'), class: 'quiet', 'aria-label': `Delete ${name(m)}`, onclick: () => remove(m) }, '🗑️'))))] : []));
+    const b = was && document.querySelector(`[data-key="${was}"]`);
     if (b) { if (typed !== null) b.value = typed; b.focus(); }
   };
 

@@ -1,7 +1,7 @@
-// Playback (seed 5.4.1, 5.4.2): audio in the mini-player with its waveform, drag to scrub, ±15 s and
-// pause; video in a player with its poster. It plays in the browser from /media (Range requests) and
-// counts once by the seed's rule — on dismiss or at the end, never for a pending take — through
-// /played; or, when asked, on recd's own speaker through /play and /playback (recd counts those).
+// Playback (seed 5.4.1, 5.4.2): audio in the mini-player with its waveform (drag to scrub), ±15 s,
+// pause and markers; video with its poster. Plays in the browser from /media (Range requests), counted
+// once by the seed's rule (on dismiss or at the end, never a pending take) through /played; or on
+// recd's own speaker through /play and /playback (recd counts those).
 
 import { api } from './api.js';
 import { h, duration, icon, toast, onKey } from './ui.js';
@@ -13,8 +13,7 @@ let current = null;   // { recording, media, counts, counted, wave, close }
 
 export function closePlayer() { current?.close(); }
 
-/// `library.changed` for the recording in the player (a marker made elsewhere), or a reconnection
-/// (no id): its markers are read again.
+/// `library.changed` for the recording played (a marker made elsewhere), or a reconnection (no id).
 export function markersChanged(id) {
   if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) current.marks.load();
 }
@@ -31,12 +30,11 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   });
   const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
   const time = h('div', { class: 'time', 'aria-live': 'off' }, `0:00 / ${duration(recording.duration)}`);
-  const pause = h('button', { type: 'button', 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
+  const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
-  // Where the focus goes back to when the player closes: what opened it (a row's button), or, when
-  // that is gone (the list was drawn again meanwhile), its row's play button by the recording's id,
-  // or the screen; never <body>, where a keyboard or screen reader user would start over.
+  // The focus back, on closing, to what opened it; that gone (the list drawn again), to its row's play
+  // button, or the screen; never <body>, where a keyboard or screen reader user would start over.
   const opener = document.activeElement;
   const hint = h('p', { class: 'hint', 'data-count-hint': '' },
     counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
@@ -71,6 +69,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   };
   const position = () => (state.speaker ? state.speakerPosition ?? 0 : media.currentTime);
   const length = () => recording.duration || media.duration || 0;
+  const paused = () => (state.speaker ? state.speakerPaused : media.paused);
   const render = () => {
     time.textContent = `${duration(position())} / ${duration(length())}`;
     // The slider says where it is, as the waveform shows it.
@@ -79,9 +78,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     scrub.setAttribute('aria-valuetext', `${duration(position())} of ${duration(length())}`);
     if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0);
     state.transcript?.mark(position());
-    const paused = state.speaker ? state.speakerPaused : media.paused;
-    pause.textContent = paused ? '▶' : '⏸';
-    pause.setAttribute('aria-label', paused ? 'Play' : 'Pause');
+    pause.textContent = paused() ? '▶' : '⏸';
+    pause.setAttribute('aria-label', paused() ? 'Play' : 'Pause');
   };
   const seekTo = async (t) => {
     t = Math.max(0, Math.min(length(), t));
@@ -92,8 +90,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   // A word of the transcript: heard from there (playing again if it was paused).
   const playFrom = async (t) => {
     await seekTo(t);
-    const paused = state.speaker ? state.speakerPaused : media.paused;
-    if (paused) await toggle().catch(() => {});
+    if (paused()) await toggle().catch(() => {});
   };
   const toggle = async () => {
     if (state.speaker) {
@@ -129,16 +126,16 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       // Saved by the browser under the recording's title (recd names it: Content-Disposition).
       h('a', { class: 'quiet', href: api.download(recording.id), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
-      h('button', { type: 'button', class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
+      h('button', { class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
     isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, media),
     h('div', { class: 'time-row' }, marks.button, time),
     h('div', { class: 'controls' },
-      h('button', { type: 'button', 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
+      h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
-      h('button', { type: 'button', 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
+      h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
     marks.el,
-    // Said in words: the sound is not in this browser but out of the machine recd runs on.
-    // (a spread list: replaceChildren, unlike h(), would print a null as "null")
+    // Said in words: the sound is out of recd's machine, not this browser (spread: replaceChildren
+    // would print a null as "null", h() would not)
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     ...(state.transcript ? [state.transcript.el] : []),
     hint);

@@ -1,12 +1,11 @@
-// Recording (seed 5.3): the mode choice, the recording screen with its timer and a level trace that
-// reacts (from recd's `meter` events), the fallbacks when a camera or microphone is missing (the 503
-// offers, in the seed's words), then the preview sheet (5.3.3): play the take (never counted), title,
-// notes, purpose, save or discard. The screen follows the take, whoever drives it: a pause, resume or
-// stop from recctl or another tab shows here, and a take in progress is where the app is (found again
-// after a reload, and from + NEW).
+// Recording (seed 5.3): the mode choice, the screen with its timer and a level trace (recd's `meter`
+// events), the fallbacks for a missing camera or microphone (the 503 offers, in the seed's words),
+// then the preview (5.3.3): play the take (never counted), title, notes, purpose, save or discard.
+// The screen follows the take whoever drives it (recctl, another tab), and a take in progress is
+// where the app is (after a reload, and from + NEW); ⚑ Mark (or m) marks it (issue 47).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 import { markButton } from './markers.js';
@@ -15,18 +14,14 @@ const clock = (s) => `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(Ma
 
 /// Screen 5.3: resolves 'video', 'audio' or null.
 export function chooseMode() {
-  const dialog = document.getElementById('dialog');
   return new Promise((resolve) => {
     const pick = (v) => { dialog.close(); resolve(v); };
-    dialog.replaceChildren(
+    const dialog = modal(() => resolve(null),
       h('h2', { id: 'dialog-title' }, 'Choose Recording Type'),
       h('div', { style: 'display: grid; gap: .6rem' },
-        h('button', { type: 'button', class: 'primary', 'data-mode': 'video', onclick: () => pick('video') }, '🎥 RECORD VIDEO'),
-        h('button', { type: 'button', class: 'primary', 'data-mode': 'audio', onclick: () => pick('audio') }, '🎙️ RECORD AUDIO'),
-        h('button', { type: 'button', class: 'quiet', onclick: () => pick(null) }, 'Cancel')));
-    dialog.setAttribute('aria-labelledby', 'dialog-title');
-    dialog.onclose = () => resolve(null);
-    dialog.showModal();
+        h('button', { class: 'primary', 'data-mode': 'video', onclick: () => pick('video') }, '🎥 RECORD VIDEO'),
+        h('button', { class: 'primary', 'data-mode': 'audio', onclick: () => pick('audio') }, '🎙️ RECORD AUDIO'),
+        h('button', { class: 'quiet', onclick: () => pick(null) }, 'Cancel')));
     dialog.querySelector('[data-mode=audio]').focus();
   });
 }
@@ -49,13 +44,13 @@ export class RecordScreen {
     this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
     this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0' });
-    this.button = h('button', { type: 'button', class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
+    this.button = h('button', { class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
     // Pause and resume go on in the same file (shown while recording).
-    this.pauseButton = h('button', { type: 'button', 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
-    // A marker at the take's time (recd's own: pauses left out), shown while recording; also the key m.
+    this.pauseButton = h('button', { 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
+    // ⚑ Mark (or m) while recording: at the take's time, pauses left out (recd's).
     this.markButton = markButton(() => this.mark());
     this.markButton.hidden = true;
-    this.cancel = h('button', { type: 'button', class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
+    this.cancel = h('button', { class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
     // tabindex: the focus goes here when recd goes away under STOP or PAUSE (they are disabled then)
     this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
@@ -135,11 +130,10 @@ export class RecordScreen {
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
-    // recd gone (killed, crashed, stopped): the take is not growing, so the timer stands still, STOP
-    // and PAUSE are disabled (there is no one to ask: STOP did nothing visible), and the screen says
-    // so. What is left of the take is not known until recd is back (its start keeps what reached the
-    // disk as a take not saved, or removes a take that holds no sound yet): then `sync` asks, and
-    // the screen says which.
+    // recd gone (killed, crashed, stopped): the timer stands still, STOP, PAUSE and Mark are disabled
+    // (no one to ask), and the screen says so. What is left of the take is known once recd is back
+    // (its start keeps what reached the disk as a take not saved, or removes one with no sound yet):
+    // then `sync` asks, and the screen says which.
     this.unwatch = onReachability((up) => {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
@@ -207,43 +201,40 @@ export class RecordScreen {
   /// The seed's fallbacks (Screen 5.2) for the 503 offers, and the other errors a person can act on.
   refused(e) {
     const offer = (text, label, then) => {
-      this.error.replaceChildren(h('p', {}, text), h('button', { type: 'button', class: 'primary', onclick: then }, label));
+      this.error.replaceChildren(h('p', {}, text), h('button', { class: 'primary', onclick: then }, label));
       this.error.hidden = false;
     };
     if (e.code === 'device_unavailable' && e.offer === 'audio_only') {
       offer('Camera required for video recordings. Record audio-only instead.', '🎙️ RECORD AUDIO', () => { this.show('audio'); this.start(); });
     } else if (e.code === 'device_unavailable' && e.offer === 'video_only') {
       offer('Microphone required for recordings. You can still record video-only.', '🎥 RECORD VIDEO-ONLY', () => { this.audio = false; this.start(); });
-    } else if (e.code === 'device_unavailable') {
-      offer(`The microphone is not available: ${e.message}`, 'Try again', () => this.start());
-    } else if (e.code === 'insufficient_storage') {
-      offer(`The disk is full: ${e.message}`, 'Try again', () => this.start());
     } else {
-      offer(e.message, 'Try again', () => this.start());
+      const why = { device_unavailable: 'The microphone is not available: ', insufficient_storage: 'The disk is full: ' }[e.code] ?? '';
+      offer(why + e.message, 'Try again', () => this.start());
     }
   }
 
   listen() {
     const id = this.recording.id;
     this.stream = events(['meter', 'recording.stopped', 'recording.paused', 'recording.resumed'], (e) => {
-      if ((e.type === 'recording.paused' || e.type === 'recording.resumed') && e.data.recordingID === id) {
+      if (e.data.recordingID !== id) return;
+      if (e.type === 'recording.paused' || e.type === 'recording.resumed') {
         this.pauseState(e.data);
-      } else if (e.type === 'meter' && e.data.recordingID === id && e.data.source === 'recording') {
+      } else if (e.type === 'meter' && e.data.source === 'recording') {
         if (this.paused) return;
-        const peaks = e.data.channels.map((c) => c.peak);
-        this.trace.push(Math.max(...peaks));
+        const peak = Math.max(...e.data.channels.map((c) => c.peak));
+        this.trace.push(peak);
         this.meter.replaceChildren(...e.data.channels.map((c) => h('div', { class: 'lane' },
           h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, ((c.peak + 60) / 60) * 100))}%` }))));
-        this.meter.setAttribute('aria-valuenow', Math.round(Math.max(-60, Math.max(...peaks))));
-        this.meter.dataset.peak = String(Math.max(...peaks));
-      } else if (e.type === 'recording.stopped' && e.data.recordingID === id) {
+        this.meter.setAttribute('aria-valuenow', Math.round(Math.max(-60, peak)));
+        this.meter.dataset.peak = String(peak);
+      } else if (e.type === 'recording.stopped') {
         this.ended(e.data.recording, e.data.error);   // stopped elsewhere, or by itself (a device or the disk failed)
       }
     }, () => this.sync(id));
   }
 
-  /// On each (re)connection of the stream: what happened while it was closed (a hidden tab, recd
-  /// restarted) is not replayed, so ask recd where the take is.
+  /// On each (re)connection of the stream (what happened while closed is not replayed): where is the take?
   async sync(id) {
     try {
       const active = (await api.status()).active;
@@ -277,9 +268,8 @@ export class RecordScreen {
     }
   }
 
-  /// recd came back without the take: it stopped before any sound of it reached the disk, and its
-  /// start removed the empty take. Said on this screen, ready to record again (the page used to go
-  /// to the library with a toast gone in two seconds, after promising the take would show here).
+  /// recd came back without the take (none of its sound reached the disk: its start removed it).
+  /// Said here, ready to record again, not in a toast gone in two seconds.
   emptied() {
     this.show(this.mode);
     this.error.replaceChildren(h('p', {}, h('strong', {}, 'Nothing was kept. '),
@@ -287,8 +277,8 @@ export class RecordScreen {
     this.error.hidden = false;
   }
 
-  /// The take stopped (here, elsewhere, or by itself): a pending take goes to its preview, as this
-  /// page's STOP does; one saved or discarded elsewhere leaves nothing to preview.
+  /// The take stopped (here, elsewhere, or by itself): a pending take to its preview, as STOP does; one
+  /// saved or discarded elsewhere leaves nothing to preview.
   ended(recording, why, quiet = false) {
     if (!this.recording) return;   // already followed: this page's STOP and the event both say so
     this.pauseButton.hidden = this.markButton.hidden = true;
@@ -329,13 +319,13 @@ export class RecordScreen {
     const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },
       h('div', { class: 'actions', style: 'justify-content: space-between; margin-top: 0' },
-        h('button', { type: 'button', class: 'quiet', 'aria-label': 'Discard', 'data-action': 'discard', onclick: discard }, '✕'),
-        h('button', { type: 'button', class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
+        h('button', { class: 'quiet', 'aria-label': 'Discard', 'data-action': 'discard', onclick: discard }, '✕'),
+        h('button', { class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
       recovered,
       h('div', { class: 'big-icon', 'aria-hidden': 'true' }, r.type === 'video' ? '🎥' : '🎙️'),
       wave,
       h('p', { class: 'hint take-title', 'data-take-title': '' }, r.title),
-      h('button', { type: 'button', 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
+      h('button', { 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
       error, form));
     // The seed's audio preview shows the take's waveform under the icon before it is played.
     if (wave) { drawWaveform(wave, null); this.unfit = fitWaveform(wave, r.id, (w) => drawWaveform(wave, w)); }

@@ -1,7 +1,6 @@
-// The transcript under the player (issue 38): what recd's transcriber heard, word by word; the word
-// being heard marked as the position moves, kept in view; a click on a word plays from there.
-// recd makes transcripts in the background: a pending one says so and shows when `transcript.done`
-// comes; none (the transcriber off or not installed) or failed says why, in one quiet line.
+// The transcript under the player (issue 38): what recd's transcriber heard, word by word, the word
+// being heard marked and kept in view; a click on a word plays from there. Made in the background: a
+// pending one says so and shows on `transcript.done`; none or failed says why, in one quiet line.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';

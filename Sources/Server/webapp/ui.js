@@ -6,6 +6,7 @@ export const TITLE_MAX = 40, NOTES_MAX = 200;
 /// h('button', {class: 'primary', onclick}, 'text', child…)
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
+  if (tag === 'button') el.type = 'button';   // never a form's submit (props may say otherwise)
   for (const [k, v] of Object.entries(props)) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
@@ -17,18 +18,17 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
-/// The screen's name in the header and in the tab's title: each screen has its own, so tabs, history
-/// and a screen reader's "page title" tell them apart (it was "Recordings — recd" on every screen).
+/// The screen's name in the header and the tab's title, each its own: tabs, history and a screen
+/// reader's "page title" tell them apart.
 export function screenTitle(heading, name = heading) {
   document.getElementById('title').textContent = heading;
   document.title = `${name} — recd`;
 }
 
 let toastTimer;
-/// A short message in the page's live region (#toast, role=status). The region is always in the page
-/// and empty between messages: a live region that is `hidden` until filled is not in the
-/// accessibility tree when its text changes, so screen readers never said the toast. Each message is
-/// a new element in it, so the same words twice are said twice.
+/// A short message in the page's live region (#toast, role=status), always there and empty between
+/// messages (a `hidden` one is not in the accessibility tree when its text changes: never said).
+/// Each message is a new element, so the same words twice are said twice.
 export function toast(text) {
   const region = document.getElementById('toast');
   region.replaceChildren(h('div', { class: 'toast' }, text));
@@ -36,23 +36,28 @@ export function toast(text) {
   toastTimer = setTimeout(() => region.replaceChildren(), 2000);
 }
 
-/// The seed's alerts: resolves true when the person confirms. Cancel has the focus: these dialogs
-/// delete or discard for good, and a focused action button made Enter twice (once to open, once by
-/// habit) delete a recording, a take, or the whole library.
-export function confirmDialog(title, message, action, danger = true) {
+/// The page's <dialog>, named by its #dialog-title, shown modal with `children`; `onclose` on closing.
+export function modal(onclose, ...children) {
   const dialog = document.getElementById('dialog');
+  dialog.replaceChildren(...children);
+  dialog.setAttribute('aria-labelledby', 'dialog-title');
+  dialog.onclose = onclose;
+  dialog.showModal();
+  return dialog;
+}
+
+/// The seed's alerts: resolves true when confirmed. Cancel has the focus: these delete or discard for
+/// good, and Enter twice (to open, then by habit) must not.
+export function confirmDialog(title, message, action, danger = true) {
   return new Promise((resolve) => {
     const done = (v) => { dialog.close(); resolve(v); };
-    const cancel = h('button', { type: 'button', 'data-cancel': '', onclick: () => done(false) }, 'Cancel');
-    dialog.replaceChildren(
+    const cancel = h('button', { 'data-cancel': '', onclick: () => done(false) }, 'Cancel');
+    const dialog = modal(() => resolve(false),
       h('h2', { id: 'dialog-title' }, title),
       ...(message ? [h('p', {}, message)] : []),
       h('div', { class: 'actions' },
         cancel,
-        h('button', { type: 'button', class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
-    dialog.setAttribute('aria-labelledby', 'dialog-title');
-    dialog.onclose = () => resolve(false);
-    dialog.showModal();
+        h('button', { class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
     cancel.focus();
   });
 }
@@ -72,10 +77,9 @@ export function shortDate(iso) {
 export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
 export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
 
-/// Characters as recd counts them for its limits: grapheme clusters (👍🏽 and 🇩🇪 are one each), not
-/// UTF-16 code units (what `maxlength` counts: 😀 is two) nor code points.
-/// Browsers without Intl.Segmenter (Firefox before 125) count code points: a flag or a skin tone then
-/// counts two, so the form may refuse one recd would take, never the other way round.
+/// Characters as recd counts them: grapheme clusters (👍🏽, 🇩🇪 one each), not UTF-16 units (`maxlength`:
+/// 😀 is two) nor code points. Without Intl.Segmenter (Firefox < 125), code points: a flag counts two,
+/// so a form may refuse what recd would take, never the other way round.
 const segmenter = globalThis.Intl?.Segmenter ? new Intl.Segmenter() : null;
 const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g) => g.segment) : [...text]);
 
@@ -90,13 +94,12 @@ export function limit(field, max) {
   field.setSelectionRange(before.length, before.length);
 }
 
-/// Title (40), notes (200) and the purpose chips, as the preview (5.3.3) and edit (5.4.3) sheets
-/// have them. `read()` gives the body for save/edit: a blank title asks for the automatic one.
+/// Title (40), notes (200) and purpose chips of the preview (5.3.3) and edit (5.4.3) sheets; `read()`
+/// gives the body for save/edit (a blank title asks for the automatic one).
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  // One line under each field: the seed's "(40 char max)" until the text nears the limit, then the
-  // count in its place ("150/200"; the seed's notes counter appears at 150, 3/4 of the way; the
-  // title's at 30 likewise), never both.
+  // One line under each field: the seed's "(40 char max)", then from 3/4 of the limit the count in
+  // its place ("150/200", where the seed's notes counter appears), never both.
   const count = (input, max, out) => {
     const n = graphemes(input.value).length;
     out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
@@ -117,23 +120,24 @@ export function metadataForm(initial = {}) {
   limited(notes, NOTES_MAX, notesCount);
   count(title, TITLE_MAX, titleCount); count(notes, NOTES_MAX, notesCount);
   const chips = PURPOSES.map((p) => h('button', {
-    type: 'button', 'aria-pressed': String(p === purpose), 'data-purpose': p,
+    'aria-pressed': String(p === purpose), 'data-purpose': p,
     onclick: (e) => {
       purpose = purpose === p ? null : p;   // tap the selected chip to unselect it
       for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', String(c.dataset.purpose === purpose));
       e.currentTarget.focus();
     },
   }, p[0].toUpperCase() + p.slice(1)));
-  const chipBox = h('fieldset', { class: 'chips' }, h('legend', {}, `Purpose${initial.optional ? ' (Optional)' : ''}:`), chips);
+  const opt = initial.optional ? ' (Optional)' : '';
+  const chipBox = h('fieldset', { class: 'chips' }, h('legend', {}, `Purpose${opt}:`), chips);
   const form = h('form', { class: 'meta', onsubmit: (e) => e.preventDefault() },
-    h('label', {}, h('span', {}, `Title${initial.optional ? ' (Optional)' : ''}:`), title, titleCount),
-    h('label', {}, h('span', {}, `Notes${initial.optional ? ' (Optional)' : ''}:`), notes, notesCount),
+    h('label', {}, h('span', {}, `Title${opt}:`), title, titleCount),
+    h('label', {}, h('span', {}, `Notes${opt}:`), notes, notesCount),
     chipBox);
   form.read = () => ({ title: title.value.trim(), notes: notes.value, purpose });
   return form;
 }
 
-/// A one-key shortcut (`m` marks): not while typing, in a dialog, or with Ctrl, Alt or ⌘. Returns its remover.
+/// A one-key shortcut (m marks), not while typing, in a dialog or with Ctrl, Alt or ⌘; returns its remover.
 export function onKey(key, fn) {
   const on = (e) => {
     if (e.key.toLowerCase() !== key || e.repeat || e.ctrlKey || e.altKey || e.metaKey

@@ -3,9 +3,8 @@
 
 import { api } from './api.js';
 
-/// Spreads the points over the canvas's whole width, however many there are: point p covers
-/// [p, p+1) × width / length. (Drawing each point 1 px wide showed 600 points as 600 px, so a 358 px
-/// phone canvas held the first 60 % of the recording, and a drag mapped by width played another part.)
+/// Spreads the points over the canvas's whole width, however many: point p covers [p, p+1) × width /
+/// length (at 1 px each, a 358 px canvas showed 600 points' first 60 %, and a drag played another part).
 export function drawWaveform(canvas, wave, progress = 0) {
   const ratio = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 300, height = canvas.clientHeight || 72;
@@ -39,9 +38,8 @@ export function drawWaveform(canvas, wave, progress = 0) {
   canvas.dataset.drawn = String(Math.round(wave.length * bar));
 }
 
-/// Asks recd for as many points as the canvas has pixels (its CSS width × devicePixelRatio) and asks
-/// again when that changes (a window resized or turned, a zoom): `got(wave)` is called each time.
-/// Returns a function that stops following the canvas.
+/// Asks recd for as many points as the canvas has pixels (CSS width × devicePixelRatio), again when
+/// that changes (a window resized or turned, a zoom), `got(wave)` each time; returns its stopper.
 export function fitWaveform(canvas, id, got) {
   let asked = 0, timer = null;
   const ask = () => {
