@@ -1,5 +1,5 @@
 // kill -9 at random moments of every state change, then a restart: nothing may be lost or left
-// half-done. RECD_CRASH_ITERATIONS (default 30) and RECD_CRASH_SEED pick the run;
+// half-done. RECD_CRASH_ITERATIONS (default 20: about a minute of the suite) and RECD_CRASH_SEED pick the run;
 // scripts/crash-test.sh runs 500.
 import Foundation
 import RecdAPI
@@ -24,7 +24,7 @@ final class CrashTests: DaemonTestCase {
 
     func testKill9AtRandomMomentsLosesNothing() throws {
         let env = ProcessInfo.processInfo.environment
-        let iterations = Int(env["RECD_CRASH_ITERATIONS"] ?? "") ?? 30
+        let iterations = Int(env["RECD_CRASH_ITERATIONS"] ?? "") ?? 20
         let seed = UInt64(env["RECD_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
         var rng = SeededGenerator(state: seed)
         print("crash test: \(iterations) iterations, RECD_CRASH_SEED=\(seed)")

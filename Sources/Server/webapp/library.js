@@ -3,7 +3,7 @@
 // (5.4.4). Re-read on `library.changed`. A take "not saved" leads to its preview (save or discard),
 // one being recorded to its screen: neither is played, edited or deleted as a saved one.
 // Search (issue 38): titles, notes and transcripts as one types; the list is then what was found,
-// the words marked.
+// the words marked; nothing found, recd's closest words (issue 47) search again.
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm, modal } from './ui.js';
@@ -82,10 +82,10 @@ export class Library {
 
   async search(q) {
     const seq = ++this.searchSeq;
-    let hits = [], error = null;
-    try { hits = (await api.search(q)).results; } catch (e) { error = e; }
+    let r = { results: [] }, error = null;
+    try { r = await api.search(q); } catch (e) { error = e; }
     if (seq !== this.searchSeq || !this.isVisible()) return;   // typed on since, or another screen is up
-    this.query = q; this.hits = hits; this.searchError = error;
+    this.query = q; this.hits = r.results; this.suggestions = r.suggestions ?? []; this.searchError = error;
     this.render();
   }
 
@@ -150,15 +150,16 @@ export class Library {
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
-    const tab = (by, label) => h('button', {
-      role: 'tab', 'aria-selected': String(this.by === by),
-      onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('[role=tab][aria-selected=true]')?.focus(); },
+    // Two orders of one list, not panels: toggle buttons (as the purpose chips), reached by Tab.
+    const order = (by, label) => h('button', {
+      'aria-pressed': String(this.by === by),
+      onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
     }, label);
     const quick = this.top.length
       ? [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
-         h('div', { class: 'quick', role: 'list', 'aria-labelledby': 'quick-title' }, this.top.map((r) =>
-           main(r, { role: 'listitem', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
-             h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`))))]
+         h('ul', { class: 'quick', 'aria-labelledby': 'quick-title' }, this.top.map((r) => h('li', {},
+           main(r, { onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
+             h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
       : [];
     const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
     requestAnimationFrame(() => performance.mark('library-painted'));   // read by bench/webapp.py
@@ -168,7 +169,7 @@ export class Library {
     this.body.replaceChildren(
       ...quick,
       h('h2', { class: 'section' }, `All recordings (${this.total})`),
-      h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Order' }, tab('recent', 'Recent'), tab('plays', 'Most Played')),
+      h('div', { class: 'tabs', role: 'group', 'aria-label': 'Order' }, order('recent', 'Recent'), order('plays', 'Most Played')),
       rows, ...more);
   }
 
@@ -176,7 +177,15 @@ export class Library {
   /// a click plays from there.
   results() {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
-    if (!this.hits.length) return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”.`)];
+    if (!this.hits.length) {
+      // Each close word a button: the search again with it in place of the word not found.
+      const words = this.suggestions.flatMap((s) => s.closest.map((w) => {
+        const q = this.query.replace(new RegExp(`(?<![\\p{L}\\p{N}])${s.word}(?![\\p{L}\\p{N}])`, 'giu'), w);
+        return h('button', { class: 'quiet', 'aria-label': `Search for ${q}`, onclick: () => this.again(q) }, w);
+      }));
+      return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”`,
+        ...(words.length ? [' — did you mean ', ...words.flatMap((b, i) => (i ? [' or ', b] : [b])), '?'] : ['.']))];
+    }
     const n = this.hits.length;
     return [h('h2', { class: 'section' }, n === 1 ? '1 recording found' : `${n} recordings found`),
       h('ul', { class: 'rows hits', 'aria-label': 'Search results' }, this.hits.map((hit) => {
@@ -191,6 +200,13 @@ export class Library {
             inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
             h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`)));
       }))];
+  }
+
+  /// A suggestion taken: in the field, searched, the focus on the first hit (or the field).
+  async again(q) {
+    this.field.value = q;
+    await this.search(q);
+    (this.body.querySelector('.row-main') ?? this.field).focus();
   }
 
   openHit(hit) {

@@ -1,5 +1,5 @@
 // Playback (seed 5.4.1, 5.4.2): audio in the mini-player with its waveform (drag to scrub), ±15 s,
-// pause and markers; video with its poster. Plays in the browser from /media (Range requests), counted
+// pause, markers and Skip Silence; video with its poster. Plays in the browser from /media (Range requests), counted
 // once by the seed's rule (on dismiss or at the end, never a pending take) through /played; or on
 // recd's own speaker through /play and /playback (recd counts those).
 
@@ -106,6 +106,30 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   state.unkey = onKey('m', marks.mark);
   media.addEventListener('loadedmetadata', marks.draw);   // the ticks' scale, when recd had no duration
 
+  // Skip Silence (issue 47): recd's pauses, read once, jumped over while the <audio> plays, at each
+  // timeupdate (4 a second) and frame; on recd's speaker recd skips them (the play's skipSilence).
+  let skipping = false, asked = null, pauses = [];
+  try { skipping = localStorage.getItem('recd-skip-silence') === '1'; } catch { /* no storage: off */ }
+  const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
+  const skipper = h('button', { 'data-action': 'skip-silence', onclick: () => skipSet(!skipping, true) }, 'Skip silence');
+  const skipSet = async (on, pressed) => {
+    skipping = on;
+    skipper.setAttribute('aria-pressed', String(on));
+    try { localStorage.setItem('recd-skip-silence', on ? '1' : '0'); } catch { /* for this player only */ }
+    if (pressed && state.speaker) toast("On recd's speaker: from the next play");
+    saves.textContent = '';
+    asked ??= on ? api.silences(recording.id).then((r) => { pauses = r.silences; return r.skippable; }, () => null) : null;
+    const n = await asked;
+    if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
+  };
+  skipSet(skipping);
+  const jump = () => {
+    const t = media.currentTime, p = skipping && !state.speaker && pauses.find((x) => t >= x.start && t < x.end);
+    if (p) media.currentTime = p.end;
+  };
+  const frame = () => { jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
+  media.addEventListener('playing', frame);
+
   // Drag on the waveform (or its keyboard arrows) to scrub.
   const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0' }, canvas);
   const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
@@ -116,7 +140,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (e.key === 'ArrowRight') { skip(5); e.preventDefault(); }
   });
 
-  media.addEventListener('timeupdate', render);
+  media.addEventListener('timeupdate', () => { jump(); render(); });
   // Saved recordings are transcribed (a take's preview is not): the words under the controls.
   if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
   media.addEventListener('ended', async () => { render(); await count(); });   // to the end: one play
@@ -128,7 +152,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
                'aria-label': `Download ${recording.title}` }, '⬇'),
       h('button', { class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
     isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, media),
-    h('div', { class: 'time-row' }, marks.button, time),
+    h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
     h('div', { class: 'controls' },
       h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
@@ -142,7 +166,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {
-    const reply = await api.playOnSpeaker(recording.id, at);
+    const reply = await api.playOnSpeaker(recording.id, at, skipping);
     state.speakerPosition = at;
     media.removeAttribute('src');
     state.timer = setInterval(async () => {
