@@ -149,13 +149,23 @@ final class ResticRun: @unchecked Sendable {
     /// Reads standard output to its end, a line at a time (`onLine`), and standard error beside it
     /// (poll: neither pipe can fill and stall restic); then reaps restic. Returns its exit status
     /// (128 + the signal that ended it, 127: it could not be run) and what it wrote.
-    func wait(onLine: (Substring) -> Void = { _ in }) -> (status: Int32, stdout: String, stderr: String) {
+    /// `stalled`, asked about once a second: true stops restic (SIGINT, then SIGKILL if it has not
+    /// ended 10 s later: a process that hangs may not handle the first).
+    func wait(onLine: (Substring) -> Void = { _ in }, stalled: () -> Bool = { false }) -> (status: Int32, stdout: String, stderr: String) {
         var all: [UInt8] = [], errBytes: [UInt8] = [], pending: [UInt8] = []
         var fds = [pollfd(fd: out, events: Int16(POLLIN), revents: 0), pollfd(fd: err, events: Int16(POLLIN), revents: 0)]
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var open = 2
+        var interruptedAt: ContinuousClock.Instant?
         while open > 0 {
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
+            let ready = poll(&fds, 2, 1000)
+            guard ready >= 0 || errno == EINTR else { break }
+            if let at = interruptedAt {
+                if ContinuousClock.now - at > .seconds(10) { kill(pid, SIGKILL) }
+            } else if stalled() {
+                interrupt()
+                interruptedAt = .now
+            }
             for i in 0..<2 where fds[i].fd >= 0 && fds[i].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
@@ -202,7 +212,10 @@ extension ResticRepository {
     /// `restic backup` of `stage` (its contents at the snapshot's root), reporting restic's progress;
     /// `started` gets the run, so that it can be interrupted. A run counts only with restic's summary
     /// and exit 0 (progress may reach 100 % and the save still fail, as on a full disk).
-    public func backup(stage: URL, started: (any ResticInterruptible) -> Void = { _ in },
+    /// `stallSeconds`: a run whose figures (files and bytes found, files and bytes read) do not move
+    /// for this long is stopped and fails, so that a repository that stopped answering does not hold
+    /// the backups up for ever.
+    public func backup(stage: URL, stallSeconds: Double = 600, started: (any ResticInterruptible) -> Void = { _ in },
                        progress: (BackupProgressFigures) -> Void) throws(ResticError) -> (snapshotID: String, addedBytes: Int64, totalBytes: Int64) {
         // --ignore-ctime: the stage's hard links are made anew each run, which changes a file's
         // ctime; without it restic reads and hashes every recording again (size, mtime and inode
@@ -211,15 +224,24 @@ extension ResticRepository {
                                 workingDirectory: stage.path)
         started(run)
         var summary: ResticMessage?
-        let r = run.wait { line in
+        var figures: [Int64] = [], moved = ContinuousClock.now, stalled = false
+        let r = run.wait(onLine: { line in
             guard line.hasPrefix("{"), let m = try? JSONDecoder().decode(ResticMessage.self, from: Data(line.utf8)) else { return }
             switch m.message_type {
             case "status":
                 progress(BackupProgressFigures(fraction: m.percent_done ?? 0, bytesDone: m.bytes_done ?? 0, totalBytes: m.total_bytes ?? 0,
                                                filesDone: m.files_done ?? 0, totalFiles: m.total_files ?? 0))
+                let now = [Int64(m.files_done ?? 0), m.bytes_done ?? 0, Int64(m.total_files ?? 0), m.total_bytes ?? 0]
+                if now != figures { figures = now; moved = .now }
             case "summary": summary = m
             default: break
             }
+        }, stalled: {
+            stalled = ContinuousClock.now - moved > .seconds(stallSeconds)
+            return stalled
+        })
+        if stalled {
+            throw ResticError(reason: .failed, message: "restic backup made no progress for \(Int(stallSeconds)) s and was stopped (--backup-stall; is \(location) still answering?)")
         }
         guard r.status == 0, let summary, let id = summary.snapshot_id else {
             if r.status == 128 + SIGINT { throw ResticError(reason: .failed, message: "restic backup was interrupted (recd is stopping, or the run was cancelled)") }

@@ -20,11 +20,13 @@ public struct BackupSettings: Sendable {
     public var checkInterval: Double?
     /// What part of the data a check reads back (restic's `--read-data-subset`: `10%`, `1/7`, `500M`).
     public var checkSubset: String
+    /// Seconds a backup may go without progress before it is stopped (a repository that stopped answering).
+    public var stallSeconds: Double
 
     public init(repository: ResticRepository, delay: Double = 300, interval: Double = 86_400, warnAfter: Double = 86_400,
-                checkInterval: Double? = 7 * 86_400, checkSubset: String = "10%") {
+                checkInterval: Double? = 7 * 86_400, checkSubset: String = "10%", stallSeconds: Double = 600) {
         self.repository = repository; self.delay = delay; self.interval = interval; self.warnAfter = warnAfter
-        self.checkInterval = checkInterval; self.checkSubset = checkSubset
+        self.checkInterval = checkInterval; self.checkSubset = checkSubset; self.stallSeconds = stallSeconds
     }
 }
 
@@ -230,7 +232,7 @@ public actor Backups {
         events.publish(.backupStatus(status))
         let events = self.events
         let mark = changes
-        let (stage, repository) = (self.stage, settings.repository)
+        let (stage, repository, stall) = (self.stage, settings.repository, settings.stallSeconds)
         let outcome: Result<BackupSnapshotSummary, ResticError> = await withTaskCancellationHandler {
             await BackupThread.run {
                 let started = Date()
@@ -243,7 +245,7 @@ public actor Backups {
                     return .failure(ResticError(reason: .staging, message: "\(error)"))
                 }
                 do throws(ResticError) {
-                    let r = try repository.backup(stage: stage.folder, started: { run in running.run.withLock { $0 = run } }) { f in
+                    let r = try repository.backup(stage: stage.folder, stallSeconds: stall, started: { run in running.run.withLock { $0 = run } }) { f in
                         let now = ContinuousClock.now
                         let update = running.progress.withLock { p -> BackupProgress? in
                             p.fraction = f.fraction; p.bytesDone = f.bytesDone; p.totalBytes = f.totalBytes

@@ -160,6 +160,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("What part of the data a check reads back (restic's --read-data-subset): a percentage (10%), n/t (1/7) or a size (500M).", valueName: "subset"))
     var backupCheckSubset: String = "10%"
 
+    @Option(name: .long, help: ArgumentHelp("Stop a backup whose restic makes no progress for this long (a repository that stopped answering), 2-86400 seconds; it counts as failed and is tried again later.", valueName: "seconds"))
+    var backupStall: Double = 600
+
     /// --backup-check-interval in seconds; nil: never; -1: not a valid value.
     var backupCheckSeconds: Double? {
         if backupCheckInterval == "never" { return nil }
@@ -237,6 +240,7 @@ struct RecdCommand: AsyncParsableCommand {
         guard (0...86_400).contains(backupDelay) else { throw ValidationError("--backup-delay must be 0...86400 seconds") }
         guard (60...2_592_000).contains(backupInterval) else { throw ValidationError("--backup-interval must be 60...2592000 seconds") }
         guard (10...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 10...2592000 seconds") }
+        guard (2...86_400).contains(backupStall) else { throw ValidationError("--backup-stall must be 2...86400 seconds") }
         guard backupCheckSeconds != -1 else { throw ValidationError("--backup-check-interval must be never or 3600...31536000 seconds") }
         guard backupCheckSubset.range(of: #"^([0-9]{1,3}(\.[0-9]+)?%|[0-9]+/[0-9]+|[0-9]+[KMGT]?)$"#, options: .regularExpression) != nil else {
             throw ValidationError("--backup-check-subset must be a percentage (10%), n/t (1/7) or a size (500M)")
@@ -293,7 +297,7 @@ struct RecdCommand: AsyncParsableCommand {
                                               cacheDirectory: URL(fileURLWithPath: dataDir).appendingPathComponent(".backup/cache").path,
                                               executable: restic, host: ProcessInfo.processInfo.hostName)
             config.backup = BackupSettings(repository: repository, delay: backupDelay, interval: backupInterval, warnAfter: backupWarnAfter,
-                                           checkInterval: backupCheckSeconds, checkSubset: backupCheckSubset)
+                                           checkInterval: backupCheckSeconds, checkSubset: backupCheckSubset, stallSeconds: backupStall)
         }
         do {
             let engine = try Engine(config: config, logger: logger)

@@ -466,6 +466,35 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(own.status, 0, own.stdout + own.stderr)
     }
 
+    /// A restic that hangs (the gated wrapper: no progress, nothing said) is stopped after
+    /// --backup-stall and the run fails saying so; recording goes on; the next run completes.
+    func testABackupThatMakesNoProgressIsStoppedAndSaidAsSuch() throws {
+        let (gate, wrapper) = try gatedRestic()
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
+        daemon = try Daemon(environment: pulse.environment.merging(["RECD_RESTIC": wrapper]) { $1 },
+                            extraArgs: ["--backup", repository, "--backup-password-file", password, "--backup-delay", "3600",
+                                        "--backup-stall", "2"],
+                            dir: work.appendingPathComponent("recd"))
+        try daemon.start()
+        _ = try daemon.recctlJSON(Recording.self, "import", try wav("s.wav", hz: 440), "--title", "Stalled")
+        let started = Date()
+        let hung = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(hung.status, 1, hung.stdout + hung.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20)
+        let s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        XCTAssertEqual(s.lastError?.reason, .failed, "\(s)")
+        XCTAssertTrue(s.lastError?.message.contains("made no progress for 2 s and was stopped") == true, "\(s)")
+        XCTAssertEqual(try Tools.run("pgrep", ["-f", wrapper]).stdout, "", "the hung restic is gone")
+        FileManager.default.createFile(atPath: gate.path, contents: nil)
+        let next = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(next.status, 0, next.stdout + next.stderr + daemon.log)
+        let bad = try Tools.run(Tools.recd, ["--backup", repository, "--backup-password-file", password, "--backup-stall", "1",
+                                             "--data-dir", work.appendingPathComponent("never").path, "--socket", work.appendingPathComponent("never.sock").path])
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("--backup-stall must be 2...86400 seconds"), bad.stderr)
+    }
+
     /// The repository's last check, once recd has made one (within 30 s).
     func waitForCheck() throws -> BackupCheck {
         let deadline = Date().addingTimeInterval(30)

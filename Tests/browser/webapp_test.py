@@ -524,7 +524,7 @@ try:
 
         # Most Played chosen, then the library emptied: the empty state, as in Recent.
         click_text("button", "Most Played")
-        wait("Most Played", lambda b: "Most Played" in b.find_element(By.CSS_SELECTOR, "[role=tab][aria-selected=true]").text)
+        wait("Most Played", lambda b: "Most Played" in b.find_element(By.CSS_SELECTOR, ".tabs [aria-pressed=true]").text)
 
         # Export a CSV.
         click("#nav-data")

@@ -1,6 +1,5 @@
-// The one module that talks to recd: JSON over v1/, from recd itself or through `recctl ui` (which
-// forwards each request to recd's socket as its user). Addresses are relative: `recctl ui` serves the
-// app under a secret path (/ui-…/), the only place its cookie is sent; recd serves it at /.
+// The one module that talks to recd: JSON over v1/, from recd or through `recctl ui`. Addresses are
+// relative: `recctl ui` serves the app under a secret path (/ui-…/), the only place its cookie goes.
 
 export class APIError extends Error {
   constructor(status, body) {
@@ -11,9 +10,8 @@ export class APIError extends Error {
   }
 }
 
-/// Whether recd answers, as the page last saw: yes from a request that reaches it or a stream that
-/// opens, no from one the bridge could not forward (502/504) or that found nobody. The page's "recd is
-/// not reachable" banner follows it, and screens stop what only a live recd moves (the timer).
+/// Whether recd answered the last request or stream (not: the bridge's 502/504, or nobody). The
+/// "recd is not reachable" banner follows it, and screens stop what only a live recd moves.
 const watchers = new Set();
 let reachable = true;
 export const isReachable = () => reachable;
@@ -24,44 +22,30 @@ function setReachable(v) {
   for (const w of [...watchers]) w(v);
 }
 
-// Always these words: the bridge's own carry the socket error as the OS said it ("connect(…):
-// Connection refused (errno: 111)"), which tells a person nothing.
+// Always these words: the bridge's carry the OS's socket error ("errno: 111"), which tells nobody anything.
 const away = () => { setReachable(false); return new APIError(0, { error: { message: 'recd is not reachable. Is it running? (recctl status)' } }); };
 
-/// `recctl ui` lets a browser in with a cookie, which another site on 127.0.0.1 can make it drop (too
-/// many cookies for the host: cookies ignore ports). The page its token opened left a secret in this
-/// origin's storage, which no other port can read or push out: sent back, it gets the cookie again
-/// (docs/webapp.md). Only the relay answers 401, never recd.
+/// The relay's cookie can be pushed out by another site on 127.0.0.1 (cookies ignore ports); the secret
+/// its token left in this origin's storage gets it again (docs/webapp.md). Only the relay answers 401.
 async function letInAgain() {
-  let secret = null;
-  try { secret = localStorage.getItem('recd-ui-renew'); } catch { return false; }
-  if (!secret) return false;
   try {
-    const r = await fetch('.relay/renew', { method: 'POST', headers: { 'X-Recd-UI-Renew': secret }, credentials: 'same-origin' });
-    return r.ok;
+    const secret = localStorage.getItem('recd-ui-renew');
+    return !!secret && (await fetch('.relay/renew', { method: 'POST', headers: { 'X-Recd-UI-Renew': secret } })).ok;
   } catch { return false; }
 }
 
 export async function call(method, path, body, again = false) {
   let response;
   try {
-    response = await fetch('v1' + path, {
-      method,
-      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: 'same-origin',
-    });
+    response = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) });
   } catch { throw away(); }
   if (response.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
   const text = await response.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: an error page of the bridge */ }
-  if (!response.ok) {
-    if (response.status === 502 || response.status === 504) throw away();
-    setReachable(true);
-    throw new APIError(response.status, json);
-  }
+  if (response.status === 502 || response.status === 504) throw away();
   setReachable(true);
+  if (!response.ok) throw new APIError(response.status, json);
   return json;
 }
 
@@ -101,15 +85,12 @@ export const api = {
   backupNow: () => post('/backup'),
 };
 
-/// The event stream (`GET /v1/events`): `on(event)` for each; reconnects by itself. Closed while the
-/// tab is hidden: a browser opens at most 6 connections to a host, and each open tab would hold one
-/// (a 7th would never load). `onOpen(first)` on every (re)connection: what happened while closed is
-/// not replayed, so read the state again. When recd goes away the browser's retry ends at the bridge's
-/// 502 (an EventSource gives up on an error status), so it is opened again here, backing off from
-/// 0.5 s to 8 s; a drop is checked at once with a status request, so the page says so within seconds.
+/// The event stream (`GET /v1/events`): `on(event)` for each. Closed while the tab is hidden (a browser
+/// opens 6 connections to a host: a 7th tab would never load). `onOpen(first)` on every (re)connection:
+/// what happened meanwhile is not replayed. An EventSource gives up on the bridge's 502, so it is opened
+/// again here (0.5 s doubling to 8 s); a drop is checked at once with a status request (the banner).
 export function events(types, on, onOpen = () => {}) {
-  // `first`: the page read its state just now; not so for a tab loaded hidden or hidden before the
-  // stream opens (it may have missed changes).
+  // `first`: the page read its state just now (not a tab loaded hidden, or hidden before it opened).
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {
     clearTimeout(retry); retry = null;

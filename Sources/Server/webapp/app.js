@@ -1,5 +1,5 @@
 // recd's web app: the seed's Recordings screens (Flow 5), Quick Play, Flow 7's export and Delete All
-// Data, and the library's backups, on top of recd's /v1 API. No build step: standard modules, one per screen.
+// Data, and the backups, on recd's /v1 API. No build step: standard modules, one per screen.
 
 import { api, events, onReachability } from './api.js';
 import { h, toast, confirmDialog, screenTitle } from './ui.js';
@@ -48,8 +48,7 @@ async function newRecording() {
   recorder.show(mode);
 }
 
-/// The take in progress, if there is one (this page's before a reload, or another client's), on its
-/// recording screen; true when there was one.
+/// The take in progress (this page's before a reload, or another client's) on its screen; true if one.
 async function rejoin() {
   const active = (await api.status().catch(() => null))?.active;
   if (!active) return false;
@@ -109,8 +108,7 @@ function unreachable(e) {
     e.message, ' ', h('button', { onclick: () => showLibrary() }, 'Try again')));
 }
 
-// recd gone (stopped, killed, restarting): said at the top of every screen until it answers again;
-// the event streams keep trying meanwhile (api.js), and the library is read again on its return.
+// recd gone: said atop every screen until it answers again; the library is read again then.
 onReachability((up) => {
   offline.hidden = up;
   if (up && screen === 'library') library.changed();
@@ -121,8 +119,7 @@ navNew.addEventListener('click', () => newRecording());
 navData.addEventListener('click', () => showData());
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlayer(); });
 
-// Changes made elsewhere (recctl, another browser) show without a reload, those made while the tab
-// was hidden when it shows again; the backups too (the next run's time, the warning), and markers.
+// Changes made elsewhere (recctl, another tab) show without a reload (made while hidden: when shown).
 const refresh = (e) => { markersChanged(e?.data?.recordingID); if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
 events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
 

@@ -1,9 +1,7 @@
-// The Data page's Backups section (issue 48): the backups to a restic repository as recd says them
-// (`GET /v1/backup`), and Back up now (`POST /v1/backup`). Read when the page opens, the library
-// changes, the tab shows again and at the next run's time; every second only while a run is under
-// way (or asked for); never while idle, hidden or once the page is left. Elements are made once and
-// updated in place (the focus, a screen reader's place and the bar stay put). recd's strings (the
-// repository, restic's messages, the warning) go in as text, never as markup.
+// The Data page's Backups (issue 48): `GET /v1/backup` and Back up now (`POST /v1/backup`). Read when
+// the page opens, the library changes, the tab shows and at the next run's time; every second only
+// while a run is under way (or asked for). Elements made once, updated in place (the focus and a
+// screen reader's place stay put); recd's strings go in as text, never as markup.
 
 import { api } from './api.js';
 import { h, toast, shortDate } from './ui.js';
@@ -41,8 +39,7 @@ const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? n
 /// Text set only when it changed: no churn for assistive technology once a second.
 function set(el, text) { if (el.textContent !== text) el.textContent = text; }
 
-/// The section: `{ el, refresh(), stop() }`; stop() when the page is left (app.js), or by itself once
-/// out of the document.
+/// `{ el, refresh(), stop() }`: stop() when the page is left (app.js), or by itself once out of the page.
 export function backupSection() {
   let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
 
@@ -72,7 +69,7 @@ export function backupSection() {
   const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, checked.row, next.row);
 
   const now = h('button', { class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
-    // aria-disabled, not disabled, while the request is on its way: the focus stays on the button
+    // aria-disabled (the focus stays on it) while the request is on its way
     if (now.getAttribute('aria-disabled') === 'true') return;
     now.setAttribute('aria-disabled', 'true');
     const mine = ++seq;
@@ -113,7 +110,7 @@ export function backupSection() {
 
     const r = s.state === 'running' ? s.running : null;
     running.hidden = !r;
-    // this run's backup is saved and recd checks the repository (still `running`: no backup starts meanwhile)
+    // this run's backup is saved and recd checks the repository (still `running`)
     const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
     set(label, checking ? 'Checking the repository…' : 'Backing up…');
     bar.hidden = checking;
@@ -152,7 +149,7 @@ export function backupSection() {
   }
 
   function schedule(s) {
-    clearTimeout(timer); timer = null;
+    clearTimeout(timer);
     if (document.hidden || stopped()) return;   // read again when the tab shows
     let wait = null;
     if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) {
@@ -167,7 +164,7 @@ export function backupSection() {
 
   async function refresh() {
     if (stopped()) return;
-    clearTimeout(timer); timer = null;
+    clearTimeout(timer);
     const mine = ++seq;
     try {
       const s = await api.backup();
@@ -178,12 +175,12 @@ export function backupSection() {
     }
   }
 
-  const visibility = () => { if (document.hidden) { clearTimeout(timer); timer = null; } else refresh(); };
+  const visibility = () => { if (document.hidden) { clearTimeout(timer); } else refresh(); };
   document.addEventListener('visibilitychange', visibility);
 
   function stop() {
     left = true;
-    clearTimeout(timer); timer = null;
+    clearTimeout(timer);
     document.removeEventListener('visibilitychange', visibility);
   }
   // the page was left without stop() (another screen drew over it)

@@ -11,9 +11,9 @@ import { openPlayer } from './player.js';
 
 const PAGE = 50;
 
-/// A recording's button: its icon, then its lines of text.
-const main = (r, props, ...text) => h('button', props,
-  h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)), h('span', { class: 'row-text' }, ...text));
+/// A recording's button: its icon, its title, then its other lines.
+const main = (r, props, title, ...text) => h('button', props, h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+  h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, title), ...text));
 
 /// recd's snippet ("…the «storm» came…") as text with <mark>s: text nodes, never markup.
 function marked(snippet) {
@@ -21,10 +21,9 @@ function marked(snippet) {
     .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 }
 
-/// The snippet's first <mark> inside its box: recd's ~12 words are not always centred on it, and the
-/// box shows two lines, so on a phone the mark was often on the third, cut off. As few words before
-/// it as needed are dropped ("…" instead) to bring it in view: a binary search on the laid-out box.
-/// When text is cut after the last line, the clamp's "…" can cover its end: the mark must be above.
+/// The snippet's first <mark> inside its two-line box (recd's ~12 words are not centred on it: on a
+/// phone it fell on the third line): as few words before it as needed give way to "…" (a binary search
+/// on the laid-out box). Text cut after the last line ends in the clamp's "…": the mark must be above.
 function fitSnippet(box) {
   const mark = box.querySelector('mark');
   if (!mark) return;
@@ -119,8 +118,8 @@ export class Library {
     if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
-  /// Draws the list again, the focus (on a row's button) to that button anew, or to the row in its
-  /// place when it is gone: `library.changed` redraws under a keyboard user's feet.
+  /// Draws the list again, the focus on a row's button kept (or on the row in its place): `library.changed`
+  /// redraws under a keyboard user's feet.
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
@@ -128,8 +127,8 @@ export class Library {
     if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
   }
 
-  /// The focus on a row's button (by id and data-action, 'main' for the row itself); that row gone,
-  /// on the one now at `index` (or the last), else the empty state's button, else the screen: never <body>.
+  /// The focus on a row's button (by id and data-action, 'main': the row); that row gone, the one now at
+  /// `index` (or the last), else the empty state's button, else the screen: never <body>.
   focusRow(id, action, index = -1) {
     const rows = [...this.view.querySelectorAll('li[data-id]')];
     const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
@@ -159,7 +158,7 @@ export class Library {
       ? [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
          h('ul', { class: 'quick', 'aria-labelledby': 'quick-title' }, this.top.map((r) => h('li', {},
            main(r, { onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
-             h('div', { class: 'row-title' }, r.title), h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
+             r.title, h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
       : [];
     const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
     requestAnimationFrame(() => performance.mark('library-painted'));   // read by bench/webapp.py
@@ -179,12 +178,12 @@ export class Library {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
     if (!this.hits.length) {
       // Each close word a button: the search again with it in place of the word not found.
-      const words = this.suggestions.flatMap((s) => s.closest.map((w) => {
+      const parts = [];
+      for (const s of this.suggestions) s.closest.forEach((w, i) => {
         const q = this.query.replace(new RegExp(`(?<![\\p{L}\\p{N}])${s.word}(?![\\p{L}\\p{N}])`, 'giu'), w);
-        return h('button', { class: 'quiet', 'aria-label': `Search for ${q}`, onclick: () => this.again(q) }, w);
-      }));
-      return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”`,
-        ...(words.length ? [' — did you mean ', ...words.flatMap((b, i) => (i ? [' or ', b] : [b])), '?'] : ['.']))];
+        parts.push(i ? ' or ' : parts.length ? ', ' : ' — did you mean ', h('button', { class: 'quiet', 'aria-label': `Search for ${q}`, onclick: () => this.again(q) }, w));
+      });
+      return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”`, ...parts, parts.length ? '?' : '.')];
     }
     const n = this.hits.length;
     return [h('h2', { class: 'section' }, n === 1 ? '1 recording found' : `${n} recordings found`),
@@ -196,7 +195,7 @@ export class Library {
         const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
         return h('li', { 'data-id': r.id, 'data-field': hit.field },
           main(r, { class: 'row-main', onclick: () => this.openHit(hit) },
-            h('div', { class: 'row-title' }, inTitle ? marked(hit.snippet) : r.title),
+            inTitle ? marked(hit.snippet) : r.title,
             inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
             h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`)));
       }))];
@@ -221,7 +220,7 @@ export class Library {
     const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
     return h('li', { 'data-id': r.id },
       main(r, { class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
-        h('div', { class: 'row-title' }, r.title),
+        r.title,
         h('div', { class: 'row-meta' }, meta),
         h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`)),
       h('div', { class: 'row-actions' },
@@ -241,7 +240,7 @@ export class Library {
     const action = live ? 'Go to the recording' : 'Review and save';
     return h('li', { 'data-id': r.id, 'data-state': r.state },
       main(r, { class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
-        h('div', { class: 'row-title' }, r.title),
+        r.title,
         h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved'))),
       h('div', { class: 'row-actions' },
         h('button', { class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },

@@ -1,7 +1,6 @@
-// Playback (seed 5.4.1, 5.4.2): audio in the mini-player with its waveform (drag to scrub), ±15 s,
-// pause, markers and Skip Silence; video with its poster. Plays in the browser from /media (Range requests), counted
-// once by the seed's rule (on dismiss or at the end, never a pending take) through /played; or on
-// recd's own speaker through /play and /playback (recd counts those).
+// Playback (seed 5.4.1, 5.4.2): audio with its waveform (drag to scrub), ±15 s, pause, markers and Skip
+// Silence; video with its poster. In the browser from /media, counted once (on dismiss or at the end,
+// never a pending take) through /played; or on recd's speaker through /play and /playback (recd counts).
 
 import { api } from './api.js';
 import { h, duration, icon, toast, onKey } from './ui.js';
@@ -33,8 +32,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
-  // The focus back, on closing, to what opened it; that gone (the list drawn again), to its row's play
-  // button, or the screen; never <body>, where a keyboard or screen reader user would start over.
+  // The focus back, on closing, to what opened it; that gone, to its row's play button, or the screen:
+  // never <body>, where a keyboard or screen reader user would start over.
   const opener = document.activeElement;
   const hint = h('p', { class: 'hint', 'data-count-hint': '' },
     counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
@@ -76,7 +75,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     scrub.setAttribute('aria-valuemax', String(Math.round(length())));
     scrub.setAttribute('aria-valuenow', String(Math.round(Math.min(position(), length()))));
     scrub.setAttribute('aria-valuetext', `${duration(position())} of ${duration(length())}`);
-    if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0);
+    if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0, true);
     state.transcript?.mark(position());
     pause.textContent = paused() ? '▶' : '⏸';
     pause.setAttribute('aria-label', paused() ? 'Play' : 'Pause');
@@ -158,8 +157,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       pause,
       h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
     marks.el,
-    // Said in words: the sound is out of recd's machine, not this browser (spread: replaceChildren
-    // would print a null as "null", h() would not)
+    // Said in words: the sound is out of recd's machine (spread: replaceChildren prints a null)
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     ...(state.transcript ? [state.transcript.el] : []),
     hint);

@@ -1,8 +1,7 @@
-// Recording (seed 5.3): the mode choice, the screen with its timer and a level trace (recd's `meter`
-// events), the fallbacks for a missing camera or microphone (the 503 offers, in the seed's words),
-// then the preview (5.3.3): play the take (never counted), title, notes, purpose, save or discard.
-// The screen follows the take whoever drives it (recctl, another tab), and a take in progress is
-// where the app is (after a reload, and from + NEW); ⚑ Mark (or m) marks it (issue 47).
+// Recording (seed 5.3): the mode choice, the timer and a level trace (`meter` events), the fallbacks
+// for a missing camera or microphone (the 503 offers), then the preview (5.3.3): play (never counted),
+// title, notes, purpose, save or discard. It follows the take whoever drives it, and a take in progress
+// is where the app is (after a reload, and from + NEW); ⚑ Mark (or m) marks it (issue 47).
 
 import { api, events, isReachable, onReachability } from './api.js';
 import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal } from './ui.js';
@@ -43,7 +42,7 @@ export class RecordScreen {
     // Said at once when RECORD is pressed: a start can take a second under load.
     this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
-    this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0' });
+    this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0', 'aria-valuenow': '-60' });
     this.button = h('button', { class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
     // Pause and resume go on in the same file (shown while recording).
     this.pauseButton = h('button', { 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
@@ -130,10 +129,8 @@ export class RecordScreen {
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
-    // recd gone (killed, crashed, stopped): the timer stands still, STOP, PAUSE and Mark are disabled
-    // (no one to ask), and the screen says so. What is left of the take is known once recd is back
-    // (its start keeps what reached the disk as a take not saved, or removes one with no sound yet):
-    // then `sync` asks, and the screen says which.
+    // recd gone: the timer stands still, STOP, PAUSE and Mark are disabled (no one to ask), and the
+    // screen says so. What is left of the take is known once recd is back: then `sync` asks.
     this.unwatch = onReachability((up) => {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
@@ -148,9 +145,8 @@ export class RecordScreen {
       this.wentAway = true;
       this.meterOff();
       this.icon.classList.remove('live');
-      this.error.replaceChildren(h('p', {}, h('strong', {}, 'recd stopped during the recording: nothing more is being recorded. '),
+      this.say(h('p', {}, h('strong', {}, 'recd stopped during the recording: nothing more is being recorded. '),
         'When it is back, this screen says what of the take was kept.'));
-      this.error.hidden = false;
       if (focused) this.error.focus();
     });
   }
@@ -160,6 +156,7 @@ export class RecordScreen {
     this.trace.push(-160);
     for (const l of this.meter.querySelectorAll('.level')) l.style.width = '0%';
     this.meter.dataset.peak = '-160';
+    this.meter.setAttribute('aria-valuenow', '-60');
   }
 
   showTime() {
@@ -200,10 +197,7 @@ export class RecordScreen {
 
   /// The seed's fallbacks (Screen 5.2) for the 503 offers, and the other errors a person can act on.
   refused(e) {
-    const offer = (text, label, then) => {
-      this.error.replaceChildren(h('p', {}, text), h('button', { class: 'primary', onclick: then }, label));
-      this.error.hidden = false;
-    };
+    const offer = (text, label, then) => this.say(h('p', {}, text), h('button', { class: 'primary', onclick: then }, label));
     if (e.code === 'device_unavailable' && e.offer === 'audio_only') {
       offer('Camera required for video recordings. Record audio-only instead.', '🎙️ RECORD AUDIO', () => { this.show('audio'); this.start(); });
     } else if (e.code === 'device_unavailable' && e.offer === 'video_only') {
@@ -240,8 +234,7 @@ export class RecordScreen {
       const active = (await api.status()).active;
       if (this.recording?.id !== id) return;
       if (active?.recording.id === id) {
-        // elapsed is null while the take starts or stops. The stop's event may have gone before
-        // this stream opened, so look again shortly, until it is recording or gone.
+        // elapsed is null while the take starts or stops (its event may be gone): look again shortly.
         if (active.elapsed !== null) this.pauseState(active);
         else setTimeout(() => { if (this.recording?.id === id) this.sync(id); }, 500);
         return;
@@ -268,14 +261,15 @@ export class RecordScreen {
     }
   }
 
-  /// recd came back without the take (none of its sound reached the disk: its start removed it).
-  /// Said here, ready to record again, not in a toast gone in two seconds.
+  /// recd came back without the take (no sound of it reached the disk): said here, not in a toast.
   emptied() {
     this.show(this.mode);
-    this.error.replaceChildren(h('p', {}, h('strong', {}, 'Nothing was kept. '),
+    this.say(h('p', {}, h('strong', {}, 'Nothing was kept. '),
       'recd stopped before any sound of the recording reached the disk, so it removed the empty take when it started again.'));
-    this.error.hidden = false;
   }
+
+  /// The screen's banner, saying `children`.
+  say(...children) { this.error.replaceChildren(...children); this.error.hidden = false; }
 
   /// The take stopped (here, elsewhere, or by itself): a pending take to its preview, as STOP does; one
   /// saved or discarded elsewhere leaves nothing to preview.
@@ -310,8 +304,7 @@ export class RecordScreen {
         this.onDone();
       } catch (e) { error.textContent = e.message; error.hidden = false; }
     };
-    // A take recd salvaged at its start after it stopped mid-take (kill, crash, power cut): say so,
-    // and how long it is as recd measured the file, not as the page's timer had it.
+    // A take recd salvaged after it stopped mid-take: said, with its length as recd measured the file.
     const recovered = r.recovered
       ? h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
         `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept, not saved yet. Save it or discard it here.`)

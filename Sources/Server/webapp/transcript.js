@@ -1,6 +1,7 @@
 // The transcript under the player (issue 38): what recd's transcriber heard, word by word, the word
 // being heard marked and kept in view; a click on a word plays from there. Made in the background: a
 // pending one says so and shows on `transcript.done`; none or failed says why, in one quiet line.
+// By keyboard: ← → from word to word in the box, Enter plays from the focused one.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';
@@ -35,16 +36,21 @@ export function transcriptPanel(recording, seek) {
     let p = null, lastEnd = -Infinity;
     for (const w of words) {
       if (!p || w.start - lastEnd > 2) { p = h('p', {}); paragraphs.push(p); } else p.append(' ');
-      const span = h('span', { class: 'word', 'data-start': String(w.start) }, w.word.trim());
+      const span = h('span', { class: 'word', tabindex: '-1', 'data-start': String(w.start) }, w.word.trim());
       spans.push(span); p.append(span);
       lastEnd = w.end;
     }
-    const text = h('div', { class: 'words', role: 'region', tabindex: '0', 'aria-label': 'Transcript',
-      onwheel: scrolled, ontouchmove: scrolled, onkeydown: scrolled }, paragraphs);
-    text.addEventListener('click', (e) => {
+    const go = (e) => {
       const span = e.target.closest?.('.word');
       if (span) { userScrolled = 0; seek(Number(span.dataset.start)); }
-    });
+    };
+    const text = h('div', { class: 'words', role: 'region', tabindex: '0', 'aria-label': 'Transcript',
+      'aria-description': 'Arrow keys choose a word, Enter plays from it', onwheel: scrolled, ontouchmove: scrolled, onclick: go,
+      onkeydown: (e) => {
+        scrolled();
+        const i = spans.indexOf(e.target), d = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
+        if (d) { e.preventDefault(); (spans[i < 0 ? Math.max(marked, 0) : i + d] ?? e.target).focus(); } else if (e.key === 'Enter') go(e);
+      } }, paragraphs);
     box.replaceChildren(text, h('p', { class: 'hint note' }, 'Transcribed on this device · may contain mistakes'));
   };
 
@@ -77,8 +83,7 @@ export function transcriptPanel(recording, seek) {
     if (at < 0) return;
     const span = spans[at];
     span.classList.add('now'); span.setAttribute('aria-current', 'true');
-    // In view inside the words' own box (never the page; it is the spans' offsetParent): a third of
-    // the way down when it left it.
+    // In view inside the words' box (never the page; the spans' offsetParent): a third down when it left.
     const area = span.closest('.words');
     if (!area || Date.now() - userScrolled < 4000) return;
     const top = span.offsetTop, bottom = top + span.offsetHeight;

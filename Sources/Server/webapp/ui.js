@@ -18,17 +18,15 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
-/// The screen's name in the header and the tab's title, each its own: tabs, history and a screen
-/// reader's "page title" tell them apart.
+/// The screen's name in the header and the tab's title (tabs, history, a screen reader's "page title").
 export function screenTitle(heading, name = heading) {
   document.getElementById('title').textContent = heading;
   document.title = `${name} — recd`;
 }
 
 let toastTimer;
-/// A short message in the page's live region (#toast, role=status), always there and empty between
-/// messages (a `hidden` one is not in the accessibility tree when its text changes: never said).
-/// Each message is a new element, so the same words twice are said twice.
+/// A short message in the live region #toast, always there (a `hidden` one would not be read), each
+/// a new element (the same words twice are said twice).
 export function toast(text) {
   const region = document.getElementById('toast');
   region.replaceChildren(h('div', { class: 'toast' }, text));
@@ -78,13 +76,11 @@ export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
 export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
 
 /// Characters as recd counts them: grapheme clusters (👍🏽, 🇩🇪 one each), not UTF-16 units (`maxlength`:
-/// 😀 is two) nor code points. Without Intl.Segmenter (Firefox < 125), code points: a flag counts two,
-/// so a form may refuse what recd would take, never the other way round.
+/// 😀 is two). Without Intl.Segmenter (Firefox < 125), code points: stricter than recd, never looser.
 const segmenter = globalThis.Intl?.Segmenter ? new Intl.Segmenter() : null;
 const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g) => g.segment) : [...text]);
 
-/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed or pasted (the
-/// part before the caret), as `maxlength` does, and the text after the caret stays.
+/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed (before the caret).
 export function limit(field, max) {
   if (graphemes(field.value).length <= max) return;
   const caret = field.selectionEnd ?? field.value.length;
@@ -98,8 +94,7 @@ export function limit(field, max) {
 /// gives the body for save/edit (a blank title asks for the automatic one).
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  // One line under each field: the seed's "(40 char max)", then from 3/4 of the limit the count in
-  // its place ("150/200", where the seed's notes counter appears), never both.
+  // Under each field the seed's "(40 char max)", from 3/4 of the limit the count instead ("150/200").
   const count = (input, max, out) => {
     const n = graphemes(input.value).length;
     out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;

@@ -1,11 +1,10 @@
 // Draws audiowaveform v2 data (what GET /v1/recordings/{id}/waveform serves) on a canvas, with the
-// part already played in the accent colour.
+// part already played in the accent colour, and a player's position as a line.
 
 import { api } from './api.js';
 
-/// Spreads the points over the canvas's whole width, however many: point p covers [p, p+1) × width /
-/// length (at 1 px each, a 358 px canvas showed 600 points' first 60 %, and a drag played another part).
-export function drawWaveform(canvas, wave, progress = 0) {
+/// Spreads the points over the canvas's whole width, however many: point p covers [p, p+1) × width / length.
+export function drawWaveform(canvas, wave, progress = 0, head = false) {
   const ratio = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 300, height = canvas.clientHeight || 72;
   canvas.width = Math.round(width * ratio); canvas.height = Math.round(height * ratio);
@@ -14,7 +13,7 @@ export function drawWaveform(canvas, wave, progress = 0) {
   g.clearRect(0, 0, width, height);
   const style = getComputedStyle(document.documentElement);
   const played = style.getPropertyValue('--accent').trim() || '#3557d6';
-  const rest = style.getPropertyValue('--wave').trim() || '#aaa';   // not yet played: visible, not faint
+  const rest = style.getPropertyValue('--edge').trim() || '#888';   // not yet played: 3:1 on white
   if (!wave || !wave.length) {
     g.fillStyle = rest; g.fillRect(0, height / 2 - 1, width, 2);
     canvas.dataset.drawn = '0';
@@ -33,13 +32,15 @@ export function drawWaveform(canvas, wave, progress = 0) {
     g.fillStyle = p / wave.length < progress ? played : rest;
     g.fillRect(p * bar, mid - hgt / 2, Math.max(px, bar - gap), hgt);
   }
+  // The position, 3:1 against both colours and the white (WCAG 1.4.11).
+  if (head) { g.fillStyle = style.getPropertyValue('--ink'); g.fillRect(Math.min(progress * width, width - 2), 0, 2, height); }
   // For the tests: how many points, over how many CSS pixels.
   canvas.dataset.points = String(wave.length);
   canvas.dataset.drawn = String(Math.round(wave.length * bar));
 }
 
-/// Asks recd for as many points as the canvas has pixels (CSS width × devicePixelRatio), again when
-/// that changes (a window resized or turned, a zoom), `got(wave)` each time; returns its stopper.
+/// Asks recd for as many points as the canvas has pixels (× devicePixelRatio), again when that changes
+/// (resized, turned, zoomed), `got(wave)` each time; returns its stopper.
 export function fitWaveform(canvas, id, got) {
   let asked = 0, timer = null;
   const ask = () => {
