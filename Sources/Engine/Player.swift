@@ -66,9 +66,9 @@ public actor Player {
     /// in progress first. `receivedAt` is when the request arrived (uptime ns): the reply's latency
     /// runs from it to the first audio written to the device.
     /// `normalize` false plays it as recorded; else at `--playback-loudness` (`LevelMatch`).
-    /// `skipping`: the pauses to skip (Skip Silence), nil: none.
+    /// `skipping`: the pauses to skip (Skip Silence), nil: none. `speed`: 0.5-2, the pitch kept.
     public func play(_ recording: Recording, from position: Double?, normalize: Bool = true, skipping: [Silence]? = nil,
-                     receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
+                     speed: Double = 1, receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
         try await exclusive { () async throws(EngineError) -> PlayResponse in
             guard recording.state == .ready || recording.state == .pending else {
                 throw .invalidState(id: recording.id, state: recording.state, action: "play", allowed: [.ready, .pending])
@@ -76,6 +76,7 @@ public actor Player {
             if let position, !(position.isFinite && position >= 0) {
                 throw .invalidValue(field: "position", detail: "\(position) is not a number of seconds from the start")
             }
+            try Self.check(speed: speed)
             // Nothing would be heard, yet the play would count: refused, as trim refuses such a time.
             if let position, let duration = recording.duration, duration > 0, position >= duration {
                 throw .invalidValue(field: "position", detail: "\(position) is past the end of the recording (0 to "
@@ -115,6 +116,7 @@ public actor Player {
                 (session, firstWriteAt) = try await runBlocking {
                     let s = try PlaybackSession(path: path, device: device, gainDB: gain, lease: worker)
                     if let skipping { s.skip(skipping.map { ($0.start, $0.end) }) }
+                    s.startSpeed(speed)
                     let duration = s.duration
                     let at = try s.start(at: position ?? 0, meterIntervalMs: interval, observer: { observation in
                         guard gate.isOpen else { return }
@@ -148,6 +150,18 @@ public actor Player {
             events.publish(.playbackStarted(started))
             gate.openGate()
             return PlayResponse(playback: started, startLatencyMs: latencyMs, replaced: replaced)
+        }
+    }
+
+    /// Plays on at `speed` (0.5-2, the pitch kept) from what is heard now.
+    public func setSpeed(_ speed: Double) async throws(EngineError) -> PlaybackStatus {
+        try Self.check(speed: speed)
+        return try await control { s in s.setSpeed(speed) }
+    }
+
+    static func check(speed: Double) throws(EngineError) {
+        guard speed.isFinite, SpeedRequest.range.contains(speed) else {
+            throw .invalidValue(field: "speed", detail: "\(speed) is not between 0.5 and 2 (1: as recorded)")
         }
     }
 
@@ -257,7 +271,7 @@ public actor Player {
         return PlaybackInfo(session: a.sessionID, recording: a.recording, state: p.paused ? .paused : .playing,
                             position: p.position, duration: a.session.duration, counts: a.counts,
                             device: a.session.device, underruns: p.underruns, startedAt: a.startedAt, gain: a.gain,
-                            skipSilence: a.skipSilence)
+                            skipSilence: a.skipSilence, speed: p.speed)
     }
 
     /// What is playing now, and how the last playback ended.

@@ -33,6 +33,8 @@ public struct PlaybackProgress: Sendable, Equatable {
     public var paused: Bool
     /// Underruns (the device ran dry and was restarted).
     public var underruns: Int
+    /// How fast it plays (1: as recorded; 0.5-2, the pitch kept).
+    public var speed: Double = 1
 }
 
 /// Plays one file through one ALSA device. `init` opens both (so a missing file or device is reported
@@ -50,7 +52,7 @@ public final class PlaybackSession: @unchecked Sendable {
     public let duration: Double?
 
     // fileprivate: the playback thread's steps (PlaybackLoop, below) use them.
-    fileprivate enum Command { case pause, resume, seek(Double), stop }
+    fileprivate enum Command { case pause, resume, seek(Double), speed(Double), stop }
     fileprivate struct Mailbox { var commands: [(Command, DispatchSemaphore)] = [] }
 
     fileprivate let decoder: WorkerAudioDecoder
@@ -73,6 +75,13 @@ public final class PlaybackSession: @unchecked Sendable {
 
     /// Skips `stretches` (seconds, earliest first) from now on; an empty list skips nothing.
     public func skip(_ stretches: [(start: Double, end: Double)]) { skipped.withLock { $0 = stretches } }
+
+    /// The speeds a playback takes (speech stays intelligible across them, its pitch kept).
+    public static let speeds: ClosedRange<Double> = 0.5...2
+    /// The speed to start at (before `start`).
+    public func startSpeed(_ speed: Double) { progressState.withLock { $0.speed = speed } }
+    /// Plays on at `speed` (in `speeds`) from what is heard now, without a gap.
+    public func setSpeed(_ speed: Double) { send(.speed(speed)) }
 
     /// Opens `path` and the device; `gainDB` is applied to what is played (and metered: the meter
     /// shows the level heard). `lease`: the worker that already probed `path` for this play (a
@@ -195,9 +204,15 @@ private struct PlaybackLoop {
     /// Decoded frames not yet written, and where they start in `buffer`.
     var pending = 0, offset = 0
     /// Frames written since the last reset, and where in the recording they come from: from frame
-    /// `frame` on, at `time` (one entry after a reset; one more at each pause skipped).
+    /// `frame` on, at `time`, each frame `speed` frames of the recording (one entry after a reset;
+    /// one more at each pause skipped and each change of speed).
     var written = 0
-    var segments: [(frame: Int, time: Double)] = [(0, 0)]
+    var segments: [(frame: Int, time: Double, speed: Double)] = [(0, 0, 1)]
+    /// The speed, and its Sonic stream (none at 1 until another speed was asked: as recorded, bit for bit).
+    var speed = 1.0
+    var tempo: SpeechTempo?
+    /// Sonic let out what it held at the end of the file.
+    var tempoFlushed = false
     var paused = false, pausedAt = 0.0
     /// Paused with the device's queue held (snd_pcm_pause).
     var held = false
@@ -219,6 +234,9 @@ private struct PlaybackLoop {
 
     mutating func run(from start: Double) -> PlaybackEnd {
         do throws(PlaybackError) {
+            speed = session.progress.speed
+            if speed != 1 { try useTempo() }
+            segments = [(0, 0, speed)]
             let from = clamp(start)
             if from > 0 { try restart(at: from) }
             while true {
@@ -249,10 +267,20 @@ private struct PlaybackLoop {
         firstWrite(.success(uptime))
     }
 
-    /// Where in the recording the `frame`th frame written since the last reset comes from.
+    /// Where in the recording the `frame`th frame written since the last reset comes from (within
+    /// Sonic's few tens of milliseconds at another speed).
     func time(ofFrame frame: Int) -> Double {
         let s = segments.last { $0.frame <= frame } ?? segments[0]
-        return s.time + Double(frame - s.frame) / rate
+        return s.time + Double(frame - s.frame) * s.speed / rate
+    }
+
+    /// A Sonic stream at `speed` (a new one: what an old one held is not wanted).
+    mutating func useTempo() throws(PlaybackError) {
+        guard let t = SpeechTempo(rate: Int(rate), channels: channels, speed: speed) else {
+            throw .media(file: session.path, detail: "sonicCreateStream failed (out of memory)")
+        }
+        tempo = t
+        tempoFlushed = false
     }
 
     /// The position heard now: what was written less what the device still holds.
@@ -267,7 +295,8 @@ private struct PlaybackLoop {
     mutating func restart(at t: Double) throws(PlaybackError) {
         try sink.discardQueued()
         do { try session.decoder.seek(to: t) } catch { throw .media(file: session.path, detail: "\(error)") }
-        segments = [(0, t)]; written = 0; pending = 0; offset = 0; draining = false
+        segments = [(0, t, speed)]; written = 0; pending = 0; offset = 0; draining = false
+        if tempo != nil { try useTempo() }
         meterQueue.removeAll(keepingCapacity: true)   // those will never be heard
         lastProgress = DispatchTime.now().uptimeNanoseconds
     }
@@ -330,6 +359,12 @@ private struct PlaybackLoop {
                 } else {
                     try restart(at: pausedAt)
                 }
+            case .speed(let x) where x != speed:
+                // What is already decoded (and sped) plays out at the old speed; what follows at the new.
+                segments.append((written + pending, time(ofFrame: written + pending), x))
+                speed = x
+                if let tempo { tempo.set(speed: x) } else { try useTempo() }
+                session.progressState.withLock { $0.speed = x }
             case .seek(let t):
                 if paused {
                     // The held queue is stale now: resuming decodes from the new place.
@@ -365,6 +400,13 @@ private struct PlaybackLoop {
         let block: (start: Double, frames: Int)?
         do { block = try session.decoder.read(into: &buffer) } catch { throw .media(file: session.path, detail: "\(error)") }
         guard let block else {
+            // At another speed, Sonic lets out what it holds first.
+            if let tempo, !tempoFlushed {
+                tempoFlushed = true
+                tempo.flush()
+                pending = tempo.read(into: &buffer); offset = 0
+                if pending > 0 { return true }
+            }
             sink.startIfPrepared()
             draining = true
             armDrainDeadline()
@@ -372,28 +414,41 @@ private struct PlaybackLoop {
             return false
         }
         pending = block.frames; offset = 0
-        try skipSilence(blockStart: time(ofFrame: written))
+        let skipTo = try skipSilence(blockStart: block.start)
+        applyGain()
+        if let tempo {
+            guard buffer.withUnsafeMutableBufferPointer({ tempo.write($0, frames: pending) }) else {
+                throw .media(file: session.path, detail: "sonicWriteShortToStream failed (out of memory)")
+            }
+            pending = tempo.read(into: &buffer)
+        }
+        if let skipTo { segments.append((written + pending, skipTo, speed)) }
+        return true
+    }
+
+    /// Level-matched playback's gain, on the decoded frames pending.
+    mutating func applyGain() {
         let gain = session.gain
         if gain != 1 {
             // The true-peak ceiling keeps a raised level below full scale; clamping only guards
             // against a measurement the file does not match.
-            let n = block.frames * channels
+            let n = pending * channels
             buffer.withUnsafeMutableBufferPointer { b in
                 for i in 0..<n { b[i] = Int16(clamping: Int((Float(b[i]) * gain).rounded())) }
             }
         }
-        return true
     }
 
     /// Skip Silence, in the stream written (the device's queue is never dropped, so the sound goes on
     /// without a restart): a block that reaches into a stretch to skip is cut where it begins, and
     /// the decoder moves to where it ends; the frames written after it come from there.
-    mutating func skipSilence(blockStart: Double) throws(PlaybackError) {
+    /// Returns where the recording goes on from (the stretch's end) when one was skipped.
+    mutating func skipSilence(blockStart: Double) throws(PlaybackError) -> Double? {
         let blockEnd = blockStart + Double(pending) / rate
-        guard let stretch = session.skipped.withLock({ $0.first { $0.start < blockEnd && $0.end - 0.05 > max(blockStart, $0.start) } }) else { return }
+        guard let stretch = session.skipped.withLock({ $0.first { $0.start < blockEnd && $0.end - 0.05 > max(blockStart, $0.start) } }) else { return nil }
         pending = max(0, min(pending, Int(((stretch.start - blockStart) * rate).rounded())))
         do { try session.decoder.seek(to: stretch.end) } catch { throw .media(file: session.path, detail: "\(error)") }
-        segments.append((written + pending, stretch.end))
+        return stretch.end
     }
 
     /// Offers the pending frames to the device; meters what it took. Fails the playback when the device

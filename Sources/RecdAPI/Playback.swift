@@ -3,15 +3,17 @@ import FoundationEssentials
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
 public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
-    public static let fields = ["position", "normalize", "skipSilence"]
+    public static let fields = ["position", "normalize", "skipSilence", "speed"]
     /// Start here (seconds, clamped to the recording).
     public var position: Double?
     /// False: play as recorded, without the gain that brings it to `--playback-loudness`. Absent = true.
     public var normalize: Bool?
     /// True: the pauses of `GET /v1/recordings/{id}/silences` are skipped. Absent = false.
     public var skipSilence: Bool?
-    public init(position: Double? = nil, normalize: Bool? = nil, skipSilence: Bool? = nil) {
-        self.position = position; self.normalize = normalize; self.skipSilence = skipSilence
+    /// 0.5-2 (the pitch kept); absent = 1.
+    public var speed: Double?
+    public init(position: Double? = nil, normalize: Bool? = nil, skipSilence: Bool? = nil, speed: Double? = nil) {
+        self.position = position; self.normalize = normalize; self.skipSilence = skipSilence; self.speed = speed
     }
 }
 
@@ -31,6 +33,15 @@ public enum LevelMatch {
         if let peak = loudness?.truePeak { g = min(g, peakCeiling - peak) }
         return (g * 100).rounded() / 100
     }
+}
+
+/// `POST /v1/playback/speed`: how fast the playback goes on, 0.5-2 (1: as recorded).
+public struct SpeedRequest: Codable, Sendable, Equatable, APIRequestBody {
+    public static let fields = ["speed"]
+    public var speed: Double
+    public init(speed: Double) { self.speed = speed }
+    /// The speeds a player offers, as recd and the web app take them.
+    public static let range: ClosedRange<Double> = 0.5...2
 }
 
 /// `POST /v1/playback/seek`: exactly one of `by` (relative, ± seconds) and `to` (absolute seconds).
@@ -65,12 +76,14 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
     public var gain: Double
     /// Pauses are skipped (`skipSilence`).
     public var skipSilence: Bool
+    /// How fast it plays (1: as recorded).
+    public var speed: Double
 
     public init(session: UUID, recording: Recording, state: State, position: Double, duration: Double?, counts: Bool,
-                device: String, underruns: Int, startedAt: Date, gain: Double = 0, skipSilence: Bool = false) {
+                device: String, underruns: Int, startedAt: Date, gain: Double = 0, skipSilence: Bool = false, speed: Double = 1) {
         self.session = session; self.recording = recording; self.state = state; self.position = position
         self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
-        self.startedAt = startedAt; self.gain = gain; self.skipSilence = skipSilence
+        self.startedAt = startedAt; self.gain = gain; self.skipSilence = skipSilence; self.speed = speed
     }
 }
 

@@ -228,7 +228,7 @@ public enum RecdRoutes {
             let body = try await decode(PlayRequest.self, request)
             let skipping = body.skipSilence == true ? try await engine.library.silences(recording.id.uuidString).silences : nil
             let reply = try await engine.player.play(recording, from: body.position, normalize: body.normalize ?? true,
-                                                     skipping: skipping, receivedAt: receivedAt)
+                                                     skipping: skipping, speed: body.speed ?? 1, receivedAt: receivedAt)
             return JSONResponse.make(reply, status: .created)
         }
 
@@ -250,6 +250,11 @@ public enum RecdRoutes {
 
         v1.post("playback/resume") { _, _ in
             JSONResponse.make(try await engine.player.resume())
+        }
+
+        v1.post("playback/speed") { request, _ in
+            let body = try await decode(SpeedRequest.self, request)
+            return JSONResponse.make(try await engine.player.setSpeed(body.speed))
         }
 
         v1.post("playback/seek") { request, _ in

@@ -28,8 +28,11 @@ struct Play: AsyncParsableCommand {
     var asRecorded = false
     @Flag(help: "Skip the pauses (a second or more of quiet; a fifth of a second is kept at each end).")
     var skipSilence = false
+    @Option(help: ArgumentHelp("Play faster or slower, the pitch kept: 0.5 to 2 (1.5, 1.5x or 150%).", valueName: "speed"))
+    var speed: String?
 
     func validate() throws {
+        if let speed { _ = try Playback.parseSpeed(speed) }
         if let from, (try? SeekArgument.parse(from))?.to == nil {
             throw ValidationError("--from \(from): give a position from the start, such as 90 or 1:30")
         }
@@ -38,13 +41,15 @@ struct Play: AsyncParsableCommand {
     func run() async throws {
         let position = try from.flatMap { try SeekArgument.parse($0).to }
         let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
-                                                        body: PlayRequest(position: position, normalize: asRecorded ? false : nil, skipSilence: skipSilence ? true : nil),
+                                                        body: PlayRequest(position: position, normalize: asRecorded ? false : nil, skipSilence: skipSilence ? true : nil,
+                                                                          speed: try speed.map(Playback.parseSpeed)),
                                                         as: PlayResponse.self)
         let p = reply.playback
         var said = "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
             + "\(Output.duration(p.duration)) on \(p.device)"
         if p.gain != 0 { said += String(cFormat: " at %+.1f dB (level-matched)", p.gain) }
         if p.skipSilence { said += ", skipping pauses" }
+        if p.speed != 1 { said += " at \(Playback.speed(p.speed))" }
         said += String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
         if !p.counts { said += "\n(preview of a pending recording: not counted as a play)" }
         global.emit(raw, said)
@@ -152,7 +157,7 @@ struct Playback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "playback",
         abstract: "Control the playback in progress: pause, resume, seek, stop, or show it.",
-        subcommands: [Show.self, Pause.self, Resume.self, Seek.self, Stop.self], defaultSubcommand: Show.self)
+        subcommands: [Show.self, Pause.self, Resume.self, Seek.self, Speed.self, Stop.self], defaultSubcommand: Show.self)
 
     static func describe(_ s: PlaybackStatus) -> String {
         guard let p = s.playback else {
@@ -162,7 +167,27 @@ struct Playback: AsyncParsableCommand {
             return "nothing is playing"
         }
         return "\(p.state == .paused ? "⏸ paused" : "▶ playing") '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id)))"
-            + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.counts ? "" : " (preview)")
+            + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.speed == 1 ? "" : " at \(Playback.speed(p.speed))")
+            + (p.counts ? "" : " (preview)")
+    }
+
+    /// "1.5×".
+    static func speed(_ x: Double) -> String {
+        var text = String(cFormat: "%.2f", x)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text + "×"
+    }
+
+    /// 0.5-2, as a person writes it ("1.5", "1.5x", "150%").
+    static func parseSpeed(_ text: String) throws -> Double {
+        var t = text.lowercased()
+        var scale = 1.0
+        if t.hasSuffix("x") || t.hasSuffix("×") { t.removeLast() } else if t.hasSuffix("%") { t.removeLast(); scale = 0.01 }
+        guard let v = Double(t).map({ $0 * scale }), v.isFinite, SpeedRequest.range.contains(v) else {
+            throw ValidationError("speed \(text): give 0.5 to 2 (1.5, 1.5x or 150%)")
+        }
+        return v
     }
 
     /// Sends one transport request and prints the playback it leaves.
@@ -212,6 +237,22 @@ struct Playback: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(50)); waited += 1
                 (s, raw) = try await global.client.call(.GET, "/v1/playback", as: PlaybackStatus.self)
             }
+            global.emit(raw, Playback.describe(s))
+        }
+    }
+
+    struct Speed: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "speed",
+            abstract: "Play on faster or slower, the pitch kept: 0.5 to 2 (1: as recorded).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: ArgumentHelp("0.5-2 (1.5, 1.5x or 150%).", valueName: "speed")) var speed: String
+
+        func validate() throws { _ = try Playback.parseSpeed(speed) }
+
+        func run() async throws {
+            let (s, raw) = try await global.client.call(.POST, "/v1/playback/speed", body: SpeedRequest(speed: try Playback.parseSpeed(speed)),
+                                                        as: PlaybackStatus.self)
             global.emit(raw, Playback.describe(s))
         }
     }

@@ -90,7 +90,7 @@ final class RecordScreenTests: DaemonTestCase {
         let tmux = try screenSession()
         defer { tmux.kill() }
         try tmux.start("\(Tools.recctl) --socket \(daemon.socket) record; sleep 30")
-        _ = try tmux.waitFor("Press Enter to stop, p to pause.")
+        _ = try tmux.waitFor("Press Enter to stop, p to pause, m to mark this moment.")
         _ = try tmux.waitFor("⏺ 0:01")
         try tmux.keys("p")   // one key, no Enter
         let paused = try tmux.waitFor("paused: p resumes, Enter stops")
@@ -101,12 +101,18 @@ final class RecordScreenTests: DaemonTestCase {
         try tmux.keys("p")
         _ = try tmux.waitFor("⏺ 0:02")
         XCTAssertFalse(try daemon.recctlJSON(DaemonStatus.self, "status").active?.paused ?? true)
+        // m marks the moment (issue 47): said on the screen, and the take has the marker.
+        try tmux.keys("m")
+        _ = try tmux.waitFor("⚑ marked 0:0")
         try tmux.keys("Enter")
         _ = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
         let take = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
         let status = try daemon.recctlJSON(DaemonStatus.self, "status")
         XCTAssertEqual(status.activity, .idle)
         XCTAssertLessThan(try XCTUnwrap(take.duration), 3.4, "the 1.5 s pause is in the take")
+        let marked = try daemon.recctlJSON(MarkerList.self, "markers", take.id.uuidString).markers
+        XCTAssertEqual(marked.count, 1)
+        XCTAssertEqual(marked.first?.time ?? 0, 2, accuracy: 0.6)
     }
 
     /// The preview sheet by single keys: `d` then `n` keeps the take, `p` plays it with its progress

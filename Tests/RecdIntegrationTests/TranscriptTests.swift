@@ -25,10 +25,10 @@ final class TranscriptTests: DaemonTestCase {
     }
 
     /// `text` spoken by espeak-ng, after `silence` seconds of silence, as a 48 kHz mono WAV.
-    func speech(_ text: String, silence: Double = 0, name: String = UUID().uuidString) throws -> String {
+    func speech(_ text: String, silence: Double = 0, name: String = UUID().uuidString, wordsPerMinute: Int = 175) throws -> String {
         let raw = daemon.dir.appendingPathComponent("\(name)-espeak.wav").path
         let wav = daemon.dir.appendingPathComponent("\(name).wav").path
-        XCTAssertEqual(try Tools.run("espeak-ng", ["-w", raw, text]).status, 0)
+        XCTAssertEqual(try Tools.run("espeak-ng", ["-s", String(wordsPerMinute), "-w", raw, text]).status, 0)
         let r = try Tools.run("sox", [raw, "-r", "48000", "-c", "1", "-b", "16", wav, "pad", String(silence), "0.5"])
         XCTAssertEqual(r.status, 0, r.stderr)
         return wav
@@ -158,6 +158,33 @@ final class TranscriptTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(status.transcription.done, 1)
         let said = try daemon.recctl("status").stdout
         XCTAssertTrue(said.contains("transcripts: base, 1 made since start"), said)
+    }
+
+    /// Issue 47's measurement: a spoken memo played at 1.5× (the pitch kept) and recorded from the
+    /// speaker transcribes to the same words as the memo itself.
+    func testSpeechPlayedAtOneAndAHalfTimesTranscribesToTheSameWords() throws {
+        // Spoken at 130 words a minute (espeak's default is 175): at 1.5× that is 195, a quick talker.
+        let said = "Please remember to buy milk, bread and coffee on the way home."
+        let memo = try daemon.recctlJSON(Recording.self, "import", try speech(said, silence: 0.5, wordsPerMinute: 130), "--title", "Errands")
+        let original = try waitForTranscript(memo.id)
+        let monitor = try SpeakerMonitor(pulse)
+        let played = try daemon.recctl("play", memo.id.uuidString, "--speed", "1.5", "--wait")
+        Thread.sleep(forTimeInterval: 0.3)
+        let heard = try monitor.stop()
+        XCTAssertEqual(played.status, 0, played.stderr)
+        let spans = heard.sounding()
+        let length = try XCTUnwrap(spans.last).upperBound - (try XCTUnwrap(spans.first)).lowerBound
+        // The speech alone (the memo has half a second of silence at each end).
+        XCTAssertEqual(length, ((memo.duration ?? 0) - 1) / 1.5, accuracy: 0.5, "played 1.5 times as fast: \(spans)")
+        // What the speaker got, as a file, imported and transcribed like any memo.
+        let raw = daemon.dir.appendingPathComponent("heard.raw"), wav = daemon.dir.appendingPathComponent("heard.wav")
+        try heard.samples.withUnsafeBytes { try Data($0).write(to: raw) }
+        XCTAssertEqual(try Tools.run("sox", ["-t", "raw", "-r", "48000", "-e", "signed", "-b", "16", "-c", "1", raw.path, wav.path]).status, 0)
+        let copy = try daemon.recctlJSON(Recording.self, "import", wav.path, "--title", "Errands at 1.5x")
+        let fast = try waitForTranscript(copy.id)
+        func words(_ text: String) -> [String] { text.lowercased().split { !$0.isLetter }.map(String.init) }
+        XCTAssertEqual(words(fast.text), words(said), "at 1.5×: \(fast.text) | as recorded: \(original.text)")
+        XCTAssertEqual(words(original.text), words(said), "as recorded: \(original.text)")
     }
 
     /// kill -9 while a transcript is being made: nothing half-made is stored, the transcriber dies
