@@ -31,8 +31,14 @@ deb_pkgs=(dpkg-dev lintian mmdebstrap)
 # (Tests/fuzz/recd_formats.py) count grapheme clusters with the regex module's \X.
 schemathesis_version=4.32.5
 regex_version=2026.11.19
+# The web app's accessibility test (Tests/browser/axe_test.py): axe-core's axe.min.js (4.12.1) as the
+# axe-playwright-python wheel ships it, pinned by version and hash, without its dependencies (no
+# Playwright: selenium injects the script itself).
+axe_version=0.1.8
+axe_sha256=fdd263c998388f1a8e67cad02677e612d946248bd44d163be5e8650ea31f95f8
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 fuzz_venv="$repo/.build/fuzz-venv"
+axe_venv="$repo/.build/axe-venv"
 transcribe_dir="$repo/.build/transcribe"
 if [[ "${1:-}" == "--transcribe" && -n "${2:-}" ]]; then transcribe_dir="$2"; fi
 
@@ -78,6 +84,17 @@ install_fuzzer() {
   "$fuzz_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version" "regex==$regex_version"
 }
 
+install_axe() {
+  [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
+  if [[ "$("$axe_venv/bin/python" -c 'from importlib.metadata import version; print(version("axe-playwright-python"))' 2>/dev/null)" == "$axe_version" ]]; then
+    return 0
+  fi
+  echo "install-deps: axe-core (axe-playwright-python $axe_version) into $axe_venv"
+  /usr/bin/python3 -m venv "$axe_venv"
+  "$axe_venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
+    -r <(echo "axe-playwright-python==$axe_version --hash=sha256:$axe_sha256")
+}
+
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -85,6 +102,7 @@ done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#want[@]} packages present"
   install_fuzzer "${1:-}"
+  install_axe "${1:-}"
   install_transcriber "${1:-}"
   exit 0
 fi
@@ -101,4 +119,5 @@ if ! command -v swift >/dev/null; then
 fi
 
 install_fuzzer "${1:-}"
+install_axe "${1:-}"
 install_transcriber "${1:-}"

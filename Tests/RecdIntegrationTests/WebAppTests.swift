@@ -102,6 +102,39 @@ final class WebAppTests: XCTestCase {
         let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 180)
         XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
     }
+
+    /// Issue 47 in Chromium: Skip Silence in the player (a sox memo with three 3 s pauses plays to its
+    /// end in about 9 s, no frame inside a pause; "saves 7.8 s"; kept across a reload; skipSilence on
+    /// recd's speaker), search's "did you mean" buttons, the order as toggle buttons, Quick Play's
+    /// list items, the level meter's aria-valuenow, 3:1 borders and waveform; 320 and 1280 px.
+    func testThePlayerSkipsSilenceAndSearchSuggestsWords() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/silence_search_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 180)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
+
+    /// Issue 47: axe-core (from PyPI, installed by scripts/install-deps.sh --test) on every screen:
+    /// no critical or serious violation.
+    func testEveryScreenPassesAxe() throws {
+        let python = "/usr/bin/python3"
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+        // axe.min.js as the pinned axe-playwright-python wheel ships it, in .build/axe-venv/lib/python3.*/site-packages.
+        let lib = Tools.packageRoot.appendingPathComponent(".build/axe-venv/lib")
+        let axe = ((try? FileManager.default.contentsOfDirectory(atPath: lib.path)) ?? []).contains {
+            FileManager.default.fileExists(atPath: lib.appendingPathComponent("\($0)/site-packages/axe_playwright_python/axe.min.js").path)
+        }
+        try Skip.if(!axe, "axe-core is missing: scripts/install-deps.sh --test installs it in .build/axe-venv")
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/axe_test.py").path
+        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 180)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+    }
 }
 
 /// Only what the test above reads of the status.

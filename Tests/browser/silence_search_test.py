@@ -5,7 +5,7 @@ real recd, on a private PulseAudio server, through the real `recctl ui`:
 - Skip Silence in the player, on a memo made by sox (2 s tone, 3 s silence, three times, 2 s tone):
   off, the <audio> plays through a pause; the toggle (a button with aria-pressed) asks recd for the
   pauses and says "saves 7.8 s"; on, the <audio>'s time never stays inside a pause (sampled every
-  frame) and the 17 s memo plays to its end in about 9.2 s of wall time, every tone heard; the
+  frame) and the 17 s memo plays to its end in 8.2–11 s of wall time (9.2 s of sound), every tone heard; the
   state is kept across a reload (localStorage); on recd's speaker the play asks recd to skip
   (`GET /v1/playback` says skipSilence), and a toggle there says it counts from the next play;
 - search's "did you mean": "harbr" says "No recordings say “harbr” — did you mean harbour?", the
@@ -119,7 +119,7 @@ try:
         wait("the empty state", lambda b: "No recordings yet" in page.text())
         js("localStorage.removeItem('recd-skip-silence')")
         # The memo: 2 s tone, then three times 3 s of silence and 2 s of tone (17 s).
-        tone, quiet = sox("tone", "synth", "2", "sine", "440", "vol", "0.5"), sox("quiet", "trim", "0", "3")
+        tone, quiet = sox("memo-tone", "synth", "2", "sine", "440", "vol", "0.5"), sox("memo-quiet", "trim", "0", "3")
         memo_wav = os.path.join(work, "memo.wav")
         subprocess.run(["sox", tone, quiet, tone, quiet, tone, quiet, tone, memo_wav], check=True)
         memo = imported(memo_wav, "Harbour walk")
@@ -201,7 +201,7 @@ try:
         took = time.time() - began
         samples = js("return window.samples")
         stuck = [t for t in samples for p in pauses["silences"] if p["start"] + 0.1 <= t < p["end"] - 0.02]
-        check(f"on, the memo's 17 s play in {took:.1f} s of wall time (≈ 9.2 s)", 8.2 <= took <= 10.5, took)
+        check(f"on, the memo's 17 s play in {took:.1f} s of wall time (9.2 s of sound; 8.2–11 s)", 8.2 <= took <= 11.0, took)
         check(f"on, no frame of {len(samples)} finds the <audio> inside a pause", len(samples) > 100 and not stuck, stuck[:10])
         tones = [(0, 2), (4.8, 7.2), (9.8, 12.2), (14.8, 17)]
         heard = [sum(1 for t in samples if a + 0.1 <= t <= b - 0.1) for a, b in tones]
@@ -228,14 +228,16 @@ try:
         wait("paused at 10 s", lambda b: audio()[1] and abs(audio()[0] - pauses["silences"][1]["end"]) < 0.1)
         time.sleep(0.5)
         px = js("""const c = document.querySelector('#player canvas.wave'), g = c.getContext('2d'), r = devicePixelRatio;
-            const at = (x, y) => [...g.getImageData(Math.round(x * r), Math.round(y * r), 1, 1).data];
-            const w = c.clientWidth, h = c.clientHeight, a = document.querySelector('#player audio'), x = a.currentTime / a.duration * w;
-            return [at(x, 2), at(x, h / 2), at(w * 15.5 / 17, h / 2), at(w * 1 / 17, h / 2), getComputedStyle(c.closest('.sheet')).backgroundColor]""")
-        sheet = rgb(px[4])
-        check("the position is a dark line across the waveform (3:1 on white and on both bar colours)",
-              px[0][:3] == px[1][:3] and contrast(px[0][:3], sheet) >= 3 and contrast(px[0][:3], px[2][:3]) >= 3 and contrast(px[0][:3], px[3][:3]) >= 3, px)
-        check(f"the waveform's bars have 3:1 on the sheet (not played {px[2][:3]}, played {px[3][:3]})",
-              contrast(px[2][:3], sheet) >= 3 and contrast(px[3][:3], sheet) >= 3 and px[2][:3] != px[3][:3], px)
+            const at = (x, y) => [...g.getImageData(Math.floor(x * r), Math.floor(y * r), 1, 1).data].slice(0, 3);
+            const w = c.clientWidth, h = c.clientHeight, a = document.querySelector('#player audio'), x = Math.round(a.currentTime / a.duration * w);
+            return [at(x + 0.5, 2), at(x + 1.5, h / 2), at(x - 0.5, h / 2), at(x + 2.5, h / 2), at(w * 15.5 / 17, h / 2), at(w * 1 / 17, h / 2),
+                    getComputedStyle(c.closest('.sheet')).backgroundColor]""")
+        sheet = rgb(px[6])
+        line, halo, rest, done = px[0], px[2:4], px[4], px[5]
+        check("the position is a dark line across the waveform, edged in white (3:1 beside any bar)",
+              px[1] == line and contrast(line, sheet) >= 3 and all(p == sheet for p in halo), px)
+        check(f"the waveform's bars have 3:1 on the sheet (not played {rest}, played {done})",
+              contrast(rest, sheet) >= 3 and contrast(done, sheet) >= 3 and rest != done, px)
         close_player()
 
         # 6. On recd's speaker: the play asks recd to skip; a toggle there counts from the next play.
@@ -293,8 +295,12 @@ try:
         attrs = lambda: [meter.get_attribute(a) for a in ("aria-valuemin", "aria-valuemax", "aria-valuenow")]
         check("idle, the level meter has aria-valuenow -60 (of -60 to 0)", attrs() == ["-60", "0", "-60"] and meter.accessible_name == "Input level", attrs())
         click("[data-action=record]")
-        loud = wait("a level", lambda b: (lambda v: v if v[2] and int(v[2]) > -20 else None)(attrs()), 10)
-        check(f"recording the tone, aria-valuenow follows the level ({loud[2]} dBFS)", -20 < int(loud[2]) <= 0, loud)
+        seen = []
+        try:
+            wait("a level", lambda b: seen.append(attrs()[2]) or int(seen[-1]) > -20, 10)
+        except AssertionError:
+            pass
+        check(f"recording the tone, aria-valuenow follows the level ({seen[-1]} dBFS)", -20 < int(seen[-1]) <= 0, sorted(set(seen)))
         shots("47-record-meter", "[role=meter]")
         click("[data-action=pause]")
         wait("paused", lambda b: attrs()[2] == "-60", 5)

@@ -144,6 +144,37 @@ try:
         check("a marked word out of view is scrolled into the transcript's box (the page stays put)", seen[0] and seen[1] > 0 and seen[2] == page_y, seen)
         click("#player [data-action=pause]")
         shot("38-player")
+
+        # By keyboard (issue 47): Tab reaches the box, ← → go from word to word (from the one marked), Enter plays from it.
+        box = browser.find_element(By.CSS_SELECTOR, "#player .words")
+        check("the transcript box says how to use it by keyboard", box.accessible_name == "Transcript"
+              and box.get_attribute("aria-description") == "Arrow keys choose a word, Enter plays from it", box.accessible_name)
+        js("arguments[0].focus()", box)
+        key = lambda k: browser.switch_to.active_element.send_keys(k)
+        at_word = lambda: js("return [...document.querySelectorAll('#player .word')].indexOf(document.activeElement)")
+        m = js("return [...document.querySelectorAll('#player .word')].findIndex((w) => w.classList.contains('now'))")
+        m = max(m, 0)
+        key(Keys.ARROW_RIGHT)
+        check(f"→ in the box focuses the word marked (#{m})", at_word() == m, [at_word(), m])
+        n, steps, want = len(words), [], []
+        for k in [Keys.ARROW_LEFT, Keys.ARROW_LEFT, Keys.ARROW_RIGHT] if m >= 2 else [Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_LEFT]:
+            key(k)
+            steps.append(at_word())
+            want.append((want[-1] if want else m) + (1 if k == Keys.ARROW_RIGHT else -1))
+        check("← and → go word by word", steps == want, [steps, want, n])
+        target = steps[-1]
+        js("document.querySelectorAll('#player .word')[arguments[0]].focus()", n - 1)
+        key(Keys.ARROW_RIGHT)
+        last = at_word()
+        js("document.querySelectorAll('#player .word')[arguments[0]].focus()", target)
+        check("→ on the last word stays there", last == n - 1, last)
+        key(Keys.ENTER)
+        sought = wait("the seek by Enter", lambda b: (lambda a: a if a and not a[1] and abs(a[0] - words[target]["start"]) < 0.6 else None)(audio_time()), 5)
+        check(f"Enter on “{words[target]['word'].strip()}” plays from its start ({words[target]['start']:.2f} s)", bool(sought), audio_time())
+        key(Keys.TAB)
+        check("Tab leaves the transcript (the words are not tab stops)", at_word() == -1 and
+              not js("return document.querySelector('#player .words').contains(document.activeElement)"))
+        click("#player [data-action=pause]")
         click("#player [data-action=close]")
 
         # On recd's speaker the word is played from through recd's seek (GET /v1/playback says where).

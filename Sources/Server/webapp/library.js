@@ -1,9 +1,7 @@
-// The library (seed 5.1, 5.4, Home's Quick Play): the empty state, rows newest first (or most
-// played), the top 3, 50 at a time so 10,000 recordings paint at once; edit (5.4.3) and delete
-// (5.4.4). Re-read on `library.changed`. A take "not saved" leads to its preview (save or discard),
-// one being recorded to its screen: neither is played, edited or deleted as a saved one.
-// Search (issue 38): titles, notes and transcripts as one types; the list is then what was found,
-// the words marked; nothing found, recd's closest words (issue 47) search again.
+// The library (seed 5.1, 5.4, Quick Play): the empty state, rows newest (or most played) first, the
+// top 3, 50 at a time (10,000 paint at once); edit (5.4.3), delete (5.4.4); re-read on `library.changed`.
+// A take not saved leads to its preview, one being recorded to its screen. Search (issue 38): as one
+// types, the list is what was found, words marked; nothing found, recd's closest words (issue 47).
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm, modal } from './ui.js';
@@ -149,7 +147,7 @@ export class Library {
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
-    // Two orders of one list, not panels: toggle buttons (as the purpose chips), reached by Tab.
+    // Two orders of one list, not panels: toggle buttons (as the purpose chips).
     const order = (by, label) => h('button', {
       'aria-pressed': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
@@ -172,8 +170,7 @@ export class Library {
       rows, ...more);
   }
 
-  /// What the search found: each with its snippet («words» marked) and when words were said ("at 0:41");
-  /// a click plays from there.
+  /// What the search found: each with its snippet («words» marked) and where ("at 0:41"), played from there.
   results() {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
     if (!this.hits.length) {
@@ -189,7 +186,7 @@ export class Library {
     return [h('h2', { class: 'section' }, n === 1 ? '1 recording found' : `${n} recordings found`),
       h('ul', { class: 'rows hits', 'aria-label': 'Search results' }, this.hits.map((hit) => {
         const r = hit.recording;
-        const where = hit.field === 'transcript' ? (hit.time === null || hit.time === undefined ? 'said in it' : `at ${duration(hit.time)}`)
+        const where = hit.field === 'transcript' ? (hit.time == null ? 'said in it' : `at ${duration(hit.time)}`)
           : hit.field === 'notes' ? 'in its notes' : 'in its title';
         // Found in the whole title: the title itself with its words marked (not said twice).
         const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
@@ -201,7 +198,7 @@ export class Library {
       }))];
   }
 
-  /// A suggestion taken: in the field, searched, the focus on the first hit (or the field).
+  /// A suggestion taken: searched, the focus on the first hit (or the field).
   async again(q) {
     this.field.value = q;
     await this.search(q);

@@ -1,6 +1,5 @@
-// Markers (issue 47): a recording's marked moments in the player, as ticks on the waveform and a
-// list under the controls (the time seeks, the label is a field, 🗑️ deletes at once); ⚑ Mark (or m)
-// marks where the player is. Read again on `library.changed` for the recording (app.js).
+// Markers (issue 47): ticks on the player's waveform and a list (the time seeks, the label is a field,
+// 🗑️ deletes); ⚑ Mark (or m) marks where the player is. Read again on `library.changed` (app.js).
 
 import { api } from './api.js';
 import { h, duration, toast, limit } from './ui.js';

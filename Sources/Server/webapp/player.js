@@ -1,6 +1,6 @@
-// Playback (seed 5.4.1, 5.4.2): audio with its waveform (drag to scrub), ±15 s, pause, markers and Skip
-// Silence; video with its poster. In the browser from /media, counted once (on dismiss or at the end,
-// never a pending take) through /played; or on recd's speaker through /play and /playback (recd counts).
+// Playback (seed 5.4.1, 5.4.2): audio with its waveform (drag to scrub), ±15 s, pause, markers, Skip
+// Silence; video with its poster. From /media, counted once (on dismiss or at the end, not a pending
+// take) through /played; or on recd's speaker through /play and /playback (recd counts).
 
 import { api } from './api.js';
 import { h, duration, icon, toast, onKey } from './ui.js';
@@ -43,7 +43,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     state.counted = true;
     try {
       onCounted(await api.played(recording.id));
-      hint.textContent = 'Counted as a play ✓';   // it said "Counts as a play when…" after it had
+      hint.textContent = 'Counted as a play ✓';
     } catch (e) { toast(e.message); }
   };
   state.close = async () => {
@@ -105,8 +105,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   state.unkey = onKey('m', marks.mark);
   media.addEventListener('loadedmetadata', marks.draw);   // the ticks' scale, when recd had no duration
 
-  // Skip Silence (issue 47): recd's pauses, read once, jumped over while the <audio> plays, at each
-  // timeupdate (4 a second) and frame; on recd's speaker recd skips them (the play's skipSilence).
+  // Skip Silence (issue 47): recd's pauses, read once, jumped over at each timeupdate (4 a second) and
+  // frame; on recd's speaker recd skips them (the play's skipSilence).
   let skipping = false, asked = null, pauses = [];
   try { skipping = localStorage.getItem('recd-skip-silence') === '1'; } catch { /* no storage: off */ }
   const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });

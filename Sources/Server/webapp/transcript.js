@@ -1,7 +1,6 @@
-// The transcript under the player (issue 38): what recd's transcriber heard, word by word, the word
-// being heard marked and kept in view; a click on a word plays from there. Made in the background: a
-// pending one says so and shows on `transcript.done`; none or failed says why, in one quiet line.
-// By keyboard: ← → from word to word in the box, Enter plays from the focused one.
+// The transcript under the player (issue 38): recd's transcriber's words, the one heard marked and kept
+// in view; a click (or ← → to one, then Enter) plays from a word. Pending: said, shown on `transcript.done`;
+// none or failed: why, in one quiet line.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';

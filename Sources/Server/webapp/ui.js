@@ -8,13 +8,13 @@ export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
   if (tag === 'button') el.type = 'button';   // never a form's submit (props may say otherwise)
   for (const [k, v] of Object.entries(props)) {
-    if (v === undefined || v === null || v === false) continue;
+    if (v == null || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
     else if (k === 'style') el.style.cssText = v;   // CSSOM: allowed by the page's CSP, a style attribute is not
     else el.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c);
+  for (const c of children.flat()) if (c != null && c !== false) el.append(c);
   return el;
 }
 
@@ -44,8 +44,7 @@ export function modal(onclose, ...children) {
   return dialog;
 }
 
-/// The seed's alerts: resolves true when confirmed. Cancel has the focus: these delete or discard for
-/// good, and Enter twice (to open, then by habit) must not.
+/// The seed's alerts: resolves true when confirmed. Cancel has the focus: Enter twice must not delete.
 export function confirmDialog(title, message, action, danger = true) {
   return new Promise((resolve) => {
     const done = (v) => { dialog.close(); resolve(v); };
@@ -61,7 +60,7 @@ export function confirmDialog(title, message, action, danger = true) {
 }
 
 export function duration(seconds) {
-  if (seconds === null || seconds === undefined || !isFinite(seconds)) return '–';
+  if (!Number.isFinite(seconds)) return '–';
   const t = Math.floor(seconds), m = Math.floor(t / 60) % 60, hours = Math.floor(t / 3600), s = t % 60;
   return (hours ? `${hours}:${String(m).padStart(2, '0')}` : `${m}`) + ':' + String(s).padStart(2, '0');
 }

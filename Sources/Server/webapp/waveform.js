@@ -32,8 +32,9 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
     g.fillStyle = p / wave.length < progress ? played : rest;
     g.fillRect(p * bar, mid - hgt / 2, Math.max(px, bar - gap), hgt);
   }
-  // The position, 3:1 against both colours and the white (WCAG 1.4.11).
-  if (head) { g.fillStyle = style.getPropertyValue('--ink'); g.fillRect(Math.min(progress * width, width - 2), 0, 2, height); }
+  // The position: a dark line edged in white, 3:1 beside any bar (WCAG 1.4.11).
+  const x = Math.min(Math.round(progress * width), width - 3);
+  if (head) { g.fillStyle = '#fff'; g.fillRect(x - 1, 0, 4, height); g.fillStyle = style.getPropertyValue('--ink'); g.fillRect(x, 0, 2, height); }
   // For the tests: how many points, over how many CSS pixels.
   canvas.dataset.points = String(wave.length);
   canvas.dataset.drawn = String(Math.round(wave.length * bar));
