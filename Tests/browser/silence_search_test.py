@@ -117,7 +117,7 @@ try:
         size(390)
         browser.get(url)
         wait("the empty state", lambda b: "No recordings yet" in page.text())
-        js("localStorage.removeItem('recd-skip-silence')")
+        js("localStorage.removeItem('recd-skip-silence'); localStorage.removeItem('recd-speed')")
         # The memo: 2 s tone, then three times 3 s of silence and 2 s of tone (17 s).
         tone, quiet = sox("memo-tone", "synth", "2", "sine", "440", "vol", "0.5"), sox("memo-quiet", "trim", "0", "3")
         memo_wav = os.path.join(work, "memo.wav")
@@ -223,6 +223,43 @@ try:
               wide[0] <= wide[1] and wide[2] <= wide[3] and wide[4] <= wide[5] and wide[6] <= 0.6 * wide[7], wide)
         size(390)
 
+        # 5b. Speed: one button cycling 1× → 1.25× → 1.5× → 2× → 0.75× → 1×, the <audio>'s rate (pitch kept), kept.
+        speed_button = lambda: browser.find_element(By.CSS_SELECTOR, "#player [data-action=speed]")
+        rate = lambda: js("const a = document.querySelector('#player audio'); return [a.playbackRate, a.preservesPitch]")
+        check("Speed is a button “1×” named “Speed 1×”", speed_button().text == "1×" and speed_button().accessible_name == "Speed 1×", speed_button().accessible_name)
+        cycle = []
+        for _ in range(5):
+            speed_button().click()
+            cycle.append([speed_button().text, speed_button().get_attribute("aria-label")] + rate())
+        check("it cycles 1.25×, 1.5×, 2×, 0.75×, 1×, setting playbackRate with preservesPitch",
+              cycle == [[f"{v}×", f"Speed {v}×", float(v), True] for v in ["1.25", "1.5", "2", "0.75", "1"]], cycle)
+        speed_button().click(); speed_button().click()
+        check("1.5× is remembered", js("return localStorage.getItem('recd-speed')") == "1.5" and rate()[0] == 1.5, rate())
+        skip_button().click()   # off: the pauses played, the time only the speed's
+        wait("Skip silence off", lambda b: stored() == "0")
+        js("const a = document.querySelector('#player audio'); a.currentTime = 0; a.play()")
+        wait("playing", lambda b: audio()[0] > 0.2 and not audio()[1], 5)
+        t0, w0 = audio()[0], time.time()
+        time.sleep(3)
+        t1, w1 = audio()[0], time.time()
+        ratio = (t1 - t0) / (w1 - w0)
+        check(f"at 1.5× currentTime advances {ratio:.2f} s per wall second (1.3–1.7)", 1.3 <= ratio <= 1.7, [t0, t1])
+        shown = browser.find_element(By.CSS_SELECTOR, "#player .time").text
+        check(f"the position shown is the recording's ({shown})", shown.startswith(f"0:{int(audio()[0]):02d}") or shown.startswith(f"0:{int(audio()[0]) - 1:02d}"), [shown, audio()])
+        js("document.querySelector('#player audio').pause()")
+        skip_button().click()
+        wait("Skip silence on again", lambda b: stored() == "1")
+        close_player()
+        browser.refresh()
+        wait("the rows", lambda b: b.find_elements(By.CSS_SELECTOR, f"li[data-id='{memo['id']}'] .row-main"))
+        open_player(memo["id"])
+        check("after a reload the speed is still 1.5×, on the <audio> too", speed_button().text == "1.5×" and rate() == [1.5, True], [speed_button().text, rate()])
+        size(320)
+        wide = js("const c = document.querySelector('#player .controls'); return [c.scrollWidth, c.clientWidth, document.documentElement.scrollWidth, innerWidth]")
+        check("at 320 px ⏮ 15s, pause, ⏭ 15s and the speed fit on one row", wide[0] <= wide[1] and wide[2] <= wide[3], wide)
+        shots("47-player-speed", "#player")
+        size(390)
+
         # The waveform: its bars 3:1 on white, the position a dark line where the <audio> is.
         js("const a = document.querySelector('#player audio'); a.pause(); a.currentTime = 8.5;")
         wait("paused at 10 s", lambda b: audio()[1] and abs(audio()[0] - pauses["silences"][1]["end"]) < 0.1)
@@ -244,6 +281,12 @@ try:
         open_player(memo["id"], speaker=True)
         played = wait("recd's playback", lambda b: (recd("/v1/playback") or {}).get("playback"), 10)
         check("on recd's speaker with Skip silence on, the play asks recd to skip (skipSilence)", played["skipSilence"] is True, played)
+        check("on recd's speaker the play goes at the kept speed (GET /v1/playback: speed 1.5)", played.get("speed") == 1.5, played)
+        speed_button().click()
+        sped = wait("speed 2 at recd", lambda b: (lambda p: p if p and p.get("speed") == 2 else None)((recd("/v1/playback") or {}).get("playback")), 5)
+        check("the speed button on recd's speaker sets recd's speed (POST /v1/playback/speed): 2", sped["speed"] == 2, sped)
+        speed_button().click(); speed_button().click()   # back to 1× (0.75×, 1×)
+        wait("speed 1 at recd", lambda b: ((recd("/v1/playback") or {}).get("playback") or {}).get("speed") == 1, 5)
         skip_button().click()
         check("a toggle during a play on recd's speaker says it counts from the next play", toast_says("from the next play"))
         check("and is kept (off)", skip_button().get_attribute("aria-pressed") == "false" and stored() == "0", stored())

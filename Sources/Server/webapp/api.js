@@ -66,7 +66,7 @@ export const api = {
   removeAll: () => call('DELETE', '/recordings?confirm=all'),
   played: (id) => post(`/recordings/${id}/played`),
   waveform: (id, pixels) => get(`/recordings/${id}/waveform?pixels=${pixels}`),
-  playOnSpeaker: (id, position, skipSilence) => post(`/recordings/${id}/play`, { position, skipSilence }),
+  playOnSpeaker: (id, position, skipSilence, speed) => post(`/recordings/${id}/play`, { position, skipSilence, speed }),
   silences: (id) => get(`/recordings/${id}/silences`),
   playback: () => get('/playback'),
   transcript: (id) => get(`/recordings/${id}/transcript`),

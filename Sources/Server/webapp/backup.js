@@ -119,7 +119,7 @@ export function backupSection() {
       set(percent, `${pct}%`);
       fill.style.width = `${pct}%`;
       const files = r.totalFiles > 0 ? `${r.filesDone} of ${count(r.totalFiles, 'file', 'files')}` : '';
-      bar.setAttribute('aria-valuenow', String(pct));
+      bar.setAttribute('aria-valuenow', pct);
       bar.setAttribute('aria-valuetext', files ? `${pct}%, ${files}` : `${pct}%`);
       set(runDetail, files ? `${files} · ${size(r.bytesDone)} of ${size(r.totalBytes)}` : 'Gathering the files…');
     }

@@ -9,6 +9,8 @@ import { transcriptPanel } from './transcript.js';
 import { markerPanel } from './markers.js';
 
 let current = null;   // { recording, media, counts, counted, wave, close }
+// localStorage, when there is one (none: for this player only).
+const kept = (k, v) => { try { return v === undefined ? localStorage.getItem(k) : localStorage.setItem(k, v); } catch { return null; } };
 
 export function closePlayer() { current?.close(); }
 
@@ -70,15 +72,17 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const length = () => recording.duration || media.duration || 0;
   const paused = () => (state.speaker ? state.speakerPaused : media.paused);
   const render = () => {
-    time.textContent = `${duration(position())} / ${duration(length())}`;
+    const p = position(), n = length();
+    time.textContent = `${duration(p)} / ${duration(n)}`;
     // The slider says where it is, as the waveform shows it.
-    scrub.setAttribute('aria-valuemax', String(Math.round(length())));
-    scrub.setAttribute('aria-valuenow', String(Math.round(Math.min(position(), length()))));
-    scrub.setAttribute('aria-valuetext', `${duration(position())} of ${duration(length())}`);
-    if (!isVideo) drawWaveform(canvas, state.wave, length() ? position() / length() : 0, true);
-    state.transcript?.mark(position());
-    pause.textContent = paused() ? '▶' : '⏸';
-    pause.setAttribute('aria-label', paused() ? 'Play' : 'Pause');
+    scrub.setAttribute('aria-valuemax', Math.round(n));
+    scrub.setAttribute('aria-valuenow', Math.round(Math.min(p, n)));
+    scrub.setAttribute('aria-valuetext', `${duration(p)} of ${duration(n)}`);
+    if (!isVideo) drawWaveform(canvas, state.wave, n ? p / n : 0, true);
+    state.transcript?.mark(p);
+    const q = paused();
+    pause.textContent = q ? '▶' : '⏸';
+    pause.setAttribute('aria-label', q ? 'Play' : 'Pause');
   };
   const seekTo = async (t) => {
     t = Math.max(0, Math.min(length(), t));
@@ -107,14 +111,13 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
 
   // Skip Silence (issue 47): recd's pauses, read once, jumped over at each timeupdate (4 a second) and
   // frame; on recd's speaker recd skips them (the play's skipSilence).
-  let skipping = false, asked = null, pauses = [];
-  try { skipping = localStorage.getItem('recd-skip-silence') === '1'; } catch { /* no storage: off */ }
+  let skipping = kept('recd-skip-silence') === '1', asked = null, pauses = [];
   const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
   const skipper = h('button', { 'data-action': 'skip-silence', onclick: () => skipSet(!skipping, true) }, 'Skip silence');
   const skipSet = async (on, pressed) => {
     skipping = on;
-    skipper.setAttribute('aria-pressed', String(on));
-    try { localStorage.setItem('recd-skip-silence', on ? '1' : '0'); } catch { /* for this player only */ }
+    skipper.setAttribute('aria-pressed', on);
+    kept('recd-skip-silence', on ? 1 : 0);
     if (pressed && state.speaker) toast("On recd's speaker: from the next play");
     saves.textContent = '';
     asked ??= on ? api.silences(recording.id).then((r) => { pauses = r.silences; return r.skippable; }, () => null) : null;
@@ -122,6 +125,18 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
   };
   skipSet(skipping);
+  // Speed (issue 47), kept: the <audio>'s rate (pitch kept; currentTime unchanged), or recd's.
+  const speeds = [1, 1.25, 1.5, 2, 0.75];
+  let speed = +kept('recd-speed') || 1;
+  const speeder = h('button', { 'data-action': 'speed', onclick: () => speedSet(speeds[(speeds.indexOf(speed) + 1) % 5], true) });
+  const speedSet = (s, pressed) => {
+    speed = speeds.includes(s) ? s : 1;
+    speeder.textContent = `${speed}×`; speeder.setAttribute('aria-label', `Speed ${speed}×`);
+    media.defaultPlaybackRate = media.playbackRate = speed; media.preservesPitch = true;
+    kept('recd-speed', speed);
+    if (pressed && state.speaker) api.transport('speed', { speed }).catch((e) => toast(e.message));
+  };
+  speedSet(speed);
   const jump = () => {
     const t = media.currentTime, p = skipping && !state.speaker && pauses.find((x) => t >= x.start && t < x.end);
     if (p) media.currentTime = p.end;
@@ -135,8 +150,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   scrub.addEventListener('pointerdown', (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); });
   scrub.addEventListener('pointermove', (e) => { if (e.buttons) seekTo(fromPointer(e)); });
   scrub.addEventListener('keydown', (e) => {
-    if (e.key === 'ArrowLeft') { skip(-5); e.preventDefault(); }
-    if (e.key === 'ArrowRight') { skip(5); e.preventDefault(); }
+    const by = { ArrowLeft: -5, ArrowRight: 5 }[e.key];
+    if (by) { skip(by); e.preventDefault(); }
   });
 
   media.addEventListener('timeupdate', () => { jump(); render(); });
@@ -155,7 +170,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     h('div', { class: 'controls' },
       h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
-      h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s')),
+      h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s'), speeder),
     marks.el,
     // Said in words: the sound is out of recd's machine (spread: replaceChildren prints a null)
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
@@ -164,7 +179,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
   if (onSpeaker) {
-    const reply = await api.playOnSpeaker(recording.id, at, skipping);
+    const reply = await api.playOnSpeaker(recording.id, at, skipping, speed);
     state.speakerPosition = at;
     media.removeAttribute('src');
     state.timer = setInterval(async () => {

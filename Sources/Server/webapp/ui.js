@@ -117,7 +117,7 @@ export function metadataForm(initial = {}) {
     'aria-pressed': String(p === purpose), 'data-purpose': p,
     onclick: (e) => {
       purpose = purpose === p ? null : p;   // tap the selected chip to unselect it
-      for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', String(c.dataset.purpose === purpose));
+      for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', c.dataset.purpose === purpose);
       e.currentTarget.focus();
     },
   }, p[0].toUpperCase() + p.slice(1)));
