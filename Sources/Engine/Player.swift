@@ -31,6 +31,9 @@ public actor Player {
     enum State: Sendable {
         case idle
         case playing(Active)
+        /// Between `end`'s first step and its last: the thread stopped, the play being counted. Still
+        /// shown by `status`, so no one sees neither the playback nor how it ended.
+        case ending(Active)
     }
 
     private var state: State = .idle
@@ -243,7 +246,9 @@ public actor Player {
     /// Ends `active`: stops its thread and device, counts it when the rules say so, and records how
     /// it ended.
     private func end(_ active: Active, _ reason: PlaybackEnded.Reason, error: String? = nil) async -> PlaybackEnded {
-        state = .idle
+        // Not yet idle: the awaits below let `status` in, and it must still show this playback until
+        // `lastEnded` says how it ended (recctl play --wait polls for exactly that hand-over).
+        state = .ending(active)
         let session = active.session
         _ = try? await runBlocking { session.stop() }
         let position = session.progress.position
@@ -259,6 +264,7 @@ public actor Player {
         }
         let ended = PlaybackEnded(session: active.sessionID, recordingID: active.recording.id, title: active.recording.title,
                                   reason: reason, position: position, counted: counted, at: Date(), error: error)
+        state = .idle
         lastEnded = ended
         events.publish(.playbackEnded(ended))
         if counted { events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.recording.id, change: .played))) }
@@ -280,5 +286,10 @@ public actor Player {
     }
 
     /// The recording playing now, if any.
-    public var current: PlaybackInfo? { if case .playing(let a) = state { return info(a) } else { return nil } }
+    public var current: PlaybackInfo? {
+        switch state {
+        case .idle: return nil
+        case .playing(let a), .ending(let a): return info(a)
+        }
+    }
 }

