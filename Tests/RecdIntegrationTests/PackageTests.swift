@@ -3,6 +3,8 @@
 // linked in, Depends from dpkg-shlibdeps, the maintainer scripts) but from a debug build, which
 // compiles from clean in less of CI's time than the release build users get; then scripts/deb-test.sh
 // installs it with apt into a clean Debian 12 root and, with no Swift there, records, lists and plays.
+// Under scripts/run-tests.sh (`make test`) the package is built from the suite's start, beside it, and
+// this test waits for it; run alone, it builds it itself.
 import Foundation
 import XCTest
 
@@ -12,25 +14,60 @@ final class PackageTests: XCTestCase {
         for tool in ["mmdebstrap", "dpkg-deb", "dpkg-shlibdeps"] {
             try Skip.if(Tools.which(tool) == nil, "\(tool) is missing: scripts/install-deps.sh --test installs it")
         }
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("recd-package-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: out) }
-        var env = ProcessInfo.processInfo.environment
-        env["RECD_DEB_OUT"] = out.path
-        env["RECD_DEB_CONFIGURATION"] = "debug"
-        env["RECD_DEB_NICE"] = "10"   // the other half of the suite runs timing-sensitive tests meanwhile
-        let scripts = Tools.packageRoot.appendingPathComponent("scripts")
-        let build = try Tools.run(scripts.appendingPathComponent("build-deb.sh").path, [], environment: env, timeout: 1200)
-        XCTAssertEqual(build.status, 0, "build-deb.sh: \(build.stdout.suffix(3000))\n\(build.stderr.suffix(3000))")
-        let deb = build.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        guard build.status == 0, deb.hasSuffix("_amd64.deb"), FileManager.default.fileExists(atPath: deb) else {
-            return XCTFail("build-deb.sh printed no package: \(build.stdout.suffix(2000))")
+        let deb: String
+        if let status = ProcessInfo.processInfo.environment["RECD_TEST_DEB_STATUS"],
+           let log = ProcessInfo.processInfo.environment["RECD_TEST_DEB_LOG"] {
+            deb = try Self.packageBuiltBeside(status: status, log: log)
+        } else {
+            deb = try Self.buildPackage()
         }
+        defer { if ProcessInfo.processInfo.environment["RECD_TEST_DEB_STATUS"] == nil { try? FileManager.default.removeItem(atPath: (deb as NSString).deletingLastPathComponent) } }
+        let scripts = Tools.packageRoot.appendingPathComponent("scripts")
         let test = try Tools.run(scripts.appendingPathComponent("deb-test.sh").path, [deb], timeout: 600)
         print(test.stdout)
         let last = test.stdout.split(separator: "\n").last.map(String.init) ?? ""
         XCTAssertTrue(last.hasSuffix(" passed, 0 failed") && !last.hasPrefix("0 "),
                       "deb-test.sh: \(test.stdout.suffix(6000))\n\(test.stderr.suffix(2000))")
         XCTAssertEqual(test.status, 0)
+    }
+
+    /// The package as `make deb` builds it, but from a debug build, at nice 10 (the other half of the
+    /// suite runs timing-sensitive tests meanwhile): its path.
+    static func buildPackage() throws -> String {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("recd-package-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        var env = ProcessInfo.processInfo.environment
+        env["RECD_DEB_OUT"] = out.path
+        env["RECD_DEB_CONFIGURATION"] = "debug"
+        env["RECD_DEB_NICE"] = "10"
+        let scripts = Tools.packageRoot.appendingPathComponent("scripts")
+        let build = try Tools.run(scripts.appendingPathComponent("build-deb.sh").path, [], environment: env, timeout: 1200)
+        return try deb(status: build.status, said: build.stdout + "\n" + build.stderr)
+    }
+
+    /// The package scripts/run-tests.sh builds from the suite's start (the same build-deb.sh, beside
+    /// the tests at nice 19): waits for `status` (its exit code, written when it ends), then its path.
+    static func packageBuiltBeside(status: String, log: String) throws -> String {
+        let deadline = Date().addingTimeInterval(1500)
+        while !FileManager.default.fileExists(atPath: status) {
+            guard Date() < deadline else { throw PackageBuildFailed(said: "the package built beside the suite did not finish in 25 minutes: \(log)") }
+            Thread.sleep(forTimeInterval: 1)
+        }
+        let code = Int32(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        return try deb(status: code, said: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(no log at \(log))")
+    }
+
+    struct PackageBuildFailed: Error, CustomStringConvertible {
+        let said: String
+        var description: String { said }
+    }
+
+    /// build-deb.sh prints the package's path last.
+    static func deb(status: Int32, said: String) throws -> String {
+        let last = said.split(separator: "\n").last(where: { $0.hasSuffix("_amd64.deb") }).map(String.init) ?? ""
+        guard status == 0, FileManager.default.fileExists(atPath: last) else {
+            throw PackageBuildFailed(said: "build-deb.sh (exit \(status)) printed no package: \(said.suffix(4000))")
+        }
+        return last
     }
 }
