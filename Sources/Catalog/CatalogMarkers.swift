@@ -90,12 +90,14 @@ extension Catalog {
 
     static func markers(of id: String, _ db: Database) throws -> [Marker] {
         try Row.fetchAll(db, sql: "SELECT id, time, label, createdAt FROM marker WHERE recordingID = ? ORDER BY time, createdAt",
-                         arguments: [id]).map { row in
-            guard let markerID = UUID(uuidString: row["id"]), let created = StoredDate.read(row, 3) else {
-                throw CatalogError.corruptRow(id: id, detail: "a marker's id or date does not read")
-            }
-            return Marker(id: markerID, time: row["time"], label: row["label"], createdAt: created)
+                         arguments: [id]).map { try marker($0, of: id) }
+    }
+
+    private static func marker(_ row: Row, of id: String) throws -> Marker {
+        guard let markerID = UUID(uuidString: row["id"]), let created = StoredDate.read(row, 3) else {
+            throw CatalogError.corruptRow(id: id, detail: "a marker's id or date does not read")
         }
+        return Marker(id: markerID, time: row["time"], label: row["label"], createdAt: created)
     }
 
     /// Adds `marker` to recording `id` if it is in one of `states` and holds fewer than
@@ -162,10 +164,12 @@ extension Catalog {
         try wrap("read markers") {
             try pool.read { db in
                 var out: [UUID: [Marker]] = [:]
-                let ids = try String.fetchAll(db, sql: "SELECT DISTINCT recordingID FROM marker")
-                for id in ids {
+                // One query (the export asks for every recording's markers at once), in each recording's order.
+                let rows = try Row.fetchAll(db, sql: "SELECT id, time, label, createdAt, recordingID FROM marker ORDER BY recordingID, time, createdAt")
+                for row in rows {
+                    let id: String = row["recordingID"]
                     guard let uuid = UUID(uuidString: id) else { continue }
-                    out[uuid] = try Self.markers(of: id, db)
+                    out[uuid, default: []].append(try Self.marker(row, of: id))
                 }
                 return out
             }

@@ -19,6 +19,13 @@ extension Catalog {
                 try body(&r)
                 precondition(r.id == id, "modify must not change the id")
                 try RecordingRecord(r).update(db)
+                // A take's markers are made at the time heard; the duration set at its end (or by
+                // recovery, from what reached the disk before a kill or a power cut) can be shorter.
+                // A marker is kept, at the end, rather than left pointing past it (chapters, the player).
+                if let duration = r.duration, r.state != .recording {
+                    try db.execute(sql: "UPDATE marker SET time = ? WHERE recordingID = ? AND time > ?",
+                                   arguments: [duration, id.uuidString, duration])
+                }
                 return r
             }
         }

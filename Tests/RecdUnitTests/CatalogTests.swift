@@ -295,6 +295,22 @@ final class CatalogMarkerTests: XCTestCase {
         }
     }
 
+    /// A take killed at 9 s of which 4 s reached the disk: recovery sets the duration from the file,
+    /// and a marker made at 6 s is kept at the end, not left past it; during the take none is moved.
+    func testMarkersPastARecoveredTakesEndAreKeptAtItsEnd() throws {
+        let take = try recording(.recording, duration: 0)
+        for t in [1.0, 6.0] { try catalog.addMarker(marker(t), to: take.id, states: states) { _ in } }
+        _ = try catalog.modify(id: take.id) { $0.title = "Still recording" }
+        XCTAssertEqual(try catalog.markers(of: take.id).map(\.time), [1, 6])
+        _ = try catalog.modify(id: take.id) { row in
+            row.state = .pending
+            row.recovered = true
+            row.duration = 4
+        }
+        XCTAssertEqual(try catalog.markers(of: take.id).map(\.time), [1, 4])
+        XCTAssertEqual(try catalog.allMarkers()[take.id]?.map(\.time), [1, 4])
+    }
+
     func testATrimsCommitCutsTheMarkersAndADeleteTakesThem() throws {
         let r = try recording()
         let kept = [marker(1, "a"), marker(4, "b"), marker(6, "c"), marker(9.5, "d")]
