@@ -11,7 +11,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, signal, subprocess, time, traceback
 
-from harness import Page, chromium, setup, wait_until
+from harness import Page, RecdClient, chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 
 RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-details-")
@@ -23,20 +23,10 @@ TITLES = ["W" * 40, ("録音のテストです長いタイトル" * 3)[:40], "�
 assert [len(t) for t in TITLES] == [40] * 4
 
 
-def recctl(*args, check_rc=True):
-    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
-    if check_rc and out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return out
-
-
-def recctl_json(*args):
-    return json.loads(recctl("--json", *args).stdout)
-
-
-def recd_get(path):
-    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
-    return json.loads(out.stdout)
+client = RecdClient(RECCTL, sock, env)
+recctl = client.recctl
+recctl_json = client.recctl_json
+recd_get = client.get
 
 
 try:

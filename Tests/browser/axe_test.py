@@ -17,7 +17,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import glob, json, os, subprocess, time, traceback
 
-from harness import Page, chromium, setup
+from harness import Page, RecdClient, chromium, setup
 from selenium.webdriver.common.by import By
 
 RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-axe-")
@@ -26,11 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AXE = sorted(glob.glob(os.path.join(REPO, ".build", "axe-venv", "lib", "python3*", "site-packages", "axe_playwright_python", "axe.min.js")))
 
 
-def recctl(*args):
-    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return out
+client = RecdClient(RECCTL, sock, env)
+recctl = client.recctl
 
 
 def imported(title, seconds, pause=0):

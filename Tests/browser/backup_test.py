@@ -21,7 +21,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, re, shutil, subprocess, time, traceback
 
-from harness import Page, chromium, setup
+from harness import Page, RecdClient, chromium, setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -43,9 +43,8 @@ with open(wrapper, "w") as f:
 os.chmod(wrapper, 0o755)
 
 
-def recd_get(path):
-    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
-    return json.loads(out.stdout)
+client = RecdClient(RECCTL, sock, env)
+recd_get = client.get
 
 
 def password_file(name, text):

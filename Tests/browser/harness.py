@@ -1,7 +1,7 @@
 """What the browser tests share: checks counted and printed, the child processes they start (stopped
 at the end, newest first), waiting for a page to get somewhere, and the closing line that the Swift
 side (WebAppTests, UIRelayTests) reads."""
-import os, shutil, signal, subprocess, sys, tempfile, time
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 
 class Harness:
@@ -102,6 +102,29 @@ def setup(prefix):
     env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
     data, sock = os.path.join(work, "data"), os.path.join(work, "run", "recd.sock")
     return recd, recctl, shots, work, runtime, env, data, sock, Harness(env, work, runtime)
+
+
+class RecdClient:
+    """One recd, asked as a person or a program would: through recctl, or straight from its socket
+    with curl (recd's own answer, not the page's)."""
+
+    def __init__(self, recctl, sock, env):
+        self.recctl_path, self.sock, self.env = recctl, sock, env
+
+    def recctl(self, *args, check_rc=True, timeout=60):
+        out = subprocess.run([self.recctl_path, "--socket", self.sock, *args], env=self.env,
+                             capture_output=True, text=True, timeout=timeout)
+        if check_rc and out.returncode != 0:
+            raise RuntimeError(f"recctl {args}: {out.stderr}")
+        return out
+
+    def recctl_json(self, *args):
+        return json.loads(self.recctl("--json", *args).stdout)
+
+    def get(self, path):
+        out = subprocess.run(["curl", "-s", "--unix-socket", self.sock, "http://recd" + path],
+                             capture_output=True, text=True, timeout=10)
+        return json.loads(out.stdout)
 
 
 class Page:

@@ -22,7 +22,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, re, subprocess, time, traceback
 
-from harness import Page, chromium, setup
+from harness import Page, RecdClient, chromium, setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -30,11 +30,8 @@ RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-silence-")
 check, start = h.check, h.start
 
 
-def recctl(*args):
-    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return out
+client = RecdClient(RECCTL, sock, env)
+recctl = client.recctl
 
 
 def recd(path, method="GET"):

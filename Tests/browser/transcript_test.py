@@ -13,7 +13,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, signal, subprocess, time, traceback
 
-from harness import Page, chromium, setup, wait_until
+from harness import Page, RecdClient, chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -32,16 +32,9 @@ LONG_NOTES = ("Remember: extraordinary circumstances surrounding yesterday's con
               "unforgettable childhood adventures reminded everybody about resilience")
 
 
-def recctl(*args, check_rc=True):
-    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
-    if check_rc and out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return out
-
-
-def recd_get(path):
-    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
-    return json.loads(out.stdout)
+client = RecdClient(RECCTL, sock, env)
+recctl = client.recctl
+recd_get = client.get
 
 
 def speech(text, name, silence=1.0):

@@ -7,7 +7,7 @@ Ends with the plain line "N passed, M failed"; exit status 0 only when nothing f
 """
 import json, os, signal, subprocess, time, traceback, urllib.parse, urllib.request, urllib.error
 
-from harness import chromium, setup, wait_until
+from harness import RecdClient, chromium, setup, wait_until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -16,17 +16,9 @@ RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-webapp-")
 check, start, procs, results = h.check, h.start, h.procs, h.results
 
 
-def recctl_json(*args):
-    out = subprocess.run([RECCTL, "--socket", sock, "--json", *args], env=env, capture_output=True, text=True, timeout=30)
-    if out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return json.loads(out.stdout)
-
-
-def recd_get(path):
-    """recd's own answer, straight from its socket."""
-    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
-    return json.loads(out.stdout)
+client = RecdClient(RECCTL, sock, env)
+recctl_json = client.recctl_json
+recd_get = client.get
 
 
 def http(url, headers=None, method="GET"):
