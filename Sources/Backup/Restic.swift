@@ -297,6 +297,54 @@ extension ResticRepository {
     }
 }
 
+/// Which of recd's snapshots to keep (`--backup-keep`): restic's `forget` policy. A snapshot is kept
+/// if any rule keeps it: the `last` newest, and the newest of each of the last `daily` days,
+/// `weekly` weeks, `monthly` months, `yearly` years.
+public struct ResticRetention: Sendable, Equatable, CustomStringConvertible {
+    public static let rules = ["last", "daily", "weekly", "monthly", "yearly"]
+    /// Rule and count, in `rules`' order.
+    public let counts: [(rule: String, count: Int)]
+
+    public static func == (a: Self, b: Self) -> Bool { a.counts.elementsEqual(b.counts) { $0 == $1 } }
+
+    /// "daily=7,weekly=5,monthly=12" (any of `rules`, each 1-10000); nil for anything else.
+    public init?(_ text: String) {
+        var found: [String: Int] = [:]
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let kv = part.split(separator: "=", omittingEmptySubsequences: false)
+            guard kv.count == 2, Self.rules.contains(String(kv[0])), found[String(kv[0])] == nil,
+                  let n = Int(kv[1]), (1...10_000).contains(n) else { return nil }
+            found[String(kv[0])] = n
+        }
+        guard !found.isEmpty else { return nil }
+        counts = Self.rules.compactMap { r in found[r].map { (r, $0) } }
+    }
+
+    public var description: String { counts.map { "\($0.rule)=\($0.count)" }.joined(separator: ",") }
+    var arguments: [String] { counts.flatMap { ["--keep-\($0.rule)", String($0.count)] } }
+}
+
+extension ResticRepository {
+    /// `restic forget` of recd's snapshots of this host (another host's, and other programs' in a
+    /// shared repository, are left alone) that `retention` does not keep; with `prune`, the data no
+    /// snapshot uses any more is removed too (the slow part: it rewrites packs). Returns how many
+    /// snapshots were kept and removed.
+    public func forget(_ retention: ResticRetention, prune: Bool, started: (any ResticInterruptible) -> Void = { _ in }) throws(ResticError) -> (kept: Int, removed: Int) {
+        let run = try ResticRun(self, ["forget", "--json", "--tag", Self.tag, "--host", host] + retention.arguments + (prune ? ["--prune"] : []))
+        started(run)
+        let r = run.wait()
+        if r.status == 128 + SIGINT { throw ResticError(reason: .failed, message: "restic forget was interrupted (recd is stopping)") }
+        guard r.status == 0 else { throw ResticError.classify(status: r.status, stderr: r.stderr, command: "forget", repository: location) }
+        // The groups as JSON on one line; with --prune, prune's own report follows it as text.
+        struct Group: Decodable { struct Snap: Decodable { var id: String }; var keep: [Snap]?; var remove: [Snap]? }
+        guard let line = r.stdout.split(separator: "\n").first(where: { $0.hasPrefix("[") }),
+              let groups = try? JSONDecoder().decode([Group].self, from: Data(line.utf8)) else {
+            return (0, 0)   // nothing of recd's on this host yet: restic prints no groups
+        }
+        return (groups.reduce(0) { $0 + ($1.keep?.count ?? 0) }, groups.reduce(0) { $0 + ($1.remove?.count ?? 0) })
+    }
+}
+
 /// A run that can be asked to stop.
 public protocol ResticInterruptible: Sendable { func interrupt() }
 extension ResticRun: ResticInterruptible {}

@@ -22,12 +22,25 @@ public struct BackupSettings: Sendable {
     public var checkSubset: String
     /// Seconds a backup may go without progress before it is stopped (a repository that stopped answering).
     public var stallSeconds: Double
+    /// The snapshots kept (`--backup-keep`): the others are forgotten after each good backup; nil
+    /// (`all`): every snapshot is kept.
+    public var keep: ResticRetention?
+    /// Seconds between prunes (removing the data that forgotten snapshots alone used).
+    public var pruneInterval: Double
 
     public init(repository: ResticRepository, delay: Double = 300, interval: Double = 86_400, warnAfter: Double = 86_400,
-                checkInterval: Double? = 7 * 86_400, checkSubset: String = "10%", stallSeconds: Double = 600) {
+                checkInterval: Double? = 7 * 86_400, checkSubset: String = "10%", stallSeconds: Double = 600,
+                keep: ResticRetention? = BackupSettings.defaultKeep, pruneInterval: Double = 86_400) {
         self.repository = repository; self.delay = delay; self.interval = interval; self.warnAfter = warnAfter
         self.checkInterval = checkInterval; self.checkSubset = checkSubset; self.stallSeconds = stallSeconds
+        self.keep = keep; self.pruneInterval = pruneInterval
     }
+}
+
+extension BackupSettings {
+    /// Ten most recent, then one a day for two weeks, a week for two months, a month for two years
+    /// (docs/design.md: why).
+    public static let defaultKeep = ResticRetention("last=10,daily=14,weekly=8,monthly=24")
 }
 
 /// Runs the backups: `delay` after the library changes, every `interval`, and when asked
@@ -50,6 +63,9 @@ public actor Backups {
     private var lastSuccess: BackupSnapshotSummary?
     private var lastError: BackupError?
     private var lastCheck: BackupCheck?
+    private var lastForget: BackupForget?
+    /// The last prune (`lastForget` says only the last forget's).
+    private var lastPruneAt: Date?
     private var failuresInARow = 0
     /// Changes of the library counted since recd started; and the count a run's snapshot holds.
     private var changes = 0
@@ -75,12 +91,14 @@ public actor Backups {
         self.logger = logger
         lastSuccess = settings == nil ? nil : Self.load(Self.lastPath(data))
         lastCheck = settings == nil ? nil : Self.load(Self.checkPath(data))
+        lastForget = settings?.keep == nil ? nil : Self.load(Self.forgetPath(data))
         state = settings == nil ? .off : .idle(due: Date().addingTimeInterval(settings!.delay))
         unbackedSince = settings == nil ? nil : Date()
     }
 
     private static func lastPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last.json").path }
     private static func checkPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last-check.json").path }
+    private static func forgetPath(_ data: DataDirectory) -> String { data.root.appendingPathComponent(".backup/last-forget.json").path }
 
     private static func load<T: Decodable>(_ path: String) -> T? {
         guard let bytes = FileManager.default.contents(atPath: path) else { return nil }
@@ -157,7 +175,7 @@ public actor Backups {
     public var status: BackupStatus {
         guard let settings else { return BackupStatus(state: .off) }
         var s = BackupStatus(state: .idle, repository: settings.repository.location, lastSuccess: lastSuccess, lastError: lastError,
-                             lastCheck: lastCheck, warning: staleWarning(settings) ?? checkWarning)
+                             lastCheck: lastCheck, lastForget: lastForget, warning: staleWarning(settings) ?? checkWarning)
         switch state {
         case .off: s.state = .off
         case .idle(let due): s.nextRunAt = due ?? nextScheduled(settings)
@@ -280,6 +298,7 @@ public actor Backups {
             if changes == mark { unbackedSince = nil }
             save(summary, to: Self.lastPath(stage.data))
             logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
+            if let keep = settings.keep { await forget(keep, settings, running) }
             if let every = settings.checkInterval, Date().timeIntervalSince(lastCheck?.at ?? .distantPast) >= every {
                 await check(settings, running)
             }
@@ -294,6 +313,36 @@ public actor Backups {
             state = .idle(due: Date().addingTimeInterval(runAgain ? 0 : retry))
             runAgain = false
             events.publish(.backupStatus(status))
+        }
+    }
+
+    /// `restic forget` of the snapshots `keep` no longer keeps, after each good backup (still in the
+    /// running state); pruned at most every `pruneInterval` — when there is something to prune. A
+    /// failure is logged and tried again after the next backup: the snapshot just made stands.
+    private func forget(_ keep: ResticRetention, _ settings: BackupSettings, _ running: BackupRunning) async {
+        let repository = settings.repository
+        let lastPrune = lastForget?.pruned == true ? lastForget?.at : lastPruneAt
+        let prune = Date().timeIntervalSince(lastPrune ?? .distantPast) >= settings.pruneInterval
+        let result = await withTaskCancellationHandler {
+            await BackupThread.run { () -> Result<(kept: Int, removed: Int), ResticError> in
+                do throws(ResticError) {
+                    return .success(try repository.forget(keep, prune: prune) { run in running.run.withLock { $0 = run } })
+                } catch { return .failure(error) }
+            }
+        } onCancel: {
+            running.run.withLock { $0 }?.interrupt()
+        }
+        if Task.isCancelled { return }
+        switch result {
+        case .success(let r):
+            lastForget = BackupForget(at: Date(), policy: keep.description, kept: r.kept, removed: r.removed, pruned: prune)
+            if prune { lastPruneAt = Date() }
+            if r.removed > 0 || prune {
+                logger.info("backup: \(r.removed) old snapshot(s) forgotten, \(r.kept) kept (--backup-keep \(keep))\(prune ? "; unused data pruned" : "")")
+            }
+            save(lastForget, to: Self.forgetPath(stage.data))
+        case .failure(let e):
+            logger.warning("backup: old snapshots could not be forgotten: \(e.message) (tried again after the next backup)")
         }
     }
 

@@ -81,6 +81,21 @@ public struct BackupCheck: Codable, Sendable, Equatable {
     public init(at: Date, ok: Bool, message: String) { self.at = at; self.ok = ok; self.message = message }
 }
 
+/// The last `restic forget` of snapshots the retention policy (`--backup-keep`) no longer keeps.
+public struct BackupForget: Codable, Sendable, Equatable {
+    public var at: Date
+    /// The policy, as given (`daily=7,weekly=5,monthly=12`).
+    public var policy: String
+    /// recd's snapshots of this host kept and removed.
+    public var kept: Int
+    public var removed: Int
+    /// The data no snapshot uses any more was removed from the repository too (`--prune`).
+    public var pruned: Bool
+    public init(at: Date, policy: String, kept: Int, removed: Int, pruned: Bool) {
+        self.at = at; self.policy = policy; self.kept = kept; self.removed = removed; self.pruned = pruned
+    }
+}
+
 /// `GET /v1/backup` (and `POST /v1/backup`'s reply).
 public struct BackupStatus: Codable, Sendable, Equatable {
     /// `off`: no repository set (`--backup`); `idle`: nothing to do until `nextRunAt`; `running`.
@@ -94,6 +109,8 @@ public struct BackupStatus: Codable, Sendable, Equatable {
     @Nullable public var lastError: BackupError?
     /// The last check of the repository; null before the first.
     @Nullable public var lastCheck: BackupCheck?
+    /// The last forget of old snapshots (`--backup-keep`); null before the first, or with `--backup-keep all`.
+    @Nullable public var lastForget: BackupForget?
     /// When the next run is due (the library changed: `--backup-delay` after the last change; or
     /// the schedule, `--backup-interval`); null when off or running.
     @Nullable public var nextRunAt: Date?
@@ -101,9 +118,10 @@ public struct BackupStatus: Codable, Sendable, Equatable {
     /// `--backup-warn-after` (or there is none): said here, in the journal and on the web app's Data page.
     @Nullable public var warning: String?
     public init(state: State, repository: String? = nil, running: BackupProgress? = nil, lastSuccess: BackupSnapshotSummary? = nil,
-                lastError: BackupError? = nil, lastCheck: BackupCheck? = nil, nextRunAt: Date? = nil, warning: String? = nil) {
+                lastError: BackupError? = nil, lastCheck: BackupCheck? = nil, lastForget: BackupForget? = nil, nextRunAt: Date? = nil,
+                warning: String? = nil) {
         self.state = state; self.repository = repository; self.running = running; self.lastSuccess = lastSuccess
-        self.lastError = lastError; self.lastCheck = lastCheck; self.nextRunAt = nextRunAt; self.warning = warning
+        self.lastError = lastError; self.lastCheck = lastCheck; self.lastForget = lastForget; self.nextRunAt = nextRunAt; self.warning = warning
     }
 }
 

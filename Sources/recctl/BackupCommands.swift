@@ -27,6 +27,9 @@ struct BackupCommand: AsyncParsableCommand {
         }
         if let e = s.lastError { lines.append("last run failed (\(e.reason.rawValue)) \(Output.date(e.at)): \(Output.text(e.message))") }
         if let c = s.lastCheck { lines.append("last check \(Output.date(c.at)): \(c.ok ? "sound" : "ERRORS"): \(Output.text(c.message))") }
+        if let f = s.lastForget {
+            lines.append("old snapshots \(Output.date(f.at)): \(f.removed) forgotten, \(f.kept) kept (keep \(f.policy))\(f.pruned ? ", unused data pruned" : "")")
+        }
         if let next = s.nextRunAt { lines.append("next: \(Output.date(next))") }
         if let w = s.warning { lines.append("warning: \(Output.text(w))") }
         return lines.joined(separator: "\n")
@@ -54,7 +57,8 @@ struct BackupCommand: AsyncParsableCommand {
             while true {
                 // A run that began after this request: it holds what was there when it was asked.
                 let ended = (s.lastSuccess?.startedAt ?? .distantPast) >= started || (s.lastError?.startedAt ?? .distantPast) >= started
-                if ended { break }
+                // After the snapshot, the same run forgets old snapshots and may check the repository.
+                if ended && s.state != .running { break }
                 try await Task.sleep(for: .milliseconds(250))
                 (s, raw) = try await global.client.call(.GET, "/v1/backup", as: BackupStatus.self)
             }

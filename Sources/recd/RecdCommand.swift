@@ -160,6 +160,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("What part of the data a check reads back (restic's --read-data-subset): a percentage (10%), n/t (1/7) or a size (500M).", valueName: "subset"))
     var backupCheckSubset: String = "10%"
 
+    @Option(name: .long, help: ArgumentHelp("Which snapshots to keep: rules last, daily, weekly, monthly, yearly (restic forget's --keep-*), the others forgotten after each good backup and their data pruned at most daily; or all.", valueName: "rule=n,…|all"))
+    var backupKeep: String = BackupSettings.defaultKeep!.description
+
     @Option(name: .long, help: ArgumentHelp("Stop a backup whose restic makes no progress for this long (a repository that stopped answering), 2-86400 seconds; it counts as failed and is tried again later.", valueName: "seconds"))
     var backupStall: Double = 600
 
@@ -241,6 +244,9 @@ struct RecdCommand: AsyncParsableCommand {
         guard (60...2_592_000).contains(backupInterval) else { throw ValidationError("--backup-interval must be 60...2592000 seconds") }
         guard (10...2_592_000).contains(backupWarnAfter) else { throw ValidationError("--backup-warn-after must be 10...2592000 seconds") }
         guard (2...86_400).contains(backupStall) else { throw ValidationError("--backup-stall must be 2...86400 seconds") }
+        guard backupKeep == "all" || ResticRetention(backupKeep) != nil else {
+            throw ValidationError("--backup-keep must be all, or rules from last, daily, weekly, monthly, yearly, each =1...10000, such as daily=7,weekly=5 (got \(backupKeep))")
+        }
         guard backupCheckSeconds != -1 else { throw ValidationError("--backup-check-interval must be never or 3600...31536000 seconds") }
         guard backupCheckSubset.range(of: #"^([0-9]{1,3}(\.[0-9]+)?%|[0-9]+/[0-9]+|[0-9]+[KMGT]?)$"#, options: .regularExpression) != nil else {
             throw ValidationError("--backup-check-subset must be a percentage (10%), n/t (1/7) or a size (500M)")
@@ -297,7 +303,8 @@ struct RecdCommand: AsyncParsableCommand {
                                               cacheDirectory: URL(fileURLWithPath: dataDir).appendingPathComponent(".backup/cache").path,
                                               executable: restic, host: ProcessInfo.processInfo.hostName)
             config.backup = BackupSettings(repository: repository, delay: backupDelay, interval: backupInterval, warnAfter: backupWarnAfter,
-                                           checkInterval: backupCheckSeconds, checkSubset: backupCheckSubset, stallSeconds: backupStall)
+                                           checkInterval: backupCheckSeconds, checkSubset: backupCheckSubset, stallSeconds: backupStall,
+                                           keep: ResticRetention(backupKeep))
         }
         do {
             let engine = try Engine(config: config, logger: logger)

@@ -198,6 +198,54 @@ final class BackupTests: XCTestCase {
                         .contains { $0.hasPrefix("restore-") }, "the restore's folder goes")
     }
 
+    /// `--backup-keep last=2`: after each good backup recd forgets its snapshots of this host that
+    /// the rules no longer keep (the first run prunes too); a snapshot another host made in the same
+    /// repository is left alone; what is said in status and by recctl; bad rules are refused.
+    func testOldSnapshotsAreForgottenByTheKeepRulesAndAnotherHostsAreLeftAlone() throws {
+        let password = try passwordFile()
+        for bad in ["daily=0", "hourly=3", "last=2,last=3", "daily", ""] {
+            let r = try Tools.run(Tools.recd, ["--data-dir", work.appendingPathComponent("d").path, "--socket", work.appendingPathComponent("s").path,
+                                               "--backup", repository, "--backup-password-file", password, "--backup-keep", bad])
+            XCTAssertEqual(r.status, 64, "\(bad): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("--backup-keep must be all, or rules"), r.stderr)
+        }
+        try startDaemon(password: password, extra: ["--backup-keep", "last=2"])
+        XCTAssertEqual(try daemon.recctl("backup", "init").status, 0)
+        let restic = try XCTUnwrap(Tools.which("restic"))
+        let elsewhere = try Tools.run(restic, ["backup", "--repo", repository, "--password-file", password, "--host", "elsewhere",
+                                               "--tag", "recd", "--no-cache", password])
+        XCTAssertEqual(elsewhere.status, 0, elsewhere.stderr)
+        _ = try daemon.recctlJSON(Recording.self, "import", try wav("k.wav", hz: 700), "--title", "Kept")
+        // `backup init` backs up at once: the first snapshot, the first forget, and a prune.
+        let deadline = Date().addingTimeInterval(60)
+        var status = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        while (status.lastForget == nil || status.state == .running) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.2)
+            status = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        }
+        var forgets = [try XCTUnwrap(status.lastForget, daemon.log)]
+        for _ in 0..<2 {
+            XCTAssertEqual(try daemon.recctl("backup", "now", "--wait").status, 0, daemon.log)
+            forgets.append(try XCTUnwrap(try daemon.recctlJSON(BackupStatus.self, "backup", "status").lastForget, daemon.log))
+        }
+        XCTAssertEqual(forgets.map(\.kept), [1, 2, 2])
+        XCTAssertEqual(forgets.map(\.removed), [0, 0, 1])
+        XCTAssertEqual(forgets.map(\.pruned), [true, false, false], "pruned at most once a day")
+        XCTAssertEqual(forgets.last?.policy, "last=2")
+        struct Snapshot: Decodable { var hostname: String }
+        let listed = try Tools.run(restic, ["snapshots", "--json", "--repo", repository, "--password-file", password, "--no-cache"])
+        let hosts = try JSONDecoder().decode([Snapshot].self, from: Data(listed.stdout.utf8)).map(\.hostname)
+        XCTAssertEqual(hosts.filter { $0 == "elsewhere" }.count, 1, "another host's snapshot is not recd's to forget: \(hosts)")
+        XCTAssertEqual(hosts.filter { $0 != "elsewhere" }.count, 2, "\(hosts)\n\(daemon.log)")
+        XCTAssertEqual(try daemon.recctlJSON(BackupSnapshotList.self, "backup", "list").snapshots.count, 3)
+        let said = try daemon.recctl("backup", "status").stdout
+        XCTAssertTrue(said.contains("1 forgotten, 2 kept (keep last=2)"), said)
+        XCTAssertTrue(daemon.log.contains("1 old snapshot(s) forgotten, 2 kept (--backup-keep last=2)"), daemon.log)
+        // The newest snapshot restores (the forget left the data it needs).
+        let check = try Tools.run(restic, ["check", "--repo", repository, "--password-file", password, "--no-cache"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
+
     /// A wrong password and a repository that is not there: each said as such, in status and the
     /// log; recording goes on meanwhile; nothing is restored from them.
     func testAWrongPasswordAndAMissingRepositoryAreSaidAndRecordingGoesOn() throws {
