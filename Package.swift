@@ -150,7 +150,9 @@ let package = Package(
         // Not a product: bench/metering.py builds and runs it.
         .executableTarget(name: "recd-bench", dependencies: ["Metering", "Media", "MediaWire"], swiftSettings: strict),
 
-        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Storage", "Engine", "Media", "MediaWire", "MediaWorker", "MediaWorkerServer", "Capture", "Metering", "Playback", "Server"],
+        .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Storage", "Engine", "Media", "MediaWire", "MediaWorker", "MediaWorkerServer", "Capture", "Metering", "Playback", "Server",
+                                                          // A Logger for the engine's actors built in a test.
+                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
     ],

@@ -25,14 +25,6 @@ public struct AlsaCaptureSettings: Sendable, Equatable {
     }
 }
 
-/// What a capture device delivers once opened.
-public struct AlsaStreamFormat: Sendable, Equatable {
-    public var format: AlsaSampleFormat
-    public var rate: Int
-    public var channels: Int
-    public var bytesPerFrame: Int { format.bytesPerSample * channels }
-}
-
 /// Counters of a capture session, safe to read from any thread.
 public struct CaptureCounters: Sendable, Equatable {
     public var framesCaptured: Int64 = 0
@@ -51,14 +43,14 @@ public struct CaptureCounters: Sendable, Equatable {
 /// recovers overruns and suspends with
 /// `snd_pcm_recover`, and hands each period to `deliver`. `stop` asks the thread to end (within one
 /// 200 ms poll), joins it and closes the device. A source is used once.
-public final class AlsaCaptureSource: @unchecked Sendable {
+public final class AlsaCaptureSource: CaptureSource, @unchecked Sendable {
     public let settings: AlsaCaptureSettings
     /// What the device delivers: the recording's format where it offers it, else what it has.
-    public let deviceFormat: AlsaStreamFormat
+    public let deviceFormat: CaptureStreamFormat
     /// The device; its handle is used by the capture thread only, and closed by `stop` (or with this
     /// source).
-    private let device: AlsaPCM
-    private var pcm: OpaquePointer { device.handle }
+    private let opened: AlsaPCM
+    private var pcm: OpaquePointer { opened.handle }
     private let monotonicTimestamps: Bool
     private let stopRequested = Atomic<Bool>(false)
     private let counters = Mutex(CaptureCounters())
@@ -79,17 +71,21 @@ public final class AlsaCaptureSource: @unchecked Sendable {
     public init(settings: AlsaCaptureSettings) throws(CaptureError) {
         self.settings = settings
         do {
-            device = try AlsaPCM(device: settings.device, direction: .capture, nonBlocking: false)
-            let stream = try device.configure(AlsaStreamRequest(
+            opened = try AlsaPCM(device: settings.device, direction: .capture, nonBlocking: false)
+            let stream = try opened.configure(AlsaStreamRequest(
                 formats: AlsaSampleFormat.allCases, channels: settings.channels, rate: settings.sampleRate,
                 periodFrames: settings.periodFrames, bufferFrames: settings.bufferFrames, durationRate: settings.sampleRate,
                 startThreshold: .oneFrame, timestamps: true))
             monotonicTimestamps = stream.monotonicTimestamps
-            deviceFormat = AlsaStreamFormat(format: stream.format, rate: stream.rate, channels: stream.channels)
+            deviceFormat = CaptureStreamFormat(format: stream.format, rate: stream.rate, channels: stream.channels)
         } catch {
             throw CaptureError(error)
         }
     }
+    public var device: String { settings.device }
+    public var sampleRate: Int { settings.sampleRate }
+    public var channels: Int { settings.channels }
+
     // No deinit: the capture thread holds this source until it ends, so by then nothing reads the
     // handle, and `AlsaPCM` closes it if `stop` did not.
 
@@ -136,7 +132,7 @@ public final class AlsaCaptureSource: @unchecked Sendable {
         }
         guard !alreadyClosed else { return }
         if started { finished.wait(); finished.signal() }
-        device.close()
+        opened.close()
     }
 
     /// The capture loop. The PCM is in non-blocking mode and waited on with our own poll(2), not

@@ -1,4 +1,4 @@
-// The sound side of a recording: ALSA capture thread → ring → encoder thread → a file's audio track.
+// The sound side of a recording: capture thread (a CaptureSource's) → ring → encoder thread → a file's audio track.
 import Alsa
 import Capture
 import Foundation
@@ -71,9 +71,9 @@ final class FirstArrival: Sendable {
     }
 }
 
-/// Ties an ALSA capture source to an `AudioSink`.
+/// Ties a capture source (ALSA's, or memory in tests) to an `AudioSink`.
 ///
-/// Threads: the capture thread (owned by `AlsaCaptureSource`) writes periods into the ring and meters
+/// Threads: the capture thread (owned by the `CaptureSource`) writes periods into the ring and meters
 /// them; the encoder thread (owned here) reads blocks from the ring into the sink and the waveform.
 /// Faults go to the latch.
 ///
@@ -88,7 +88,7 @@ final class FirstArrival: Sendable {
 /// is there, or why it never will be.
 final class AudioPipeline: @unchecked Sendable {
     let device: String
-    private let source: AlsaCaptureSource
+    private let source: any CaptureSource
     private let ring: PCMRingBuffer
     /// Makes the sink on the encoder thread (`prepare`), which alone uses it.
     private let makeSink: () throws -> any AudioSink
@@ -126,39 +126,38 @@ final class AudioPipeline: @unchecked Sendable {
 
     /// `ringSeconds`: slack between capture and encoder (absorbs a disk stall, or a worker's start,
     /// without an overrun). `sink`: makes the sink, on the encoder thread (see above).
-    init(source: AlsaCaptureSource, sink: @escaping () throws -> any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
+    init(source: any CaptureSource, sink: @escaping () throws -> any AudioSink, meterIntervalMs: Int, ringSeconds: Int = 2,
          clock: AudioClock? = nil, leadIn: (@Sendable () -> Int64)? = nil,
          onMeter: @escaping @Sendable (LevelReading) -> Void, faults: FaultLatch) {
-        let capture = source.settings
-        self.device = capture.device
+        self.device = source.device
         self.source = source
         self.makeSink = sink
         self.faults = faults
         self.onMeter = onMeter
         self.clock = clock
         self.leadIn = leadIn
-        meter = LevelMeter(LevelMeterSettings(sampleRate: capture.sampleRate, channels: capture.channels,
-                                              intervalMs: meterIntervalMs))
-        waveformBuilder = WaveformBuilder(sampleRate: capture.sampleRate, channels: capture.channels)
-        loudnessMeter = LoudnessMeter(sampleRate: capture.sampleRate, channels: capture.channels)
-        ring = PCMRingBuffer(capacityFrames: capture.sampleRate * ringSeconds, channels: capture.channels)
-        pause = CapturePause(sampleRate: capture.sampleRate)
+        let (rate, channels) = (source.sampleRate, source.channels)
+        meter = LevelMeter(LevelMeterSettings(sampleRate: rate, channels: channels, intervalMs: meterIntervalMs))
+        waveformBuilder = WaveformBuilder(sampleRate: rate, channels: channels)
+        loudnessMeter = LoudnessMeter(sampleRate: rate, channels: channels)
+        ring = PCMRingBuffer(capacityFrames: rate * ringSeconds, channels: channels)
+        pause = CapturePause(sampleRate: rate)
         let d = source.deviceFormat
-        if d.format == .s16 && d.rate == capture.sampleRate && d.channels == capture.channels {
+        if d.format == .s16 && d.rate == rate && d.channels == channels {
             conversion = nil
             deviceRing = nil
         } else {
             let format = CapturedSampleFormat(d.format)
-            conversion = (format, d.rate, d.channels, capture.sampleRate, capture.channels)
+            conversion = (format, d.rate, d.channels, rate, channels)
             deviceRing = FrameRing(capacityFrames: d.rate * Self.deviceRingSeconds, channels: d.channels * format.bytesPerSample)
         }
     }
 
     /// What the device delivers and what is recorded, for the start reply and status.
     var formats: (device: AudioFormatInfo, recorded: AudioFormatInfo) {
-        let d = source.deviceFormat, c = source.settings
+        let d = source.deviceFormat
         return (AudioFormatInfo(sampleFormat: d.format.rawValue, sampleRate: d.rate, channels: d.channels),
-                AudioFormatInfo(sampleFormat: AlsaSampleFormat.s16.rawValue, sampleRate: c.sampleRate, channels: c.channels))
+                AudioFormatInfo(sampleFormat: AlsaSampleFormat.s16.rawValue, sampleRate: source.sampleRate, channels: source.channels))
     }
 
     /// Starts both threads. `first` tells when the first buffer came (or why none will).

@@ -71,7 +71,8 @@ public final class Engine: Sendable {
         } else {
             logger.warning("media workers: Landlock is not available here (the kernel has none, or a seccomp filter refuses it); they run without a filesystem sandbox")
         }
-        recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger)
+        recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger,
+                            sessions: DeviceSessionFactory(config: config))
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)
         loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)

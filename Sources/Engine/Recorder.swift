@@ -66,11 +66,14 @@ public actor Recorder {
     private let catalog: Catalog
     private let events: EventHub
     private let logger: Logger
+    /// Makes each take's session: the devices and media workers in recd (`DeviceSessionFactory`),
+    /// memory in the unit tests.
+    private let sessions: any RecordingSessionFactory
     /// Meters of the recording being started wait for its `recording.started`.
     private var gate: EventGate?
 
-    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger) {
-        self.config = config; self.catalog = catalog; self.events = events; self.logger = logger
+    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger, sessions: any RecordingSessionFactory) {
+        self.config = config; self.catalog = catalog; self.events = events; self.logger = logger; self.sessions = sessions
     }
 
     private func refuseIfBusy() throws(EngineError) {
@@ -123,9 +126,9 @@ public actor Recorder {
         do {
             let gate = EventGate()
             self.gate = gate
-            let open = sessionFactory(request, format: format, id: id, path: path, gate: gate)
+            let (sessions, take) = (self.sessions, sessionRequest(request, format: format, id: id, path: path, gate: gate))
             (session, firstBufferAt) = try await runBlocking {
-                let s = try open()
+                let s = try sessions.makeSession(for: take)
                 return (s, try s.start())
             }
         } catch {
@@ -149,7 +152,7 @@ public actor Recorder {
         let active = Active(session: session, id: id, startedAt: .now - max(.zero, sinceFirstBuffer))
         state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
-        let video = (session as? VideoRecordingSession)?.info
+        let video = session.video
         let audioDevice = request.audio ? config.captureDevice : nil
         let from = [audioDevice, video.map { "\($0.device) (\($0.width)x\($0.height) \($0.pixelFormat) at \(String(format: "%g", $0.fps)) fps, \($0.encoder))" }]
             .compactMap { $0 }.joined(separator: " + ")
@@ -163,12 +166,12 @@ public actor Recorder {
                                       recordedFormat: formats?.recorded, video: video, startLatencyMs: latencyMs)
     }
 
-    /// A closure that opens the session `request` asks for (blocking: run it through `runBlocking`).
-    private func sessionFactory(_ request: StartRecordingRequest, format: RecordingFormat, id: UUID, path: String,
-                                gate: EventGate) -> @Sendable () throws -> any RecordingSession {
+    /// What the factory is asked for: the take, its meters (held back until `gate` opens) and
+    /// where its fault goes (this actor).
+    private func sessionRequest(_ request: StartRecordingRequest, format: RecordingFormat, id: UUID, path: String,
+                                gate: EventGate) -> RecordingSessionRequest {
         let events = self.events
         let interval = config.meterIntervalMs
-        let syncInterval = config.syncIntervalMs
         let rate = Double(config.sampleRate)
         let logger = self.logger
         let onMeter: @Sendable (LevelReading) -> Void = { reading in
@@ -180,26 +183,8 @@ public actor Recorder {
             logger.error("recording \(id) ended by a fault: \(error)")
             Task { await self.fault(id: id, error: error) }
         }
-        let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate,
-                                          channels: config.channels)
-        let encoding = config.encoding(format, channels: config.channels)
-        switch request.type {
-        case .audio:
-            return {
-                try AudioRecordingSession(path: path, capture: capture, encoding: encoding, meterIntervalMs: interval,
-                                          syncIntervalMs: syncInterval, onMeter: onMeter, onFault: onFault)
-            }
-        case .video:
-            let v = config.video
-            let camera = V4L2CaptureSettings(device: v.device, width: v.width, height: v.height, fps: v.fps,
-                                             rawFormats: CameraFrameFormat.rawFourCCs.map { FourCC(rawValue: $0) })
-            let h264 = VideoEncoding(width: v.width, height: v.height, fps: Double(v.fps), preset: v.preset, crf: v.crf, bitRate: v.bitRate)
-            let audio = request.audio ? (capture, encoding) : nil
-            return {
-                try VideoRecordingSession(path: path, camera: camera, video: h264, audio: audio, meterIntervalMs: interval,
-                                          syncIntervalMs: syncInterval, onMeter: onMeter, onFault: onFault)
-            }
-        }
+        return RecordingSessionRequest(type: request.type, audio: request.audio, format: format, path: path,
+                                       onMeter: onMeter, onFault: onFault)
     }
 
     /// A device error of a video recording says what can be recorded instead (the seed's Screen 5.2:
@@ -339,7 +324,7 @@ public actor Recorder {
                 let (stats, writeError) = session.stop()
                 if let writeError { logger.warning("recording \(active.id): the writer failed: \(writeError)") }
                 // A take being thrown away is not worth a remux.
-                let finished = discard ? nil : RecordingFinalizer.finalize(path: session.path, data: data, logger: logger)
+                let finished = discard ? nil : session.finalize(data: data, logger: logger)
                 return (stats, finished)
             }
         } catch {
@@ -356,7 +341,7 @@ public actor Recorder {
                 // Capture has ended; the take cannot be thrown away. Keep it (pending) rather than
                 // leave a stopped recording in `recording`, and say why.
                 logger.error("recording \(active.id): discard failed, keeping it as pending: \(error)")
-                let kept = try? await runBlocking { RecordingFinalizer.finalize(path: session.path, data: data, logger: logger) }
+                let kept = try? await runBlocking { session.finalize(data: data, logger: logger) }
                 _ = try? await writeOutcome(id: active.id) { r in
                     r.state = .pending
                     kept?.apply(to: &r)

@@ -1,15 +1,17 @@
 // What the Recorder drives: one recording in progress, audio or video.
 import Capture
 import Foundation
+import Logging
 import MediaWire
 import MediaWorker
 import Metering
 import RecdAPI
 import Storage
 
-/// One recording in progress. `init` opens the devices and the file (nothing runs yet); `start`
-/// starts the threads and waits for the first captured data; `stop` ends capture and closes the file.
-/// All three block: the Recorder calls them through `runBlocking`.
+/// One recording in progress, made by a `RecordingSessionFactory`. Its making opens the devices and
+/// the file (nothing runs yet); `start` starts the threads and waits for the first captured data;
+/// `stop` ends capture and closes the file; `finalize` turns that file into the one kept. All four
+/// block: the Recorder calls them through `runBlocking`; the other members do not block.
 protocol RecordingSession: AnyObject, Sendable {
     /// The file being written.
     var path: String { get }
@@ -27,6 +29,12 @@ protocol RecordingSession: AnyObject, Sendable {
     func loudness() -> Loudness?
     /// JPEG of the first video frame; nil for audio. After `stop()`.
     var poster: Data? { get }
+    /// The camera and its encoding, for the start reply and the log; nil for audio.
+    var video: VideoCaptureInfo? { get }
+    /// After `stop()`, unless the take is discarded: makes the file written while recording the
+    /// file that is kept (a remux), and says what it holds. Never fails: a file that cannot be
+    /// finalized is kept as it was written.
+    func finalize(data: DataDirectory, logger: Logger) -> FinishedFile
     /// What the microphone delivers and what is recorded; nil for a silent video.
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { get }
     /// Pauses (true) or resumes (false) the recording: the devices go on, what they capture meanwhile
@@ -48,12 +56,24 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     /// How long start waits for the first captured buffer before giving up on the device.
     static let firstBufferTimeoutMs = 5000
 
-    init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
-         syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
-         onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
-         onFault: @escaping @Sendable (any Error) -> Void) throws {
-        self.path = path
+    /// The microphone (ALSA) into a file written by a media worker.
+    convenience init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
+                     syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
+                     onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
+                     onFault: @escaping @Sendable (any Error) -> Void) throws {
         let source = try AlsaCaptureSource(settings: capture)
+        self.init(path: path, source: source,
+                  sink: { written in try WorkerAudioWriter(path: path, encoding: encoding, onOutputWritten: written) },
+                  meterIntervalMs: meterIntervalMs, syncIntervalMs: syncIntervalMs, onMeter: onMeter, onFault: onFault)
+    }
+
+    /// `source` into the sink `sink` makes (on the pipeline's encoder thread), which calls its
+    /// argument after each write that reached the file (nil when the file is not synced).
+    init(path: String, source: any CaptureSource, sink: @escaping (_ onOutputWritten: (() -> Void)?) throws -> any AudioSink,
+         meterIntervalMs: Int = 50, syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
+         onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
+         onFault: @escaping @Sendable (any Error) -> Void) {
+        self.path = path
         let faults = FaultLatch(onFault)
         self.faults = faults
         let dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
@@ -61,7 +81,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
         let written: (() -> Void)? = dataSync.map { sync in { sync.written() } }
         // The writer (in a media worker) is made by the pipeline's encoder thread, while the
         // capture thread already fills the ring: ten seconds of it, more than a worker's slowest start.
-        audio = AudioPipeline(source: source, sink: { try WorkerAudioWriter(path: path, encoding: encoding, onOutputWritten: written) },
+        audio = AudioPipeline(source: source, sink: { try sink(written) },
                               meterIntervalMs: meterIntervalMs, ringSeconds: Self.ringSeconds, onMeter: onMeter, faults: faults)
     }
 
@@ -106,5 +126,9 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     func waveform() -> WaveformData? { audio.waveform() }
     func loudness() -> Loudness? { audio.loudness() }
     var poster: Data? { nil }
+    var video: VideoCaptureInfo? { nil }
+    func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
+        RecordingFinalizer.finalize(path: path, data: data, logger: logger)
+    }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }
 }

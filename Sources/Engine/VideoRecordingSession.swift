@@ -1,6 +1,7 @@
 // A video recording: V4L2 camera (+ ALSA microphone) → H.264 (+ AAC) in a fragmented .mov.
 import Capture
 import Foundation
+import Logging
 import MediaWire
 import MediaWorker
 import Metering
@@ -368,5 +369,9 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     func waveform() -> WaveformData? { audio?.waveform() }
     func loudness() -> Loudness? { audio?.loudness() }
     var poster: Data? { posterData.withLock { $0 } }
+    var video: VideoCaptureInfo? { info }
+    func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
+        RecordingFinalizer.finalize(path: path, data: data, logger: logger)
+    }
     var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio?.formats }
 }
