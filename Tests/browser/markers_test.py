@@ -15,14 +15,21 @@ against the real recd, on a private PulseAudio server, through the real `recctl 
 - every control of the player and the record screen has an accessible name (Chromium's own);
   nothing wider than the page at 320 px; screenshots at 320 and 1280 px;
 - the record screen: while a take records, ⚑ Mark and m mark it at the take's time (POST without
-  a time), "Marked 0:0X"; after STOP the take keeps them; m on its preview marks nothing.
+  a time), "Marked 0:0X"; after STOP the take keeps them; m on its preview marks nothing;
+- trim: ✂ shows two named sliders on the waveform, moved by arrow keys, Page Down, Home/End and a
+  drag; the preview keeps the <audio> within the span and pauses at its end; save in place asks first
+  (the focus on Cancel, Enter cancels), then recd has the span's length and the same play count, the
+  player and the row show it; save as new adds "… (trimmed)" of the span's length; an empty span is
+  refused in recd's words; no Share in desktop Chromium, and with navigator.canShare/share stubbed
+  Share hands over one File named as the download, of its type and size.
 
 Usage: markers_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import json, os, re, subprocess, time, traceback
+import json, os, re, subprocess, time, traceback, urllib.parse
 
-from harness import Page, chromium, setup
+from harness import Page, RecdClient, chromium, setup
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -30,16 +37,9 @@ RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-markers-")
 check, start = h.check, h.start
 
 
-def recctl(*args):
-    out = subprocess.run([RECCTL, "--socket", sock, *args], env=env, capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"recctl {args}: {out.stderr}")
-    return out
-
-
-def recd_get(path):
-    out = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd" + path], capture_output=True, text=True, timeout=10)
-    return json.loads(out.stdout)
+client = RecdClient(RECCTL, sock, env)
+recctl = client.recctl
+recd_get = client.get
 
 
 def markers_of(rid):
@@ -108,6 +108,9 @@ try:
         browser.find_element(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-main").click()
         wait("the waveform", lambda b: js("return document.querySelector('#player canvas.wave')?.dataset.drawn > 0"))
         check("a recording without markers shows no ticks and no list", not ticks() and not rows())
+        check("no Share button where the browser cannot share files (desktop Chromium)",
+              not js("return navigator.canShare?.({files: [new File([], 'a.m4a', {type: 'audio/mp4'})]})")
+              and not browser.find_elements(By.CSS_SELECTOR, "#player [data-action=share]"))
 
         # 1. ⚑ Mark at a position (paused there): the <audio>'s time, sent as `time`.
         click("#player [data-action=pause]")
@@ -246,6 +249,98 @@ try:
         press("m")
         time.sleep(1)
         check("with the player closed m marks nothing", len(markers_of(rid)) == 2)
+
+        # 7. Trim: two handles (sliders) on the waveform, a preview of the span, save in place (confirmed) or as new.
+        t0 = time.time()
+        handle = lambda name: browser.find_element(By.CSS_SELECTOR, f"#player [data-handle={name}]")
+        value = lambda name: float(handle(name).get_attribute("aria-valuenow"))
+        before = recd_get(f"/v1/recordings/{rid}")
+        click(f"li[data-id='{rid}'] .row-main")   # the list may be drawn anew meanwhile (library.changed)
+        wait("the waveform", lambda b: js("return document.querySelector('#player canvas.wave')?.dataset.drawn > 0"))
+        click("#player [data-action=pause]")
+        click("#player [data-action=trim]")
+        named = [(e.accessible_name, e.get_attribute("role"), e.get_attribute("aria-valuetext")) for e in (handle("start"), handle("end"))]
+        check("✂ shows two handles, sliders named Trim start and Trim end, their time as text, the focus on the start",
+              named[0] == ("Trim start", "slider", "0:00.0") and named[1][:2] == ("Trim end", "slider") and js("return document.activeElement.dataset.handle") == "start", named)
+        press(Keys.ARROW_RIGHT * 10)
+        end = handle("end")
+        end.send_keys(Keys.END, Keys.PAGE_DOWN, Keys.ARROW_LEFT * 30)
+        n = before["duration"]
+        check("arrow keys move a handle by 0.1 s, Page Down by 5 s: 1.0 to 2.0 s", abs(value("start") - 1.0) < 0.001 and abs(value("end") - (n - 8)) < 0.001
+              and handle("start").get_attribute("aria-valuetext") == "0:01.0", [value("start"), value("end"), n])
+        end.send_keys(Keys.HOME)
+        check("a handle stops at the other", value("end") == value("start"), value("end"))
+        # A drag: the end handle pulled to 30% of the waveform (it moves as far as the pointer).
+        geo = js("const r = document.querySelector('#player .wave-box').getBoundingClientRect(); return [r.left, r.width]")
+        ActionChains(browser).click_and_hold(end).move_by_offset(round((0.3 - value("end") / n) * geo[1]), 0).release().perform()
+        check("dragged, the end handle follows the pointer (3 s of 10)", abs(value("end") - 0.3 * n) < 0.25, value("end"))
+        end.send_keys(Keys.END, Keys.PAGE_DOWN, Keys.ARROW_LEFT * 30)
+        check("every control of the player has an accessible name while trimming", not unnamed("#player"), unnamed("#player"))
+        size(320)
+        wide = js("const s = document.getElementById('player'); return [document.documentElement.scrollWidth, innerWidth, s.scrollWidth, s.clientWidth]")
+        check("at 320 px the page and the player fit their width while trimming", wide[0] <= wide[1] and wide[2] <= wide[3], wide)
+        shots("47-player-trim", "#player")
+        # The preview: the <audio> plays 1.0-2.0 s and stops there.
+        click("#player [data-action=trim-preview]")
+        seen = browser.execute_async_script("""const done = arguments[0], a = document.querySelector('#player audio'), t = [];
+            const look = () => { t.push(a.currentTime); if (t.length > 3 && a.paused) done([Math.min(...t), Math.max(...t), a.currentTime]);
+              else requestAnimationFrame(look); };
+            setTimeout(look, 30); setTimeout(() => done([Math.min(...t), Math.max(...t), -1]), 4000);""")
+        check(f"the preview plays only the span: the <audio> within 1.0-{n - 8:.2f} s, paused at its end", seen[0] >= 0.99 and seen[1] <= n - 8 + 0.02
+              and abs(seen[2] - (n - 8)) < 0.02, seen)
+        # In place: confirmed first, Cancel focused (Enter there changes nothing).
+        click("#player [data-action=trim-save]")
+        wait("the confirmation", lambda b: b.find_element(By.ID, "dialog").get_attribute("open") is not None)
+        check("the in-place trim asks first, the focus on Cancel", js("return document.activeElement.hasAttribute('data-cancel')"),
+              js("return document.activeElement.outerHTML"))
+        press(Keys.ENTER)
+        time.sleep(0.3)
+        check("Enter on it cancels: nothing cut, the player still trimming", recd_get(f"/v1/recordings/{rid}")["duration"] == n
+              and handle("start").is_displayed(), recd_get(f"/v1/recordings/{rid}")["duration"])
+        click("#player [data-action=trim-save]")
+        click("#dialog [data-confirm]")
+        check("said in the toast", toast_says("Trimmed: 0:01.0 ✓"))
+        after = wait("the trim in recd", lambda b: (lambda r: r if r["duration"] < n else None)(recd_get(f"/v1/recordings/{rid}")))
+        check("in place: recd's recording is 1 s long (±0.05), its play count kept", abs(after["duration"] - 1) < 0.05
+              and after["playCount"] == before["playCount"] > 0, [after["duration"], after["playCount"], before["playCount"]])
+        shown = lambda: js("""const a = document.querySelector('#player audio'); return [document.querySelector('#player .time').textContent, a.duration]""")
+        try:
+            wait("its time", lambda b: (lambda t: t[0].endswith("/ 0:01") and abs(t[1] - 1) < 0.1)(shown()))
+        except AssertionError:
+            pass
+        check("the player shows the new length (the <audio>'s too)", (lambda t: t[0].endswith("/ 0:01") and abs(t[1] - 1) < 0.1)(shown()), shown())
+        wait("the library's row", lambda b: "0:01" in b.find_element(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-meta").text)
+        # As new: the original kept, a new recording of the span's length, shown in the player.
+        click("#player [data-action=trim]")
+        press(Keys.ARROW_RIGHT * 5)
+        click("#player [data-action=trim-new]")
+        check("as new, said in the toast", toast_says("Saved as 'Ten second tone (trimmed)': 0:00.5 ✓"))
+        copy = wait("the copy in recd", lambda b: [r for r in recd_get("/v1/recordings?limit=10")["recordings"] if r["title"] == "Ten second tone (trimmed)"])[0]
+        check("as new: a recording of the span's length (0.5 s ±0.05), the original unchanged",
+              abs(copy["duration"] - (after["duration"] - 0.5)) < 0.05 and copy["playCount"] == 0
+              and recd_get(f"/v1/recordings/{rid}")["duration"] == after["duration"], [copy["duration"], after["duration"]])
+        check("the player opens the copy", wait("the copy's player", lambda b: "(trimmed)" in b.find_element(By.CSS_SELECTOR, "#player .head strong").text))
+        # recd's refusal, in its own words: an empty span.
+        click("#player [data-action=trim]")
+        press(Keys.ARROW_RIGHT * 5)
+        handle("end").send_keys(Keys.HOME)
+        click("#player [data-action=trim-new]")
+        check("a span too short: recd's message in the toast", toast_says("invalid end: the span 0.5–0.5 s is empty"))
+        click("#player [data-action=trim-cancel]")
+        check("Cancel hides the handles, the focus back on ✂", not handle("start").is_displayed() and focused() == "trim", focused())
+        click("#player [data-action=close]")
+        # Web Share, stubbed as a phone has it: one File, named as the download is, of the file's type.
+        js("""Object.defineProperty(navigator, 'canShare', {value: (d) => d.files?.length === 1, configurable: true});
+              Object.defineProperty(navigator, 'share', {value: async (d) => { window.shared = d.files.map((f) => [f.name, f.type, f.size]); }, configurable: true});""")
+        click(f"li[data-id='{rid}'] .row-main")
+        click("#player [data-action=share]")
+        shared = wait("the share", lambda b: js("return window.shared"))
+        head = subprocess.run(["curl", "-sI", "--unix-socket", sock, f"http://recd/v1/recordings/{rid}/media?download=true"], capture_output=True, text=True).stdout
+        name = re.search(r"filename\*=UTF-8''([^\s;]+)", head).group(1)
+        check("Share shares one File named as the download, of the file's type and size",
+              shared == [[urllib.parse.unquote(name), "audio/mp4", after["sizeBytes"]]], [shared, name])
+        check(f"trim and share took {time.time() - t0:.1f} s", True)
+        click("#player [data-action=close]")
 
         # 6. The record screen: a take marked at its own time (no time sent).
         click("#nav-new")

@@ -1,5 +1,5 @@
-// The one module that talks to recd: JSON over v1/, from recd or through `recctl ui`. Addresses are
-// relative: `recctl ui` serves the app under a secret path (/ui-…/), the only place its cookie goes.
+// The one module that talks to recd (JSON over v1/). Addresses are relative: `recctl ui` serves the app
+// under a secret path, the only place its cookie goes.
 
 export class APIError extends Error {
   constructor(status, body) {
@@ -10,8 +10,7 @@ export class APIError extends Error {
   }
 }
 
-/// Whether recd answered the last request or stream (not: the bridge's 502/504, or nobody). The
-/// "recd is not reachable" banner follows it, and screens stop what only a live recd moves.
+/// Whether recd answered the last request or stream (not the bridge's 502/504): the banner follows it.
 const watchers = new Set();
 let reachable = true;
 export const isReachable = () => reachable;
@@ -22,11 +21,11 @@ function setReachable(v) {
   for (const w of [...watchers]) w(v);
 }
 
-// Always these words: the bridge's carry the OS's socket error ("errno: 111"), which tells nobody anything.
+// Always these words: the bridge's carry the OS's socket error ("errno: 111").
 const away = () => { setReachable(false); return new APIError(0, { error: { message: 'recd is not reachable. Is it running? (recctl status)' } }); };
 
-/// The relay's cookie can be pushed out by another site on 127.0.0.1 (cookies ignore ports); the secret
-/// its token left in this origin's storage gets it again (docs/webapp.md). Only the relay answers 401.
+/// The relay's cookie, pushed out by another site on 127.0.0.1, got again with the secret its token left
+/// in this origin's storage (docs/webapp.md). Only the relay answers 401.
 async function letInAgain() {
   try {
     const secret = localStorage.getItem('recd-ui-renew');
@@ -75,22 +74,23 @@ export const api = {
   markers: (id) => get(`/recordings/${id}/markers`),
   mark: (id, body) => post(`/recordings/${id}/markers`, body),
   editMarker: (id, m, body) => call('PATCH', `/recordings/${id}/markers/${m}`, body),
+  trim: (id, body) => post(`/recordings/${id}/trim`, body),
   unmark: (id, m) => call('DELETE', `/recordings/${id}/markers/${m}`),
-  media: (id) => `v1/recordings/${id}/media`,
+  // ?v: the size, which a trim in place changes (recd ignores it; the browser's cache does not).
+  media: (r) => `v1/recordings/${r.id}/media?v=${r.sizeBytes}`,
   /// The file as an attachment named after the recording's title (Content-Disposition).
-  download: (id) => `v1/recordings/${id}/media?download=true`,
+  download: (r) => `${api.media(r)}&download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
   backup: () => get('/backup'),
   backupNow: () => post('/backup'),
 };
 
-/// The event stream (`GET /v1/events`): `on(event)` for each. Closed while the tab is hidden (a browser
-/// opens 6 connections to a host: a 7th tab would never load). `onOpen(first)` on every (re)connection:
-/// what happened meanwhile is not replayed. An EventSource gives up on the bridge's 502, so it is opened
-/// again here (0.5 s doubling to 8 s); a drop is checked at once with a status request (the banner).
+/// `GET /v1/events`: `on(event)` for each; closed while the tab is hidden (6 connections a host: a 7th
+/// tab would never load). `onOpen(first)` on every (re)connection (nothing is replayed). Opened again
+/// here after the bridge's 502 (0.5 s doubling to 8 s); a drop is checked with a status request.
 export function events(types, on, onOpen = () => {}) {
-  // `first`: the page read its state just now (not a tab loaded hidden, or hidden before it opened).
+  // `first`: the page read its state just now.
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {
     clearTimeout(retry); retry = null;

@@ -1,5 +1,4 @@
-// recd's web app: the seed's Recordings screens (Flow 5), Quick Play, Flow 7's export and Delete All
-// Data, and the backups, on recd's /v1 API. No build step: standard modules, one per screen.
+// recd's web app on its /v1 API (docs/webapp.md). No build step: standard modules, one per screen.
 
 import { api, events, onReachability } from './api.js';
 import { h, toast, confirmDialog, screenTitle } from './ui.js';
@@ -21,11 +20,10 @@ const library = new Library(view, {
 const recorder = new RecordScreen(view, {
   onDone: () => showLibrary(),
   onMode: (mode) => screenTitle(mode === 'video' ? 'Record video' : 'Record audio'),
-  // While a take records, its screen is where the app is: the header leads nowhere else (as ✕).
+  // While a take records, the header leads nowhere else (as ✕).
   onLive: (live) => { for (const b of nav) b.disabled = live; },
 });
 
-/// The header's Data stays marked as the current page while its screen is up.
 function setScreen(name) {
   screen = name;
   backups?.stop(); backups = null;   // a screen left stops its section's reads
@@ -48,7 +46,7 @@ async function newRecording() {
   recorder.show(mode);
 }
 
-/// The take in progress (this page's before a reload, or another client's) on its screen; true if one.
+/// The take in progress (this page's, or another client's) on its screen; true if one.
 async function rejoin() {
   const active = (await api.status().catch(() => null))?.active;
   if (!active) return false;
@@ -58,14 +56,13 @@ async function rejoin() {
   return true;
 }
 
-/// A pending take's row leads back to its preview (5.3.3), to be saved or discarded.
 function review(r) {
   closePlayer();
   setScreen('record');
   recorder.preview(r);   // names the screen
 }
 
-/// Flow 7: Export Data (7.2) as a download, the library's backups (issue 48), and Delete All Data (7.3).
+/// Flow 7: Export Data (7.2), the backups (issue 48), Delete All Data (7.3).
 function showData() {
   setScreen('data');
   screenTitle('Data');
@@ -80,7 +77,7 @@ function showData() {
       h('p', { class: 'hint' }, 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.'),
       h('fieldset', { class: 'radio', style: 'border: 0; padding: 0' }, h('legend', {}, 'Choose format:'), radio('csv', 'CSV'), radio('json', 'JSON')),
       h('button', { class: 'primary', 'data-action': 'export', onclick: async () => {
-        // The export holds saved recordings only: with none, a file of headers alone helps nobody.
+        // Saved recordings only: with none, no file of headers alone.
         let saved;
         try { saved = (await api.list('recent', 0, 1, 'ready')).total; } catch (e) { toast(e.message); return; }
         if (saved === 0) { toast('Nothing to export: there are no saved recordings yet.'); return; }
@@ -103,12 +100,12 @@ function showData() {
 
 function unreachable(e) {
   view.replaceChildren(h('div', { class: 'banner', role: 'alert' },
-    // An unreachable recd's message already says so ("recd is not reachable. Is it running? …").
+    // An unreachable recd's message says so itself.
     ...(e.code === 'unreachable' ? [] : [h('strong', {}, 'Something went wrong. ')]),
     e.message, ' ', h('button', { onclick: () => showLibrary() }, 'Try again')));
 }
 
-// recd gone: said atop every screen until it answers again; the library is read again then.
+// recd gone: said atop every screen until it answers again.
 onReachability((up) => {
   offline.hidden = up;
   if (up && screen === 'library') library.changed();
@@ -117,13 +114,14 @@ onReachability((up) => {
 
 navNew.addEventListener('click', () => newRecording());
 navData.addEventListener('click', () => showData());
-document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closePlayer(); });
+// Escape in a dialog (a trim's confirmation) closes only the dialog.
+document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && !document.getElementById('dialog').open) closePlayer(); });
 
-// Changes made elsewhere (recctl, another tab) show without a reload (made while hidden: when shown).
+// Changes made elsewhere show without a reload.
 const refresh = (e) => { markersChanged(e?.data?.recordingID); if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); };
 events(['library.changed'], refresh, (first) => { if (!first) refresh(); });
 
-// The seed's player sheet sits over the page's end: the page keeps room for it, however tall it is.
+// The page keeps room for the player sheet over its end, however tall.
 const sheet = document.getElementById('player');
 new ResizeObserver(() => document.documentElement.style.setProperty('--sheet-height', `${sheet.offsetHeight}px`)).observe(sheet);
 

@@ -1,7 +1,5 @@
-// The Data page's Backups (issue 48): `GET /v1/backup` and Back up now (`POST /v1/backup`). Read when
-// the page opens, the library changes, the tab shows and at the next run's time; every second only
-// while a run is under way (or asked for). Elements made once, updated in place (the focus and a
-// screen reader's place stay put); recd's strings go in as text, never as markup.
+// The Data page's Backups (issue 48): GET and POST /v1/backup, polled only during a run (docs/webapp.md).
+// Elements made once, updated in place (the focus stays put); recd's strings go in as text.
 
 import { api } from './api.js';
 import { h, toast, shortDate } from './ui.js';
@@ -20,7 +18,7 @@ const REASONS = {
 const reason = (e) => REASONS[e.reason] ?? e.reason;
 
 const POLL_MS = 1000;          // while a run is under way
-const ASKED_MS = 60_000;       // how long a run asked for may take to begin before polling stops
+const ASKED_MS = 60_000;       // how long a run asked for may take to begin
 
 /// 48213977 → "48 MB", 1172045 → "1.2 MB" (decimal units, as disks are sold).
 export function size(bytes) {
@@ -36,10 +34,10 @@ const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const lastEnd = (s) => s.lastError?.at ?? s.lastSuccess?.finishedAt ?? null;
 const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? null;
 
-/// Text set only when it changed: no churn for assistive technology once a second.
+/// Text set only when it changed (no churn for assistive technology).
 function set(el, text) { if (el.textContent !== text) el.textContent = text; }
 
-/// `{ el, refresh(), stop() }`: stop() when the page is left (app.js), or by itself once out of the page.
+/// `{ el, refresh(), stop() }`: stop() when the page is left, or by itself once out of it.
 export function backupSection() {
   let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
 
@@ -75,7 +73,7 @@ export function backupSection() {
     const mine = ++seq;
     try {
       const s = await api.backupNow();
-      // the run asked for has ended once another run than the one under way (if any) has ended
+      // the run asked for has ended once a run other than the one under way has ended
       asked = { end: lastEnd(s), during: s.running?.startedAt ?? null, at: Date.now() };
       toast(s.state === 'running' ? 'Another backup will follow the one under way' : 'Backing up…');
       if (mine === seq && !stopped()) show(s);
@@ -110,7 +108,7 @@ export function backupSection() {
 
     const r = s.state === 'running' ? s.running : null;
     running.hidden = !r;
-    // this run's backup is saved and recd checks the repository (still `running`)
+    // this run's backup is saved and recd checks the repository
     const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
     set(label, checking ? 'Checking the repository…' : 'Backing up…');
     bar.hidden = checking;
@@ -134,7 +132,7 @@ export function backupSection() {
       delete last.dd.dataset.snapshot;
       set(last.dd, 'No backup yet');
     }
-    // recd's `restic check` of the repository, after a good backup (a damaged one is also the warning)
+    // recd's `restic check` after a good backup
     const c = s.lastCheck;
     checked.row.hidden = !c;
     if (c) set(checked.dd, `${shortDate(c.at)}: ${c.ok ? 'no errors found' : `errors found: ${c.message}`}`);
@@ -155,7 +153,7 @@ export function backupSection() {
     if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) {
       wait = POLL_MS;
     } else if (s.state === 'idle' && s.nextRunAt) {
-      // once, when the next run is due (not a poll); a run that is late is asked after 2 s, 4 s, … 1 min
+      // once, when the next run is due; a late run is asked after 2 s, 4 s, … 1 min
       const due = Date.parse(s.nextRunAt) - Date.now();
       if (due > 0) { overdue = 2000; wait = Math.min(due + 500, 3_600_000); } else { wait = overdue; overdue = Math.min(overdue * 2, 60_000); }
     }

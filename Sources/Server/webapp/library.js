@@ -1,7 +1,5 @@
-// The library (seed 5.1, 5.4, Quick Play): the empty state, rows newest (or most played) first, the
-// top 3, 50 at a time (10,000 paint at once); edit (5.4.3), delete (5.4.4); re-read on `library.changed`.
-// A take not saved leads to its preview, one being recorded to its screen. Search (issue 38): as one
-// types, the list is what was found, words marked; nothing found, recd's closest words (issue 47).
+// The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; edit, delete; search (issue 38). Re-read on
+// `library.changed`. A take not saved leads to its preview, one being recorded to its screen.
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm, modal } from './ui.js';
@@ -19,15 +17,14 @@ function marked(snippet) {
     .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 }
 
-/// The snippet's first <mark> inside its two-line box (recd's ~12 words are not centred on it: on a
-/// phone it fell on the third line): as few words before it as needed give way to "…" (a binary search
-/// on the laid-out box). Text cut after the last line ends in the clamp's "…": the mark must be above.
+/// The snippet's first <mark> inside its two-line box: as few words before it as needed give way to
+/// "…" (a binary search on the laid-out box).
 function fitSnippet(box) {
   const mark = box.querySelector('mark');
   if (!mark) return;
   const lead = mark.previousSibling;
   if (!lead || lead.nodeType !== Node.TEXT_NODE) return;
-  box.dataset.lead ??= lead.data;   // the text as recd sent it: fitted again from it at another width
+  box.dataset.lead ??= lead.data;   // as recd sent it, for another width
   const words = box.dataset.lead.split(/(?<=\s)/);
   const shown = (n) => {
     lead.data = n === 0 ? box.dataset.lead : '…' + words.slice(n).join('');
@@ -46,14 +43,14 @@ export class Library {
     this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
     this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
     this.refreshing = null;
-    // The field stays the same element across renders: typing keeps its focus as the list changes.
+    // One field across renders: typing keeps its focus.
     this.query = ''; this.hits = null; this.searchError = null; this.searchSeq = 0; this.typing = null;
     this.field = h('input', { type: 'search', name: 'q', 'aria-label': 'Search recordings', placeholder: 'Search recordings',
       autocomplete: 'off', enterkeyhint: 'search', 'data-search': '' });
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
-    // Fitted again when the list's width changes (a phone turned): the mark may be hidden at another.
+    // Fitted again when the list's width changes.
     let width = 0;
     new ResizeObserver(([entry]) => {
       if (Math.round(entry.contentRect.width) === width) return;
@@ -64,13 +61,12 @@ export class Library {
 
   fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
 
-  /// The field changed: a search 250 ms after the last key, once it holds a letter or digit (recd
-  /// refuses others); emptied (or only punctuation), the library.
+  /// A search 250 ms after the last key, once there is a letter or digit; emptied, the library.
   typed(delay) {
     clearTimeout(this.typing);
     const q = this.field.value.trim();
     if (!/[\p{L}\p{N}]/u.test(q)) {
-      this.searchSeq++;   // an answer still on its way is for a query no longer there
+      this.searchSeq++;   // an answer on its way is stale
       if (this.query) { this.query = ''; this.hits = null; this.searchError = null; this.render(); }
       return;
     }
@@ -81,16 +77,16 @@ export class Library {
     const seq = ++this.searchSeq;
     let r = { results: [] }, error = null;
     try { r = await api.search(q); } catch (e) { error = e; }
-    if (seq !== this.searchSeq || !this.isVisible()) return;   // typed on since, or another screen is up
+    if (seq !== this.searchSeq || !this.isVisible()) return;   // typed on since, or another screen
     this.query = q; this.hits = r.results; this.suggestions = r.suggestions ?? []; this.searchError = error;
     this.render();
   }
 
   async show() { await this.load(); }
 
-  /// Reads the first pages again (as many as were shown), keeping the order chosen.
+  /// Reads the first pages again (as many as were shown).
   async load() {
-    if (!this.isVisible()) return;   // another screen is up: it is read again when shown
+    if (!this.isVisible()) return;   // read again when shown
     const shown = Math.max(PAGE, this.rows.length);
     const [list, top] = await Promise.all([api.list(this.by, 0, Math.min(1000, shown)), api.top()]);
     if (!this.isVisible()) return;
@@ -98,7 +94,7 @@ export class Library {
     this.render();
   }
 
-  /// `library.changed` from elsewhere: coalesced, so a burst of changes costs one read.
+  /// `library.changed`: coalesced, a burst costs one read.
   changed() {
     if (this.refreshing) return;
     this.refreshing = setTimeout(async () => {
@@ -112,12 +108,11 @@ export class Library {
     const list = await api.list(this.by, this.rows.length, PAGE);
     this.rows.push(...list.recordings); this.total = list.total;
     this.render();
-    // "Show more" is drawn anew (or gone): the focus goes on to the first of the rows it added.
+    // The focus on to the first row added.
     if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
-  /// Draws the list again, the focus on a row's button kept (or on the row in its place): `library.changed`
-  /// redraws under a keyboard user's feet.
+  /// Draws the list again, the focus on a row's button kept (or on the row in its place).
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
@@ -125,8 +120,8 @@ export class Library {
     if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
   }
 
-  /// The focus on a row's button (by id and data-action, 'main': the row); that row gone, the one now at
-  /// `index` (or the last), else the empty state's button, else the screen: never <body>.
+  /// The focus on a row's button (by data-action, 'main': the row); that row gone, the one at `index`,
+  /// else the empty state's button, else the screen: never <body>.
   focusRow(id, action, index = -1) {
     const rows = [...this.view.querySelectorAll('li[data-id]')];
     const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
@@ -147,7 +142,7 @@ export class Library {
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
-    // Two orders of one list, not panels: toggle buttons (as the purpose chips).
+    // Two orders of one list, not panels: toggle buttons.
     const order = (by, label) => h('button', {
       'aria-pressed': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
@@ -170,11 +165,11 @@ export class Library {
       rows, ...more);
   }
 
-  /// What the search found: each with its snippet («words» marked) and where ("at 0:41"), played from there.
+  /// What the search found, with its snippet and where ("at 0:41"), played from there.
   results() {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
     if (!this.hits.length) {
-      // Each close word a button: the search again with it in place of the word not found.
+      // Each close word a button: the search with it in place of the word not found.
       const parts = [];
       for (const s of this.suggestions) s.closest.forEach((w, i) => {
         const q = this.query.replace(new RegExp(`(?<![\\p{L}\\p{N}])${s.word}(?![\\p{L}\\p{N}])`, 'giu'), w);
@@ -188,7 +183,7 @@ export class Library {
         const r = hit.recording;
         const where = hit.field === 'transcript' ? (hit.time == null ? 'said in it' : `at ${duration(hit.time)}`)
           : hit.field === 'notes' ? 'in its notes' : 'in its title';
-        // Found in the whole title: the title itself with its words marked (not said twice).
+        // Found in the whole title: the title itself, marked.
         const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
         return h('li', { 'data-id': r.id, 'data-field': hit.field },
           main(r, { class: 'row-main', onclick: () => this.openHit(hit) },
@@ -227,11 +222,11 @@ export class Library {
         h('button', { class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
   }
 
-  /// A take being recorded, or stopped and not saved: one way on, to its screen.
+  /// A take recording, or not saved: one way on, to its screen.
   unsaved(r) {
     const live = r.state === 'recording';
     const meta = live ? shortDate(r.createdAt) : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
-    // The take may have stopped since the list was read: then say so and read the list again.
+    // The take may have stopped since: then say so and read the list again.
     const go = live ? async () => { if (!await this.onRejoin()) { toast('That recording has stopped'); this.changed(); } }
       : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
@@ -250,7 +245,7 @@ export class Library {
     } catch (e) { toast(e.message); }
   }
 
-  /// Screen 5.4.3: the edit sheet, pre-filled; a blank title becomes the automatic one.
+  /// Screen 5.4.3: the edit sheet; a blank title becomes the automatic one.
   edit(r) {
     const form = metadataForm({ title: r.title, notes: r.notes, purpose: r.purpose });
     const error = h('p', { class: 'banner', hidden: true, role: 'alert' });
@@ -266,7 +261,7 @@ export class Library {
           try {
             await api.edit(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
             dialog.close(); toast('Recording updated ✓'); await this.load();
-            this.focusRow(r.id, 'edit');   // back where the person was, on the row drawn anew
+            this.focusRow(r.id, 'edit');   // back on the row drawn anew
           } catch (e) { error.textContent = e.message; error.hidden = false; }
         },
       }, 'SAVE CHANGES')));
@@ -281,7 +276,7 @@ export class Library {
       await api.remove(r.id);
       toast('Recording deleted');
       await this.load();
-      this.focusRow(r.id, 'main', index);   // the row that took its place (its play button: not the next 🗑️)
+      this.focusRow(r.id, 'main', index);   // the row in its place (not its 🗑️)
     } catch (e) { toast(e.message); }
   }
 }

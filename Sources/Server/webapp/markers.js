@@ -1,5 +1,4 @@
-// Markers (issue 47): ticks on the player's waveform and a list (the time seeks, the label is a field,
-// 🗑️ deletes); ⚑ Mark (or m) marks where the player is. Read again on `library.changed` (app.js).
+// Markers (issue 47): ticks on the player's waveform and a list; ⚑ Mark (or m) marks where the player is.
 
 import { api } from './api.js';
 import { h, duration, toast, limit } from './ui.js';
@@ -10,7 +9,7 @@ const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 export const markButton = (onclick) => h('button', { 'data-action': 'mark', 'aria-label': 'Mark this moment',
   'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick }, '⚑ Mark');
 
-/// `seek(t)`, `length()`: the player's; `now()`: the body, `{time}` (or `{}`: recd's own position).
+/// `seek(t)`, `length()`: the player's; `now()`: the body, `{time}` or `{}` (recd's position).
 export function markerPanel(id, { seek, length, now }) {
   let list = [], seq = 0, closed = false;
   const ticks = h('div', { class: 'ticks' }), el = h('div', { class: 'markers' });
@@ -39,11 +38,11 @@ export function markerPanel(id, { seek, length, now }) {
       seq++;   // a read on its way is older
       toast(`${name(m)} deleted`);
       draw();
-      (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();   // the next one's time, or ⚑ Mark
+      (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();   // the next, or ⚑ Mark
     } catch (e) { toast(e.message); }
   };
 
-  // Drawn anew, the focus kept on the same control (and what is being typed in a label).
+  // Drawn anew, the focus (and what is typed) kept.
   const draw = () => {
     if (closed) return;
     const a = document.activeElement, was = a?.dataset.key, typed = a?.tagName === 'INPUT' ? a.value : null, len = length();

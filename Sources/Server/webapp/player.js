@@ -1,20 +1,20 @@
-// Playback (seed 5.4.1, 5.4.2): audio with its waveform (drag to scrub), ±15 s, pause, markers, Skip
-// Silence; video with its poster. From /media, counted once (on dismiss or at the end, not a pending
-// take) through /played; or on recd's speaker through /play and /playback (recd counts).
+// Playback (seed 5.4.1, 5.4.2) from /media, counted once (on dismiss or at the end) through /played; or
+// on recd's speaker through /play and /playback (recd counts).
 
 import { api } from './api.js';
 import { h, duration, icon, toast, onKey } from './ui.js';
 import { drawWaveform, fitWaveform } from './waveform.js';
 import { transcriptPanel } from './transcript.js';
 import { markerPanel } from './markers.js';
+import { trimPanel } from './trim.js';
 
-let current = null;   // { recording, media, counts, counted, wave, close }
+let current = null;
 // localStorage, when there is one (none: for this player only).
 const kept = (k, v) => { try { return v === undefined ? localStorage.getItem(k) : localStorage.setItem(k, v); } catch { return null; } };
 
 export function closePlayer() { current?.close(); }
 
-/// `library.changed` for the recording played (a marker made elsewhere), or a reconnection (no id).
+/// `library.changed` for the recording played, or a reconnection (no id).
 export function markersChanged(id) {
   if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) current.marks.load();
 }
@@ -26,7 +26,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const isVideo = recording.type === 'video';
   const counts = recording.state === 'ready';   // a pending take is a preview: never counted
   const media = h(isVideo ? 'video' : 'audio', {
-    src: api.media(recording.id), preload: 'auto', poster: isVideo ? api.poster(recording.id) : undefined,
+    src: api.media(recording), preload: 'auto', poster: isVideo ? api.poster(recording.id) : undefined,
     controls: isVideo ? true : undefined, playsinline: true, 'aria-label': `${recording.title}`,
   });
   const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
@@ -34,14 +34,13 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
-  // The focus back, on closing, to what opened it; that gone, to its row's play button, or the screen:
-  // never <body>, where a keyboard or screen reader user would start over.
+  // The focus back, on closing, to what opened it; that gone, to its row, or the screen: never <body>.
   const opener = document.activeElement;
   const hint = h('p', { class: 'hint', 'data-count-hint': '' },
     counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
 
   const count = async () => {
-    if (!state.counts || state.counted) return;
+    if (!state.counts || state.counted || cut?.on()) return;   // trimming: not listening
     state.counted = true;
     try {
       onCounted(await api.played(recording.id));
@@ -90,7 +89,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   const skip = (by) => seekTo(position() + by);
-  // A word of the transcript: heard from there (playing again if it was paused).
+  // A word of the transcript: heard from there.
   const playFrom = async (t) => {
     await seekTo(t);
     if (paused()) await toggle().catch(() => {});
@@ -103,14 +102,14 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   pause.addEventListener('click', toggle);
-  // In the browser the time is the <audio>'s (recd does not know it); on recd's speaker, recd's own.
+  // In the browser the time is the <audio>'s; on recd's speaker, recd's own.
   const marks = state.marks = markerPanel(recording.id, { seek: (t) => seekTo(t).catch(() => {}), length,
     now: () => (state.speaker ? {} : { time: Math.floor(Math.min(media.currentTime, length()) * 1000) / 1000 }) });
   state.unkey = onKey('m', marks.mark);
-  media.addEventListener('loadedmetadata', marks.draw);   // the ticks' scale, when recd had no duration
+  media.addEventListener('loadedmetadata', marks.draw);   // when recd had no duration
 
-  // Skip Silence (issue 47): recd's pauses, read once, jumped over at each timeupdate (4 a second) and
-  // frame; on recd's speaker recd skips them (the play's skipSilence).
+  // Skip Silence (issue 47): recd's pauses, read once, jumped over at each timeupdate and frame; on
+  // recd's speaker recd skips them.
   let skipping = kept('recd-skip-silence') === '1', asked = null, pauses = [];
   const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
   const skipper = h('button', { 'data-action': 'skip-silence', onclick: () => skipSet(!skipping, true) }, 'Skip silence');
@@ -125,7 +124,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
   };
   skipSet(skipping);
-  // Speed (issue 47), kept: the <audio>'s rate (pitch kept; currentTime unchanged), or recd's.
+  // Speed (issue 47), kept: the <audio>'s rate (pitch kept), or recd's.
   const speeds = [1, 1.25, 1.5, 2, 0.75];
   let speed = +kept('recd-speed') || 1;
   const speeder = h('button', { 'data-action': 'speed', onclick: () => speedSet(speeds[(speeds.indexOf(speed) + 1) % 5], true) });
@@ -144,6 +143,22 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const frame = () => { jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
   media.addEventListener('playing', frame);
 
+  // Trim (issue 47) a saved audio recording; what it saves opens here (not counted).
+  const cut = isVideo || onSpeaker || !counts ? null
+    : trimPanel(recording, media, length, (r) => { state.counts = false; openPlayer(r, { onCounted }); });
+  // Web Share (issue 47) where the browser shares files: the download's file, under its name.
+  let file = null;
+  const share = async () => {
+    try {
+      file ??= await fetch(api.download(recording)).then(async (res) => {
+        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        const b = await res.blob();
+        return new File([b], decodeURIComponent(/filename\*=UTF-8''([^;]+)/.exec(res.headers.get('content-disposition'))?.[1] ?? 'recording'), { type: b.type });
+      });
+      await navigator.share({ files: [file], title: recording.title });
+    } catch (e) { if (e.name !== 'AbortError') toast(e.name === 'NotAllowedError' ? 'Ready: press Share again' : e.message); }
+  };
+
   // Drag on the waveform (or its keyboard arrows) to scrub.
   const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0' }, canvas);
   const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
@@ -155,24 +170,28 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   });
 
   media.addEventListener('timeupdate', () => { jump(); render(); });
-  // Saved recordings are transcribed (a take's preview is not): the words under the controls.
+  // Saved recordings are transcribed (a take's preview is not).
   if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
-  media.addEventListener('ended', async () => { render(); await count(); });   // to the end: one play
+  media.addEventListener('ended', async () => { render(); await count(); });
+  // (spread: replaceChildren prints a null)
   sheet.replaceChildren(
     h('div', { class: 'head' },
       h('strong', {}, `${icon(recording)} ${recording.title}`),
-      // Saved by the browser under the recording's title (recd names it: Content-Disposition).
-      h('a', { class: 'quiet', href: api.download(recording.id), download: true, 'data-action': 'download',
+      // Saved under the recording's title (recd's Content-Disposition).
+      h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
+      navigator.canShare?.({ files: [new File([], 'a.m4a', { type: isVideo ? 'video/mp4' : 'audio/mp4' })] })
+        && h('button', { class: 'quiet', 'data-action': 'share', 'aria-label': `Share ${recording.title}`, title: 'Share', onclick: share }, '⤴'),
+      cut?.toggle,
       h('button', { class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
-    isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, media),
+    isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
+    ...(cut ? [cut.el] : []),
     h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
     h('div', { class: 'controls' },
       h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
       h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s'), speeder),
     marks.el,
-    // Said in words: the sound is out of recd's machine (spread: replaceChildren prints a null)
     ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
     ...(state.transcript ? [state.transcript.el] : []),
     hint);

@@ -1,7 +1,5 @@
-// Recording (seed 5.3): the mode choice, the timer and a level trace (`meter` events), the fallbacks
-// for a missing camera or microphone (the 503 offers), then the preview (5.3.3): play (never counted),
-// title, notes, purpose, save or discard. It follows the take whoever drives it, and a take in progress
-// is where the app is (after a reload, and from + NEW); ⚑ Mark (or m) marks it (issue 47).
+// Recording (seed 5.3): the mode choice, the timer and level, the fallbacks (the 503 offers), then the
+// preview (5.3.3). It follows the take whoever drives it; a take in progress is where the app is.
 
 import { api, events, isReachable, onReachability } from './api.js';
 import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal } from './ui.js';
@@ -26,8 +24,7 @@ export function chooseMode() {
 }
 
 export class RecordScreen {
-  /// `onMode(mode)` names the screen (the camera fallback turns a video screen into an audio one);
-  /// `onLive(bool)` says when a take is recording, so the rest of the app stays out of the way.
+  /// `onMode(mode)` names the screen; `onLive(bool)`: whether a take is recording.
   constructor(view, { onDone, onMode, onLive }) {
     this.view = view; this.onDone = onDone; this.onMode = onMode; this.onLive = onLive;
   }
@@ -39,18 +36,16 @@ export class RecordScreen {
     const isVideo = mode === 'video';
     this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, isVideo ? '🎥' : '🎙️');
     this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
-    // Said at once when RECORD is pressed: a start can take a second under load.
+    // Said at once: a start can take a second under load.
     this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
     this.meter = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0', 'aria-valuenow': '-60' });
     this.button = h('button', { class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
-    // Pause and resume go on in the same file (shown while recording).
     this.pauseButton = h('button', { 'data-action': 'pause', hidden: true, onclick: () => this.togglePause() }, '❚❚ PAUSE');
-    // ⚑ Mark (or m) while recording: at the take's time, pauses left out (recd's).
     this.markButton = markButton(() => this.mark());
     this.markButton.hidden = true;
     this.cancel = h('button', { class: 'quiet', 'aria-label': 'Cancel', onclick: () => this.leave() }, '✕');
-    // tabindex: the focus goes here when recd goes away under STOP or PAUSE (they are disabled then)
+    // tabindex: the focus comes here when recd goes away under STOP or PAUSE
     this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
       h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.starting,
@@ -71,8 +66,7 @@ export class RecordScreen {
     if (this.recording) { this.recording = null; this.onLive(false); }
   }
 
-  /// Shows the take in progress (status' `active`) as this screen's own: after a reload, or one
-  /// started elsewhere.
+  /// The take in progress (status' `active`) as this screen's own.
   attach(active) {
     this.show(active.recording.type === 'video' ? 'video' : 'audio');
     this.live(active.recording, active.elapsed ?? 0, active.paused);
@@ -84,12 +78,11 @@ export class RecordScreen {
   }
 
   async toggle() {
-    if (this.button.getAttribute('aria-disabled') === 'true') return;   // a start or stop on its way
+    if (this.button.getAttribute('aria-disabled') === 'true') return;   // on its way
     if (this.recording) await this.stop(); else await this.start();
   }
 
-  /// RECORD/STOP while its request is on its way: aria-disabled, not disabled, so the focus stays on
-  /// it (a disabled button loses it to <body>, and a screen reader user is left nowhere).
+  /// RECORD/STOP while its request is on its way: aria-disabled, so the focus stays (not to <body>).
   busy(on) {
     if (on) this.button.setAttribute('aria-disabled', 'true'); else this.button.removeAttribute('aria-disabled');
   }
@@ -103,7 +96,7 @@ export class RecordScreen {
       const reply = await api.start(this.mode, this.audio);
       this.live(reply.recording, 0, false);
     } catch (e) {
-      // Another client started one meanwhile: recd records one take at a time, so show that one.
+      // Another client started one meanwhile: show that one.
       const active = e.code === 'already_recording' ? (await api.status().catch(() => null))?.active : null;
       if (active) this.attach(active); else this.refused(e);
     } finally {
@@ -124,13 +117,12 @@ export class RecordScreen {
     this.cancel.disabled = true;
     this.button.textContent = '■ STOP';
     this.button.setAttribute('data-action', 'stop');
-    // The time recorded, pauses left out: what recd said at the start (or the last pause or
-    // resume), plus the time since while recording.
+    // The time recorded: recd's at the start (or the last pause or resume), plus the time since.
     this.pauseState({ paused, elapsed });
     this.onLive(true);
     this.listen();
-    // recd gone: the timer stands still, STOP, PAUSE and Mark are disabled (no one to ask), and the
-    // screen says so. What is left of the take is known once recd is back: then `sync` asks.
+    // recd gone: the timer stands, STOP, PAUSE and Mark are disabled; what is left of the take is
+    // known once recd is back (`sync`).
     this.unwatch = onReachability((up) => {
       if (!this.recording) return;
       this.timer.classList.toggle('stalled', !up);
@@ -139,7 +131,7 @@ export class RecordScreen {
       if (up) {
         this.error.hidden = true;
         if (focused || document.activeElement === this.error || document.activeElement === document.body) this.button.focus();
-        this.sync(this.recording.id);   // at once: the stream's own reconnection may be seconds away
+        this.sync(this.recording.id);   // at once, not at the stream's reconnection
         return;
       }
       this.wentAway = true;
@@ -160,9 +152,8 @@ export class RecordScreen {
   }
 
   showTime() {
-    if (!isReachable()) return;   // nothing is being recorded while recd is away: the time stands
+    if (!isReachable()) return;   // nothing is recorded while recd is away
     const t = this.base + (this.paused ? 0 : (performance.now() - this.since) / 1000);
-    // The seed's red ⏺ by the timer while recording; ❚❚ while paused.
     this.timer.replaceChildren(h('span', { class: this.paused ? 'paused-mark' : 'rec-mark', 'aria-hidden': 'true' }, this.paused ? '❚❚' : '⏺'),
       ' ' + clock(t));
   }
@@ -195,7 +186,7 @@ export class RecordScreen {
     try { toast(`Marked ${duration((await api.mark(this.recording.id, {})).time)}`); } catch (e) { toast(e.message); }
   }
 
-  /// The seed's fallbacks (Screen 5.2) for the 503 offers, and the other errors a person can act on.
+  /// The seed's fallbacks (5.2) for the 503 offers, and other errors.
   refused(e) {
     const offer = (text, label, then) => this.say(h('p', {}, text), h('button', { class: 'primary', onclick: then }, label));
     if (e.code === 'device_unavailable' && e.offer === 'audio_only') {
@@ -223,24 +214,24 @@ export class RecordScreen {
         this.meter.setAttribute('aria-valuenow', Math.round(Math.max(-60, peak)));
         this.meter.dataset.peak = String(peak);
       } else if (e.type === 'recording.stopped') {
-        this.ended(e.data.recording, e.data.error);   // stopped elsewhere, or by itself (a device or the disk failed)
+        this.ended(e.data.recording, e.data.error);   // stopped elsewhere, or by itself
       }
     }, () => this.sync(id));
   }
 
-  /// On each (re)connection of the stream (what happened while closed is not replayed): where is the take?
+  /// On each (re)connection of the stream: where is the take?
   async sync(id) {
     try {
       const active = (await api.status()).active;
       if (this.recording?.id !== id) return;
       if (active?.recording.id === id) {
-        // elapsed is null while the take starts or stops (its event may be gone): look again shortly.
+        // elapsed is null while the take starts or stops: look again shortly.
         if (active.elapsed !== null) this.pauseState(active);
         else setTimeout(() => { if (this.recording?.id === id) this.sync(id); }, 500);
         return;
       }
       let after = null;
-      try { after = await api.get(id); } catch (e) { if (e.status !== 404) throw e; }   // 404: no such take (any more)
+      try { after = await api.get(id); } catch (e) { if (e.status !== 404) throw e; }   // 404: no such take
       if (this.recording?.id !== id) return;
       if (!after && this.wentAway) { this.emptied(); return; }
       this.ended(after, null, this.wentAway);
@@ -254,14 +245,14 @@ export class RecordScreen {
       const reply = await api.stop();
       this.ended(reply.recording);
     } catch (e) {
-      if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first: follow it
-      else if (e.code !== 'unreachable') toast(e.message);   // unreachable: the screen says so already
+      if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first
+      else if (e.code !== 'unreachable') toast(e.message);   // the screen says so
     } finally {
       this.busy(false);
     }
   }
 
-  /// recd came back without the take (no sound of it reached the disk): said here, not in a toast.
+  /// recd came back without the take (no sound of it reached the disk).
   emptied() {
     this.show(this.mode);
     this.say(h('p', {}, h('strong', {}, 'Nothing was kept. '),
@@ -271,10 +262,9 @@ export class RecordScreen {
   /// The screen's banner, saying `children`.
   say(...children) { this.error.replaceChildren(...children); this.error.hidden = false; }
 
-  /// The take stopped (here, elsewhere, or by itself): a pending take to its preview, as STOP does; one
-  /// saved or discarded elsewhere leaves nothing to preview.
+  /// The take stopped (here, elsewhere, or by itself): a pending take to its preview.
   ended(recording, why, quiet = false) {
-    if (!this.recording) return;   // already followed: this page's STOP and the event both say so
+    if (!this.recording) return;   // already followed (STOP and the event)
     this.pauseButton.hidden = this.markButton.hidden = true;
     this.reset();
     this.error.hidden = true;
@@ -283,8 +273,7 @@ export class RecordScreen {
     if (recording?.state === 'pending') this.preview(recording); else this.onDone();
   }
 
-  /// Screen 5.3.3: preview, then save or discard; also the way back to a pending take from its
-  /// library row. A blank title keeps the take's own (shown above the form).
+  /// Screen 5.3.3: preview, then save or discard. A blank title keeps the take's own.
   preview(r) {
     this.reset();
     screenTitle(r.type === 'video' ? 'Record video' : 'Record audio', 'Save the recording');
@@ -304,7 +293,7 @@ export class RecordScreen {
         this.onDone();
       } catch (e) { error.textContent = e.message; error.hidden = false; }
     };
-    // A take recd salvaged after it stopped mid-take: said, with its length as recd measured the file.
+    // A take recd salvaged after it stopped mid-take, with its length.
     const recovered = r.recovered
       ? h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
         `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept, not saved yet. Save it or discard it here.`)
@@ -320,7 +309,7 @@ export class RecordScreen {
       h('p', { class: 'hint take-title', 'data-take-title': '' }, r.title),
       h('button', { 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),
       error, form));
-    // The seed's audio preview shows the take's waveform under the icon before it is played.
+    // The take's waveform under the icon before it is played.
     if (wave) { drawWaveform(wave, null); this.unfit = fitWaveform(wave, r.id, (w) => drawWaveform(wave, w)); }
     this.view.querySelector('[data-action=preview]').focus();
   }

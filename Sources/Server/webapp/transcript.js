@@ -1,6 +1,5 @@
-// The transcript under the player (issue 38): recd's transcriber's words, the one heard marked and kept
-// in view; a click (or ← → to one, then Enter) plays from a word. Pending: said, shown on `transcript.done`;
-// none or failed: why, in one quiet line.
+// The transcript under the player (issue 38): the word heard marked and kept in view; a click (or ← → to
+// one, then Enter) plays from a word.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';
@@ -11,7 +10,7 @@ export function transcriptPanel(recording, seek) {
   let words = [], spans = [], marked = -1, stream = null, closed = false, userScrolled = 0;
   const line = (text, cls = 'hint') => h('p', { class: cls, title: cls === 'hint' ? undefined : text }, text);
 
-  // Someone scrolling the words themselves is left alone for a few seconds (as Google Recorder does).
+  // Someone scrolling the words is left alone for a few seconds.
   const scrolled = () => { userScrolled = Date.now(); };
 
   const show = (t) => {
@@ -30,7 +29,7 @@ export function transcriptPanel(recording, seek) {
     }
     for (const s of t.segments ?? []) for (const w of s.words ?? []) if (w.word.trim()) words.push(w);
     if (!words.length) { box.replaceChildren(line('No words were heard.')); return; }
-    // One paragraph per stretch of speech; each word a span carrying its start (a click plays from it).
+    // One paragraph per stretch of speech; each word a span carrying its start.
     const paragraphs = [];
     let p = null, lastEnd = -Infinity;
     for (const w of words) {
@@ -59,7 +58,7 @@ export function transcriptPanel(recording, seek) {
     }
   };
 
-  // While pending: the transcriber's progress, and the transcript once done (read again on a reconnection).
+  // While pending: the progress, and the transcript once done.
   const listen = () => {
     if (stream) return;
     stream = events(['transcript.progress', 'transcript.done'], ({ data: e }) => {
@@ -67,10 +66,10 @@ export function transcriptPanel(recording, seek) {
       if (e.state === 'pending' && box.dataset.state === 'pending') {
         box.firstChild.textContent = `Transcribing… ${Math.round((e.progress ?? 0) * 100)}%`;
       } else if (e.state !== 'pending') read();
-    }, () => read());   // what came between the first read and the stream opening, too
+    }, () => read());
   };
 
-  /// Marks the word being heard at `position` (seconds): the last one begun, until a second past its end.
+  /// Marks the word heard at `position`: the last one begun, until a second past its end.
   const mark = (position) => {
     if (!words.length) return;
     let lo = 0, hi = words.length - 1, at = -1;
@@ -82,7 +81,7 @@ export function transcriptPanel(recording, seek) {
     if (at < 0) return;
     const span = spans[at];
     span.classList.add('now'); span.setAttribute('aria-current', 'true');
-    // In view inside the words' box (never the page; the spans' offsetParent): a third down when it left.
+    // In view inside the words' box (never the page): a third down when it left.
     const area = span.closest('.words');
     if (!area || Date.now() - userScrolled < 4000) return;
     const top = span.offsetTop, bottom = top + span.offsetHeight;

@@ -6,27 +6,26 @@ export const TITLE_MAX = 40, NOTES_MAX = 200;
 /// h('button', {class: 'primary', onclick}, 'text', child…)
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
-  if (tag === 'button') el.type = 'button';   // never a form's submit (props may say otherwise)
+  if (tag === 'button') el.type = 'button';   // never a form's submit
   for (const [k, v] of Object.entries(props)) {
     if (v == null || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
-    else if (k === 'style') el.style.cssText = v;   // CSSOM: allowed by the page's CSP, a style attribute is not
+    else if (k === 'style') el.style.cssText = v;   // CSSOM: the CSP refuses a style attribute
     else el.setAttribute(k, v === true ? '' : v);
   }
   for (const c of children.flat()) if (c != null && c !== false) el.append(c);
   return el;
 }
 
-/// The screen's name in the header and the tab's title (tabs, history, a screen reader's "page title").
+/// The screen's name in the header and the tab's title.
 export function screenTitle(heading, name = heading) {
   document.getElementById('title').textContent = heading;
   document.title = `${name} — recd`;
 }
 
 let toastTimer;
-/// A short message in the live region #toast, always there (a `hidden` one would not be read), each
-/// a new element (the same words twice are said twice).
+/// A message in the live region #toast (never `hidden`: it would not be read), each a new element.
 export function toast(text) {
   const region = document.getElementById('toast');
   region.replaceChildren(h('div', { class: 'toast' }, text));
@@ -34,7 +33,7 @@ export function toast(text) {
   toastTimer = setTimeout(() => region.replaceChildren(), 2000);
 }
 
-/// The page's <dialog>, named by its #dialog-title, shown modal with `children`; `onclose` on closing.
+/// The page's <dialog>, named by #dialog-title, modal with `children`.
 export function modal(onclose, ...children) {
   const dialog = document.getElementById('dialog');
   dialog.replaceChildren(...children);
@@ -74,12 +73,12 @@ export function shortDate(iso) {
 export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
 export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
 
-/// Characters as recd counts them: grapheme clusters (👍🏽, 🇩🇪 one each), not UTF-16 units (`maxlength`:
-/// 😀 is two). Without Intl.Segmenter (Firefox < 125), code points: stricter than recd, never looser.
+/// Characters as recd counts them: grapheme clusters, not UTF-16 units (`maxlength`). Without
+/// Intl.Segmenter, code points: stricter than recd, never looser.
 const segmenter = globalThis.Intl?.Segmenter ? new Intl.Segmenter() : null;
 const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g) => g.segment) : [...text]);
 
-/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed (before the caret).
+/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed.
 export function limit(field, max) {
   if (graphemes(field.value).length <= max) return;
   const caret = field.selectionEnd ?? field.value.length;
@@ -89,11 +88,10 @@ export function limit(field, max) {
   field.setSelectionRange(before.length, before.length);
 }
 
-/// Title (40), notes (200) and purpose chips of the preview (5.3.3) and edit (5.4.3) sheets; `read()`
-/// gives the body for save/edit (a blank title asks for the automatic one).
+/// Title, notes and purpose of the preview (5.3.3) and edit (5.4.3) sheets; `read()` gives the body.
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  // Under each field the seed's "(40 char max)", from 3/4 of the limit the count instead ("150/200").
+  // "(40 char max)", from 3/4 of the limit the count ("150/200").
   const count = (input, max, out) => {
     const n = graphemes(input.value).length;
     out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
@@ -131,7 +129,7 @@ export function metadataForm(initial = {}) {
   return form;
 }
 
-/// A one-key shortcut (m marks), not while typing, in a dialog or with Ctrl, Alt or ⌘; returns its remover.
+/// A one-key shortcut, not while typing, in a dialog or with Ctrl, Alt or ⌘; returns its remover.
 export function onKey(key, fn) {
   const on = (e) => {
     if (e.key.toLowerCase() !== key || e.repeat || e.ctrlKey || e.altKey || e.metaKey

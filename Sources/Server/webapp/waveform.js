@@ -1,9 +1,8 @@
-// Draws audiowaveform v2 data (what GET /v1/recordings/{id}/waveform serves) on a canvas, with the
-// part already played in the accent colour, and a player's position as a line.
+// Draws audiowaveform v2 data (GET /v1/recordings/{id}/waveform) on a canvas, the part played in the accent.
 
 import { api } from './api.js';
 
-/// Spreads the points over the canvas's whole width, however many: point p covers [p, p+1) × width / length.
+/// Spreads the points over the canvas's whole width: point p covers [p, p+1) × width / length.
 export function drawWaveform(canvas, wave, progress = 0, head = false) {
   const ratio = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 300, height = canvas.clientHeight || 72;
@@ -13,7 +12,7 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
   g.clearRect(0, 0, width, height);
   const style = getComputedStyle(document.documentElement);
   const played = style.getPropertyValue('--accent').trim() || '#3557d6';
-  const rest = style.getPropertyValue('--edge').trim() || '#888';   // not yet played: 3:1 on white
+  const rest = style.getPropertyValue('--edge').trim() || '#888';   // 3:1 on white
   if (!wave || !wave.length) {
     g.fillStyle = rest; g.fillRect(0, height / 2 - 1, width, 2);
     canvas.dataset.drawn = '0';
@@ -40,8 +39,8 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
   canvas.dataset.drawn = String(Math.round(wave.length * bar));
 }
 
-/// Asks recd for as many points as the canvas has pixels (× devicePixelRatio), again when that changes
-/// (resized, turned, zoomed), `got(wave)` each time; returns its stopper.
+/// Asks recd for as many points as the canvas has pixels, again when that changes, `got(wave)` each
+/// time; returns its stopper.
 export function fitWaveform(canvas, id, got) {
   let asked = 0, timer = null;
   const ask = () => {
@@ -51,9 +50,9 @@ export function fitWaveform(canvas, id, got) {
     canvas.dataset.asked = String(pixels);
     api.waveform(id, pixels).then((w) => { if (asked === pixels) got(w); }).catch(() => got(null));
   };
-  // Coalesced: a drag of the window's edge asks once it settles, not at every pixel.
+  // Coalesced: a resize asks once it settles.
   const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(ask, 120); });
-  // device-pixel-content-box also fires when only the pixel ratio changes (another screen, a zoom).
+  // device-pixel-content-box also fires when only the pixel ratio changes.
   try { observer.observe(canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(canvas); }
   ask();
   return () => { clearTimeout(timer); observer.disconnect(); };
