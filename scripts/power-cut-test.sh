@@ -3,7 +3,7 @@
 # one boot of the test VM (scripts/vm, VM_DISK: an ext4 image as /dev/vda that outlives the guest):
 # recd starts on it (start-up recovery after the previous cut), what it shows is dumped, then a random
 # operation (record, video, pause, import, stop, save, edit, played, play, delete, discard, delete-all,
-# trim) is started
+# trim, mark) is started
 # and the guest's power is cut a random moment later (`echo b > /proc/sysrq-trigger`: no sync, no
 # unmount). The replies acknowledged before the cut are logged outside the guest (a VM_RW folder).
 # One more boot after the last cut dumps its result. Tests/vm/power-cut-check.py then holds every
@@ -13,6 +13,7 @@
 #   RECD_POWER_CUT_SEED=S  replays a run (the seed is printed)
 #   RECD_POWER_CUT_OUT=DIR keeps the rounds there (default: a temporary folder, removed when all pass)
 #   RECD_BIN_DIR=DIR       recd and recctl to test (default .build/debug; built if missing)
+#   RECD_POWER_CUT_OPS="mark trim" only those operations
 # Exit status: 0 every cut passed, 1 some failed, 2 something is missing here, 125 the VM could not run.
 # Needs qemu and a kernel (scripts/vm installs them on first use), mkfs.ext4 (e2fsprogs), sox,
 # ffmpeg, curl, sqlite3, aplay (alsa-utils) and python3: scripts/install-deps.sh --test.
@@ -47,10 +48,14 @@ sox -n -r 48000 -c 1 -b 16 "$out/tone.wav" synth 90 sine 1000 vol 0.5 || exit 2
 
 # Every operation equally often (a shuffled cycle), each cut a random moment after it began, in a
 # window that covers its whole course in the emulated guest (measured: see BENCHMARKS.md).
-ops=(record video pause import stop save edit played play delete discard delete-all trim)
-# (A request takes 0.3-0.6 s there, curl's start included; a stop 0.6-1.2 s, a trim about 1.4 s.)
+ops=(record video pause import stop save edit played play delete discard delete-all trim mark)
+# RECD_POWER_CUT_OPS="mark trim": only those (a change to one operation, tried many times).
+[ -n "${RECD_POWER_CUT_OPS:-}" ] && read -ra ops <<< "$RECD_POWER_CUT_OPS"
+# (A request takes 0.3-0.6 s there, curl's start included; a stop 0.6-1.2 s, a trim about 1.4 s; a
+# mark's chapter copy starts a second after the marker and takes about as long as a trim.)
 declare -A window=([record]="1000 3000" [video]="1000 3000" [pause]="0 1500" [import]="0 2500" [stop]="0 1500" [save]="0 700" [edit]="0 700" [played]="0 700"
-                   [play]="0 700" [delete]="0 700" [discard]="0 700" [delete-all]="0 900" [trim]="0 1600")
+                   [play]="0 700" [delete]="0 700" [discard]="0 700" [delete-all]="0 900" [trim]="0 1600"
+                   [mark]="0 3000")
 cycle=()
 started=$(date +%s)
 for ((r = 1; r <= n + 1; r++)); do

@@ -4,9 +4,9 @@ import Foundation
 import XCTest
 
 final class PowerCutTests: XCTestCase {
-    /// Five cuts, each in another operation — five of the thirteen (record, a video take, a take
+    /// Five cuts, each in another operation — five of the fourteen (record, a video take, a take
     /// paused and resumed, import, stop, save, edit, played, play, delete, discard, delete-all,
-    /// trim), drawn anew each run — at a random moment of it; scripts/power-cut-test.sh runs every
+    /// trim, mark), drawn anew each run — at a random moment of it; scripts/power-cut-test.sh runs every
     /// operation (100 cuts by default). RECD_POWER_CUT_ROUNDS changes the number, RECD_POWER_CUT_SEED
     /// replays a run (the seed is printed). About 2 minutes alone, 4 beside the suite's other half
     /// (seven cuts took 5.3 there: the suite's time goal, 25 minutes, is why five).

@@ -9,7 +9,8 @@ its guest saw at start-up (after the previous cut and recd's recovery: after.jso
 status.json, tree.txt, integrity.txt, files/) and the log of the replies acknowledged before its own
 cut (acks.jsonl). Round R is judged against round R+1's start-up:
 - every acknowledged change is there: a reply that said a recording was saved, edited, played (its
-  count), trimmed, deleted, discarded or all deleted is what the catalog shows; the one operation in
+  count), trimmed, deleted, discarded or all deleted is what the catalog shows, and an acknowledged
+  marker is there as it was made (markers.json) while its recording is; the one operation in
   flight at the cut is either done or not, whole (a delete-all all or nothing);
 - nothing half-done remains: no orphan file, no row without its file, no hidden leftovers, no row
   left `recording` or marked `missing`, nothing quarantined, no recovery problem, and every
@@ -140,6 +141,7 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
     problems = []
     model = {k: dict(v) for k, v in before_rows.items()}
     begun, acked_inflight, cut_at, started, captured = None, None, None, None, None
+    acked_markers = {}   # marker id -> (recording id, the marker as the reply gave it)
     for entry in acks:
         if "unparsable" in entry:
             problems.append(f"unparsable log line {entry['unparsable'][:100]}")
@@ -167,6 +169,9 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
                 captured = (frames / reply["sampleRate"], entry["t1"], False)
             continue
         if path in ("/v1/record/pause", "/v1/record/resume"):
+            continue
+        if method == "POST" and path.endswith("/markers"):
+            acked_markers[reply["id"]] = (path.split("/")[3], reply)
             continue
         if path == "/v1/record/start":
             model[reply["recording"]["id"]] = reply["recording"]
@@ -281,7 +286,40 @@ def judge(rnd, op, before_rows, acks, after_rows, after_dir):
     for rid in after_rows:
         if rid not in alternatives:
             problems.append(f"{rid} is there ({after_rows[rid]['state']}) but no reply created it")
+    problems += judge_markers(rnd, acked_markers, begun if acked_inflight is None else None, after_rows, after_dir)
     return problems, lost
+
+
+def judge_markers(rnd, acked, inflight, after_rows, after_dir):
+    """Each acknowledged marker of a recording that is still there is there, at its time and with its
+    label; one in flight at the cut is there whole or not at all; none belongs to a recording that is gone."""
+    path = os.path.join(after_dir, "markers.json")
+    if not os.path.exists(path):
+        return [] if not acked else ["no markers.json after the cut"]
+    text = open(path).read().strip()
+    try:
+        rows = json.loads(text) if text else []
+    except ValueError:
+        return [f"markers.json does not read: {text[:200]}"]
+    after = {m["id"]: m for m in rows}
+    problems = []
+    for mid, (rid, made) in acked.items():
+        if rid not in after_rows:
+            continue   # the recording went (deleted, trimmed away), and its markers with it
+        m = after.get(mid)
+        if m is None:
+            problems.append(f"acknowledged marker {mid} of {rid} is gone")
+        elif m["recordingID"] != rid or abs(m["time"] - made["time"]) > 1e-6 or m["label"] != made.get("label"):
+            problems.append(f"marker {mid} was made {made} and is {m}")
+    for m in rows:
+        if m["recordingID"] not in after_rows:
+            problems.append(f"marker {m['id']} belongs to {m['recordingID']}, which is not there")
+        elif m["id"] not in acked and not (inflight and inflight.get("begin") == "mark" and m["recordingID"] == inflight.get("target")
+                                            and m["label"] == (inflight.get("body") or {}).get("label")):
+            # (Markers of earlier rounds were acknowledged there; only this round's new ones are judged.)
+            if (m["label"] or "").endswith(f" in round {rnd}"):
+                problems.append(f"marker {m['id']} ({m['label']!r}) is there but no reply made it")
+    return problems
 
 
 def log_writes(out):

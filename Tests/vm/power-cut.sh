@@ -8,7 +8,7 @@
 #      directory and a copy of each recording's file (for the host to decode);
 #   2. unless OP is "check", makes sure there is something to work on (two saved recordings, one
 #      pending; a delete-all when the library has grown past 8), then starts OP (record, video, pause,
-#      stop, save, edit, played, play, delete, discard, delete-all, trim, import) and, DELAY_MS later,
+#      stop, save, edit, played, play, delete, discard, delete-all, trim, import, mark) and, DELAY_MS later,
 #      cuts the power: `echo b > /proc/sysrq-trigger` (no sync, no unmount).
 #   With OP "check" it stops there (recd stopped, the disk unmounted): the last boot, and each replayed
 #   state of Tests/vm/log-writes.sh (RECD_PC_DEVICE: the device to mount instead of /dev/vda).
@@ -47,10 +47,18 @@ $up || { echo "power-cut: recd did not start" >&2; cat "$rd/recd.log" >&2; exit 
 echo "{\"uptimeAtCommand\": $t_boot, \"uptimeAtReady\": $(cut -d' ' -f1 /proc/uptime)}" > "$rd/timing.json"
 
 # --- 1. what the last cut left ---------------------------------------------------------------------
+# The chapter copies recd finishes after its start (ChapterPass, in the background, each a
+# FileReplacement of its own): settled before the files are listed and copied, as a person's `check`
+# waits for them. (Recovery settled what the cut left before the socket answered.)
+for _ in $(seq 300); do
+  [ "$(sqlite3 "$data/catalog.sqlite" 'SELECT count(*) FROM chapterWork' 2>/dev/null)" = 0 ] && break
+  sleep 0.1
+done
 curl -s --unix-socket "$sock" "http://recd/v1/recordings?limit=1000" -o "$rd/after.json"
 curl -s --unix-socket "$sock" http://recd/v1/check -o "$rd/check.json"
 (cd "$data" && find . -printf '%y %s %p\n' | sort -k3) > "$rd/tree.txt"
 sqlite3 "$data/catalog.sqlite" 'PRAGMA integrity_check' > "$rd/integrity.txt" 2>&1
+sqlite3 -json "$data/catalog.sqlite" 'SELECT id, recordingID, time, label FROM marker' > "$rd/markers.json" 2>&1
 for f in "$data"/Recordings/*; do [ -f "$f" ] && cp "$f" "$rd/files/"; done
 if [ "$op" = check ]; then
   kill $recd_pid; wait $recd_pid 2>/dev/null
@@ -140,6 +148,10 @@ case $op in
   discard)   inflight discard POST "/v1/recordings/${pending[0]}/discard" "" "${pending[0]}" ;;
   delete-all) inflight delete-all DELETE "/v1/recordings?confirm=all" ;;
   trim)      inflight trim POST "/v1/recordings/$victim/trim" '{"end": 0.3}' "$victim" ;;
+  mark)      # a marker acknowledged, then one in flight; a second later recd copies the file with them as
+             # chapters (ChapterPass, a lossless copy put in place as a trim's file is)
+    call mark-acked POST "/v1/recordings/$victim/markers" "{\"time\": 0.2, \"label\": \"acked in round $round\"}"
+    inflight mark POST "/v1/recordings/$victim/markers" "{\"time\": 0.4, \"label\": \"in flight in round $round\"}" "$victim" ;;
   *) echo "power-cut: unknown operation $op" >&2; exit 2 ;;
 esac
 sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
