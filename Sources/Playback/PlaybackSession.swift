@@ -208,10 +208,10 @@ private struct PlaybackLoop {
     /// one more at each pause skipped and each change of speed).
     var written = 0
     var segments: [(frame: Int, time: Double, speed: Double)] = [(0, 0, 1)]
-    /// The speed, and its Sonic stream (none at 1 until another speed was asked: as recorded, bit for bit).
+    /// The speed, and its SpeechTempo (none at 1 until another speed was asked: as recorded, bit for bit).
     var speed = 1.0
     var tempo: SpeechTempo?
-    /// Sonic let out what it held at the end of the file.
+    /// The tempo let out what it held at the end of the file.
     var tempoFlushed = false
     var paused = false, pausedAt = 0.0
     /// Paused with the device's queue held (snd_pcm_pause).
@@ -268,16 +268,16 @@ private struct PlaybackLoop {
     }
 
     /// Where in the recording the `frame`th frame written since the last reset comes from (within
-    /// Sonic's few tens of milliseconds at another speed).
+    /// the tempo's few tens of milliseconds at another speed).
     func time(ofFrame frame: Int) -> Double {
         let s = segments.last { $0.frame <= frame } ?? segments[0]
         return s.time + Double(frame - s.frame) * s.speed / rate
     }
 
-    /// A Sonic stream at `speed` (a new one: what an old one held is not wanted).
+    /// A SpeechTempo at `speed` (a new one: what an old one held is not wanted).
     mutating func useTempo() throws(PlaybackError) {
         guard let t = SpeechTempo(rate: Int(rate), channels: channels, speed: speed) else {
-            throw .media(file: session.path, detail: "sonicCreateStream failed (out of memory)")
+            throw .media(file: session.path, detail: "no speed change for \(rate) Hz, \(channels) channel(s)")
         }
         tempo = t
         tempoFlushed = false
@@ -400,7 +400,7 @@ private struct PlaybackLoop {
         let block: (start: Double, frames: Int)?
         do { block = try session.decoder.read(into: &buffer) } catch { throw .media(file: session.path, detail: "\(error)") }
         guard let block else {
-            // At another speed, Sonic lets out what it holds first.
+            // At another speed, the tempo lets out what it holds first.
             if let tempo, !tempoFlushed {
                 tempoFlushed = true
                 tempo.flush()
@@ -418,7 +418,7 @@ private struct PlaybackLoop {
         applyGain()
         if let tempo {
             guard buffer.withUnsafeMutableBufferPointer({ tempo.write($0, frames: pending) }) else {
-                throw .media(file: session.path, detail: "sonicWriteShortToStream failed (out of memory)")
+                throw .media(file: session.path, detail: "the speed change refused a block of \(pending) frames")
             }
             pending = tempo.read(into: &buffer)
         }

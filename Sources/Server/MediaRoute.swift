@@ -84,8 +84,11 @@ enum MediaRoute {
             headers[.contentDisposition] = ContentDisposition.attachment(
                 name: r.title + "." + (r.file as NSString).pathExtension)
         }
-        // The file of a recording never changes once it is pending or ready: size and mtime identify it.
+        // A recording's file changes (a trim in place, the chapter copy after a marker): size and mtime
+        // identify this one, and a browser asks again each time rather than play a cached copy of the
+        // old file (Chromium did, after a trim in place).
         headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(file.modified)\""
+        headers[.cacheControl] = "no-cache"
         let range = ByteRangeRequest.parse(request.headers[.range], size: size)
         switch range {
         case .unsatisfiable:

@@ -1,5 +1,4 @@
-// Playback speed (issue 47): Sonic's stream as recd owns it — the length scaled by the speed, the
-// pitch kept.
+// Playback speed (issue 47): SpeechTempo, recd's WSOLA — the length scaled by the speed, the pitch kept.
 import Foundation
 import Metering
 import XCTest
