@@ -30,7 +30,7 @@ fi
 # The halves run the test bundle itself: two `swift test` would take turns (SwiftPM locks .build).
 xctest="$($swift build --show-bin-path)/recdPackageTests.xctest"
 # The classes that keep a core busy: QEMU guests (TCG here), the package's clean root (its build runs
-# beside both halves, below), schemathesis generating requests and Whisper: chosen so that the halves
+# beside the halves, below), schemathesis generating requests and Whisper: chosen so that the halves
 # end about together (BackupTests, TrimRecordingTests, WebAppTranscriptTests and TranscriptTests are
 # here for that balance: about 110 s, 36 s, 30 s and 110 s).
 busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests|FuzzTests|BackupTests|TrimRecordingTests|WebAppTranscriptTests|TranscriptTests'
@@ -40,7 +40,11 @@ busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTes
 real_time='VideoTests|KernelDriverTests'
 classes=$("$xctest" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | uniq)
 busy_first=$(echo "$classes" | grep -E "\.($real_time)\$" | paste -sd, -)
-busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | grep -vE "\.($real_time)\$" | paste -sd, -)
+# Then the classes that need no guest, while the package is built; then PackageTests (which waits for
+# that build) and the other guests, once it is done.
+after_build='PackageTests|PowerCutTests|SystemdTests'
+busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | grep -vE "\.($real_time|$after_build)\$" | paste -sd, -)
+busy_last=$(echo "$classes" | grep -E "\.($after_build)\$" | paste -sd, -)
 # The other half's classes that keep a core busy themselves (a load test, a 50,000-row repair, twenty
 # kill -9 restarts, deletes of hundreds of files) run after the rest of it, once the real-time guests are
 # done: beside them, CI saw the guest's aplay underrun (a 440 Hz tone measured at 383) and a camera's
@@ -48,34 +52,40 @@ busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | grep -vE "\.($real_time
 heavy_light='ClientTests|BlockingWorkTests|CrashTests|DeletionTests'
 waiting=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | grep -vE "\.($heavy_light)\$" | paste -sd, -)
 waiting_last=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | grep -E "\.($heavy_light)\$" | paste -sd, -)
-[ -n "$busy_first" ] && [ -n "$busy" ] && [ -n "$waiting" ] && [ -n "$waiting_last" ] || { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
+[ -n "$busy_first" ] && [ -n "$busy" ] && [ -n "$busy_last" ] && [ -n "$waiting" ] && [ -n "$waiting_last" ] || { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
 
 logs="$root/.build/test-logs"
 mkdir -p "$logs"
 started=$(date +%s)
-# PackageTests' package is compiled from the start, beside both halves, at nice 19: the compile (the
-# Swift runtime linked in needs a build folder of its own, .build-deb) then takes only the CPU time the
-# tests leave idle — the light half mostly waits on real-time audio — instead of five minutes of the
-# busy half's own. PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made.
+# PackageTests' package is compiled once the real-time guests are done, at nice 19, beside the busy
+# half's classes that need no guest and the light half: the compile (the Swift runtime linked in needs
+# a build folder of its own, .build-deb) takes the CPU time those leave idle — the light half mostly
+# waits on real-time audio — instead of five minutes of the busy half's own. (Started with the suite,
+# it starved the guests even at nice 19: a camera lost 22 frames of 104, an ALSA guest failed.)
+# PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made.
 deb_out="$root/.build/test-deb"
 rm -rf "$deb_out"; mkdir -p "$deb_out"
 export RECD_TEST_DEB_STATUS="$deb_out/status" RECD_TEST_DEB_LOG="$logs/deb-build.log"
-( RECD_DEB_OUT="$deb_out" RECD_DEB_CONFIGURATION=debug RECD_DEB_NICE=19 scripts/build-deb.sh > "$RECD_TEST_DEB_LOG" 2>&1
-  echo $? > "$RECD_TEST_DEB_STATUS.part" && mv "$RECD_TEST_DEB_STATUS.part" "$RECD_TEST_DEB_STATUS" ) &
-deb_pid=$!
+build_package() {
+  RECD_DEB_OUT="$deb_out" RECD_DEB_CONFIGURATION=debug RECD_DEB_NICE=19 scripts/build-deb.sh > "$RECD_TEST_DEB_LOG" 2>&1
+  echo $? > "$RECD_TEST_DEB_STATUS.part" && mv "$RECD_TEST_DEB_STATUS.part" "$RECD_TEST_DEB_STATUS"
+}
 busy_pid='' waiting_pid=''
 # Ctrl-C or CI's stop ends both halves (and the daemons their tests started, through their own clean-up).
-trap 'kill -INT $busy_pid $waiting_pid 2>/dev/null; pkill -P $deb_pid 2>/dev/null; wait' INT TERM
-# XCTest runs a filter's classes in its own order: two runs, one after the other, set ours. The
+trap 'kill -INT $busy_pid $waiting_pid 2>/dev/null; pkill -f "$root/scripts/build-deb.sh" 2>/dev/null; wait' INT TERM
+# XCTest runs a filter's classes in its own order: runs one after the other set ours. The
 # real-time guests run at a higher priority (nice -5, where allowed: root, as in CI), so that QEMU
 # keeps up while the other half's tests take the rest (CI saw a guest's aplay underrun beside them).
-( nice -n -5 "$xctest" "$busy_first"; first=$?; "$xctest" "$busy"; rest=$?; [ $first = 0 ] && [ $rest = 0 ] ) > "$logs/busy.log" 2>&1 &
+( nice -n -5 "$xctest" "$busy_first"; first=$?
+  build_package & build=$!
+  "$xctest" "$busy"; rest=$?; "$xctest" "$busy_last"; last=$?
+  wait $build
+  [ $first = 0 ] && [ $rest = 0 ] && [ $last = 0 ] ) > "$logs/busy.log" 2>&1 &
 busy_pid=$!
 ( "$xctest" "$waiting"; first=$?; "$xctest" "$waiting_last"; rest=$?; [ $first = 0 ] && [ $rest = 0 ] ) > "$logs/waiting.log" 2>&1 &
 waiting_pid=$!
 wait $waiting_pid; waiting_status=$?
 wait $busy_pid; busy_status=$?
-wait $deb_pid
 
 for half in waiting busy; do
   echo "=== $half half (.build/test-logs/$half.log) ==="
@@ -83,7 +93,7 @@ for half in waiting busy; do
 done
 echo "=== summary: $(( $(date +%s) - started )) s for both halves ==="
 for half in waiting busy; do
-  # Each run's total follows its "Selected tests" line (each half has two runs).
+  # Each run's total follows its "Selected tests" line (the busy half has three runs, the light two).
   grep -A1 "Test Suite 'Selected tests'" "$logs/$half.log" | grep -E "Executed [0-9]+ tests?," | sed "s/^[[:space:]]*/$half: /"
   # A failed test prints "error:"; a test that crashes the process prints Swift's trap and the crash.
   grep -E "error: |: error -|failed \(|Fatal error|Precondition failed|Program crashed" "$logs/$half.log" || true

@@ -92,6 +92,11 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try daemon.recctl("edit", second.id.uuidString, "--notes", "week 3").status, 0)
         let waveform = try daemon.recctl("--json", "waveform", take.id.uuidString).stdout
 
+        // `backup init` backed up at once: that run (its snapshot, then its forget and check) ends first.
+        let deadline = Date().addingTimeInterval(60)
+        while try daemon.recctlJSON(BackupStatus.self, "backup", "status").state == .running && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
         let listener = try EventListener(daemon, types: [.backupStatus, .backupProgress])
         let now = try daemon.recctl("backup", "now", "--wait")
         XCTAssertEqual(now.status, 0, now.stdout + now.stderr + daemon.log)

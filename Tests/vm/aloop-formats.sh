@@ -25,6 +25,11 @@ start_recd() { # extra recd options...
 }
 stop_recd() { kill "$recd_pid"; wait "$recd_pid" || true; }
 
+# The child processes of PID: each of its threads' children files (a thread that ends between the
+# glob and the read leaves a name that is gone: not an error; under set -e and pipefail it ended the
+# run with 1 in CI).
+children() { cat /proc/"$1"/task/*/children 2>/dev/null || true; }
+
 take() { # case-name tone.wav [stall]
   # The tone from the guest's own memory and a 2 s buffer: read from the host's share, in a guest
   # starved by a loaded host, the player underran and the loopback carried its gaps (440 Hz measured
@@ -36,15 +41,15 @@ take() { # case-name tone.wav [stall]
   "$recctl" --socket "$sock" --json record start > "$out/$1.json"
   "$recctl" --socket "$sock" status > "$out/$1.status.txt"
   # The recording's media worker (recd's child) maps FFmpeg: the count below, which must find it there.
-  for w in $(cat /proc/"$recd_pid"/task/*/children); do grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$w/maps" || true; done \
+  for w in $(children "$recd_pid"); do grep -c -E '/lib(avformat|avcodec|avutil|swresample|swscale)\.so' "/proc/$w/maps" || true; done \
     | sort -n | tail -n 1 > "$out/$1.worker-ffmpeg-maps.txt"
   if [ "${3:-}" = stall ]; then
     # The converter's worker stopped for 3 s (as one stuck on a loaded machine): capture goes on,
     # and what it captured meanwhile is converted once the worker answers again. It is the take's
     # first worker (the pipeline makes the converter before the writer), so the lowest pid.
-    converter=$(cat /proc/"$recd_pid"/task/*/children | tr ' ' '\n' | grep . | sort -n | head -n 1)
+    converter=$(children "$recd_pid" | tr ' ' '\n' | grep . | sort -n | head -n 1)
     # A take's worker does each job in a process it forked for it: that process converts.
-    job=$(cat /proc/"$converter"/task/*/children | tr ' ' '\n' | grep . | head -n 1)
+    job=$(children "$converter" | tr ' ' '\n' | grep . | head -n 1)
     if [ -n "$job" ]; then converter=$job; fi
     kill -STOP "$converter"
     sleep 0.2

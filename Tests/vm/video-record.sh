@@ -48,7 +48,7 @@ sleep 4
 # The camera's frames reach the media worker through a shared memory file, not the socket: its
 # mappings of it (and recd's), while recording. A take's worker does each job in a process it
 # forked for it: those are the grandchildren.
-workers=$(cat /proc/$recd_pid/task/*/children)
+workers=$(cat /proc/$recd_pid/task/*/children 2>/dev/null || true)   # a thread that ended meanwhile: not an error
 for p in $recd_pid $workers $(for w in $workers; do cat /proc/$w/task/*/children 2>/dev/null; done); do
   printf '%s %s\n' "$(cat /proc/$p/comm)" "$(grep -c 'memfd:recd-camera-frames' /proc/$p/maps || true)"
 done > "$out/av-frame-maps.txt"
