@@ -64,7 +64,8 @@ public actor Backups {
     private var lastError: BackupError?
     private var lastCheck: BackupCheck?
     private var lastForget: BackupForget?
-    /// The last prune (`lastForget` says only the last forget's).
+    /// The last prune (`lastForget` says only whether the last forget pruned; a recd started after
+    /// one that did not prunes at its first run).
     private var lastPruneAt: Date?
     private var failuresInARow = 0
     /// Changes of the library counted since recd started; and the count a run's snapshot holds.
@@ -92,6 +93,7 @@ public actor Backups {
         lastSuccess = settings == nil ? nil : Self.load(Self.lastPath(data))
         lastCheck = settings == nil ? nil : Self.load(Self.checkPath(data))
         lastForget = settings?.keep == nil ? nil : Self.load(Self.forgetPath(data))
+        lastPruneAt = lastForget?.pruned == true ? lastForget?.at : nil
         state = settings == nil ? .off : .idle(due: Date().addingTimeInterval(settings!.delay))
         unbackedSince = settings == nil ? nil : Date()
     }
@@ -321,8 +323,7 @@ public actor Backups {
     /// failure is logged and tried again after the next backup: the snapshot just made stands.
     private func forget(_ keep: ResticRetention, _ settings: BackupSettings, _ running: BackupRunning) async {
         let repository = settings.repository
-        let lastPrune = lastForget?.pruned == true ? lastForget?.at : lastPruneAt
-        let prune = Date().timeIntervalSince(lastPrune ?? .distantPast) >= settings.pruneInterval
+        let prune = Date().timeIntervalSince(lastPruneAt ?? .distantPast) >= settings.pruneInterval
         let result = await withTaskCancellationHandler {
             await BackupThread.run { () -> Result<(kept: Int, removed: Int), ResticError> in
                 do throws(ResticError) {

@@ -5,46 +5,27 @@ import XCTest
 
 final class WebAppTests: XCTestCase {
     func testTheScreensInARealBrowserThroughRecctlUI() throws {
-        // Selenium is Debian's (python3-selenium), so Debian's python, not one earlier on PATH.
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/webapp_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 300)
-        // The script's own lines (and its "N passed, M failed") only in a failure's message.
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.requireBrowser()
+        try BrowserScript.run("webapp_test.py", timeout: 300)
     }
 
     /// Issue 37: recd going away under a take and coming back, a slow start, the widest titles at four
     /// widths, the player's waveform fitted to its canvas, and the seed's details, in Chromium.
     func testThePageFollowsRecdAndHoldsAnyTitle() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
+        try BrowserScript.requireBrowser()
         // Without a CJK font Chromium draws fallback boxes, whose widths are not the glyphs' own.
         let cjk = try Tools.run("fc-list", [":lang=ja", "family"])
         if cjk.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw Skip.because("no CJK font: scripts/install-deps.sh --test installs fonts-noto-cjk")
         }
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/app_details_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 240)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.run("app_details_test.py", timeout: 240)
     }
 
     /// Issue 35 §2 in Chromium: the cookie reaches no other local port, two `recctl ui` coexist, and
     /// `--open` hands xdg-open a private redirecting file rather than the token.
     func testTheCredentialStaysWithItsRelayInChromium() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/relay_credential_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 120)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.requireBrowser()
+        try BrowserScript.run("relay_credential_test.py", shots: false, timeout: 120)
     }
 
     /// recd serves the page itself on its socket, with its assets under the daemon's version.
@@ -77,15 +58,9 @@ final class WebAppTests: XCTestCase {
     /// progress bar, read every second, not once the page is left), the check, the last good backup,
     /// a wrong password, and recd's warning.
     func testTheDataPageShowsTheBackups() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
+        try BrowserScript.requireBrowser()
         try Skip.if(Tools.which("restic") == nil, "restic is missing: scripts/install-deps.sh --test installs it")
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/backup_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 240)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.run("backup_test.py", timeout: 240)
     }
 
     /// Issue 47: markers in Chromium — ticks on the player's waveform (buttons, named and titled),
@@ -93,14 +68,8 @@ final class WebAppTests: XCTestCase {
     /// `recctl mark` showing at once; on the record screen a take marked at its own time; every
     /// control named; 320 and 1280 px.
     func testThePlayerAndTheRecordScreenMarkMoments() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/markers_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 180)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.requireBrowser()
+        try BrowserScript.run("markers_test.py", timeout: 180)
     }
 
     /// Issue 47 in Chromium: Skip Silence in the player (a sox memo with three 3 s pauses plays to its
@@ -108,32 +77,44 @@ final class WebAppTests: XCTestCase {
     /// recd's speaker), search's "did you mean" buttons, the order as toggle buttons, Quick Play's
     /// list items, the level meter's aria-valuenow, 3:1 borders and waveform; 320 and 1280 px.
     func testThePlayerSkipsSilenceAndSearchSuggestsWords() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/silence_search_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 180)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.requireBrowser()
+        try BrowserScript.run("silence_search_test.py", timeout: 180)
     }
 
     /// Issue 47: axe-core (from PyPI, installed by scripts/install-deps.sh --test) on every screen:
     /// no critical or serious violation.
     func testEveryScreenPassesAxe() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
+        try BrowserScript.requireBrowser()
         // axe.min.js as the pinned axe-playwright-python wheel ships it, in .build/axe-venv/lib/python3.*/site-packages.
         let lib = Tools.packageRoot.appendingPathComponent(".build/axe-venv/lib")
         let axe = ((try? FileManager.default.contentsOfDirectory(atPath: lib.path)) ?? []).contains {
             FileManager.default.fileExists(atPath: lib.appendingPathComponent("\($0)/site-packages/axe_playwright_python/axe.min.js").path)
         }
         try Skip.if(!axe, "axe-core is missing: scripts/install-deps.sh --test installs it in .build/axe-venv")
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/axe_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl], timeout: 180)
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.run("axe_test.py", shots: false, timeout: 180)
+    }
+}
+
+/// The browser scripts of Tests/browser, run as part of the suite.
+enum BrowserScript {
+    /// Debian's python (selenium is Debian's python3-selenium, so not a python earlier on PATH).
+    static let python = "/usr/bin/python3"
+
+    /// Chromium, its driver and that python, or a skip that says what installs them.
+    static func requireBrowser() throws {
+        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
+            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
+        }
+    }
+
+    /// Tests/browser/`name` against the real recd and recctl (and the screenshots' folder, with
+    /// `shots`); the script's own lines (and its "N passed, M failed") only in a failure's message.
+    static func run(_ name: String, shots: Bool = true, timeout: Double, file: StaticString = #filePath, line: UInt = #line) throws {
+        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/\(name)").path
+        var args = [script, Tools.recd, Tools.recctl]
+        if shots { args.append(Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path) }
+        let r = try Tools.run(python, args, timeout: timeout)
+        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)", file: file, line: line)
     }
 }
 

@@ -7,19 +7,12 @@ final class WebAppTranscriptTests: XCTestCase {
     /// The transcript under the player (words marked as heard, a click seeking there, on the browser
     /// and on recd's speaker), search as one types with its hits, and recd without the transcriber.
     func testTheTranscriptUnderThePlayerAndSearchInTheLibrary() throws {
-        let python = "/usr/bin/python3"
-        for needed in [python, "/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: needed) {
-            throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs chromium, chromium-driver and python3-selenium")
-        }
+        try BrowserScript.requireBrowser()
         try Skip.if(Tools.which("espeak-ng") == nil, "espeak-ng is missing: scripts/install-deps.sh --test installs it")
         // The script finds the transcriber where install-deps.sh puts it: <repo>/.build/transcribe.
         let transcriber = Tools.packageRoot.appendingPathComponent(".build/transcribe").path
         try Skip.if(!FileManager.default.fileExists(atPath: transcriber + "/.installed"),
                     "the transcriber is not installed in \(transcriber): scripts/install-deps.sh --transcribe")
-        let shots = Tools.packageRoot.appendingPathComponent(".build/webapp-shots").path
-        let script = Tools.packageRoot.appendingPathComponent("Tests/browser/transcript_test.py").path
-        let r = try Tools.run(python, [script, Tools.recd, Tools.recctl, shots], timeout: 420)
-        // The script's own lines (and its "N passed, M failed") only in a failure's message.
-        XCTAssertEqual(r.status, 0, "browser test failed:\n\(r.stdout)\n\(r.stderr)")
+        try BrowserScript.run("transcript_test.py", timeout: 420)
     }
 }
