@@ -55,8 +55,12 @@ if [[ "${1:-}" == "--transcribe" ]]; then want+=(python3 python3-venv); fi
 install_transcriber() {
   [[ "${1:-}" == "--test" || "${1:-}" == "--bench" || "${1:-}" == "--transcribe" ]] || return 0
   local stamp
-  stamp=$(cat "$repo/transcribe/requirements.txt" "$repo/transcribe/recd-transcribe.py" | sha256sum | cut -c1-16)
-  if [[ "$(cat "$transcribe_dir/.installed" 2>/dev/null)" == "$stamp" ]]; then return 0; fi
+  # The stamp is of the packages: the script is copied each time (a change to it needs no reinstall).
+  stamp=$(sha256sum < "$repo/transcribe/requirements.txt" | cut -c1-16)
+  if [[ "$(cat "$transcribe_dir/.installed" 2>/dev/null)" == "$stamp" ]]; then
+    install -m 0644 "$repo/transcribe/recd-transcribe.py" "$transcribe_dir/recd-transcribe.py"
+    return 0
+  fi
   echo "install-deps: the transcriber (faster-whisper, Whisper base) into $transcribe_dir"
   rm -rf "$transcribe_dir"
   mkdir -p "$transcribe_dir/models/base"

@@ -23,6 +23,8 @@ public final class Engine: Sendable {
     public let transcriptionPass: TranscriptionPass
     /// Backups to a restic repository (run as a service by the server; off without `--backup`).
     public let backups: Backups
+    /// Hands-free listening (`POST /v1/listen`): each thing said, a recording.
+    public let listener: Listener
     let catalog: Catalog
     let logger: Logger
     /// Held while the engine lives: a second daemon on the same data directory would "recover" the
@@ -71,8 +73,13 @@ public final class Engine: Sendable {
         } else {
             logger.warning("media workers: Landlock is not available here (the kernel has none, or a seccomp filter refuses it); they run without a filesystem sandbox")
         }
+        let microphone = SharedMicrophone()
         recorder = Recorder(config: config, catalog: catalog, events: events, logger: logger,
-                            sessions: DeviceSessionFactory(config: config))
+                            sessions: DeviceSessionFactory(config: config, microphone: microphone))
+        let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate, channels: config.channels)
+        listener = Listener(config: config, recorder: recorder, microphone: microphone, events: events, logger: logger,
+                            openMicrophone: { try AlsaCaptureSource(settings: capture) },
+                            makeDetector: Listener.detectors(config.transcription))
         let plays = PlayCountCommitter(catalog: catalog)
         player = Player(config: config, catalog: catalog, plays: plays, events: events, logger: logger)
         loudnessPass = LoudnessPass(catalog: catalog, data: config.dataDirectory, logger: logger)
@@ -92,6 +99,8 @@ public final class Engine: Sendable {
     /// playback ended (and counted); then the event streams end whole — what was published is written,
     /// then their end — rather than be cut with their last events in flight.
     public func stopSessions() async {
+        // Listening first: its microphone closes, and its utterance under way ends with the recorder's.
+        await listener.shutdown()
         async let recording: Void = recorder.shutdown()
         async let playback: Void = player.shutdown()
         _ = await (recording, playback)

@@ -23,6 +23,9 @@ public struct EngineConfiguration: Sendable {
     public var timeZone: TimeZone?
     /// A start is refused when the filesystem of `Recordings/` has less free space than this.
     public var minFreeBytes: Int64
+    /// `--listen`: arm listening (its default settings) when recd starts. Off by default: listening
+    /// never starts by itself otherwise (it is armed again only if recd stopped while armed).
+    public var listenAtStart = false
     /// Meter readings (events) every this many milliseconds, 10–1000.
     public var meterIntervalMs: Int
     /// Level-matched playback's target loudness in LUFS (`--playback-loudness`); nil: off.

@@ -94,6 +94,16 @@ public actor Recorder {
     /// Starts a recording. `receivedAt` is when the request arrived: the reply's latency is measured
     /// from it to the first buffer the device delivered.
     public func start(_ request: StartRecordingRequest, receivedAt: UInt64) async throws(EngineError) -> StartRecordingResponse {
+        try await start(request, receivedAt: receivedAt, source: nil)
+    }
+
+    /// Starts a take of listening's (issue 49) from `source`, a tap of the microphone listening holds
+    /// open (its pre-roll already captured), instead of the device.
+    func startUtterance(_ request: StartRecordingRequest, source: any CaptureSource) async throws(EngineError) -> Recording {
+        try await start(request, receivedAt: DispatchTime.now().uptimeNanoseconds, source: source).recording
+    }
+
+    private func start(_ request: StartRecordingRequest, receivedAt: UInt64, source: (any CaptureSource)?) async throws(EngineError) -> StartRecordingResponse {
         await waitWhileHeld()
         try refuseIfBusy()
         let change = try MetadataRules.validate(request.metadata)
@@ -126,9 +136,11 @@ public actor Recorder {
         do {
             let gate = EventGate()
             self.gate = gate
-            let (sessions, take) = (self.sessions, sessionRequest(request, format: format, id: id, path: path, gate: gate))
+            var take = sessionRequest(request, format: format, id: id, path: path, gate: gate)
+            take.source = source
+            let (sessions, request) = (self.sessions, take)
             (session, firstBufferAt) = try await runBlocking {
-                let s = try sessions.makeSession(for: take)
+                let s = try sessions.makeSession(for: request)
                 return (s, try s.start())
             }
         } catch {
@@ -266,6 +278,14 @@ public actor Recorder {
     /// Stops the active recording, finalizes its file and keeps, saves or discards it.
     public func stop(_ request: StopRecordingRequest) async throws(EngineError) -> StopRecordingResponse {
         try await stop(request, reason: .stopped)
+    }
+
+    /// Stops the recording `id` if it is the one in progress (listening's end of an utterance: a
+    /// take started by hand meanwhile is left alone); nil when it is not (it ended by a fault).
+    func stopIfActive(_ id: UUID, then: StopDisposition) async throws(EngineError) -> StopRecordingResponse? {
+        await waitWhileHeld()
+        guard case .recording(let active) = state, active.id == id else { return nil }
+        return try await stop(StopRecordingRequest(then: then), reason: .stopped)
     }
 
     private func stop(_ request: StopRecordingRequest, reason: RecordingStoppedEvent.Reason) async throws(EngineError) -> StopRecordingResponse {

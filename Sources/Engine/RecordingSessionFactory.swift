@@ -3,8 +3,10 @@
 import Capture
 import Foundation
 import MediaWire
+import MediaWorker
 import Metering
 import RecdAPI
+import Synchronization
 
 /// One take the Recorder asks a factory for: what to record, where, and whom to tell.
 struct RecordingSessionRequest: Sendable {
@@ -19,6 +21,9 @@ struct RecordingSessionRequest: Sendable {
     /// The first fault of the take once it runs (device lost, the writer or the disk failed), on
     /// whichever thread saw it; must not block. Not called after the session's `stop()`.
     var onFault: @Sendable (any Error) -> Void
+    /// The sound's source when it is not the device the factory opens: a tap of the microphone
+    /// listening holds (issue 49). Audio takes only.
+    var source: (any CaptureSource)? = nil
 }
 
 /// Makes the Recorder's sessions.
@@ -34,6 +39,9 @@ protocol RecordingSessionFactory: Sendable {
 /// media workers (`AudioRecordingSession`, `VideoRecordingSession`).
 struct DeviceSessionFactory: RecordingSessionFactory {
     let config: EngineConfiguration
+    /// While listening holds the microphone open, an audio take started by hand records from it too
+    /// (from the moment it starts) rather than open the device a second time (a hw: device is busy).
+    let microphone: SharedMicrophone
 
     func makeSession(for take: RecordingSessionRequest) throws -> any RecordingSession {
         let capture = AlsaCaptureSettings(device: config.captureDevice, sampleRate: config.sampleRate,
@@ -42,6 +50,11 @@ struct DeviceSessionFactory: RecordingSessionFactory {
         let (interval, syncInterval) = (config.meterIntervalMs, config.syncIntervalMs)
         switch take.type {
         case .audio:
+            if let source = take.source ?? microphone.tap() {
+                return AudioRecordingSession(path: take.path, source: source,
+                                             sink: { written in try WorkerAudioWriter(path: take.path, encoding: encoding, onOutputWritten: written) },
+                                             meterIntervalMs: interval, syncIntervalMs: syncInterval, onMeter: take.onMeter, onFault: take.onFault)
+            }
             return try AudioRecordingSession(path: take.path, capture: capture, encoding: encoding, meterIntervalMs: interval,
                                              syncIntervalMs: syncInterval, onMeter: take.onMeter, onFault: take.onFault)
         case .video:
@@ -52,6 +65,24 @@ struct DeviceSessionFactory: RecordingSessionFactory {
             return try VideoRecordingSession(path: take.path, camera: camera, video: h264, audio: take.audio ? (capture, encoding) : nil,
                                              meterIntervalMs: interval, syncIntervalMs: syncInterval,
                                              onMeter: take.onMeter, onFault: take.onFault)
+        }
+    }
+}
+
+/// The microphone listening holds open, if any (set and cleared by the `Listener`).
+final class SharedMicrophone: Sendable {
+    private struct Held { var history: CaptureHistory; var device: String; var sampleRate: Int; var channels: Int }
+    private let held = Mutex<Held?>(nil)
+
+    func hold(_ history: CaptureHistory, device: String, sampleRate: Int, channels: Int) {
+        held.withLock { $0 = Held(history: history, device: device, sampleRate: sampleRate, channels: channels) }
+    }
+    func release() { held.withLock { $0 = nil } }
+
+    /// A tap from now on, or nil when listening is off.
+    func tap() -> CaptureHistoryTap? {
+        held.withLock { h in
+            h.map { CaptureHistoryTap(history: $0.history, from: $0.history.position, device: $0.device, sampleRate: $0.sampleRate, channels: $0.channels) }
         }
     }
 }

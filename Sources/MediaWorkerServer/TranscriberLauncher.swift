@@ -14,6 +14,27 @@ public enum TranscriberLauncher {
             fail("--transcriber is started by recd itself (PARENT_PID --transcriber DIR MODEL [idle|normal], its socket on descriptor 3)", code: 64)
         }
         let dir = arguments[1], model = arguments[2], idle = arguments.count == 3 || arguments[3] == "idle"
+        enter(parent: parent, idle: idle, dir: dir)
+        // -I: no PYTHON* variables, no user site, no current directory on the path; -B: no .pyc
+        // written (the sandbox would refuse it anyway).
+        exec(dir: dir, ["-I", "-B", dir + "/recd-transcribe.py", dir + "/models/" + model])
+    }
+
+    /// `recd-media PARENT_PID --voice-detector DIR`: listening's voice detector (transcribe/recd-transcribe.py --voice-detector,
+    /// Silero VAD), from the transcriber's environment, in the same sandbox. At recd's own priority,
+    /// not idle: listening must keep up with the microphone (it costs about 0.2 % of a core).
+    public static func runVoiceDetector(arguments: [String]) -> Never {
+        guard arguments.count == 2, let parent = pid_t(arguments[0]), fcntl(3, F_GETFD) >= 0 else {
+            fail("--voice-detector is started by recd itself (PARENT_PID --voice-detector DIR, its socket on descriptor 3)", code: 64)
+        }
+        let dir = arguments[1]
+        enter(parent: parent, idle: false, dir: dir)
+        exec(dir: dir, ["-I", "-B", dir + "/recd-transcribe.py", "--voice-detector"])
+    }
+
+    /// What the media workers have, set up before the exec (all of it survives exec): death with recd,
+    /// idle priority when asked, the sandbox.
+    private static func enter(parent: pid_t, idle: Bool, dir: String) {
         _ = recd_set_parent_death_signal(SIGKILL)
         if getppid() != parent { _exit(0) }
         // SCHED_IDLE (5 on Linux), inherited by every thread CTranslate2 starts: transcripts use only
@@ -36,13 +57,13 @@ public enum TranscriberLauncher {
             guard case .unsupportedSeccomp = error else { fail("\(error)", code: 70) }
             FileHandle.standardError.write(Data("recd-media: the transcriber: \(error)\n".utf8))
         }
+    }
+
+    private static func exec(dir: String, _ arguments: [String]) -> Never {
         let python = dir + "/venv/bin/python3"
-        // -I: no PYTHON* variables, no user site, no current directory on the path; -B: no .pyc
-        // written (the sandbox would refuse it anyway).
-        let argv = [python, "-I", "-B", dir + "/recd-transcribe.py", dir + "/models/" + model]
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        var cArgs: [UnsafeMutablePointer<CChar>?] = ([python] + arguments).map { strdup($0) } + [nil]
         execv(python, &cArgs)
-        fail("could not start the transcriber \(python): \(String(cString: strerror(errno)))", code: 127)
+        fail("could not start \(python): \(String(cString: strerror(errno)))", code: 127)
     }
 
     /// What the transcriber may read: its own folder (venv, model, script), the system's programs and

@@ -30,6 +30,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case internalError = "internal_error"
     /// A backup asked for while recd has no repository (`--backup`).
     case backupsOff = "backups_off"
+    case alreadyListening = "already_listening"
+    case notListening = "not_listening"
     /// The backup repository refused or could not be reached (the message says which).
     case backupFailed = "backup_failed"
 }

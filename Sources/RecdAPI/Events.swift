@@ -87,6 +87,9 @@ public enum EventType: String, Codable, Sendable, CaseIterable {
     case transcriptDone = "transcript.done"
     case backupProgress = "backup.progress"
     case backupStatus = "backup.status"
+    case listenStatus = "listen.status"
+    case listenUtterance = "listen.utterance"
+    case listenLevel = "listen.level"
 }
 
 public enum EventPayload: Sendable, Equatable {
@@ -105,6 +108,12 @@ public enum EventPayload: Sendable, Equatable {
     case backupProgress(BackupProgress)
     /// The backups' state when it changes: a run began or ended, a check ended.
     case backupStatus(BackupStatus)
+    /// Listening was armed or disarmed, or its state changed (speaking, yielded, device lost).
+    case listenStatus(ListenStatus)
+    /// An utterance was kept as a recording (its `recording.started` and `.stopped` came before) or dropped.
+    case listenUtterance(ListenUtteranceEvent)
+    /// What the microphone hears while listening (with meters: clients that want them).
+    case listenLevel(ListenLevelEvent)
 
     public var type: EventType { typeAndData.type }
 
@@ -124,6 +133,9 @@ public enum EventPayload: Sendable, Equatable {
         case .transcriptDone(let v): return (.transcriptDone, v)
         case .backupProgress(let v): return (.backupProgress, v)
         case .backupStatus(let v): return (.backupStatus, v)
+        case .listenStatus(let v): return (.listenStatus, v)
+        case .listenUtterance(let v): return (.listenUtterance, v)
+        case .listenLevel(let v): return (.listenLevel, v)
         }
     }
 }
@@ -158,6 +170,9 @@ public struct RecdEvent: Codable, Sendable, Equatable {
         case .transcriptDone: payload = .transcriptDone(try c.decode(TranscriptProgressEvent.self, forKey: .data))
         case .backupProgress: payload = .backupProgress(try c.decode(BackupProgress.self, forKey: .data))
         case .backupStatus: payload = .backupStatus(try c.decode(BackupStatus.self, forKey: .data))
+        case .listenStatus: payload = .listenStatus(try c.decode(ListenStatus.self, forKey: .data))
+        case .listenUtterance: payload = .listenUtterance(try c.decode(ListenUtteranceEvent.self, forKey: .data))
+        case .listenLevel: payload = .listenLevel(try c.decode(ListenLevelEvent.self, forKey: .data))
         }
     }
 

@@ -345,14 +345,18 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var loudnessPass: LoudnessPassStatus
     /// Transcripts made in the background: off, not installed, idle or working, and how far.
     public var transcription: TranscriptionStatus
+    /// Hands-free listening: armed or off, and what it does (`GET /v1/listen`). Null from a daemon
+    /// older than listening.
+    @Nullable public var listening: ListenStatus?
 
     public init(version: String, pid: Int32, uptime: Double, activity: Activity, active: ActiveRecording?,
                 captureDevice: String, playbackDevice: String, sampleRate: Int, channels: Int,
                 dataDirectory: String, socket: String, counts: [String: Int], lastFault: FaultReport? = nil,
                 recovery: RecoveryReport? = nil, playback: PlaybackInfo? = nil,
                 loudnessPass: LoudnessPassStatus = LoudnessPassStatus(pending: 0, measured: 0, current: nil),
-                transcription: TranscriptionStatus = TranscriptionStatus(state: "off")) {
+                transcription: TranscriptionStatus = TranscriptionStatus(state: "off"), listening: ListenStatus? = nil) {
         self.playback = playback
+        self.listening = listening
         self.transcription = transcription
         self.loudnessPass = loudnessPass
         self.version = version; self.pid = pid; self.uptime = uptime; self.activity = activity

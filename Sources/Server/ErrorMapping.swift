@@ -75,6 +75,8 @@ enum ErrorMapping {
         case .duplicate: return (.conflict, .init(code: .duplicate, message: message))
         case .tooLarge: return (.contentTooLarge, .init(code: .payloadTooLarge, message: message))
         case .backupsOff: return (.conflict, .init(code: .backupsOff, message: message))
+        case .alreadyListening: return (.conflict, .init(code: .alreadyListening, message: message))
+        case .notListening: return (.conflict, .init(code: .notListening, message: message))
         case .backup: return (.badGateway, .init(code: .backupFailed, message: message))
         case .playback(let p):
             switch p {

@@ -120,7 +120,7 @@ public struct RecdDaemon {
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimitHandler(slots: slots, policy: policy)])
         let services: [any Service] = [SessionsShutdownService(engine: engine), EventHeartbeatService(events: engine.events),
                                        SystemdStatusService(engine: engine, notifier: notifier), LoudnessPassService(engine: engine), ChapterPassService(engine: engine),
-                                       TranscriptionPassService(engine: engine), BackupsService(engine: engine)]
+                                       TranscriptionPassService(engine: engine), BackupsService(engine: engine), ListenResumeService(engine: engine)]
         let ready: @Sendable () -> Void = {
             logger.info("recd \(RecdVersion.current) listening on \(socketPath)")
             // Recovery is done and the socket accepts requests: ready.

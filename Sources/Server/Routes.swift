@@ -39,7 +39,18 @@ public enum RecdRoutes {
         TranscriptRoutes.add(to: v1, engine: engine)
         MarkerRoutes.add(to: v1, engine: engine)
         addBackupRoutes(to: v1, engine: engine)
+        addListenRoutes(to: v1, engine: engine)
         return router
+    }
+
+    /// Hands-free listening (issue 49): arm, disarm, where it stands.
+    static func addListenRoutes(to v1: APIGroup, engine: Engine) {
+        v1.get("listen") { _, _ in JSONResponse.make(await engine.listener.status) }
+        v1.post("listen") { request, _ in
+            let body = try await decode(ListenRequest.self, request)
+            return JSONResponse.make(try await engine.listener.arm(body), status: .created)
+        }
+        v1.delete("listen") { _, _ in JSONResponse.make(try await engine.listener.disarm()) }
     }
 
     /// Backups (issue 48): their state, a run now, the repository's snapshots, making the repository.
@@ -71,7 +82,8 @@ public enum RecdRoutes {
                 sampleRate: c.sampleRate, channels: c.channels,
                 dataDirectory: c.dataDirectory.root.path, socket: identity.socketPath, counts: counts,
                 lastFault: lastFault, recovery: engine.lastRecoveryReport, playback: playback,
-                loudnessPass: await engine.loudnessPass.status, transcription: await engine.transcriptionPass.status))
+                loudnessPass: await engine.loudnessPass.status, transcription: await engine.transcriptionPass.status,
+                listening: await engine.listener.status))
         }
 
         v1.get("devices") { _, _ in

@@ -15,12 +15,13 @@ struct SystemdStatusService: Service {
         // A service that returns before shutdown takes the whole group down: idle until then.
         guard notifier.isActive else { try? await gracefulShutdown(); return }
         let (id, events) = engine.events.subscribe(types: [.recordingStarted, .recordingStopped, .recordingPaused,
-                                                                     .recordingResumed, .playbackStarted, .playbackEnded], heartbeats: false)
+                                                                     .recordingResumed, .playbackStarted, .playbackEnded, .listenStatus],
+                                                          heartbeats: false)
         let watchdog = notifier.watchdogInterval
         try? await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    var recording: String?, playing: String?, paused = false
+                    var recording: String?, playing: String?, paused = false, listening = false
                     for await delivery in events {
                         guard case .event(let e) = delivery else { continue }
                         switch e.payload {
@@ -30,9 +31,11 @@ struct SystemdStatusService: Service {
                         case .recordingResumed: paused = false
                         case .playbackStarted(let p): playing = p.recording.title
                         case .playbackEnded: playing = nil
+                        case .listenStatus(let l): listening = l.armed
                         default: continue
                         }
-                        notifier.notify(SystemdNotifier.statusLine(Self.status(recording: recording, paused: paused, playing: playing)))
+                        notifier.notify(SystemdNotifier.statusLine(Self.status(recording: recording, paused: paused, playing: playing,
+                                                                               listening: listening)))
                     }
                 }
                 if let watchdog {
@@ -53,8 +56,9 @@ struct SystemdStatusService: Service {
         engine.events.unsubscribe(id)
     }
 
-    static func status(recording: String?, paused: Bool = false, playing: String?) -> String {
-        var parts: [String] = []
+    /// `listening`: armed (a person's privacy: said at all times while it is).
+    static func status(recording: String?, paused: Bool = false, playing: String?, listening: Bool = false) -> String {
+        var parts: [String] = listening ? ["listening for speech"] : []
         if let recording { parts.append("\(paused ? "paused recording" : "recording") '\(recording)'") }
         if let playing { parts.append("playing '\(playing)'") }
         return parts.isEmpty ? "idle" : parts.joined(separator: "; ")
@@ -82,6 +86,15 @@ struct TranscriptionPassService: Service {
     let engine: Engine
     func run() async throws {
         await cancelWhenGracefulShutdown { await engine.transcriptionPass.run() }
+    }
+}
+
+/// Listening armed again at start-up when recd stopped while armed (or `--listen` asks for it).
+struct ListenResumeService: Service {
+    let engine: Engine
+    func run() async throws {
+        await engine.listener.resumeIfArmed(always: engine.config.listenAtStart)
+        try? await gracefulShutdown()
     }
 }
 

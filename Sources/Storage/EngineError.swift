@@ -48,9 +48,17 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
     case backupsOff
     /// restic failed (`reason` says why, `message` in restic's words too).
     case backup(reason: BackupFailure, message: String)
+    /// `POST /v1/listen` while listening is armed.
+    case alreadyListening(since: Date)
+    /// `DELETE /v1/listen` while it is off.
+    case notListening
 
     public var description: String {
         switch self {
+        case .alreadyListening(let since):
+            return "already listening (since \(DateText.format(since))): stop it first (recctl listen stop) to change its settings"
+        case .notListening:
+            return "not listening: start it with recctl listen start"
         case .backupsOff:
             return "backups are off: start recd with --backup REPOSITORY and --backup-password-file FILE (docs/usage.md, \"Backups\")"
         case .backup(_, let message):

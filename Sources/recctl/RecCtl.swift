@@ -22,7 +22,7 @@ struct RecCtl: AsyncParsableCommand {
         version: RecdVersion.current,
         subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Import.self, Delete.self,
                       Play.self, Playback.self, Played.self, Top.self, Media.self, Poster.self, Waveform.self, TranscriptCommand.self, Search.self, Mark.self, Markers.self, Devices.self, Events.self, Export.self, Check.self,
-                      BackupCommand.self, Restore.self, UI.self])
+                      BackupCommand.self, Restore.self, ListenCommand.self, UI.self])
 }
 
 enum ExitStatus {

@@ -1,6 +1,7 @@
 // recd-media: a media worker. recd starts one per job (MediaWorkerPool) with its socket as
 // descriptor 3; all of recd's FFmpeg work happens here, never in the daemon (docs/design.md, "One
-// FFmpeg boundary"). With --transcriber it starts recd's transcriber instead. No logic here.
+// FFmpeg boundary"). With --transcriber it starts recd's transcriber instead, with --voice-detector
+// listening's voice detector. No logic here.
 import Foundation
 import JournalLog
 import Logging
@@ -19,6 +20,9 @@ if arguments.count > 1 {
 }
 if arguments.count > 1 && arguments[1] == "--transcriber" {
     TranscriberLauncher.run(arguments: [arguments[0]] + arguments.dropFirst(2))
+}
+if arguments.count > 1 && arguments[1] == "--voice-detector" {
+    TranscriberLauncher.runVoiceDetector(arguments: [arguments[0]] + arguments.dropFirst(2))
 }
 let journal = JournalLogHandler.stderrIsJournal()
 MediaWorkerProcess.run(arguments: arguments) { label, level in

@@ -136,6 +136,9 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("idle: the transcriber uses only CPU time nothing else wants, so takes and playback never wait for it, but a machine that is never idle never makes a transcript; normal: at recd's own priority.", valueName: "idle|normal"))
     var transcribePriority: TranscribePriority = .idle
 
+    @Flag(name: .long, help: "Arm listening when recd starts (each thing said becomes a recording; recctl listen stop ends it). Off by default: listening starts only when asked, or again after a restart while it was armed.")
+    var listen = false
+
     @Option(name: .long, help: ArgumentHelp("Back the library up to this restic repository (a path, sftp:host:/path, s3:…, rest:…, rclone:…), made once with `recctl backup init` (default: $RECD_BACKUP; off without it).", valueName: "repository"))
     var backup: String? = ProcessInfo.processInfo.environment["RECD_BACKUP"].flatMap { $0.isEmpty ? nil : $0 }
 
@@ -290,6 +293,7 @@ struct RecdCommand: AsyncParsableCommand {
         config.syncIntervalMs = syncIntervalMs
         if let seconds = ffmpegIdleUnloadSeconds { config.ffmpegIdleUnloadSeconds = seconds }
         config.playbackLoudness = playbackLoudness == "off" ? nil : Double(playbackLoudness)
+        config.listenAtStart = listen
         config.transcription = TranscriptionSettings(directory: transcriber ?? TranscriptionSettings.defaultDirectory(),
                                                      model: transcribe == "off" ? nil : transcribe,
                                                      idle: transcribePriority == .idle)

@@ -1,0 +1,122 @@
+// One opening of the microphone for listening (issue 49): the device's capture thread into a
+// `CaptureHistory`, and a detector thread that reads the history, asks the voice detector and the
+// segmenter, and tells the `Listener` what to do, in order, through a stream.
+import Capture
+import Foundation
+import MediaWorker
+import RecdAPI
+import Synchronization
+
+/// What the detector thread tells the `Listener`.
+enum ListenMessage: Sendable {
+    case decision(UtteranceSegmenter.Decision)
+    case level(ListenLevelEvent)
+    /// Silero failed: the level gate decides from now on (`note` says why).
+    case detectorChanged(VoiceDetectorKind, note: String)
+    /// Capture ended: nil when listening was stopped, the device's error otherwise. The last message.
+    case ended((any Error)?)
+}
+
+/// The microphone open for listening, with its history and its detector thread. Made by the
+/// `Listener` when it arms (and again when a lost device comes back); `stop` ends it.
+final class ListenCapture: @unchecked Sendable {
+    let source: any CaptureSource
+    let history: CaptureHistory
+    let messages: AsyncStream<ListenMessage>
+    private let continuation: AsyncStream<ListenMessage>.Continuation
+    private let stopRequested = Atomic<Bool>(false)
+    private let loopDone = DispatchSemaphore(value: 0)
+    /// Seconds of sound the history holds beyond the pre-roll and `min`: the time a recording's
+    /// stop and the next one's start may take (a split) without a frame lost.
+    static let slackSeconds = 30.0
+    /// How often the detector runs (and the level is told): four times a second.
+    static let intervalSeconds = 0.25
+
+    /// Starts capture from `source` (opened) and the detector thread with `detector`.
+    init(source: any CaptureSource, detector: any SpeechDetector, settings: UtteranceSegmenter.Settings) {
+        self.source = source
+        history = CaptureHistory(format: source.deviceFormat, seconds: settings.preRoll + settings.min + Self.slackSeconds)
+        (messages, continuation) = AsyncStream.makeStream(of: ListenMessage.self)
+        let (history, continuation) = (self.history, self.continuation)
+        source.start(clock: nil, deliver: { raw, frames in history.write(raw, frames: frames) },
+                     onEnd: { error in history.close(error: error) })
+        let handed = UncheckedBox(detector)
+        let thread = Thread { [self] in
+            self.detectLoop(handed.value, settings: settings)
+            continuation.finish()
+            self.loopDone.signal()
+        }
+        thread.name = "recd-listen"
+        thread.start()
+    }
+
+    /// Ends the detector thread (its last decisions are sent: an utterance under way ends where
+    /// capture is now), then capture. Blocking.
+    func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        loopDone.wait()
+        loopDone.signal()
+        source.stop()
+        history.close(error: nil)
+    }
+
+    private func detectLoop(_ first: any SpeechDetector, settings: UtteranceSegmenter.Settings) {
+        var detector = first
+        defer { detector.close() }
+        var segmenter = UtteranceSegmenter(settings)
+        var input = SpeechInput(format: history.format)
+        let format = history.format
+        let window = VoiceDetectorWire.windowSamples
+        let step = Double(format.rate) / Double(VoiceDetectorWire.sampleRate)   // device frames per 16 kHz sample
+        let chunk = max(1, Int(Double(format.rate) * Self.intervalSeconds))
+        var raw = [UInt8](repeating: 0, count: chunk * format.bytesPerFrame)
+        var pending: [Int16] = []
+        pending.reserveCapacity(Int(Double(VoiceDetectorWire.sampleRate) * Self.intervalSeconds) + window * 2)
+        // Position of `pending[0]`, in device frames (fractional: 16 kHz samples fall between them).
+        var base: Double? = nil
+        var read: Int64 = history.position
+        var endError: (any Error)? = nil
+        loop: while true {
+            if stopRequested.load(ordering: .relaxed) { break }
+            let result = raw.withUnsafeMutableBytes { history.read(from: read, into: $0, limit: chunk, timeoutMs: 100) }
+            let frames: Int
+            switch result {
+            case .timedOut: continue
+            case .ended(let error): endError = error; break loop
+            case .frames(let n, let from, _):
+                if base == nil || from != read { base = Double(from); pending.removeAll(keepingCapacity: true); detector.reset() }
+                frames = n
+                read = from + Int64(n)
+            }
+            raw.withUnsafeBytes { input.convert(UnsafeRawBufferPointer(rebasing: $0[0..<(frames * format.bytesPerFrame)]), frames: frames, into: &pending) }
+            // Only when a quarter second has gathered (a read may return one period).
+            guard pending.count >= Int(Double(VoiceDetectorWire.sampleRate) * Self.intervalSeconds) else { continue }
+            let whole = pending.count / window * window
+            var probabilities: [Double]
+            do {
+                probabilities = try pending.withUnsafeBufferPointer { try detector.probabilities(UnsafeBufferPointer(rebasing: $0[0..<whole])) }
+            } catch {
+                let gate = LevelGateDetector()
+                continuation.yield(.detectorChanged(.level, note: "the Silero voice detector failed (\(error)); a level gate decides instead"))
+                detector.close()
+                detector = gate
+                probabilities = (try? pending.withUnsafeBufferPointer { try gate.probabilities(UnsafeBufferPointer(rebasing: $0[0..<whole])) }) ?? []
+            }
+            let oldest = history.oldest
+            for (k, p) in probabilities.enumerated() {
+                let start = Int64(base! + Double(k * window) * step)
+                let end = Int64(base! + Double((k + 1) * window) * step)
+                for d in segmenter.feed(probability: p, start: start, end: end, oldest: oldest) { continuation.yield(.decision(d)) }
+            }
+            base! += Double(whole) * step
+            pending.removeFirst(whole)
+            let level = input.takeLevel()
+            continuation.yield(.level(ListenLevelEvent(peak: level.peak, rms: level.rms, speech: probabilities.max() ?? 0)))
+        }
+        for d in segmenter.finish(at: read) { continuation.yield(.decision(d)) }
+        continuation.yield(.ended(endError))
+    }
+}
+
+/// Hands a non-Sendable value to the one thread that uses it from then on.
+private struct UncheckedBox<T>: @unchecked Sendable { let value: T; init(_ value: T) { self.value = value } }
