@@ -18,10 +18,16 @@ public final class CaptureHistory: @unchecked Sendable {
     /// Set once capture ended: nil error after a stop, the device's error otherwise.
     private var ended = false
     private var endError: (any Error)?
+    /// Readers get frames up to here only (`release`): listening's taps deliver what its detector has
+    /// judged, so that an utterance's recording ends (and the next begins) exactly where it decided.
+    /// Everything once capture ended.
+    private var released: Int64
     private let condition = NSCondition()
 
-    public init(format: CaptureStreamFormat, seconds: Double) {
+    /// `gated`: readers wait for `release` (see `released`); otherwise they get each frame as it comes.
+    public init(format: CaptureStreamFormat, seconds: Double, gated: Bool = false) {
         self.format = format
+        released = gated ? 0 : .max
         capacityFrames = max(1, Int(seconds * Double(format.rate)))
         storage = [UInt8](repeating: 0, count: capacityFrames * format.bytesPerFrame)
     }
@@ -52,6 +58,13 @@ public final class CaptureHistory: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Lets readers have the frames before `position`.
+    public func release(upTo position: Int64) {
+        condition.lock()
+        if position > released { released = position; condition.broadcast() }
+        condition.unlock()
+    }
+
     /// Capture ended (nil: stopped; otherwise the device's error). Readers get what is held, then the end.
     public func close(error: (any Error)?) {
         condition.lock()
@@ -71,26 +84,28 @@ public final class CaptureHistory: @unchecked Sendable {
         case ended((any Error)?)
     }
 
-    /// Copies frames from `position` on (at most `limit`, and never past `upTo`), waiting up to
-    /// `timeoutMs` for the first one.
+    /// Copies frames from `position` on (at most `limit`, and never past `upTo` nor, unless
+    /// `unreleased`, past what was released), waiting up to `timeoutMs` for the first one.
+    /// `unreleased`: the detector's own reads, which decide what is released.
     public func read(from position: Int64, into buffer: UnsafeMutableRawBufferPointer, limit: Int, upTo: Int64 = .max,
-                     timeoutMs: Int) -> ReadResult {
+                     unreleased: Bool = false, timeoutMs: Int) -> ReadResult {
         let bpf = format.bytesPerFrame
         let capacity = min(limit, buffer.count / bpf)
         precondition(capacity > 0, "a buffer of at least one frame")
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
         condition.lock()
         defer { condition.unlock() }
-        while end <= position && !ended {
+        var available: Int64 { ended || unreleased ? end : min(end, released) }
+        while available <= position && !ended {
             if !condition.wait(until: deadline) { break }
         }
-        guard end > position else {
+        guard available > position else {
             if ended { return .ended(endError) }
             return .timedOut
         }
         let oldest = max(0, end - Int64(capacityFrames))
         let start = max(position, oldest)
-        let frames = Int(min(Int64(capacity), end - start, max(0, upTo - start)))
+        let frames = Int(min(Int64(capacity), available - start, max(0, upTo - start)))
         storage.withUnsafeBytes { src in
             var done = 0
             while done < frames {

@@ -25,6 +25,10 @@ final class ListenCapture: @unchecked Sendable {
     let messages: AsyncStream<ListenMessage>
     private let continuation: AsyncStream<ListenMessage>.Continuation
     private let stopRequested = Atomic<Bool>(false)
+    /// What the taps may deliver: up to what the detector judged, but no further than an end or a
+    /// split decided until the `Listener` has told the tap (`resumeRelease`, once per end or split,
+    /// in order): a recording then ends, and the next begins, exactly there.
+    private let release = Mutex<(holds: [Int64], judged: Int64)>(([], 0))
     private let loopDone = DispatchSemaphore(value: 0)
     /// Seconds of sound the history holds beyond the pre-roll and `min`: the time a recording's
     /// stop and the next one's start may take (a split) without a frame lost.
@@ -35,7 +39,7 @@ final class ListenCapture: @unchecked Sendable {
     /// Starts capture from `source` (opened) and the detector thread with `detector`.
     init(source: any CaptureSource, detector: any SpeechDetector, settings: UtteranceSegmenter.Settings) {
         self.source = source
-        history = CaptureHistory(format: source.deviceFormat, seconds: settings.preRoll + settings.min + Self.slackSeconds)
+        history = CaptureHistory(format: source.deviceFormat, seconds: settings.preRoll + settings.min + Self.slackSeconds, gated: true)
         (messages, continuation) = AsyncStream.makeStream(of: ListenMessage.self)
         let (history, continuation) = (self.history, self.continuation)
         source.start(clock: nil, deliver: { raw, frames in history.write(raw, frames: frames) },
@@ -48,6 +52,28 @@ final class ListenCapture: @unchecked Sendable {
         }
         thread.name = "recd-listen"
         thread.start()
+    }
+
+    /// The `Listener` has applied the oldest end or split: the taps may go on (to the next one).
+    func resumeRelease() {
+        release.withLock { r in
+            if !r.holds.isEmpty { r.holds.removeFirst() }
+            history.release(upTo: min(r.judged, r.holds.first ?? .max))
+        }
+    }
+
+    private func judged(upTo position: Int64) {
+        release.withLock { r in
+            r.judged = max(r.judged, position)
+            history.release(upTo: min(r.judged, r.holds.first ?? .max))
+        }
+    }
+
+    private func hold(at position: Int64) {
+        release.withLock { r in
+            r.holds.append(position)
+            history.release(upTo: min(r.judged, r.holds.first!))
+        }
     }
 
     /// Ends the detector thread (its last decisions are sent: an utterance under way ends where
@@ -74,11 +100,11 @@ final class ListenCapture: @unchecked Sendable {
         pending.reserveCapacity(Int(Double(VoiceDetectorWire.sampleRate) * Self.intervalSeconds) + window * 2)
         // Position of `pending[0]`, in device frames (fractional: 16 kHz samples fall between them).
         var base: Double? = nil
-        var read: Int64 = history.position
+        var read: Int64 = 0   // from the first frame captured (capture started before this thread)
         var endError: (any Error)? = nil
         loop: while true {
             if stopRequested.load(ordering: .relaxed) { break }
-            let result = raw.withUnsafeMutableBytes { history.read(from: read, into: $0, limit: chunk, timeoutMs: 100) }
+            let result = raw.withUnsafeMutableBytes { history.read(from: read, into: $0, limit: chunk, unreleased: true, timeoutMs: 100) }
             let frames: Int
             switch result {
             case .timedOut: continue
@@ -106,10 +132,17 @@ final class ListenCapture: @unchecked Sendable {
             for (k, p) in probabilities.enumerated() {
                 let start = Int64(base! + Double(k * window) * step)
                 let end = Int64(base! + Double((k + 1) * window) * step)
-                for d in segmenter.feed(probability: p, start: start, end: end, oldest: oldest) { continuation.yield(.decision(d)) }
+                // A decision at this window falls after its start.
+                judged(upTo: start)
+                for d in segmenter.feed(probability: p, start: start, end: end, oldest: oldest) {
+                    if case .end(let at, _) = d { hold(at: at) }
+                    if case .split(let at, _) = d { hold(at: at) }
+                    continuation.yield(.decision(d))
+                }
             }
             base! += Double(whole) * step
             pending.removeFirst(whole)
+            judged(upTo: Int64(base!))
             let level = input.takeLevel()
             continuation.yield(.level(ListenLevelEvent(peak: level.peak, rms: level.rms, speech: probabilities.max() ?? 0)))
         }

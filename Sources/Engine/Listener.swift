@@ -212,7 +212,9 @@ public actor Listener {
     private func handle(_ message: ListenMessage, generation: Int, capture: ListenCapture) async {
         guard case .armed(let s) = state, s.generation == generation else {
             // Being disarmed: the utterance under way still ends and is kept.
-            if case .stopping = state, case .decision(let d) = message { await finishUtterance(d) }
+            guard case .decision(let d) = message else { return }
+            if case .stopping = state { await finishUtterance(d) }
+            if d.endsARecording { capture.resumeRelease() }
             return
         }
         switch message {
@@ -225,9 +227,13 @@ public actor Listener {
         case .decision(let d):
             switch d {
             case .begin(let at): await begin(at: at, capture: capture)
-            case .end, .drop: await finishUtterance(d)
+            case .drop: await finishUtterance(d)
+            case .end:
+                await finishUtterance(d)
+                capture.resumeRelease()
             case .split(let at, _):
                 await finishUtterance(d)
+                capture.resumeRelease()
                 await begin(at: at, capture: capture)
             }
         case .ended(let error):

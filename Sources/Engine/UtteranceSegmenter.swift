@@ -21,6 +21,14 @@ struct UtteranceSegmenter {
         case split(at: Int64, speech: Double)
         /// An utterance with less than `min` of speech ended: nothing was recorded.
         case drop(speech: Double)
+
+        /// An end or a split: the taps wait at its position until the Listener has applied it.
+        var endsARecording: Bool {
+            switch self {
+            case .end, .split: true
+            case .begin, .drop: false
+            }
+        }
     }
 
     struct Settings: Equatable {

@@ -20,7 +20,7 @@ public struct ListenRequest: Codable, Sendable, Equatable, APIRequestBody {
     public var until: Date?
     /// The recordings' format (as `POST /v1/recordings` takes it); absent: recd's `--default-format`.
     public var format: String?
-    /// The recordings' purpose chip (`meeting`, `lecture`, `idea`, `interview`, `other`).
+    /// The recordings' purpose chip (`motivational`, `craving`, `reflection`, `milestone`, `none`).
     public var purpose: String?
 
     public init(silence: Double? = nil, preRoll: Double? = nil, min: Double? = nil, max: Double? = nil, until: Date? = nil,

@@ -63,12 +63,12 @@ final class FileSink: AudioSink {
 /// records what the Recorder asked of it; finalizing says what the sink got instead of remuxing the
 /// file in a media worker.
 final class MemoryTake: RecordingSession, @unchecked Sendable {
-    let source: MemoryCaptureSource
+    let source: any CaptureSource
     let sink: SinkLog
     private let session: AudioRecordingSession
     private let calls = Mutex<[String]>([])
 
-    init(source: MemoryCaptureSource, sink: SinkLog, session: AudioRecordingSession) {
+    init(source: any CaptureSource, sink: SinkLog, session: AudioRecordingSession) {
         self.source = source; self.sink = sink; self.session = session
     }
 
@@ -118,7 +118,8 @@ final class MemorySessionFactory: RecordingSessionFactory {
 
     func makeSession(for take: RecordingSessionRequest) throws -> any RecordingSession {
         if let openError = plan.openError { throw openError }
-        let source = MemoryCaptureSource(samples: Self.tone, periodFrames: 480, paced: plan.paced, failAtFrame: plan.failAtFrame)
+        // Listening's takes come with their source (a tap of its microphone); the others "capture" the tone.
+        let source = take.source ?? MemoryCaptureSource(samples: Self.tone, periodFrames: 480, paced: plan.paced, failAtFrame: plan.failAtFrame)
         let log = SinkLog()
         let path = take.path, failAfter = plan.sinkFailsAfterFrames
         let session = AudioRecordingSession(path: path, source: source,
@@ -354,7 +355,7 @@ final class RecorderStateTests: XCTestCase {
         let id = try await start(recorder).recording.id
         let take = factory.takes[0]
         await eventually("some sound captured") { take.source.stats.framesCaptured >= 2400 }
-        take.source.fail()   // unplugged
+        (take.source as! MemoryCaptureSource).fail()   // unplugged
 
         await eventually("the take ended by itself") { self.log.stopped.count == 1 }
         await eventually("the recorder idle") { await recorder.active() == nil }

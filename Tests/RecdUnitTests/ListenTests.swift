@@ -1,0 +1,329 @@
+// Listening (issue 49) in milliseconds: the segmenter's decisions alone; the microphone's history and
+// its taps; and the Listener over a real Recorder and catalog, its microphone a MemoryCaptureSource
+// and its detector the level gate (the real Silero runs in the integration suite's ListenTests).
+import Capture
+import Catalog
+@testable import Engine
+import Foundation
+import Logging
+import RecdAPI
+import Storage
+import Synchronization
+import XCTest
+
+final class UtteranceSegmenterTests: XCTestCase {
+    /// 100 windows a second at rate 100: a window is one frame of "speech" (1) or not (0).
+    func run(_ pattern: String, silence: Double = 1, preRoll: Double = 0.5, min: Double = 0.3, max: Double = 600,
+             oldest: Int64 = 0) -> [UtteranceSegmenter.Decision] {
+        var s = UtteranceSegmenter(.init(rate: 100, silence: silence, preRoll: preRoll, min: min, max: max))
+        var out: [UtteranceSegmenter.Decision] = []
+        for (i, c) in pattern.enumerated() {
+            out += s.feed(probability: c == "1" ? 0.9 : 0.05, start: Int64(i), end: Int64(i + 1), oldest: oldest)
+        }
+        return out + s.finish(at: Int64(pattern.count))
+    }
+
+    func testAnUtteranceBeginsAPreRollBeforeItsFirstSpeechAndEndsASilenceAfterItsLast() {
+        let p = String(repeating: "0", count: 200) + String(repeating: "1", count: 100) + String(repeating: "0", count: 150)
+        XCTAssertEqual(run(p), [.begin(at: 150), .end(at: 400, speech: 1.0)])
+    }
+
+    func testAPauseShorterThanTheSilenceIsPartOfTheUtterance() {
+        let p = "0" + String(repeating: "1", count: 50) + String(repeating: "0", count: 90) + String(repeating: "1", count: 50) + String(repeating: "0", count: 120)
+        XCTAssertEqual(run(p, preRoll: 0), [.begin(at: 1), .end(at: 291, speech: 1.0)])
+    }
+
+    func testLessSpeechThanMinIsDroppedWithoutARecording() {
+        let p = String(repeating: "1", count: 20) + String(repeating: "0", count: 150)
+        XCTAssertEqual(run(p), [.drop(speech: 0.2)])
+    }
+
+    func testTheRecordingBeginsOnceMinIsHeardButFromBeforeTheFirstWord() {
+        let p = String(repeating: "0", count: 100) + String(repeating: "1", count: 80) + String(repeating: "0", count: 120)
+        let d = run(p, min: 0.5)
+        XCTAssertEqual(d, [.begin(at: 50), .end(at: 280, speech: 0.8)])
+    }
+
+    func testThePreRollReachesNoFurtherThanTheHistory() {
+        let p = String(repeating: "0", count: 100) + String(repeating: "1", count: 50) + String(repeating: "0", count: 120)
+        XCTAssertEqual(run(p, preRoll: 2, oldest: 60), [.begin(at: 60), .end(at: 250, speech: 0.5)])
+    }
+
+    func testALongUtteranceIsSplitAtMaxWithoutAGap() {
+        let p = String(repeating: "1", count: 1250) + String(repeating: "0", count: 120)
+        let d = run(p, preRoll: 0, max: 5)
+        XCTAssertEqual(d, [.begin(at: 0), .split(at: 500, speech: 5), .split(at: 1000, speech: 5), .end(at: 1350, speech: 2.5)])
+    }
+
+    func testAnUtteranceUnderWayWhenCaptureEndsEndsWhereCaptureDid() {
+        let p = String(repeating: "1", count: 100) + String(repeating: "0", count: 30)
+        XCTAssertEqual(run(p, preRoll: 0), [.begin(at: 0), .end(at: 130, speech: 1.0)])
+    }
+}
+
+final class CaptureHistoryTests: XCTestCase {
+    let format = CaptureStreamFormat(format: .s16, rate: 1000, channels: 1)
+
+    func write(_ h: CaptureHistory, from: Int, count: Int) {
+        let samples = (from..<(from + count)).map { Int16($0 % 30000) }
+        samples.withUnsafeBytes { h.write($0, frames: count) }
+    }
+
+    /// Everything a tap delivered, as samples, once it ended.
+    func drain(_ tap: CaptureHistoryTap) -> (samples: [Int16], error: (any Error)?) {
+        let got = Mutex<[Int16]>([]), ended = DispatchSemaphore(value: 0), failure = Mutex<(any Error)?>(nil)
+        tap.start(clock: nil, deliver: { raw, frames in
+            got.withLock { $0 += Array(raw.bindMemory(to: Int16.self).prefix(frames)) }
+        }, onEnd: { error in failure.withLock { $0 = error }; ended.signal() })
+        _ = ended.wait(timeout: .now() + 2)
+        tap.stop()
+        return (got.withLock { $0 }, failure.withLock { $0 })
+    }
+
+    func testATapDeliversFromItsPositionToItsEndExactly() {
+        let h = CaptureHistory(format: format, seconds: 5)
+        write(h, from: 0, count: 3000)
+        let tap = CaptureHistoryTap(history: h, from: 1200, device: "memory", sampleRate: 1000, channels: 1)
+        tap.end(at: 2700)
+        let (samples, error) = drain(tap)
+        XCTAssertNil(error)
+        XCTAssertEqual(samples, (1200..<2700).map { Int16($0) })
+    }
+
+    func testOneTapEndsWhereTheNextBeginsAndNoFrameIsLostOrRepeated() {
+        let h = CaptureHistory(format: format, seconds: 5)
+        let first = CaptureHistoryTap(history: h, from: 0, device: "memory", sampleRate: 1000, channels: 1)
+        let second = CaptureHistoryTap(history: h, from: 1000, device: "memory", sampleRate: 1000, channels: 1)
+        write(h, from: 0, count: 1500)
+        first.end(at: 1000)
+        let a = drain(first).samples
+        write(h, from: 1500, count: 500)
+        second.end(at: 2000)
+        XCTAssertEqual(a + drain(second).samples, (0..<2000).map { Int16($0) })
+    }
+
+    func testATapThatFellBehindTheHistoryCountsWhatWasOverwritten() {
+        let h = CaptureHistory(format: format, seconds: 1)
+        write(h, from: 0, count: 2500)
+        let tap = CaptureHistoryTap(history: h, from: 0, device: "memory", sampleRate: 1000, channels: 1)
+        tap.end(at: 2500)
+        XCTAssertEqual(drain(tap).samples.count, 1000)
+        XCTAssertEqual(tap.stats.overrunFrames, 1500)
+    }
+
+    func testTheDevicesErrorEndsATapAfterWhatWasHeld() {
+        let h = CaptureHistory(format: format, seconds: 5)
+        write(h, from: 0, count: 800)
+        h.close(error: CaptureError.failed(device: "memory", call: "snd_pcm_readi", code: -ENODEV))
+        let tap = CaptureHistoryTap(history: h, from: 300, device: "memory", sampleRate: 1000, channels: 1)
+        let (samples, error) = drain(tap)
+        XCTAssertEqual(samples.count, 500)
+        XCTAssertNotNil(error as? CaptureError)
+    }
+}
+
+final class ListenerTests: XCTestCase {
+    var dir: URL!
+    var catalog: Catalog!
+    var events: EventHub!
+    var log: EventLog!
+    var recorder: Recorder!
+    var listeners: [Listener] = []
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("recd-listen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        catalog = try Catalog(path: dir.appendingPathComponent("catalog.sqlite").path)
+        events = EventHub()
+        log = EventLog(events)
+    }
+
+    override func tearDown() async throws {
+        for l in listeners { await l.shutdown() }
+        await recorder?.shutdown()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    static let rate = 16_000
+
+    /// Silence and a 440 Hz tone at -12 dBFS: (tone?, seconds) in order.
+    static func script(_ parts: [(Bool, Double)]) -> [Int16] {
+        parts.flatMap { tone, seconds in
+            tone ? MemoryCaptureSource.tone(seconds: seconds, sampleRate: rate, amplitude: 0.35) : [Int16](repeating: 0, count: Int(seconds * Double(rate)))
+        }
+    }
+
+    var config: EngineConfiguration {
+        var c = EngineConfiguration(dataDirectory: dir, captureDevice: "memory", sampleRate: Self.rate, channels: 1,
+                                    timeZone: TimeZone(identifier: "UTC"), minFreeBytes: 0)
+        c.syncIntervalMs = 0
+        return c
+    }
+
+    /// A Listener whose microphone plays `microphones` in turn (each opening the next; a failing
+    /// open when they run out), with the level gate.
+    func makeListener(_ microphones: [MemoryCaptureSource]) throws -> (Listener, MemorySessionFactory) {
+        let config = self.config
+        try config.dataDirectory.create()
+        let factory = MemorySessionFactory()
+        if recorder == nil {
+            recorder = Recorder(config: config, catalog: catalog, events: events, logger: Logger(label: "recd.test.listen"), sessions: factory)
+        }
+        let left = Mutex(microphones)
+        let listener = Listener(config: config, recorder: recorder, microphone: SharedMicrophone(), events: events,
+                                logger: Logger(label: "recd.test.listen"),
+                                openMicrophone: {
+                                    guard let next = left.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+                                        throw CaptureError.failed(device: "memory", call: "snd_pcm_open", code: -ENODEV)
+                                    }
+                                    return next
+                                },
+                                makeDetector: { (LevelGateDetector(), "test") })
+        listeners.append(listener)
+        return (listener, factory)
+    }
+
+    func microphone(_ parts: [(Bool, Double)], failAtSecond: Double? = nil) -> MemoryCaptureSource {
+        MemoryCaptureSource(sampleRate: Self.rate, samples: Self.script(parts), periodFrames: 320,
+                            failAtFrame: failAtSecond.map { Int64($0 * Double(Self.rate)) })
+    }
+
+    var utterances: [ListenUtteranceEvent] { log.all.compactMap { if case .listenUtterance(let u) = $0 { u } else { nil } } }
+
+    func eventually(_ what: String, seconds: Double = 5, _ condition: () async -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if await condition() { return }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        XCTFail("not within \(seconds) s: \(what)")
+    }
+
+    func testEachUtteranceIsOneSavedRecordingFromThePreRollToTheSilenceAfterIt() async throws {
+        // Speech 1.0–2.5 s and 3.0–4.0 s (a pause under the 1 s silence: one utterance), a 0.2 s
+        // click at 6 s (under min: dropped), speech 8.0–9.0 s.
+        let (listener, factory) = try makeListener([microphone([(false, 1), (true, 1.5), (false, 0.5), (true, 1), (false, 2), (true, 0.2),
+                                                                 (false, 1.8), (true, 1), (false, 2)])])
+        let armed = try await listener.arm(ListenRequest(silence: 1, preRoll: 0.5, min: 0.5))
+        XCTAssertEqual(armed.state, .listening)
+        XCTAssertEqual(armed.detector, .level)
+        await eventually("two kept, one dropped") { utterances.count == 3 }
+        XCTAssertEqual(utterances.map(\.dropped), [false, true, false])
+        let takes = factory.takes
+        XCTAssertEqual(takes.count, 2)
+        // From 0.5 s (1.0 - pre-roll) to 5.0 s (4.0 + silence): 4.5 s; then 7.5 s to 10.0 s: 2.5 s
+        // (give or take a 32 ms window and the gate's edges).
+        XCTAssertEqual(Double(takes[0].sink.frames) / Double(Self.rate), 4.5, accuracy: 0.1)
+        XCTAssertEqual(Double(takes[1].sink.frames) / Double(Self.rate), 2.5, accuracy: 0.1)
+        for u in utterances where !u.dropped {
+            let r = try XCTUnwrap(try catalog.recording(id: XCTUnwrap(u.recordingID)))
+            XCTAssertEqual(r.state, .ready, "nobody is there to press save: kept as saved")
+            XCTAssertTrue(r.title.hasPrefix("Recording "), r.title)
+        }
+        let status = await listener.status
+        XCTAssertEqual(status.utterances, 2)
+        XCTAssertEqual(status.dropped, 1)
+        let off = try await listener.disarm()
+        XCTAssertEqual(off.state, .off)
+        XCTAssertEqual(off.lastStop?.reason, .requested)
+    }
+
+    func testAnUtteranceLongerThanMaxIsSplitWithoutLosingAFrame() async throws {
+        let (listener, factory) = try makeListener([microphone([(true, 12.5), (false, 1.5)])])
+        _ = try await listener.arm(ListenRequest(silence: 1, preRoll: 0, min: 0.1, max: 5))
+        await eventually("three parts") { utterances.count == 3 }
+        XCTAssertEqual(utterances.map(\.split), [true, true, false])
+        let frames = factory.takes.map(\.sink.frames)
+        XCTAssertEqual(frames[0], 5 * Self.rate)
+        XCTAssertEqual(frames[1], 5 * Self.rate)
+        XCTAssertEqual(Double(frames[2]) / Double(Self.rate), 3.5, accuracy: 0.1)
+    }
+
+    func testDisarmingMidUtteranceKeepsWhatWasSaid() async throws {
+        let (listener, factory) = try makeListener([microphone([(false, 0.5), (true, 3)])])
+        _ = try await listener.arm(ListenRequest(silence: 1, preRoll: 0.2, min: 0.3))
+        await eventually("speaking") { await listener.status.state == .speaking }
+        let off = try await listener.disarm()
+        XCTAssertEqual(off.state, .off)
+        XCTAssertEqual(utterances.count, 1)
+        let r = try XCTUnwrap(try catalog.recording(id: XCTUnwrap(utterances.first?.recordingID)))
+        XCTAssertEqual(r.state, .ready)
+        XCTAssertGreaterThan(factory.takes[0].sink.frames, Self.rate)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("listen.json").path))
+    }
+
+    func testALostMicrophoneKeepsTheUtteranceAndIsOpenedAgain() async throws {
+        // The first microphone is unplugged mid-speech; the second (opened 2 s later) hears a phrase.
+        let (listener, factory) = try makeListener([microphone([(false, 0.5), (true, 3)], failAtSecond: 2),
+                                                    microphone([(false, 0.5), (true, 1), (false, 1.5)])])
+        _ = try await listener.arm(ListenRequest(silence: 1, preRoll: 0.2, min: 0.3))
+        await eventually("device lost") { await listener.status.state == .deviceLost }
+        // Kept: as pending when the device's fault ended it first, as saved when the utterance's end did.
+        await eventually("the first take kept") {
+            guard let id = log.started.first?.id, let row = try? catalog.recording(id: id) else { return false }
+            return row.state == .pending || row.state == .ready
+        }
+        let first = log.started.first?.id
+        await eventually("listening again, the second phrase kept", seconds: 8) { utterances.contains { $0.recordingID != nil && $0.recordingID != first } }
+        XCTAssertEqual(factory.takes.count, 2)
+        let status = await listener.status
+        XCTAssertEqual(status.state, .listening)
+    }
+
+    func testARecordingStartedByHandHasTheRecorderAndListeningGoesOnAfterIt() async throws {
+        let (listener, _) = try makeListener([MemoryCaptureSource(sampleRate: Self.rate, samples: Self.script([(false, 0.5), (true, 1), (false, 1.5)]),
+                                                                  periodFrames: 320, paced: true)])
+        _ = try await listener.arm(ListenRequest(silence: 1, preRoll: 0.2, min: 0.3))
+        let manual = try await recorder.start(StartRecordingRequest(), receivedAt: DispatchTime.now().uptimeNanoseconds)
+        await eventually("yielded to the manual take") { await listener.status.state == .yielded }
+        _ = try await recorder.stop(StopRecordingRequest(then: .save))
+        await eventually("listening again") { await listener.status.state == .listening }
+        XCTAssertTrue(utterances.isEmpty)
+        XCTAssertEqual(try catalog.recording(id: manual.recording.id)?.state, .ready)
+    }
+
+    func testARestartArmsListeningAgainWithItsSettings() async throws {
+        let (first, _) = try makeListener([microphone([(false, 1)])])
+        _ = try await first.arm(ListenRequest(silence: 3, preRoll: 2, min: 0.5, max: 60, purpose: "reflection"))
+        await first.shutdown()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent("listen.json").path))
+        let (second, _) = try makeListener([microphone([(false, 1)])])
+        await second.resumeIfArmed(always: false)
+        let status = await second.status
+        XCTAssertEqual(status.state, .listening)
+        XCTAssertTrue(status.resumedAfterRestart)
+        XCTAssertEqual(status.settings?.silence, 3)
+        XCTAssertEqual(status.settings?.purpose, "reflection")
+        // Never armed by itself otherwise.
+        _ = try await second.disarm()
+        let (third, _) = try makeListener([microphone([(false, 1)])])
+        await third.resumeIfArmed(always: false)
+        let off = await third.status
+        XCTAssertEqual(off.state, .off)
+    }
+
+    func testBadSettingsAreRefusedAndChangeNothing() async throws {
+        let (listener, _) = try makeListener([microphone([(false, 1)]), microphone([(false, 1)])])
+        for (request, field) in [(ListenRequest(silence: 0.1), "silence"), (ListenRequest(preRoll: 11), "preRoll"),
+                                 (ListenRequest(min: -1), "min"), (ListenRequest(max: 1), "max"), (ListenRequest(min: 30, max: 20), "max"),
+                                 (ListenRequest(until: Date(timeIntervalSinceNow: -60)), "until"), (ListenRequest(silence: .nan), "silence")] {
+            do {
+                _ = try await listener.arm(request)
+                XCTFail("\(request) was accepted")
+            } catch {
+                guard case .invalidValue(let f, _) = error else { return XCTFail("\(error)") }
+                XCTAssertEqual(f, field)
+            }
+        }
+        do { _ = try await listener.arm(ListenRequest(format: "mp3")); XCTFail("mp3 accepted") } catch {}
+        let off = await listener.status
+        XCTAssertEqual(off.state, .off)
+        do { _ = try await listener.disarm(); XCTFail("disarmed while off") } catch {
+            guard case .notListening = error else { return XCTFail("\(error)") }
+        }
+        _ = try await listener.arm(ListenRequest())
+        do { _ = try await listener.arm(ListenRequest()); XCTFail("armed twice") } catch {
+            guard case .alreadyListening = error else { return XCTFail("\(error)") }
+        }
+    }
+}
