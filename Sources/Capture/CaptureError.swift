@@ -12,6 +12,9 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case noData(device: String, waitedMs: Int)
     /// The device failed while capturing and could not be recovered (unplugged, server gone).
     case failed(device: String, call: String, code: Int32)
+    /// A recording shared the microphone listening held open, and listening closed it (it was
+    /// stopped): the recording ends there.
+    case closedUnder(device: String)
     /// The camera could not be opened or set up: missing (ENOENT), busy (EBUSY: another program is
     /// streaming from it), no permission (EACCES).
     case videoUnavailable(device: String, call: String, errno: Int32)
@@ -40,6 +43,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             return "capture device '\(d)' delivered no audio within \(ms) ms"
         case .failed(let d, let call, let code):
             return "capture device '\(d)' failed: \(call): \(alsaMessage(code)) (\(code))"
+        case .closedUnder(let d):
+            return "capture device '\(d)' was closed: the recording shared listening's microphone, and listening was stopped"
         case .videoUnavailable(let d, let call, let e):
             let why = e == EBUSY ? "it is busy (another program is using it)"
                 : e == ENOENT ? "there is no such device" : "\(call) failed: \(String(cString: strerror(e)))"

@@ -203,6 +203,9 @@ public final class CaptureHistoryTap: CaptureSource, @unchecked Sendable {
             case .timedOut:
                 continue
             case .ended(let error):
+                // Capture stopped while nobody had asked this tap to end: its recording did not end
+                // by itself, and is told so (a fault: the take is kept, and why is said).
+                if error == nil && control.withLock({ $0.endAt == nil }) { return CaptureError.closedUnder(device: device) }
                 return error
             case .frames(let frames, let from, let lost):
                 buffer.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<(frames * history.format.bytesPerFrame)]), frames) }

@@ -99,11 +99,13 @@ public final class Engine: Sendable {
     /// playback ended (and counted); then the event streams end whole — what was published is written,
     /// then their end — rather than be cut with their last events in flight.
     public func stopSessions() async {
-        // Listening first: its microphone closes, and its utterance under way ends with the recorder's.
-        await listener.shutdown()
-        async let recording: Void = recorder.shutdown()
-        async let playback: Void = player.shutdown()
-        _ = await (recording, playback)
+        // Listening makes no new take; the take under way (listening's, or one sharing its microphone)
+        // ends as any take does at shutdown, while the microphone still delivers; then it closes.
+        await listener.shutdown { [recorder, player] in
+            async let recording: Void = recorder.shutdown()
+            async let playback: Void = player.shutdown()
+            _ = await (recording, playback)
+        }
         events.finishAll()
     }
 

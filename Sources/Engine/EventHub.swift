@@ -42,7 +42,7 @@ public final class EventHub: Sendable {
         let (stream, continuation) = AsyncStream<Delivery>.makeStream(bufferingPolicy: .bufferingOldest(Self.queueCapacity))
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.subscribers[id] = Subscriber(continuation: continuation, types: types, heartbeats: heartbeats)
-            if types?.contains(.meter) ?? true { s.meterListeners += 1 }
+            if Self.takesLevels(types) { s.meterListeners += 1 }
             guard heartbeats else { return [] }
             defer { s.heartbeatWaiters.removeAll() }
             return Array(s.heartbeatWaiters.values)
@@ -55,14 +55,19 @@ public final class EventHub: Sendable {
     public func unsubscribe(_ id: UUID) {
         let removed = state.withLock { s -> Subscriber? in
             guard let sub = s.subscribers.removeValue(forKey: id) else { return nil }
-            if sub.types?.contains(.meter) ?? true { s.meterListeners -= 1 }
+            if Self.takesLevels(sub.types) { s.meterListeners -= 1 }
             return sub
         }
         removed?.continuation.finish()
     }
 
-    /// Whether anyone listens to meters (the meter is not run for nobody).
+    /// Whether anyone listens to meters or listening's levels (neither is run for nobody).
     public var wantsMeters: Bool { state.withLock { $0.meterListeners > 0 } }
+
+    /// Levels (`meter`, `listen.level`): many a second, each superseded by the next, so a slow client
+    /// skips some rather than be dropped.
+    static let levelTypes: Set<EventType> = [.meter, .listenLevel]
+    static func takesLevels(_ types: Set<EventType>?) -> Bool { types.map { !$0.isDisjoint(with: levelTypes) } ?? true }
 
     public func heartbeat() {
         state.withLock { s in for sub in s.subscribers.values where sub.heartbeats { sub.continuation.yield(.heartbeat) } }
@@ -112,10 +117,10 @@ public final class EventHub: Sendable {
             s.seq += 1
             let event = RecdEvent(seq: s.seq, at: Date(), payload: payload)
             for (id, sub) in s.subscribers where sub.types?.contains(type) ?? true {
-                if case .dropped = sub.continuation.yield(.event(event)), type != .meter {
+                if case .dropped = sub.continuation.yield(.event(event)), !Self.levelTypes.contains(type) {
                     // It missed an event that matters: better a clear end than a silent gap.
                     s.subscribers.removeValue(forKey: id)
-                    if sub.types?.contains(.meter) ?? true { s.meterListeners -= 1 }
+                    if Self.takesLevels(sub.types) { s.meterListeners -= 1 }
                     dropped.append(sub)
                 }
             }

@@ -24,10 +24,10 @@ public actor Listener {
 
     struct Session: Sendable {
         var settings: ListenSettings
-        var segmenter: UtteranceSegmenter.Settings
         var since: Date
         var resumed: Bool
-        var detector: VoiceDetectorKind
+        /// Nil until the microphone was opened (a restart found it missing).
+        var detector: VoiceDetectorKind?
         var note: String?
         var utterances = 0
         var dropped = 0
@@ -98,22 +98,23 @@ public actor Listener {
         let settings = try validate(request)
         try FileOps.requireFree(config.minFreeBytes + Self.diskMarginBytes, in: config.dataDirectory.recordings.path)
         let (open, make) = (openMicrophone, makeDetector)
-        let (source, detector): (any CaptureSource, (any SpeechDetector, note: String?))
+        var opened: (source: any CaptureSource, detector: (any SpeechDetector, note: String?))?
+        var missing: EngineError?
         do {
-            (source, detector) = try await runBlocking { (try open(), make()) }
+            opened = try await runBlocking { (try open(), make()) }
         } catch {
-            throw Recorder.map(error, file: config.captureDevice)
+            // A restart that finds the microphone gone arms anyway, and waits for it.
+            guard resumed else { throw Recorder.map(error, file: config.captureDevice) }
+            missing = Recorder.map(error, file: config.captureDevice)
         }
         guard case .off = state else {
-            source.stop()
-            detector.0.close()
+            opened?.source.stop()
+            opened?.detector.0.close()
             throw .alreadyListening(since: Date())
         }
-        let segmenter = UtteranceSegmenter.Settings(rate: source.deviceFormat.rate, silence: settings.silence, preRoll: settings.preRoll,
-                                                    min: settings.min, max: settings.max)
-        var session = Session(settings: settings, segmenter: segmenter, since: since, resumed: resumed,
-                              detector: detector.0.kind, note: detector.note)
-        start(&session, source: source, detector: detector.0)
+        var session = Session(settings: settings, since: since, resumed: resumed, detector: opened?.detector.0.kind,
+                              note: opened?.detector.note)
+        if let opened { start(&session, source: opened.source, detector: opened.detector.0) }
         if let until = settings.until {
             session.tasks.append(Task { [weak self] in
                 try? await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
@@ -123,8 +124,10 @@ public actor Listener {
         }
         state = .armed(session)
         save(settings, since: since)
-        logger.notice("listening\(resumed ? " again after a restart" : "") on \(config.captureDevice) with \(detector.0.kind == .silero ? "Silero VAD" : "a level gate"): each utterance becomes a recording (silence \(settings.silence) s, pre-roll \(settings.preRoll) s, min \(settings.min) s, max \(settings.max) s\(settings.until.map { ", until \(DateText.format($0))" } ?? ""))")
-        if let note = detector.note { logger.warning("listening: \(note)") }
+        if let missing { deviceLost(missing) }
+        let with = session.detector.map { $0 == .silero ? "Silero VAD" : "a level gate" } ?? "its microphone not there yet"
+        logger.notice("listening\(resumed ? " again after a restart" : "") on \(config.captureDevice) with \(with): each utterance becomes a recording (silence \(settings.silence) s, pre-roll \(settings.preRoll) s, min \(settings.min) s, max \(settings.max) s\(settings.until.map { ", until \(DateText.format($0))" } ?? ""))")
+        if let note = session.note { logger.warning("listening: \(note)") }
         return publishStatus()
     }
 
@@ -180,14 +183,16 @@ public actor Listener {
         }
     }
 
-    /// recd is stopping: capture ends (a recording under way is kept as pending by the Recorder's
-    /// own shutdown, as any take), and `listen.json` stays, so the next start arms again.
-    public func shutdown() async {
-        guard case .armed(let s) = state else { return }
+    /// recd is stopping: listening makes no new recording, `stopTakes` ends the recorder's take
+    /// (kept as pending, as any take at shutdown) while the microphone still delivers, then capture
+    /// ends. `listen.json` stays, so the next start arms again.
+    public func shutdown(stoppingTakes stopTakes: @Sendable () async -> Void) async {
+        guard case .armed(let s) = state else { return await stopTakes() }
         state = .stopping
         s.tasks.forEach { $0.cancel() }
         s.consumer?.cancel()
         microphone.release()
+        await stopTakes()
         if let capture = s.capture { await Self.onBlockingPool { capture.stop() } }
         state = .off(last: ListenStopped(at: Date(), reason: .shutdown, message: "recd stopped"))
         logger.notice("listening stopped with recd; it is armed again when recd starts")
@@ -196,7 +201,9 @@ public actor Listener {
     // MARK: The capture's messages
 
     private func start(_ session: inout Session, source: any CaptureSource, detector: any SpeechDetector) {
-        let capture = ListenCapture(source: source, detector: detector, settings: session.segmenter)
+        let l = session.settings
+        let segmenter = UtteranceSegmenter.Settings(rate: source.deviceFormat.rate, silence: l.silence, preRoll: l.preRoll, min: l.min, max: l.max)
+        let capture = ListenCapture(source: source, detector: detector, settings: segmenter)
         session.generation += 1
         session.capture = capture
         session.phase = .listening
@@ -402,8 +409,10 @@ public actor Listener {
             throw .invalidValue(field: "until", detail: "\(DateText.format(until)) has passed")
         }
         let format = try config.format(r.format, video: false)
-        if let purpose = r.purpose { _ = try MetadataRules.validate(MetadataPatch(purpose: .value(purpose))) }
-        return ListenSettings(silence: silence, preRoll: preRoll, min: min, max: max, until: r.until, format: format.rawValue, purpose: r.purpose)
+        // As a recording's purpose is given: a chip's name, or none (or blank) for no purpose.
+        var purpose: Purpose?
+        if let given = r.purpose { purpose = try MetadataRules.validate(MetadataPatch(purpose: .value(given))).purpose ?? nil }
+        return ListenSettings(silence: silence, preRoll: preRoll, min: min, max: max, until: r.until, format: format.rawValue, purpose: purpose?.rawValue)
     }
 
     private struct SavedSession: Codable { var settings: ListenSettings; var since: Date }

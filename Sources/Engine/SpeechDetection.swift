@@ -57,14 +57,17 @@ final class LevelGateDetector: SpeechDetector, @unchecked Sendable {
 }
 
 /// The microphone's frames (any of ALSA's sample formats, rate and channels) → 16 kHz mono S16 for
-/// the detector (channels averaged, linear interpolation: a detector needs the voice, not fidelity),
-/// with the peak and RMS of what went in, for the level the web app shows.
+/// the detector: channels averaged, then each 16 kHz sample the mean of the frames it spans (a box
+/// filter: plain decimation aliased a voice's hiss into the band Silero listens to, and it heard the
+/// first word a quarter second late), with the peak and RMS of what went in, for the level shown.
 struct SpeechInput {
     let format: CaptureStreamFormat
+    /// Input frames per output sample.
     private let step: Double
-    /// Position (in input frames, fractional) of the next output sample, relative to the next input frame.
-    private var phase = 0.0
-    private var previous: Float = 0
+    /// Input frames gathered into the output sample being made, and their sum.
+    private var gathered = 0.0
+    private var sum: Float = 0
+    private var count = 0
     private(set) var peak: Float = 0
     private(set) var sumSquares: Double = 0
     private(set) var measured = 0
@@ -92,14 +95,15 @@ struct SpeechInput {
             peak = max(peak, abs(v))
             sumSquares += Double(v * v)
             measured += 1
-            // Output samples that fall between the previous input frame and this one.
-            while phase < 1 {
-                let s = previous + (v - previous) * Float(phase)
-                out.append(Int16(clamping: Int((s * 32767).rounded())))
-                phase += step
+            sum += v
+            count += 1
+            gathered += 1
+            if gathered >= step {
+                out.append(Int16(clamping: Int((sum / Float(count) * 32767).rounded())))
+                gathered -= step
+                sum = 0
+                count = 0
             }
-            phase -= 1
-            previous = v
         }
     }
 

@@ -110,7 +110,4 @@ struct UtteranceSegmenter {
         let speech = Double(u.speechFrames) / Double(settings.rate)
         return u.recordingFrom != nil ? [.end(at: max(u.lastSpeechEnd, min(position, u.lastSpeechEnd + silenceFrames)), speech: speech)] : [.drop(speech: speech)]
     }
-
-    /// Forgets the utterance under way (its recording could not start: a manual take has the recorder).
-    mutating func abandon() { utterance = nil }
 }

@@ -139,6 +139,11 @@ struct Status: AsyncParsableCommand {
             lines.append("idle")
         }
         if let p = s.playback { lines.append(Playback.describe(PlaybackStatus(playback: p, lastEnded: nil))) }
+        // Listening is said first thing while armed (a person's privacy), its details in `recctl listen`.
+        if let l = s.listening, l.armed {
+            lines.insert("👂 " + (ListenCommand.describe(l).split(separator: "\n").first.map(String.init) ?? "listening")
+                         + " (\(Output.count(l.utterances, "recording")) kept; recctl listen stop ends it)", at: 1)
+        }
         lines.append("capture: \(s.captureDevice), \(s.sampleRate) Hz, \(s.channels) ch; playback: \(s.playbackDevice)")
         lines.append("library: \(s.counts["ready"] ?? 0) saved, \(s.counts["pending"] ?? 0) pending")
         lines.append("transcripts: " + Self.transcription(s.transcription))

@@ -74,7 +74,8 @@ struct ListenCommand: AsyncParsableCommand {
                 untilDate = d
             }
             let body = ListenRequest(silence: try parse(silence, "silence"), preRoll: try parse(preRoll, "pre-roll"), min: try parse(min, "min"),
-                                     max: try parse(max, "max"), until: untilDate, format: format, purpose: purpose)
+                                     max: try parse(max, "max"), until: untilDate, format: format,
+                                     purpose: purpose.map { $0.lowercased() == "none" ? "none" : Purpose.named($0) ?? $0.lowercased() })
             let (s, raw) = try await global.client.call(.POST, "/v1/listen", body: body, as: ListenStatus.self)
             global.emit(raw, ListenCommand.describe(s))
         }

@@ -24,33 +24,6 @@ final class TranscriptTests: DaemonTestCase {
         try super.setUpWithError()
     }
 
-    /// `text` spoken by espeak-ng, after `silence` seconds of silence, as a 48 kHz mono WAV.
-    func speech(_ text: String, silence: Double = 0, name: String = UUID().uuidString, wordsPerMinute: Int = 175) throws -> String {
-        let raw = daemon.dir.appendingPathComponent("\(name)-espeak.wav").path
-        let wav = daemon.dir.appendingPathComponent("\(name).wav").path
-        XCTAssertEqual(try Tools.run("espeak-ng", ["-s", String(wordsPerMinute), "-w", raw, text]).status, 0)
-        let r = try Tools.run("sox", [raw, "-r", "48000", "-c", "1", "-b", "16", wav, "pad", String(silence), "0.5"])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        return wav
-    }
-
-    func transcript(_ id: UUID) throws -> Transcript {
-        try daemon.recctlJSON(Transcript.self, "transcript", id.uuidString)
-    }
-
-    /// Waits until the transcript is no longer pending (the model's first load included).
-    @discardableResult
-    func waitForTranscript(_ id: UUID, seconds: Double = 120, file: StaticString = #filePath, line: UInt = #line) throws -> Transcript {
-        let deadline = Date().addingTimeInterval(seconds)
-        var t = try transcript(id)
-        while t.state == .pending && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.25)
-            t = try transcript(id)
-        }
-        XCTAssertNotEqual(t.state, .pending, "no transcript after \(seconds) s: \(daemon.log.suffix(2000))", file: file, line: line)
-        return t
-    }
-
     func search(_ words: String...) throws -> SearchResults {
         let r = try daemon.recctl(["--json", "search"] + words)
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -353,5 +326,35 @@ final class TranscriptAbsentTests: DaemonTestCase {
         let bad = try Tools.run(Tools.recd, ["--transcribe", "../x", "--data-dir", daemon.dataDir.path, "--socket", daemon.socket + ".x"])
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("--transcribe must be off or the name of a Whisper model"), bad.stderr)
+    }
+}
+
+/// Speech and transcripts, for the tests that need them (TranscriptTests, ListenTests).
+extension DaemonTestCase {
+    /// `text` spoken by espeak-ng, after `silence` seconds of silence, as a 48 kHz mono WAV.
+    func speech(_ text: String, silence: Double = 0, name: String = UUID().uuidString, wordsPerMinute: Int = 175) throws -> String {
+        let raw = daemon.dir.appendingPathComponent("\(name)-espeak.wav").path
+        let wav = daemon.dir.appendingPathComponent("\(name).wav").path
+        XCTAssertEqual(try Tools.run("espeak-ng", ["-s", String(wordsPerMinute), "-w", raw, text]).status, 0)
+        let r = try Tools.run("sox", [raw, "-r", "48000", "-c", "1", "-b", "16", wav, "pad", String(silence), "0.5"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return wav
+    }
+
+    func transcript(_ id: UUID) throws -> Transcript {
+        try daemon.recctlJSON(Transcript.self, "transcript", id.uuidString)
+    }
+
+    /// Waits until the transcript is no longer pending (the model's first load included).
+    @discardableResult
+    func waitForTranscript(_ id: UUID, seconds: Double = 120, file: StaticString = #filePath, line: UInt = #line) throws -> Transcript {
+        let deadline = Date().addingTimeInterval(seconds)
+        var t = try transcript(id)
+        while t.state == .pending && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.25)
+            t = try transcript(id)
+        }
+        XCTAssertNotEqual(t.state, .pending, "no transcript after \(seconds) s: \(daemon.log.suffix(2000))", file: file, line: line)
+        return t
     }
 }

@@ -139,7 +139,7 @@ final class ListenerTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        for l in listeners { await l.shutdown() }
+        for l in listeners { await l.shutdown { } }
         await recorder?.shutdown()
         try? FileManager.default.removeItem(at: dir)
     }
@@ -285,7 +285,7 @@ final class ListenerTests: XCTestCase {
     func testARestartArmsListeningAgainWithItsSettings() async throws {
         let (first, _) = try makeListener([microphone([(false, 1)])])
         _ = try await first.arm(ListenRequest(silence: 3, preRoll: 2, min: 0.5, max: 60, purpose: "reflection"))
-        await first.shutdown()
+        await first.shutdown { }
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent("listen.json").path))
         let (second, _) = try makeListener([microphone([(false, 1)])])
         await second.resumeIfArmed(always: false)
@@ -327,3 +327,4 @@ final class ListenerTests: XCTestCase {
         }
     }
 }
+
