@@ -82,9 +82,10 @@ status=0
 for seed in "${seeds[@]}"; do
   [[ "$seed" == random ]] && seed=$((RANDOM * 32768 + RANDOM))
   echo "fuzz: seed $seed, $examples examples per operation, stateful scenarios of up to $max_steps steps"
-  # What is left recording or playing by one pass must not turn the next one's starts into 409s.
+  # What is left recording, playing or listening by one pass must not turn the next one's starts into 409s.
   curl -s -X POST -d '{"then": "discard"}' "http://127.0.0.1:$port/v1/record/stop" >/dev/null || true
   curl -s -X POST "http://127.0.0.1:$port/v1/playback/stop" >/dev/null || true
+  curl -s -X DELETE "http://127.0.0.1:$port/v1/listen" >/dev/null || true
   out="$work/schemathesis-$seed.txt"
   set +e
   # From the work directory: schemathesis keeps its cache (.schemathesis/) in the current one.

@@ -31,7 +31,9 @@ public enum APIJSON {
         DateText.format(date)
     }
 
-    public static func parseDate(_ s: String) -> Date? {
+    public static func parseDate(_ text: String) -> Date? {
+        // RFC 3339 allows a lower-case `t` and `z` (its section 5.6), which Foundation's parser does not.
+        let s = text.uppercased()
         if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(s) { return d }
         return try? Date.ISO8601FormatStyle().parse(s)
     }
