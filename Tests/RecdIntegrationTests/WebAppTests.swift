@@ -63,6 +63,17 @@ final class WebAppTests: XCTestCase {
         try BrowserScript.run("backup_test.py", timeout: 240)
     }
 
+    /// Issue 49: the Listen mode in Chromium — off, the settings and their limits (one out of them
+    /// refused), armed (recd's level gate and its note), speech into the microphone (the level, "Hearing
+    /// speech", the recording listed and played), the header's indicator on every screen while armed
+    /// ("Listening paused" under a recording made by hand), another client arming and disarming, stop;
+    /// every control named, 320 and 1280 px, axe-core.
+    func testTheListenModeShowsListeningAndEachRecording() throws {
+        try BrowserScript.requireBrowser()
+        try Skip.if(Tools.which("espeak-ng") == nil, "espeak-ng is missing: scripts/install-deps.sh --test installs it")
+        try BrowserScript.run("listen_test.py", timeout: 240)
+    }
+
     /// Issue 47: markers in Chromium — ticks on the player's waveform (buttons, named and titled),
     /// ⚑ Mark and m at the <audio>'s time, the list's label field, seek and delete, one made with
     /// `recctl mark` showing at once; on the record screen a take marked at its own time; every

@@ -1,31 +1,25 @@
-// The one module that talks to recd (JSON over v1/). Addresses are relative: `recctl ui` serves the app
-// under a secret path, the only place its cookie goes.
+// The one module that talks to recd; addresses relative (`recctl ui` serves the app under a secret path).
 
 export class APIError extends Error {
-  constructor(status, body) {
-    super(body?.error?.message ?? `HTTP ${status}`);
-    this.status = status;
-    this.code = body?.error?.code ?? (status === 0 ? 'unreachable' : 'http_' + status);
-    this.offer = body?.error?.offer ?? null;
+  constructor(status, body, e = body?.error) {
+    super(e?.message ?? `HTTP ${status}`);
+    Object.assign(this, { status, code: e?.code ?? (status ? 'http_' + status : 'unreachable'), offer: e?.offer ?? null });
   }
 }
 
-/// Whether recd answered the last request or stream (not the bridge's 502/504): the banner follows it.
+/// Whether recd answered last (not the bridge's 502/504): the banner follows it.
 const watchers = new Set();
 let reachable = true;
 export const isReachable = () => reachable;
 export function onReachability(fn) { watchers.add(fn); return () => watchers.delete(fn); }
 function setReachable(v) {
-  if (v === reachable) return;
-  reachable = v;
-  for (const w of [...watchers]) w(v);
+  if (v !== reachable) for (const w of [...watchers]) w(reachable = v);
 }
 
-// Always these words: the bridge's carry the OS's socket error ("errno: 111").
+// (the bridge's words carry the OS's "errno: 111")
 const away = () => { setReachable(false); return new APIError(0, { error: { message: 'recd is not reachable. Is it running? (recctl status)' } }); };
 
-/// The relay's cookie, pushed out by another site on 127.0.0.1, got again with the secret its token left
-/// in this origin's storage (docs/webapp.md). Only the relay answers 401.
+/// The relay's cookie, pushed out by another site on 127.0.0.1, got again (docs/webapp.md); only it answers 401.
 async function letInAgain() {
   try {
     const secret = localStorage.getItem('recd-ui-renew');
@@ -34,17 +28,15 @@ async function letInAgain() {
 }
 
 export async function call(method, path, body, again = false) {
-  let response;
+  let r, json = null;
   try {
-    response = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) });
+    r = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) });
   } catch { throw away(); }
-  if (response.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
-  const text = await response.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: an error page of the bridge */ }
-  if (response.status === 502 || response.status === 504) throw away();
+  if (r.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
+  try { json = JSON.parse(await r.text()); } catch { /* empty, or the bridge's error page */ }
+  if (r.status === 502 || r.status === 504) throw away();
   setReachable(true);
-  if (!response.ok) throw new APIError(response.status, json);
+  if (!r.ok) throw new APIError(r.status, json);
   return json;
 }
 
@@ -76,19 +68,21 @@ export const api = {
   editMarker: (id, m, body) => call('PATCH', `/recordings/${id}/markers/${m}`, body),
   trim: (id, body) => post(`/recordings/${id}/trim`, body),
   unmark: (id, m) => call('DELETE', `/recordings/${id}/markers/${m}`),
-  // ?v: the size, which a trim in place changes (recd ignores it; the browser's cache does not).
+  // ?v: the size, which a trim in place changes (for the browser's cache).
   media: (r) => `v1/recordings/${r.id}/media?v=${r.sizeBytes}`,
-  /// The file as an attachment named after the recording's title (Content-Disposition).
+  /// The file, named after the recording's title.
   download: (r) => `${api.media(r)}&download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
   backup: () => get('/backup'),
   backupNow: () => post('/backup'),
+  listen: () => get('/listen'),
+  listenStart: (body) => post('/listen', body),
+  listenStop: () => call('DELETE', '/listen'),
 };
 
-/// `GET /v1/events`: `on(event)` for each; closed while the tab is hidden (6 connections a host: a 7th
-/// tab would never load). `onOpen(first)` on every (re)connection (nothing is replayed). Opened again
-/// here after the bridge's 502 (0.5 s doubling to 8 s); a drop is checked with a status request.
+/// `GET /v1/events`, closed while the tab is hidden (6 connections a host); `onOpen(first)` on each
+/// (re)connection (nothing is replayed); opened again after a 502 (0.5 s doubling to 8 s).
 export function events(types, on, onOpen = () => {}) {
   // `first`: the page read its state just now.
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
@@ -99,9 +93,9 @@ export function events(types, on, onOpen = () => {}) {
     s.addEventListener('open', () => { delay = 500; setReachable(true); onOpen(first); first = false; });
     s.addEventListener('error', () => {
       if (source !== s) return;
-      get('/status').catch(() => {});   // says whether recd is there (sets the banner)
+      get('/status').catch(() => {});   // (sets the banner)
       first = false;
-      if (s.readyState === EventSource.CLOSED) {   // the browser gave up (502): try again later
+      if (s.readyState === EventSource.CLOSED) {   // the browser gave up (502)
         source = null;
         retry = setTimeout(() => { if (!closed && !document.hidden) open(); }, delay);
         delay = Math.min(8000, delay * 2);

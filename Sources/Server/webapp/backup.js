@@ -1,10 +1,9 @@
-// The Data page's Backups (issue 48): GET and POST /v1/backup, polled only during a run (docs/webapp.md).
-// Elements made once, updated in place (the focus stays put); recd's strings go in as text.
+// The Data page's Backups (issue 48), polled only during a run; elements updated in place (the focus stays).
 
 import { api } from './api.js';
-import { h, toast, shortDate } from './ui.js';
+import { h, toast, shortDate, busy } from './ui.js';
 
-/// Why a run failed (`BackupFailure`), in words; restic's own follow them.
+/// Why a run failed (`BackupFailure`); restic's words follow.
 const REASONS = {
   'wrong-password': 'Wrong password: the password file does not open the repository.',
   'no-repository': 'There is no repository there yet: recctl backup init makes it.',
@@ -17,27 +16,24 @@ const REASONS = {
 };
 const reason = (e) => REASONS[e.reason] ?? e.reason;
 
-const POLL_MS = 1000;          // while a run is under way
-const ASKED_MS = 60_000;       // how long a run asked for may take to begin
+const POLL_MS = 1000, ASKED_MS = 60_000;   // polled during a run; a run asked for may take that long to begin
 
-/// 48213977 → "48 MB", 1172045 → "1.2 MB" (decimal units, as disks are sold).
 export function size(bytes) {
   if (!(bytes >= 1000)) return `${bytes ?? 0} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
   let v = bytes, i = -1;
-  do { v /= 1000; i += 1; } while (v >= 1000 && i < units.length - 1);
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+  do { v /= 1000; i += 1; } while (v >= 1000 && i < 3);
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${'KMGT'[i]}B`;
 }
-const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+const count = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-// The last run that ended: its failure (kept until a run succeeds), else its success.
+// The last run that ended: its failure (kept until a success), else its success.
 const lastEnd = (s) => s.lastError?.at ?? s.lastSuccess?.finishedAt ?? null;
 const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? null;
 
-/// Text set only when it changed (no churn for assistive technology).
-function set(el, text) { if (el.textContent !== text) el.textContent = text; }
+/// Text set only when changed (no churn for screen readers).
+const set = (el, text) => { if (el.textContent !== text) el.textContent = text; };
 
-/// `{ el, refresh(), stop() }`: stop() when the page is left, or by itself once out of it.
+/// `{ el, refresh(), stop() }`: stopped when the page is left.
 export function backupSection() {
   let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
 
@@ -50,8 +46,7 @@ export function backupSection() {
   const errorWhen = h('strong'), errorReason = h('span', { 'data-backup': 'reason' }), errorMessage = h('p', { class: 'message' });
   const error = h('div', { class: 'banner', 'data-backup': 'error', hidden: true }, h('p', {}, errorWhen, ' ', errorReason), errorMessage);
 
-  const label = h('span', { id: 'backup-progress-label' }, 'Backing up…'), percent = h('span', { 'data-backup': 'percent' });
-  const fill = h('div', { class: 'fill' });
+  const label = h('span', { id: 'backup-progress-label' }), percent = h('span', { 'data-backup': 'percent' }), fill = h('div', { class: 'fill' });
   const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-labelledby': 'backup-progress-label',
     'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0' }, fill);
   const runDetail = h('p', { class: 'hint' });
@@ -62,28 +57,22 @@ export function backupSection() {
     const dd = h('dd', { 'data-backup': key });
     return { row: h('div', {}, h('dt', {}, name), dd), dd };
   };
-  const repo = row('repository', 'Repository'), last = row('last', 'Last good backup'), next = row('next', 'Next backup');
-  const checked = row('check', 'Last check');
+  const repo = row('repository', 'Repository'), last = row('last', 'Last good backup'), next = row('next', 'Next backup'), checked = row('check', 'Last check');
   const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, checked.row, next.row);
 
-  const now = h('button', { class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: async () => {
-    // aria-disabled (the focus stays on it) while the request is on its way
-    if (now.getAttribute('aria-disabled') === 'true') return;
-    now.setAttribute('aria-disabled', 'true');
+  const now = h('button', { class: 'primary', 'data-action': 'backup-now', hidden: true, onclick: () => busy(now, async () => {
     const mine = ++seq;
     try {
       const s = await api.backupNow();
-      // the run asked for has ended once a run other than the one under way has ended
+      // the run asked for has ended once another than the one under way has
       asked = { end: lastEnd(s), during: s.running?.startedAt ?? null, at: Date.now() };
       toast(s.state === 'running' ? 'Another backup will follow the one under way' : 'Backing up…');
       if (mine === seq && !stopped()) show(s);
     } catch (e) {
       toast(e.message);
       refresh();
-    } finally {
-      now.removeAttribute('aria-disabled');
     }
-  } }, 'Back up now');
+  }) }, 'Back up now');
 
   const el = h('section', { class: 'card backup', 'aria-labelledby': 'backup-title' },
     h('h2', { id: 'backup-title' }, 'Backups'), note, off, warning, error, running, facts, now);
@@ -91,9 +80,7 @@ export function backupSection() {
   function show(s) {
     note.hidden = true;
     el.dataset.state = s.state;
-    const on = s.state !== 'off';
-    off.hidden = on; facts.hidden = !on; now.hidden = !on;
-
+    off.hidden = !(facts.hidden = now.hidden = s.state === 'off');
     warning.hidden = !s.warning;
     set(warningText, s.warning ?? '');
 
@@ -108,7 +95,7 @@ export function backupSection() {
 
     const r = s.state === 'running' ? s.running : null;
     running.hidden = !r;
-    // this run's backup is saved and recd checks the repository
+    // saved, and recd checks the repository
     const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
     set(label, checking ? 'Checking the repository…' : 'Backing up…');
     bar.hidden = checking;
@@ -116,9 +103,9 @@ export function backupSection() {
       const pct = Math.max(0, Math.min(100, Math.floor((r.fraction || 0) * 100)));
       set(percent, `${pct}%`);
       fill.style.width = `${pct}%`;
-      const files = r.totalFiles > 0 ? `${r.filesDone} of ${count(r.totalFiles, 'file', 'files')}` : '';
+      const files = r.totalFiles > 0 ? `${r.filesDone} of ${count(r.totalFiles, 'file')}` : '';
       bar.setAttribute('aria-valuenow', pct);
-      bar.setAttribute('aria-valuetext', files ? `${pct}%, ${files}` : `${pct}%`);
+      bar.setAttribute('aria-valuetext', `${pct}%` + (files && ', ' + files));
       set(runDetail, files ? `${files} · ${size(r.bytesDone)} of ${size(r.totalBytes)}` : 'Gathering the files…');
     }
 
@@ -126,13 +113,12 @@ export function backupSection() {
     const ok = s.lastSuccess;
     if (ok && last.dd.dataset.snapshot !== ok.snapshotID) {
       last.dd.dataset.snapshot = ok.snapshotID;
-      last.dd.replaceChildren(`${shortDate(ok.finishedAt)} · ${count(ok.recordings, 'recording', 'recordings')} · ${size(ok.totalBytes)}`,
+      last.dd.replaceChildren(`${shortDate(ok.finishedAt)} · ${count(ok.recordings, 'recording')} · ${size(ok.totalBytes)}`,
         h('span', { class: 'hint' }, `snapshot ${ok.snapshotID}, ${size(ok.addedBytes)} added`));
     } else if (!ok) {
       delete last.dd.dataset.snapshot;
       set(last.dd, 'No backup yet');
     }
-    // recd's `restic check` after a good backup
     const c = s.lastCheck;
     checked.row.hidden = !c;
     if (c) set(checked.dd, `${shortDate(c.at)}: ${c.ok ? 'no errors found' : `errors found: ${c.message}`}`);
@@ -153,7 +139,7 @@ export function backupSection() {
     if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) {
       wait = POLL_MS;
     } else if (s.state === 'idle' && s.nextRunAt) {
-      // once, when the next run is due; a late run is asked after 2 s, 4 s, … 1 min
+      // when the next run is due; a late one after 2 s, 4 s, … 1 min
       const due = Date.parse(s.nextRunAt) - Date.now();
       if (due > 0) { overdue = 2000; wait = Math.min(due + 500, 3_600_000); } else { wait = overdue; overdue = Math.min(overdue * 2, 60_000); }
     }
@@ -168,7 +154,7 @@ export function backupSection() {
       const s = await api.backup();
       if (mine === seq && !stopped()) show(s);
     } catch (e) {
-      // recd away: app.js reads the section again when it is back
+      // (recd away: read again when it is back)
       if (mine === seq && !stopped()) { note.hidden = false; set(note, `Could not read the backups’ state: ${e.message}`); }
     }
   }
@@ -181,7 +167,7 @@ export function backupSection() {
     clearTimeout(timer);
     document.removeEventListener('visibilitychange', visibility);
   }
-  // the page was left without stop() (another screen drew over it)
+  // (left without stop(): another screen drew over it)
   function stopped() { if (!left && !el.isConnected) stop(); return left; }
 
   return { el, refresh, stop };

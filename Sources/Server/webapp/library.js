@@ -1,30 +1,22 @@
-// The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; edit, delete; search (issue 38). Re-read on
-// `library.changed`. A take not saved leads to its preview, one being recorded to its screen.
+// The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; search (issue 38).
 
 import { api } from './api.js';
-import { h, toast, confirmDialog, duration, shortDate, icon, plays, metadataForm, modal } from './ui.js';
+import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet } from './ui.js';
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
 
-/// A recording's button: its icon, its title, then its other lines.
-const main = (r, props, title, ...text) => h('button', props, h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
-  h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, title), ...text));
-
 /// recd's snippet ("…the «storm» came…") as text with <mark>s: text nodes, never markup.
-function marked(snippet) {
-  return snippet.split(/(«[^«»]*»)/).filter(Boolean)
-    .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
-}
+const marked = (snippet) => snippet.split(/(«[^«»]*»)/).filter(Boolean)
+  .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 
-/// The snippet's first <mark> inside its two-line box: as few words before it as needed give way to
-/// "…" (a binary search on the laid-out box).
+/// The first <mark> inside the snippet's two lines: the fewest words before it give way to "…".
 function fitSnippet(box) {
   const mark = box.querySelector('mark');
   if (!mark) return;
   const lead = mark.previousSibling;
   if (!lead || lead.nodeType !== Node.TEXT_NODE) return;
-  box.dataset.lead ??= lead.data;   // as recd sent it, for another width
+  box.dataset.lead ??= lead.data;   // as recd sent it
   const words = box.dataset.lead.split(/(?<=\s)/);
   const shown = (n) => {
     lead.data = n === 0 ? box.dataset.lead : '…' + words.slice(n).join('');
@@ -40,18 +32,13 @@ function fitSnippet(box) {
 
 export class Library {
   constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
-    this.view = view; this.onRecord = onRecord; this.onReview = onReview; this.onRejoin = onRejoin; this.isVisible = isVisible;
-    this.by = 'recent'; this.rows = []; this.total = 0; this.top = [];
-    this.refreshing = null;
-    // One field across renders: typing keeps its focus.
-    this.query = ''; this.hits = null; this.searchError = null; this.searchSeq = 0; this.typing = null;
+    Object.assign(this, { view, onRecord, onReview, onRejoin, isVisible, by: 'recent', rows: [], total: 0, top: [], query: '', searchSeq: 0 });
     this.field = h('input', { type: 'search', name: 'q', 'aria-label': 'Search recordings', placeholder: 'Search recordings',
       autocomplete: 'off', enterkeyhint: 'search', 'data-search': '' });
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
-    // Fitted again when the list's width changes.
-    let width = 0;
+    let width = 0;   // snippets fitted again when it changes
     new ResizeObserver(([entry]) => {
       if (Math.round(entry.contentRect.width) === width) return;
       width = Math.round(entry.contentRect.width);
@@ -61,7 +48,6 @@ export class Library {
 
   fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
 
-  /// A search 250 ms after the last key, once there is a letter or digit; emptied, the library.
   typed(delay) {
     clearTimeout(this.typing);
     const q = this.field.value.trim();
@@ -77,14 +63,12 @@ export class Library {
     const seq = ++this.searchSeq;
     let r = { results: [] }, error = null;
     try { r = await api.search(q); } catch (e) { error = e; }
-    if (seq !== this.searchSeq || !this.isVisible()) return;   // typed on since, or another screen
+    if (seq !== this.searchSeq || !this.isVisible()) return;   // stale
     this.query = q; this.hits = r.results; this.suggestions = r.suggestions ?? []; this.searchError = error;
     this.render();
   }
 
-  async show() { await this.load(); }
-
-  /// Reads the first pages again (as many as were shown).
+  /// The first pages read again (as many as shown).
   async load() {
     if (!this.isVisible()) return;   // read again when shown
     const shown = Math.max(PAGE, this.rows.length);
@@ -94,7 +78,7 @@ export class Library {
     this.render();
   }
 
-  /// `library.changed`: coalesced, a burst costs one read.
+  /// `library.changed`, a burst coalesced.
   changed() {
     if (this.refreshing) return;
     this.refreshing = setTimeout(async () => {
@@ -108,11 +92,9 @@ export class Library {
     const list = await api.list(this.by, this.rows.length, PAGE);
     this.rows.push(...list.recordings); this.total = list.total;
     this.render();
-    // The focus on to the first row added.
     if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
   }
 
-  /// Draws the list again, the focus on a row's button kept (or on the row in its place).
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
@@ -120,8 +102,7 @@ export class Library {
     if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
   }
 
-  /// The focus on a row's button (by data-action, 'main': the row); that row gone, the one at `index`,
-  /// else the empty state's button, else the screen: never <body>.
+  /// The focus on a row's button (data-action, or 'main'); else the row at `index`, or the screen.
   focusRow(id, action, index = -1) {
     const rows = [...this.view.querySelectorAll('li[data-id]')];
     const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
@@ -131,7 +112,7 @@ export class Library {
   }
 
   draw() {
-    if (this.total === 0) {   // either order: nothing to list (nor to search)
+    if (this.total === 0) {   // nothing to list (nor to search)
       this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
         h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
@@ -142,38 +123,30 @@ export class Library {
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
-    // Two orders of one list, not panels: toggle buttons.
+    // Two orders of one list: toggle buttons, not tabs.
     const order = (by, label) => h('button', {
       'aria-pressed': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
     }, label);
-    const quick = this.top.length
-      ? [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
-         h('ul', { class: 'quick', 'aria-labelledby': 'quick-title' }, this.top.map((r) => h('li', {},
-           main(r, { onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
-             r.title, h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))]
-      : [];
-    const rows = h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r)));
-    requestAnimationFrame(() => performance.mark('library-painted'));   // read by bench/webapp.py
-    const more = this.rows.length < this.total
-      ? [h('button', { class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`)]
-      : [];
-    this.body.replaceChildren(
-      ...quick,
+    requestAnimationFrame(() => performance.mark('library-painted'));   // bench/webapp.py
+    fill(this.body, this.top.length > 0 && [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
+      h('ul', { class: 'quick', 'aria-labelledby': 'quick-title' }, this.top.map((r) => h('li', {},
+        main(r, { onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${plays(r.playCount)}` },
+          r.title, h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)))))],
       h('h2', { class: 'section' }, `All recordings (${this.total})`),
       h('div', { class: 'tabs', role: 'group', 'aria-label': 'Order' }, order('recent', 'Recent'), order('plays', 'Most Played')),
-      rows, ...more);
+      h('ul', { class: 'rows', 'aria-label': 'Recordings' }, this.rows.map((r) => this.row(r))),
+      this.rows.length < this.total && h('button', { class: 'more', onclick: () => this.more() }, `Show more (${this.total - this.rows.length} left)`));
   }
 
-  /// What the search found, with its snippet and where ("at 0:41"), played from there.
   results() {
     if (this.searchError) return [h('div', { class: 'banner', role: 'alert' }, this.searchError.message)];
     if (!this.hits.length) {
-      // Each close word a button: the search with it in place of the word not found.
+      // A button per close word: searched in place of the word not found.
       const parts = [];
       for (const s of this.suggestions) s.closest.forEach((w, i) => {
         const q = this.query.replace(new RegExp(`(?<![\\p{L}\\p{N}])${s.word}(?![\\p{L}\\p{N}])`, 'giu'), w);
-        parts.push(i ? ' or ' : parts.length ? ', ' : ' — did you mean ', h('button', { class: 'quiet', 'aria-label': `Search for ${q}`, onclick: () => this.again(q) }, w));
+        parts.push(i ? ' or ' : parts.length ? ', ' : ' — did you mean ', quiet(`Search for ${q}`, { onclick: () => this.again(q) }, w));
       });
       return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”`, ...parts, parts.length ? '?' : '.')];
     }
@@ -183,7 +156,6 @@ export class Library {
         const r = hit.recording;
         const where = hit.field === 'transcript' ? (hit.time == null ? 'said in it' : `at ${duration(hit.time)}`)
           : hit.field === 'notes' ? 'in its notes' : 'in its title';
-        // Found in the whole title: the title itself, marked.
         const inTitle = hit.field === 'title' && hit.snippet.replace(/[«»]/g, '') === r.title;
         return h('li', { 'data-id': r.id, 'data-field': hit.field },
           main(r, { class: 'row-main', onclick: () => this.openHit(hit) },
@@ -193,7 +165,6 @@ export class Library {
       }))];
   }
 
-  /// A suggestion taken: searched, the focus on the first hit (or the field).
   async again(q) {
     this.field.value = q;
     await this.search(q);
@@ -216,17 +187,16 @@ export class Library {
         h('div', { class: 'row-meta' }, meta),
         h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`)),
       h('div', { class: 'row-actions' },
-        h('button', { class: 'quiet', 'aria-label': `Play ${r.title} on recd's speaker`, title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
+        quiet(`Play ${r.title} on recd's speaker`, { title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
           '🔈', h('span', { class: 'label' }, ' Speaker')),
-        h('button', { class: 'quiet', 'aria-label': `Edit ${r.title}`, 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
-        h('button', { class: 'quiet', 'aria-label': `Delete ${r.title}`, 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
+        quiet(`Edit ${r.title}`, { 'data-action': 'edit', onclick: () => this.edit(r) }, 'Edit'),
+        quiet(`Delete ${r.title}`, { 'data-action': 'delete', onclick: () => this.remove(r) }, '🗑️')));
   }
 
-  /// A take recording, or not saved: one way on, to its screen.
   unsaved(r) {
     const live = r.state === 'recording';
-    const meta = live ? shortDate(r.createdAt) : `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
-    // The take may have stopped since: then say so and read the list again.
+    const meta = shortDate(r.createdAt) + (live ? '' : ` • ${duration(r.duration)}`);
+    // (it may have stopped since)
     const go = live ? async () => { if (!await this.onRejoin()) { toast('That recording has stopped'); this.changed(); } }
       : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
@@ -235,14 +205,12 @@ export class Library {
         r.title,
         h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved'))),
       h('div', { class: 'row-actions' },
-        h('button', { class: 'quiet', 'aria-label': `${action}: ${r.title}`, 'data-action': live ? 'rejoin' : 'review', onclick: go },
+        quiet(`${action}: ${r.title}`, { 'data-action': live ? 'rejoin' : 'review', onclick: go },
           live ? 'Open' : 'Save…')));
   }
 
   async play(r, onSpeaker = false, at = 0) {
-    try {
-      await openPlayer(r, { onSpeaker, at, onCounted: () => this.changed() });
-    } catch (e) { toast(e.message); }
+    try { await openPlayer(r, { onSpeaker, at, onCounted: () => this.changed() }); } catch (e) { toast(e.message); }
   }
 
   /// Screen 5.4.3: the edit sheet; a blank title becomes the automatic one.
@@ -252,23 +220,22 @@ export class Library {
     const dialog = modal(null,
       h('div', { class: 'head actions', style: 'justify-content: space-between; margin: 0' },
         h('h2', { id: 'dialog-title' }, 'Edit Recording'),
-        h('button', { class: 'quiet', 'aria-label': 'Close', onclick: () => dialog.close() }, '✕')),
+        quiet('Close', { onclick: () => dialog.close() }, '✕')),
       error, form,
       h('div', { class: 'actions' }, h('button', {
         class: 'primary', 'data-action': 'save-changes',
         onclick: async () => {
           const m = form.read();
           try {
-            await api.edit(r.id, { title: m.title, notes: m.notes, purpose: m.purpose });
+            await api.edit(r.id, m);
             dialog.close(); toast('Recording updated ✓'); await this.load();
-            this.focusRow(r.id, 'edit');   // back on the row drawn anew
+            this.focusRow(r.id, 'edit');
           } catch (e) { error.textContent = e.message; error.hidden = false; }
         },
       }, 'SAVE CHANGES')));
     form.querySelector('input').focus();
   }
 
-  /// Screen 5.4.4: the seed's confirmation, then file and row go together.
   async remove(r) {
     if (!await confirmDialog(`Delete '${r.title}'?`, 'This recording will be permanently deleted. This cannot be undone.', 'Delete')) return;
     const index = [...this.view.querySelectorAll('li[data-id]')].findIndex((e) => e.dataset.id === r.id);

@@ -1,7 +1,7 @@
-// Markers (issue 47): ticks on the player's waveform and a list; ⚑ Mark (or m) marks where the player is.
+// Markers (issue 47): ticks on the player's waveform, a list; ⚑ Mark (or m) marks where the player is.
 
 import { api } from './api.js';
-import { h, duration, toast, limit } from './ui.js';
+import { h, duration, toast, limit, fill, quiet } from './ui.js';
 
 const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 
@@ -9,7 +9,7 @@ const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 export const markButton = (onclick) => h('button', { 'data-action': 'mark', 'aria-label': 'Mark this moment',
   'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick }, '⚑ Mark');
 
-/// `seek(t)`, `length()`: the player's; `now()`: the body, `{time}` or `{}` (recd's position).
+/// `now()`: the body, `{time}` or `{}` (recd's position).
 export function markerPanel(id, { seek, length, now }) {
   let list = [], seq = 0, closed = false;
   const ticks = h('div', { class: 'ticks' }), el = h('div', { class: 'markers' });
@@ -23,7 +23,7 @@ export function markerPanel(id, { seek, length, now }) {
   const button = markButton(mark);
   const key = (m, what) => ({ 'data-key': `${m.id}:${what}` });
   const go = (m) => ({ 'aria-label': name(m), onclick: () => seek(m.time) });
-  // The label: kept on Enter or on leaving the field; Escape puts it back.
+  // The label: kept on Enter or leaving; Escape puts it back.
   const field = (m) => {
     const input = h('input', { ...key(m, 'label'), value: m.label, placeholder: 'Add a label', 'aria-label': `Label of ${name(m)}`,
       autocomplete: 'off', enterkeyhint: 'done', oninput: () => limit(input, 60),
@@ -38,7 +38,7 @@ export function markerPanel(id, { seek, length, now }) {
       seq++;   // a read on its way is older
       toast(`${name(m)} deleted`);
       draw();
-      (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();   // the next, or ⚑ Mark
+      (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();
     } catch (e) { toast(e.message); }
   };
 
@@ -48,10 +48,9 @@ export function markerPanel(id, { seek, length, now }) {
     const a = document.activeElement, was = a?.dataset.key, typed = a?.tagName === 'INPUT' ? a.value : null, len = length();
     ticks.replaceChildren(...(len ? list : []).map((m) => h('button', {
       ...go(m), ...key(m, 'tick'), class: 'tick', title: m.label || name(m), style: `left: ${Math.min(100, (m.time / len) * 100)}%` })));
-    el.replaceChildren(...(list.length ? [h('ul', { 'aria-label': 'Markers' }, list.map((m) => h('li', {},
+    fill(el, list.length > 0 && h('ul', { 'aria-label': 'Markers' }, list.map((m) => h('li', {},
       h('button', { ...go(m), ...key(m, 'go'), class: 'at', 'aria-label': `Go to ${name(m)}` }, duration(m.time)),
-      field(m),
-      h('button', { ...key(m, 'delete'), class: 'quiet', 'aria-label': `Delete ${name(m)}`, onclick: () => remove(m) }, '🗑️'))))] : []));
+      field(m), quiet(`Delete ${name(m)}`, { ...key(m, 'delete'), onclick: () => remove(m) }, '🗑️')))));
     const b = was && document.querySelector(`[data-key="${was}"]`);
     if (b) { if (typed !== null) b.value = typed; b.focus(); }
   };

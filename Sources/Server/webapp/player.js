@@ -1,40 +1,35 @@
-// Playback (seed 5.4.1, 5.4.2) from /media, counted once (on dismiss or at the end) through /played; or
-// on recd's speaker through /play and /playback (recd counts).
+// Playback (seed 5.4.1, 5.4.2), counted once (on dismiss or at the end); or on recd's speaker.
 
 import { api } from './api.js';
-import { h, duration, icon, toast, onKey } from './ui.js';
+import { h, duration, icon, toast, onKey, fill, quiet } from './ui.js';
 import { drawWaveform, fitWaveform } from './waveform.js';
 import { transcriptPanel } from './transcript.js';
 import { markerPanel } from './markers.js';
 import { trimPanel } from './trim.js';
 
 let current = null;
-// localStorage, when there is one (none: for this player only).
 const kept = (k, v) => { try { return v === undefined ? localStorage.getItem(k) : localStorage.setItem(k, v); } catch { return null; } };
 
 export function closePlayer() { current?.close(); }
 
-/// `library.changed` for the recording played, or a reconnection (no id).
 export function markersChanged(id) {
   if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) current.marks.load();
 }
 
-/// `at`: where to start (seconds), as a search hit in a transcript says.
 export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {}, at = 0 } = {}) {
   closePlayer();
   const sheet = document.getElementById('player');
   const isVideo = recording.type === 'video';
-  const counts = recording.state === 'ready';   // a pending take is a preview: never counted
+  const counts = recording.state === 'ready';   // (not a take's preview)
   const media = h(isVideo ? 'video' : 'audio', {
-    src: api.media(recording), preload: 'auto', poster: isVideo ? api.poster(recording.id) : undefined,
-    controls: isVideo ? true : undefined, playsinline: true, 'aria-label': `${recording.title}`,
+    src: api.media(recording), preload: 'auto', poster: isVideo && api.poster(recording.id), controls: isVideo, playsinline: true, 'aria-label': recording.title,
   });
   const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
   const time = h('div', { class: 'time', 'aria-live': 'off' }, `0:00 / ${duration(recording.duration)}`);
   const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
   const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
   current = state;
-  // The focus back, on closing, to what opened it; that gone, to its row, or the screen: never <body>.
+  // The focus back, on closing, to what opened it, its row, or the screen.
   const opener = document.activeElement;
   const hint = h('p', { class: 'hint', 'data-count-hint': '' },
     counts ? 'Counts as a play when you close it or it ends.' : 'Preview of a take that is not saved: not counted.');
@@ -51,16 +46,14 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (current !== state) return;
     current = null;
     clearInterval(state.timer);
-    state.unfit?.();
-    state.transcript?.close();
-    state.marks.close(); state.unkey();
+    state.unfit?.(); state.transcript?.close(); state.marks.close(); state.unkey();
     const heard = state.speaker ? false : media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
     if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
     const inSheet = sheet.contains(document.activeElement);
     sheet.hidden = true; sheet.replaceChildren();
     if (inSheet || document.activeElement === document.body) returnFocus();
-    if (heard) await count();   // dismissed after listening: one play
+    if (heard) await count();
   };
   const returnFocus = () => {
     const row = document.querySelector(`li[data-id="${CSS.escape(recording.id)}"] .row-main`);
@@ -73,7 +66,6 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const render = () => {
     const p = position(), n = length();
     time.textContent = `${duration(p)} / ${duration(n)}`;
-    // The slider says where it is, as the waveform shows it.
     scrub.setAttribute('aria-valuemax', Math.round(n));
     scrub.setAttribute('aria-valuenow', Math.round(Math.min(p, n)));
     scrub.setAttribute('aria-valuetext', `${duration(p)} of ${duration(n)}`);
@@ -89,7 +81,6 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   const skip = (by) => seekTo(position() + by);
-  // A word of the transcript: heard from there.
   const playFrom = async (t) => {
     await seekTo(t);
     if (paused()) await toggle().catch(() => {});
@@ -102,14 +93,12 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   pause.addEventListener('click', toggle);
-  // In the browser the time is the <audio>'s; on recd's speaker, recd's own.
   const marks = state.marks = markerPanel(recording.id, { seek: (t) => seekTo(t).catch(() => {}), length,
     now: () => (state.speaker ? {} : { time: Math.floor(Math.min(media.currentTime, length()) * 1000) / 1000 }) });
   state.unkey = onKey('m', marks.mark);
   media.addEventListener('loadedmetadata', marks.draw);   // when recd had no duration
 
-  // Skip Silence (issue 47): recd's pauses, read once, jumped over at each timeupdate and frame; on
-  // recd's speaker recd skips them.
+  // Skip Silence (issue 47): recd's pauses jumped over at each timeupdate and frame.
   let skipping = kept('recd-skip-silence') === '1', asked = null, pauses = [];
   const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
   const skipper = h('button', { 'data-action': 'skip-silence', onclick: () => skipSet(!skipping, true) }, 'Skip silence');
@@ -124,7 +113,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
   };
   skipSet(skipping);
-  // Speed (issue 47), kept: the <audio>'s rate (pitch kept), or recd's.
+  // Speed (issue 47), kept: the <audio>'s (pitch kept), or recd's.
   const speeds = [1, 1.25, 1.5, 2, 0.75];
   let speed = +kept('recd-speed') || 1;
   const speeder = h('button', { 'data-action': 'speed', onclick: () => speedSet(speeds[(speeds.indexOf(speed) + 1) % 5], true) });
@@ -143,10 +132,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const frame = () => { jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
   media.addEventListener('playing', frame);
 
-  // Trim (issue 47) a saved audio recording; what it saves opens here (not counted).
   const cut = isVideo || onSpeaker || !counts ? null
     : trimPanel(recording, media, length, (r) => { state.counts = false; openPlayer(r, { onCounted }); });
-  // Web Share (issue 47) where the browser shares files: the download's file, under its name.
   let file = null;
   const share = async () => {
     try {
@@ -159,41 +146,34 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     } catch (e) { if (e.name !== 'AbortError') toast(e.name === 'NotAllowedError' ? 'Ready: press Share again' : e.message); }
   };
 
-  // Drag on the waveform (or its keyboard arrows) to scrub.
-  const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0' }, canvas);
   const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
-  scrub.addEventListener('pointerdown', (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); });
-  scrub.addEventListener('pointermove', (e) => { if (e.buttons) seekTo(fromPointer(e)); });
-  scrub.addEventListener('keydown', (e) => {
-    const by = { ArrowLeft: -5, ArrowRight: 5 }[e.key];
-    if (by) { skip(by); e.preventDefault(); }
-  });
+  const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0',
+    onpointerdown: (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); },
+    onpointermove: (e) => { if (e.buttons) seekTo(fromPointer(e)); },
+    onkeydown: (e) => { const by = { ArrowLeft: -5, ArrowRight: 5 }[e.key]; if (by) { skip(by); e.preventDefault(); } } }, canvas);
 
   media.addEventListener('timeupdate', () => { jump(); render(); });
-  // Saved recordings are transcribed (a take's preview is not).
   if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
   media.addEventListener('ended', async () => { render(); await count(); });
-  // (spread: replaceChildren prints a null)
-  sheet.replaceChildren(
+  fill(sheet,
     h('div', { class: 'head' },
       h('strong', {}, `${icon(recording)} ${recording.title}`),
-      // Saved under the recording's title (recd's Content-Disposition).
       h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
       navigator.canShare?.({ files: [new File([], 'a.m4a', { type: isVideo ? 'video/mp4' : 'audio/mp4' })] })
-        && h('button', { class: 'quiet', 'data-action': 'share', 'aria-label': `Share ${recording.title}`, title: 'Share', onclick: share }, '⤴'),
+        && quiet(`Share ${recording.title}`, { 'data-action': 'share', title: 'Share', onclick: share }, '⤴'),
       cut?.toggle,
-      h('button', { class: 'quiet', 'aria-label': 'Close player', 'data-action': 'close', onclick: () => state.close() }, '✕')),
+      quiet('Close player', { 'data-action': 'close', onclick: () => state.close() }, '✕')),
     isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
-    ...(cut ? [cut.el] : []),
+    cut?.el,
     h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
     h('div', { class: 'controls' },
       h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
       pause,
       h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s'), speeder),
     marks.el,
-    ...(onSpeaker ? [h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser.")] : []),
-    ...(state.transcript ? [state.transcript.el] : []),
+    onSpeaker && h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser."),
+    state.transcript?.el,
     hint);
   sheet.hidden = false;
   if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
@@ -215,7 +195,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       render();
     }, 250);
   } else {
-    if (at > 0) {   // before the media is known, from its metadata on
+    if (at > 0) {
       if (media.readyState >= 1) media.currentTime = at;
       else media.addEventListener('loadedmetadata', () => { media.currentTime = at; }, { once: true });
     }

@@ -1,35 +1,31 @@
-// The transcript under the player (issue 38): the word heard marked and kept in view; a click (or ← → to
-// one, then Enter) plays from a word.
+// The transcript under the player (issue 38): the word heard marked; a click (or ← →, Enter) plays from a word.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';
 
-/// `seek(t)`: what the player's own controls do. Returns { el, mark(position), close() }.
 export function transcriptPanel(recording, seek) {
   const box = h('div', { class: 'transcript', 'data-transcript': '', 'data-state': 'loading' });
   let words = [], spans = [], marked = -1, stream = null, closed = false, userScrolled = 0;
-  const line = (text, cls = 'hint') => h('p', { class: cls, title: cls === 'hint' ? undefined : text }, text);
+  const say = (text, cls = 'hint') => box.replaceChildren(h('p', { class: cls, title: cls !== 'hint' && text }, text));
 
-  // Someone scrolling the words is left alone for a few seconds.
   const scrolled = () => { userScrolled = Date.now(); };
 
   const show = (t) => {
     box.dataset.state = t.state;
     words = []; spans = []; marked = -1;
     if (t.state === 'pending') {
-      box.replaceChildren(line('Transcribing…'));
+      say('Transcribing…');
       listen();
       return;
     }
     stream?.close(); stream = null;
     if (t.state === 'none' || t.state === 'failed') {
       const why = t.error ? `: ${t.error}` : '.';
-      box.replaceChildren(line((t.state === 'failed' ? 'The transcript could not be made' : 'No transcript') + why, 'hint quiet-line'));
+      say((t.state === 'failed' ? 'The transcript could not be made' : 'No transcript') + why, 'hint quiet-line');
       return;
     }
     for (const s of t.segments ?? []) for (const w of s.words ?? []) if (w.word.trim()) words.push(w);
-    if (!words.length) { box.replaceChildren(line('No words were heard.')); return; }
-    // One paragraph per stretch of speech; each word a span carrying its start.
+    if (!words.length) return say('No words were heard.');
     const paragraphs = [];
     let p = null, lastEnd = -Infinity;
     for (const w of words) {
@@ -42,23 +38,21 @@ export function transcriptPanel(recording, seek) {
       const span = e.target.closest?.('.word');
       if (span) { userScrolled = 0; seek(Number(span.dataset.start)); }
     };
-    const text = h('div', { class: 'words', role: 'region', tabindex: '0', 'aria-label': 'Transcript',
+    box.replaceChildren(h('div', { class: 'words', role: 'region', tabindex: '0', 'aria-label': 'Transcript',
       'aria-description': 'Arrow keys choose a word, Enter plays from it', onwheel: scrolled, ontouchmove: scrolled, onclick: go,
       onkeydown: (e) => {
         scrolled();
         const i = spans.indexOf(e.target), d = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
         if (d) { e.preventDefault(); (spans[i < 0 ? Math.max(marked, 0) : i + d] ?? e.target).focus(); } else if (e.key === 'Enter') go(e);
-      } }, paragraphs);
-    box.replaceChildren(text, h('p', { class: 'hint note' }, 'Transcribed on this device · may contain mistakes'));
+      } }, paragraphs), h('p', { class: 'hint note' }, 'Transcribed on this device · may contain mistakes'));
   };
 
   const read = async () => {
     try { if (!closed) show(await api.transcript(recording.id)); } catch (e) {
-      if (!closed) { box.dataset.state = 'error'; box.replaceChildren(line(`No transcript: ${e.message}`, 'hint quiet-line')); }
+      if (!closed) { box.dataset.state = 'error'; say(`No transcript: ${e.message}`, 'hint quiet-line'); }
     }
   };
 
-  // While pending: the progress, and the transcript once done.
   const listen = () => {
     if (stream) return;
     stream = events(['transcript.progress', 'transcript.done'], ({ data: e }) => {
@@ -69,7 +63,7 @@ export function transcriptPanel(recording, seek) {
     }, () => read());
   };
 
-  /// Marks the word heard at `position`: the last one begun, until a second past its end.
+  /// The word heard: the last begun, until a second past its end.
   const mark = (position) => {
     if (!words.length) return;
     let lo = 0, hi = words.length - 1, at = -1;
@@ -77,11 +71,10 @@ export function transcriptPanel(recording, seek) {
     if (at >= 0 && position > words[at].end + 1) at = -1;
     if (at === marked) return;
     if (marked >= 0) { spans[marked].classList.remove('now'); spans[marked].removeAttribute('aria-current'); }
-    marked = at;
-    if (at < 0) return;
-    const span = spans[at];
+    const span = spans[marked = at];
+    if (!span) return;
     span.classList.add('now'); span.setAttribute('aria-current', 'true');
-    // In view inside the words' box (never the page): a third down when it left.
+    // In view in its box (not the page): a third down.
     const area = span.closest('.words');
     if (!area || Date.now() - userScrolled < 4000) return;
     const top = span.offsetTop, bottom = top + span.offsetHeight;

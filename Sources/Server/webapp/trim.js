@@ -1,12 +1,11 @@
-// Trim (issue 47): two handles (sliders) on the waveform choose the span kept; ▶ plays just it; saved in
-// place (confirmed) or as new, losslessly (POST /trim).
+// Trim (issue 47): two sliders on the waveform choose the span kept; ▶ plays it; saved in place or as new.
 
 import { api } from './api.js';
-import { h, duration, toast, confirmDialog } from './ui.js';
+import { h, duration, toast, confirmDialog, quiet } from './ui.js';
 
 const tenths = (t) => { const d = Math.round(t * 10); return `${duration(d / 10)}.${d % 10}`; };
 
-/// `media`: the player's <audio>; `length()`: the recording's; `done(r)`: what was saved, to open.
+/// `done(r)`: what was saved, to open.
 export function trimPanel(r, media, length, done) {
   const span = [0, 0];
   let playing = false, grab = 0;
@@ -29,13 +28,13 @@ export function trimPanel(r, media, length, done) {
         const by = { ArrowLeft: -1, ArrowDown: -1, ArrowRight: 1, ArrowUp: 1, PageDown: -50, PageUp: 50, Home: -1e6, End: 1e6 }[e.key];
         if (by) { set(i, span[i] + by / 10); e.preventDefault(); }
       },
-      // Dragged: it moves as far as the pointer (no jump to where the grip was taken).
+      // (dragged as far as the pointer moves: no jump)
       onpointerdown: (e) => { el.setPointerCapture(e.pointerId); el.focus(); e.preventDefault(); grab = span[i] - at(e); },
       onpointermove: (e) => { if (e.buttons) set(i, at(e) + grab); } });
     return el;
   });
   const box = h('div', { class: 'cut', hidden: true }, handles);
-  // The preview stops at the span's end: checked at each frame and timeupdate.
+  // The preview stops at the span's end.
   const over = () => { if (playing && media.currentTime >= span[1]) { playing = false; media.pause(); media.currentTime = span[1]; } };
   const watch = () => { over(); if (playing) requestAnimationFrame(watch); };
   media.addEventListener('timeupdate', over);
@@ -53,8 +52,8 @@ export function trimPanel(r, media, length, done) {
     button('preview', '▶ Preview', async () => { media.currentTime = span[0]; await media.play().catch(() => {}); playing = true; watch(); }),
     button('new', 'Save as new', () => save(true)),
     button('save', 'Save in place', () => save(false)),
-    h('button', { class: 'quiet', 'data-action': 'trim-cancel', 'aria-label': 'Cancel trim', title: 'Cancel', onclick: () => show(false) }, '✕'));
-  const toggle = h('button', { class: 'quiet', 'data-action': 'trim', 'aria-label': 'Trim', 'aria-expanded': 'false', title: 'Trim', onclick: () => show(el.hidden) }, '✂');
+    quiet('Cancel trim', { 'data-action': 'trim-cancel', title: 'Cancel', onclick: () => show(false) }, '✕'));
+  const toggle = quiet('Trim', { 'data-action': 'trim', 'aria-expanded': 'false', title: 'Trim', onclick: () => show(el.hidden) }, '✂');
   const show = (on) => {
     box.hidden = el.hidden = !on;
     toggle.setAttribute('aria-expanded', on);

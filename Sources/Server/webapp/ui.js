@@ -1,9 +1,8 @@
-// Small shared pieces: elements, toasts, confirmations, times, the seed's metadata form.
+// Shared pieces: elements, toasts, dialogs, times, the meter, the metadata form.
 
 export const PURPOSES = ['motivational', 'craving', 'reflection', 'milestone'];
 export const TITLE_MAX = 40, NOTES_MAX = 200;
 
-/// h('button', {class: 'primary', onclick}, 'text', child…)
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
   if (tag === 'button') el.type = 'button';   // never a form's submit
@@ -11,125 +10,145 @@ export function h(tag, props = {}, ...children) {
     if (v == null || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
-    else if (k === 'style') el.style.cssText = v;   // CSSOM: the CSP refuses a style attribute
+    else if (k === 'style') el.style.cssText = v;   // (the CSP refuses a style attribute)
     else el.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) if (c != null && c !== false) el.append(c);
+  return fill(el, ...children);
+}
+
+/// A quiet button named `label`.
+export const quiet = (label, props, ...children) => h('button', { class: 'quiet', 'aria-label': label, ...props }, ...children);
+
+/// `el` with `children` (arrays flattened; null and false left out).
+export function fill(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
   return el;
 }
 
-/// The screen's name in the header and the tab's title.
+/// `fn()` with `button` aria-disabled (the focus stays); a press meanwhile does nothing.
+export async function busy(button, fn) {
+  if (button.getAttribute('aria-disabled')) return;
+  button.setAttribute('aria-disabled', 'true');
+  try { return await fn(); } finally { button.removeAttribute('aria-disabled'); }
+}
+
 export function screenTitle(heading, name = heading) {
   document.getElementById('title').textContent = heading;
   document.title = `${name} — recd`;
 }
 
 let toastTimer;
-/// A message in the live region #toast (never `hidden`: it would not be read), each a new element.
+/// A message in #toast (a live region: never `hidden`).
 export function toast(text) {
-  const region = document.getElementById('toast');
-  region.replaceChildren(h('div', { class: 'toast' }, text));
+  const region = fill(document.getElementById('toast'), h('div', { class: 'toast' }, text));
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => region.replaceChildren(), 2000);
 }
 
-/// The page's <dialog>, named by #dialog-title, modal with `children`.
 export function modal(onclose, ...children) {
-  const dialog = document.getElementById('dialog');
-  dialog.replaceChildren(...children);
+  const dialog = fill(document.getElementById('dialog'), children);
   dialog.setAttribute('aria-labelledby', 'dialog-title');
   dialog.onclose = onclose;
   dialog.showModal();
   return dialog;
 }
 
-/// The seed's alerts: resolves true when confirmed. Cancel has the focus: Enter twice must not delete.
-export function confirmDialog(title, message, action, danger = true) {
+/// The seed's alerts: true when confirmed. Cancel has the focus: Enter twice must not delete.
+export function confirmDialog(title, message, action) {
   return new Promise((resolve) => {
     const done = (v) => { dialog.close(); resolve(v); };
     const cancel = h('button', { 'data-cancel': '', onclick: () => done(false) }, 'Cancel');
     const dialog = modal(() => resolve(false),
       h('h2', { id: 'dialog-title' }, title),
-      ...(message ? [h('p', {}, message)] : []),
-      h('div', { class: 'actions' },
-        cancel,
-        h('button', { class: danger ? 'danger' : 'primary', 'data-confirm': '', onclick: () => done(true) }, action)));
+      message && h('p', {}, message),
+      h('div', { class: 'actions' }, cancel, h('button', { class: 'danger', 'data-confirm': '', onclick: () => done(true) }, action)));
     cancel.focus();
   });
 }
 
+export const two = (n) => String(n).padStart(2, '0');
 export function duration(seconds) {
   if (!Number.isFinite(seconds)) return '–';
-  const t = Math.floor(seconds), m = Math.floor(t / 60) % 60, hours = Math.floor(t / 3600), s = t % 60;
-  return (hours ? `${hours}:${String(m).padStart(2, '0')}` : `${m}`) + ':' + String(s).padStart(2, '0');
+  const t = Math.floor(seconds), m = Math.floor(t / 60) % 60, hours = Math.floor(t / 3600);
+  return (hours ? `${hours}:${two(m)}` : m) + ':' + two(t % 60);
 }
 
-/// "Oct 25, 3:42 PM" as the seed's rows show it (the year when it is not this one).
+/// "Oct 25, 3:42 PM" (the year when not this one).
 export function shortDate(iso) {
-  const d = new Date(iso), thisYear = d.getFullYear() === new Date().getFullYear();
-  return d.toLocaleString('en-US', { month: 'short', day: 'numeric', year: thisYear ? undefined : 'numeric', hour: 'numeric', minute: '2-digit' });
+  const d = new Date(iso), year = d.getFullYear() !== new Date().getFullYear() ? 'numeric' : undefined;
+  return d.toLocaleString('en-US', { month: 'short', day: 'numeric', year, hour: 'numeric', minute: '2-digit' });
 }
 
 export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
 export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
+export const cap = (s) => s[0].toUpperCase() + s.slice(1);
 
-/// Characters as recd counts them: grapheme clusters, not UTF-16 units (`maxlength`). Without
-/// Intl.Segmenter, code points: stricter than recd, never looser.
-const segmenter = globalThis.Intl?.Segmenter ? new Intl.Segmenter() : null;
+/// The input level: `set(peaks, speech)`; `set()` at rest (lanes kept: nothing moves).
+export function meter() {
+  const m = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0', 'aria-valuenow': '-60' });
+  m.set = (peaks, speech) => {
+    const peak = peaks ? Math.max(...peaks) : -160;
+    if (peaks) m.replaceChildren(...peaks.map((p) => h('div', { class: 'lane' }, h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, (p + 60) / 0.6))}%` }))));
+    else for (const l of m.querySelectorAll('.level')) l.style.width = '0%';
+    m.setAttribute('aria-valuenow', Math.round(Math.max(-60, peak)));
+    m.dataset.peak = peak;
+    m.toggleAttribute('data-speech', !!speech);
+    return peak;
+  };
+  return m;
+}
+
+export const rowButton = (r, props, title, ...text) => h('button', props, h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+  h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, title), ...text));
+
+/// Characters as recd counts them: graphemes (else code points: never looser).
+const segmenter = globalThis.Intl?.Segmenter && new Intl.Segmenter();
 const graphemes = (text) => (segmenter ? Array.from(segmenter.segment(text), (g) => g.segment) : [...text]);
 
-/// `maxlength` in graphemes: what goes past `max` is cut from what was just typed.
+/// `maxlength` in graphemes: past `max`, what was just typed is cut.
 export function limit(field, max) {
   if (graphemes(field.value).length <= max) return;
   const caret = field.selectionEnd ?? field.value.length;
-  const after = field.value.slice(caret);
-  const before = graphemes(field.value.slice(0, caret)).slice(0, Math.max(0, max - graphemes(after).length)).join('');
+  const after = field.value.slice(caret), before = graphemes(field.value.slice(0, caret)).slice(0, Math.max(0, max - graphemes(after).length)).join('');
   field.value = graphemes(before + after).slice(0, max).join('');
   field.setSelectionRange(before.length, before.length);
 }
 
-/// Title, notes and purpose of the preview (5.3.3) and edit (5.4.3) sheets; `read()` gives the body.
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
-  // "(40 char max)", from 3/4 of the limit the count ("150/200").
-  const count = (input, max, out) => {
-    const n = graphemes(input.value).length;
-    out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
-    out.classList.toggle('count', n >= max * 0.75);
+  const opt = initial.optional ? ' (Optional)' : '';
+  // "(40 char max)"; from 3/4 of it, "150/200".
+  const field = (tag, name, label, max, placeholder) => {
+    const input = h(tag, { name, placeholder, autocomplete: 'off' }), out = h('small', { class: 'hint limit', 'aria-live': 'polite' });
+    input.value = initial[name] ?? '';
+    const check = (e) => {
+      if (!e?.isComposing) limit(input, max);   // not mid-IME
+      const n = graphemes(input.value).length;
+      out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
+      out.classList.toggle('count', n >= max * 0.75);
+    };
+    input.addEventListener('input', check);
+    input.addEventListener('compositionend', check);
+    check({ isComposing: true });
+    return [input, h('label', {}, h('span', {}, `${label}${opt}:`), input, out)];
   };
-  const titleCount = h('small', { class: 'hint limit', 'aria-live': 'polite' });
-  const notesCount = h('small', { class: 'hint limit', 'aria-live': 'polite' });
-  const title = h('input', { name: 'title', placeholder: 'Add a title...', autocomplete: 'off' });
-  const notes = h('textarea', { name: 'notes', placeholder: 'Add notes...' });
-  title.value = initial.title ?? '';
-  notes.value = initial.notes ?? '';
-  const limited = (field, max, out) => {
-    const check = (e) => { if (!e?.isComposing) limit(field, max); count(field, max, out); };   // not mid-IME
-    field.addEventListener('input', check);
-    field.addEventListener('compositionend', check);
-  };
-  limited(title, TITLE_MAX, titleCount);
-  limited(notes, NOTES_MAX, notesCount);
-  count(title, TITLE_MAX, titleCount); count(notes, NOTES_MAX, notesCount);
+  const [title, titleLabel] = field('input', 'title', 'Title', TITLE_MAX, 'Add a title...');
+  const [notes, notesLabel] = field('textarea', 'notes', 'Notes', NOTES_MAX, 'Add notes...');
   const chips = PURPOSES.map((p) => h('button', {
     'aria-pressed': String(p === purpose), 'data-purpose': p,
     onclick: (e) => {
-      purpose = purpose === p ? null : p;   // tap the selected chip to unselect it
+      purpose = purpose === p ? null : p;   // tapped again: unselected
       for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', c.dataset.purpose === purpose);
       e.currentTarget.focus();
     },
-  }, p[0].toUpperCase() + p.slice(1)));
-  const opt = initial.optional ? ' (Optional)' : '';
+  }, cap(p)));
   const chipBox = h('fieldset', { class: 'chips' }, h('legend', {}, `Purpose${opt}:`), chips);
-  const form = h('form', { class: 'meta', onsubmit: (e) => e.preventDefault() },
-    h('label', {}, h('span', {}, `Title${opt}:`), title, titleCount),
-    h('label', {}, h('span', {}, `Notes${opt}:`), notes, notesCount),
-    chipBox);
+  const form = h('form', { class: 'meta', onsubmit: (e) => e.preventDefault() }, titleLabel, notesLabel, chipBox);
   form.read = () => ({ title: title.value.trim(), notes: notes.value, purpose });
   return form;
 }
 
-/// A one-key shortcut, not while typing, in a dialog or with Ctrl, Alt or ⌘; returns its remover.
+/// A one-key shortcut (not while typing, in a dialog or with a modifier).
 export function onKey(key, fn) {
   const on = (e) => {
     if (e.key.toLowerCase() !== key || e.repeat || e.ctrlKey || e.altKey || e.metaKey

@@ -1,8 +1,7 @@
-// Draws audiowaveform v2 data (GET /v1/recordings/{id}/waveform) on a canvas, the part played in the accent.
+// Draws audiowaveform v2 data on a canvas, the part played in the accent.
 
 import { api } from './api.js';
 
-/// Spreads the points over the canvas's whole width: point p covers [p, p+1) × width / length.
 export function drawWaveform(canvas, wave, progress = 0, head = false) {
   const ratio = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 300, height = canvas.clientHeight || 72;
@@ -10,9 +9,8 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
   const g = canvas.getContext('2d');
   g.scale(ratio, ratio);
   g.clearRect(0, 0, width, height);
-  const style = getComputedStyle(document.documentElement);
-  const played = style.getPropertyValue('--accent').trim() || '#3557d6';
-  const rest = style.getPropertyValue('--edge').trim() || '#888';   // 3:1 on white
+  const style = getComputedStyle(document.documentElement), color = (v) => style.getPropertyValue(v);
+  const played = color('--accent'), rest = color('--edge');   // 3:1 on white
   if (!wave || !wave.length) {
     g.fillStyle = rest; g.fillRect(0, height / 2 - 1, width, 2);
     canvas.dataset.drawn = '0';
@@ -20,7 +18,6 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
   }
   const full = wave.bits === 8 ? 128 : 32768, step = wave.channels * 2, mid = height / 2;
   const bar = width / wave.length, px = 1 / ratio;
-  // A gap between bars only when they are wide enough to show one.
   const gap = bar >= 3 ? 1 : 0;
   for (let p = 0; p < wave.length; p++) {
     let peak = 0;
@@ -31,16 +28,14 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
     g.fillStyle = p / wave.length < progress ? played : rest;
     g.fillRect(p * bar, mid - hgt / 2, Math.max(px, bar - gap), hgt);
   }
-  // The position: a dark line edged in white, 3:1 beside any bar (WCAG 1.4.11).
+  // The position: a dark line edged in white, 3:1 beside any bar.
   const x = Math.min(Math.round(progress * width), width - 3);
-  if (head) { g.fillStyle = '#fff'; g.fillRect(x - 1, 0, 4, height); g.fillStyle = style.getPropertyValue('--ink'); g.fillRect(x, 0, 2, height); }
-  // For the tests: how many points, over how many CSS pixels.
+  if (head) { g.fillStyle = '#fff'; g.fillRect(x - 1, 0, 4, height); g.fillStyle = color('--ink'); g.fillRect(x, 0, 2, height); }
   canvas.dataset.points = String(wave.length);
   canvas.dataset.drawn = String(Math.round(wave.length * bar));
 }
 
-/// Asks recd for as many points as the canvas has pixels, again when that changes, `got(wave)` each
-/// time; returns its stopper.
+/// As many points as the canvas has pixels, asked again when that changes.
 export function fitWaveform(canvas, id, got) {
   let asked = 0, timer = null;
   const ask = () => {
@@ -50,15 +45,13 @@ export function fitWaveform(canvas, id, got) {
     canvas.dataset.asked = String(pixels);
     api.waveform(id, pixels).then((w) => { if (asked === pixels) got(w); }).catch(() => got(null));
   };
-  // Coalesced: a resize asks once it settles.
   const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(ask, 120); });
-  // device-pixel-content-box also fires when only the pixel ratio changes.
   try { observer.observe(canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(canvas); }
   ask();
   return () => { clearTimeout(timer); observer.disconnect(); };
 }
 
-/// A live level trace for the recording screen: the newest level on the right.
+/// A live level trace, the newest on the right.
 export class LiveTrace {
   constructor(canvas, size = 120) { this.canvas = canvas; this.levels = new Array(size).fill(0); }
   push(peakDb) {
