@@ -317,7 +317,12 @@ public actor Listener {
 
     private func disarm(reason: ListenStopReason, message: String) async {
         guard case .armed(let s) = state else { return }
-        if case .speaking(let id, let tap) = s.phase { stoppingTake = (id, tap) }
+        if case .speaking(let id, let tap) = s.phase {
+            stoppingTake = (id, tap)
+            // It ends at what was captured by now, told before capture closes under it (a tap that
+            // sees capture end without having been told takes it for a fault).
+            if let capture = s.capture { tap.end(at: capture.history.position) }
+        }
         state = .stopping
         s.tasks.forEach { $0.cancel() }
         microphone.release()

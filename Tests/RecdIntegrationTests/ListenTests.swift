@@ -58,7 +58,7 @@ final class ListenTests: DaemonTestCase {
                                  extraArgs: ["--transcriber", TranscriptTests.transcriber, "--transcribe-priority", "normal"], dir: daemon.dir)
         daemon = whisper
         try daemon.start()
-        let first = try speech("Buy milk and bread on the way home.", name: "first")
+        let first = try speech("Remember to water the tomatoes on Saturday.", name: "first")
         let second = try speech("The meeting moves to Thursday morning.", name: "second")
         let third = try speech("Bring the harbour charts.", name: "third")
         // The sound starts with silence, as a microphone's does (the test's null sink delivers nothing
@@ -76,7 +76,9 @@ final class ListenTests: DaemonTestCase {
         let list = try daemon.recctlJSON(RecordingList.self, "list").recordings.sorted { $0.createdAt < $1.createdAt }
         XCTAssertEqual(list.count, 2)
         XCTAssertEqual(list.map(\.state), [.ready, .ready])
-        let words: [[String]] = [["milk", "home"], ["meeting", "charts"]]
+        // Words Whisper base hears in espeak's voice every time (it took "Buy milk" for "I built"): the
+        // first word's being kept is the onset's check above, on the sound itself.
+        let words: [[String]] = [["water", "saturday"], ["meeting", "chart"]]
         for (r, expected) in zip(list, words) {
             let t = try waitForTranscript(r.id)
             let heard = t.segments.map(\.text).joined(separator: " ").lowercased()

@@ -244,7 +244,7 @@ try:
         asked = lambda: js("""return performance.getEntriesByType('resource').map((e) => e.name)
             .filter((n) => n.includes('/waveform?pixels=')).map((n) => +n.split('pixels=')[1])""")
         js("performance.clearResourceTimings()")
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{ids[3]}'] .row-main").click()
+        click(f"li[data-id='{ids[3]}'] .row-main")   # found again if the list re-rendered meanwhile
         canvas = lambda: js("""const c = document.querySelector('#player canvas'); return c && [c.clientWidth, c.width, +(c.dataset.drawn || 0), +(c.dataset.points || 0)]""")
         wait("the player's waveform", lambda b: asked() and (canvas() or [0, 0, 0, 0])[3] > 0)
         c = canvas()
@@ -260,7 +260,7 @@ try:
         click("[data-action=close]")
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": False})
         js("performance.clearResourceTimings()")
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{ids[3]}'] .row-main").click()
+        click(f"li[data-id='{ids[3]}'] .row-main")   # found again if the list re-rendered meanwhile
         wait("the player's waveform at ×2", lambda b: asked())
         c3 = canvas()
         check(f"devicePixelRatio 2: asks for {c3[1]} = 2 × {c3[0]} points", asked()[-1] == c3[1] == 2 * c3[0], [asked(), c3])

@@ -105,7 +105,7 @@ try:
         tone = import_tone("Ten second tone")
         rid = tone["id"]
         wait("the row", lambda b: b.find_elements(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-main"))
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{rid}'] .row-main").click()
+        click(f"li[data-id='{rid}'] .row-main")   # found again if the list re-rendered meanwhile
         wait("the waveform", lambda b: js("return document.querySelector('#player canvas.wave')?.dataset.drawn > 0"))
         check("a recording without markers shows no ticks and no list", not ticks() and not rows())
         check("no Share button where the browser cannot share files (desktop Chromium)",

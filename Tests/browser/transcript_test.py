@@ -87,7 +87,7 @@ try:
 
         story = imported(speech(STORY, "story"), "Morning walk")
         wait("the row", lambda b: b.find_elements(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main"))
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main").click()
+        click(f"li[data-id='{story['id']}'] .row-main")   # found again if the list re-rendered meanwhile
         click("#player [data-action=pause]")   # heard later, word by word
         first = wait("the transcript's first state", lambda b: js("const t = document.querySelector('#player [data-transcript]'); return t && t.dataset.state !== 'loading' && [t.dataset.state, t.textContent]"))
         check("while recd transcribes, the player says Transcribing…", first[0] == "pending" and first[1].startswith("Transcribing…"), first)
@@ -189,7 +189,7 @@ try:
         shopping = imported(speech(SHOPPING, "shopping", 2.0), "Errands")
         tq, ts = transcript_of(quiet["id"]), transcript_of(shopping["id"])
         wait("the new rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li")) == 3)
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{quiet['id']}'] .row-main").click()
+        click(f"li[data-id='{quiet['id']}'] .row-main")   # found again if the list re-rendered meanwhile
         said = wait("the silent transcript", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-transcript][data-state=done]").text)
         check("a recording with no speech says No words were heard.", tq["state"] == "done" and said == "No words were heard.", [tq, said])
         click("#player [data-action=close]")
@@ -221,7 +221,7 @@ try:
               not browser.find_elements(By.CSS_SELECTOR, ".quick, .tabs")
               and js("return document.querySelector('#view h2.section').textContent") == "2 recordings found")
         shot("38-search")
-        browser.find_element(By.CSS_SELECTOR, f"ul.hits li[data-id='{shopping['id']}'] .row-main").click()
+        click(f"ul.hits li[data-id='{shopping['id']}'] .row-main")   # found again if the list re-rendered meanwhile
         opened = wait("the player at the words", lambda b: (lambda a: a if a and a[0] > 0 and not a[1] else None)(audio_time()), 10)
         check(f"a click on the hit plays it from {hit_time:.2f} s", abs(opened[0] - hit_time) < 1.0, [opened, hit_time])
         check("the field keeps the query while the player is up", field.get_attribute("value") == "apples")
@@ -277,7 +277,7 @@ try:
         plain = imported(speech("Nothing to see here.", "plain"), "Untranscribed note")
         browser.get(base + "/")
         wait("the rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li")) == 4)
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{plain['id']}'] .row-main").click()
+        click(f"li[data-id='{plain['id']}'] .row-main")   # found again if the list re-rendered meanwhile
         why = wait("the quiet line", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-transcript][data-state=none]").text)
         check("without the transcriber the player says why, in one quiet line, and plays",
               why.startswith("No transcript: ") and "not installed" in why and audio_time() is not None, why)
@@ -285,7 +285,7 @@ try:
               all(browser.find_elements(By.CSS_SELECTOR, f"#player [data-action={a}]") for a in ("back", "pause", "forward", "close")))
         shot("38-no-transcriber")
         click("#player [data-action=close]")
-        browser.find_element(By.CSS_SELECTOR, f"li[data-id='{story['id']}'] .row-main").click()
+        click(f"li[data-id='{story['id']}'] .row-main")   # found again if the list re-rendered meanwhile
         kept = wait("the stored words", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .word"), 10)
         check("a transcript made before is still shown", len(kept) == len(words), len(kept))
         click("#player [data-action=close]")
