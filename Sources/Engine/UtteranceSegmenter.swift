@@ -39,6 +39,13 @@ struct UtteranceSegmenter {
         var max: Double
         var onThreshold = 0.5
         var offThreshold = 0.35
+        /// Where speech began: the first of the windows above this that lead without a gap to the one
+        /// that reached `onThreshold`. Silero's probability climbs over a few windows at a word's
+        /// start, longer for quiet speech (the bench: a phrase 18 dB down was taken for speech
+        /// 0.23 s after its first sound); the pre-roll counts from where it began to climb.
+        var riseThreshold = 0.15
+        /// How far back a climb counts (a long stretch just above `riseThreshold`, music say, is not speech).
+        var maxRise = 0.5
     }
 
     let settings: Settings
@@ -53,6 +60,8 @@ struct UtteranceSegmenter {
         var recordingFrom: Int64?
     }
     private var utterance: Utterance?
+    /// The start of the windows above `riseThreshold` just before now (nil after one below it).
+    private var riseStart: Int64?
 
     init(_ settings: Settings) { self.settings = settings }
 
@@ -64,6 +73,7 @@ struct UtteranceSegmenter {
     mutating func feed(probability p: Double, start: Int64, end: Int64, oldest: Int64) -> [Decision] {
         let rate = Double(settings.rate)
         var out: [Decision] = []
+        if p >= settings.riseThreshold { riseStart = riseStart ?? start } else { riseStart = nil }
         if var u = utterance {
             if p >= settings.offThreshold {
                 u.lastSpeechEnd = end
@@ -92,9 +102,10 @@ struct UtteranceSegmenter {
                 utterance = u
             }
         } else if p >= settings.onThreshold {
-            utterance = Utterance(firstSpeech: start, lastSpeechEnd: end, speechFrames: end - start, recordingFrom: nil)
+            let first = max(riseStart ?? start, start - Int64(settings.maxRise * rate))
+            utterance = Utterance(firstSpeech: first, lastSpeechEnd: end, speechFrames: end - start, recordingFrom: nil)
             if Double(end - start) >= settings.min * rate {
-                let from = max(oldest, start - Int64(settings.preRoll * rate))
+                let from = max(oldest, first - Int64(settings.preRoll * rate))
                 utterance?.recordingFrom = from
                 out.append(.begin(at: from))
             }

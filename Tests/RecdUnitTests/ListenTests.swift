@@ -44,6 +44,21 @@ final class UtteranceSegmenterTests: XCTestCase {
         XCTAssertEqual(d, [.begin(at: 50), .end(at: 280, speech: 0.8)])
     }
 
+    func testThePreRollCountsFromWhereTheProbabilityBeganToRise() {
+        var s = UtteranceSegmenter(.init(rate: 100, silence: 1, preRoll: 0.5, min: 0.3, max: 600))
+        var out: [UtteranceSegmenter.Decision] = []
+        // Quiet speech: 0.05 until 100, then climbing 0.2, 0.3, 0.4 before reaching 0.5 at 103.
+        let climb: [Double] = Array(repeating: 0.05, count: 100) + [0.2, 0.3, 0.4] + Array(repeating: 0.9, count: 60) + Array(repeating: 0.05, count: 120)
+        for (i, p) in climb.enumerated() { out += s.feed(probability: p, start: Int64(i), end: Int64(i + 1), oldest: 0) }
+        XCTAssertEqual(out.first, .begin(at: 50), "0.5 s before the climb began (at 100), not before 103")
+        // A long stretch just above the climb's threshold counts for half a second at most.
+        var t = UtteranceSegmenter(.init(rate: 100, silence: 1, preRoll: 0.5, min: 0.3, max: 600))
+        let hum: [Double] = Array(repeating: 0.2, count: 400) + Array(repeating: 0.9, count: 60) + Array(repeating: 0.05, count: 120)
+        var d: [UtteranceSegmenter.Decision] = []
+        for (i, p) in hum.enumerated() { d += t.feed(probability: p, start: Int64(i), end: Int64(i + 1), oldest: 0) }
+        XCTAssertEqual(d.first, .begin(at: 300))
+    }
+
     func testThePreRollReachesNoFurtherThanTheHistory() {
         let p = String(repeating: "0", count: 100) + String(repeating: "1", count: 50) + String(repeating: "0", count: 120)
         XCTAssertEqual(run(p, preRoll: 2, oldest: 60), [.begin(at: 60), .end(at: 250, speech: 0.5)])
