@@ -649,6 +649,9 @@ def main():
         return sorted(recctl_json(sock, "list", "--limit", "1000")["recordings"], key=lambda r: r["createdAt"])
 
     date = datetime.datetime.now(datetime.timezone.utc)
+    head = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h"], capture_output=True, text=True).stdout.strip()
+    built = datetime.datetime.fromtimestamp(os.path.getmtime(recd_bin), datetime.timezone.utc).strftime("%H:%M")
+    build_note = f"linked {built} UTC; HEAD {head or '?'}"
     load_before = open("/proc/loadavg").read().split()[:3]
     log(f"work: {work}; building the sound (seed {args.seed})")
     set_path, truth, set_events, set_seconds = build_phrase_set(work, n_phrases, args.seed)
@@ -838,7 +841,7 @@ def main():
     mode = "quick mode (--quick)" if args.quick else "full run"
     lines = [TITLE, "",
              f"Written by `bench/listen.py` ({mode}, seed {args.seed}) on {date.strftime('%Y-%m-%d %H:%M')} UTC — "
-             f"{os.cpu_count()} CPUs; recd: release build; detector: **{detector}**"
+             f"{os.cpu_count()} CPUs; recd: release build ({build_note}); detector: **{detector}**"
              + (f" ({detector_note})" if detector_note else "") + f"; Whisper base at normal priority. Load average "
              f"{' '.join(load_before)} before, {' '.join(load_after)} after; the machine (all processes) was "
              f"{busy_pct:.0f} % busy (of {100 * os.cpu_count()} %) during the CPU window, {busy_pct_all:.0f} % over the noise.",
@@ -931,7 +934,9 @@ def main():
     kinds = {}
     for e in noise_events:
         kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
-    noise_sound = ", ".join(f"{v} {k}{'s' if v > 1 and not k.endswith('s') else ''}" for k, v in sorted(kinds.items()))
+    names = {"music": ("music passage", "music passages"), "fan": ("fan", "fans"), "door slam": ("door slam", "door slams"),
+             "two door slams": ("door opened and shut (two slams)", "doors opened and shut (two slams)")}
+    noise_sound = ", ".join(f"{v} {names[k][v > 1]}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
     lines += ["### False recordings on sound without speech", "",
               f"{noise_seconds / 60:.1f} minutes: room noise throughout ({window[1] - window[0]:.0f} s of it alone first, "
               f"the CPU window below), then {noise_sound} (music 3–10 s at -30 to -22 dBFS RMS; fan: rumble and a 100 Hz hum "
@@ -972,7 +977,9 @@ def main():
               f"{'yes' if len(noise_recd_files) <= 1 else 'NO'} ({len(noise_recd_files)} in {noise_seconds / 60:.1f} min); CPU "
               f"{'yes' if recd_pct <= 2 else 'NO'} ({recd_pct:.2f} %); memory {rss_a / 1024:.1f} → {rss_end / 1024:.1f} MB over "
               f"{whole / 60:.1f} min (an hour not run); onset "
-              f"{'yes' if lead_recd and min(lead_recd) >= 0.8 else 'NO'} (min {min(lead_recd) if lead_recd else float('nan'):.2f} s).", ""]
+              f"{'yes' if lead_recd and min(lead_recd) >= 0.8 else 'NO'} (the earliest file starts {min(lead_recd) if lead_recd else float('nan'):.2f} s "
+              "before its phrase's first sample; the pre-roll is counted back from where the detector heard speech begin, "
+              "which for a quiet first sound is a little after it).", ""]
     section = "\n".join(lines) + "\n"
     print(section)
     json.dump(dict(recd=recd_files, sox=peer_files, recd_outcome=recd_out, sox_outcome=peer_out, noise_recd=noise_recd_files,
