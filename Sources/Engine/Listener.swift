@@ -42,7 +42,8 @@ public actor Listener {
     }
 
     enum State: Sendable {
-        case off(last: ListenStopped?)
+        /// `kept`, `dropped`: the last session's counts, still said once it has ended.
+        case off(last: ListenStopped?, kept: Int = 0, dropped: Int = 0)
         case armed(Session)
         /// Being disarmed: the utterance under way is ended and kept.
         case stopping
@@ -141,7 +142,7 @@ public actor Listener {
     /// What listening is doing (`GET /v1/listen`).
     public var status: ListenStatus {
         switch state {
-        case .off(let last): return ListenStatus(state: .off, lastStop: last)
+        case .off(let last, let kept, let dropped): return ListenStatus(state: .off, utterances: kept, dropped: dropped, lastStop: last)
         case .stopping: return ListenStatus(state: .listening)
         case .armed(let s):
             let (phase, id, lost): (ListenStatus.State, UUID?, ListenStopped?) = switch s.phase {
@@ -194,7 +195,7 @@ public actor Listener {
         microphone.release()
         await stopTakes()
         if let capture = s.capture { await Self.onBlockingPool { capture.stop() } }
-        state = .off(last: ListenStopped(at: Date(), reason: .shutdown, message: "recd stopped"))
+        state = .off(last: ListenStopped(at: Date(), reason: .shutdown, message: "recd stopped"), kept: s.utterances, dropped: s.dropped)
         logger.notice("listening stopped with recd; it is armed again when recd starts")
     }
 
@@ -287,6 +288,7 @@ public actor Listener {
         switch decision {
         case .drop(let speech):
             update { $0.dropped += 1 }
+            if case .stopping = state { stoppingCounts.dropped += 1 }
             events.publish(.listenUtterance(ListenUtteranceEvent(recordingID: nil, speech: speech, duration: 0, dropped: true, split: false)))
         case .end(let at, let speech), .split(let at, let speech):
             guard let (id, tap) = speaking ?? stoppingTake else {
@@ -304,6 +306,7 @@ public actor Listener {
             }
             let split = if case .split = decision { true } else { false }
             update { $0.utterances += 1; $0.phase = .listening }
+            if case .stopping = state { stoppingCounts.kept += 1 }
             stoppingTake = nil
             events.publish(.listenUtterance(ListenUtteranceEvent(recordingID: id, speech: speech, duration: duration, dropped: false, split: split)))
             logger.info("listening: recording \(id) kept (\(String(format: "%.1f", speech)) s of speech\(split ? ", split at the maximum length" : ""))")
@@ -314,6 +317,8 @@ public actor Listener {
 
     /// The take under way when disarming began (its end still comes from the detector thread).
     private var stoppingTake: (UUID, CaptureHistoryTap)?
+    /// Utterances ended while disarming (the session's counts are its, until it is off).
+    private var stoppingCounts = (kept: 0, dropped: 0)
 
     private func disarm(reason: ListenStopReason, message: String) async {
         guard case .armed(let s) = state else { return }
@@ -324,6 +329,7 @@ public actor Listener {
             if let capture = s.capture { tap.end(at: capture.history.position) }
         }
         state = .stopping
+        stoppingCounts = (0, 0)
         s.tasks.forEach { $0.cancel() }
         microphone.release()
         // The detector thread ends the utterance under way where capture is now; the consumer
@@ -332,13 +338,14 @@ public actor Listener {
         await s.consumer?.value
         if let (id, tap) = stoppingTake {
             tap.stop()
-            _ = try? await recorder.stopIfActive(id, then: .save)
+            if (try? await recorder.stopIfActive(id, then: .save)) != nil { stoppingCounts.kept += 1 }
             stoppingTake = nil
         }
         removeSavedState()
         let stopped = ListenStopped(at: Date(), reason: reason, message: message)
-        state = .off(last: stopped)
-        logger.notice("listening stopped: \(message) (\(s.utterances) recording(s) kept, \(s.dropped) too short)")
+        let (kept, dropped) = (s.utterances + stoppingCounts.kept, s.dropped + stoppingCounts.dropped)
+        state = .off(last: stopped, kept: kept, dropped: dropped)
+        logger.notice("listening stopped: \(message) (\(kept) recording(s) kept, \(dropped) too short)")
         publishStatus()
     }
 

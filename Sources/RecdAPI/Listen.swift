@@ -100,7 +100,7 @@ public struct ListenStatus: Codable, Sendable, Equatable {
     @Nullable public var device: String?
     /// The recording of the utterance in progress.
     @Nullable public var recordingID: UUID?
-    /// Utterances kept and dropped (too short) since armed.
+    /// Utterances kept and dropped (too short) since armed; while off, the last session's.
     public var utterances: Int
     public var dropped: Int
     /// recd was restarted while armed, and armed again by itself.

@@ -241,6 +241,8 @@ final class ListenerTests: XCTestCase {
         let off = try await listener.disarm()
         XCTAssertEqual(off.state, .off)
         XCTAssertEqual(off.lastStop?.reason, .requested)
+        XCTAssertEqual(off.utterances, 2, "the session's counts are said once it has ended")
+        XCTAssertEqual(off.dropped, 1)
     }
 
     func testAnUtteranceLongerThanMaxIsSplitWithoutLosingAFrame() async throws {
@@ -260,6 +262,7 @@ final class ListenerTests: XCTestCase {
         await eventually("speaking") { await listener.status.state == .speaking }
         let off = try await listener.disarm()
         XCTAssertEqual(off.state, .off)
+        XCTAssertEqual(off.utterances, 1)
         XCTAssertEqual(utterances.count, 1)
         let r = try XCTUnwrap(try catalog.recording(id: XCTUnwrap(utterances.first?.recordingID)))
         XCTAssertEqual(r.state, .ready)
