@@ -46,7 +46,17 @@ public actor Listener {
         case off(last: ListenStopped?, kept: Int = 0, dropped: Int = 0)
         case armed(Session)
         /// Being disarmed: the utterance under way is ended and kept.
-        case stopping
+        case stopping(Stopping)
+    }
+
+    /// A session being disarmed, and what it still ends.
+    struct Stopping: Sendable {
+        var session: Session
+        /// The take under way when disarming began (its end still comes from the detector thread).
+        var take: (id: UUID, tap: CaptureHistoryTap)?
+        /// Utterances ended while disarming (the session's counts are its, until it is off).
+        var kept = 0
+        var dropped = 0
     }
 
     private var state: State = .off(last: nil)
@@ -57,6 +67,9 @@ public actor Listener {
     private let logger: Logger
     private let openMicrophone: @Sendable () throws -> any CaptureSource
     private let makeDetector: @Sendable () -> (any SpeechDetector, note: String?)
+    /// The free bytes of the filesystem at a path (statvfs; nil when unreadable): a seam for the
+    /// unit tests of a disk that fills while armed.
+    private let freeBytes: @Sendable (String) -> Int64?
     /// Where an armed session's settings are kept, so that a restarted recd arms again.
     private let stateFile: URL
     static let retrySeconds = 2.0
@@ -66,9 +79,10 @@ public actor Listener {
 
     init(config: EngineConfiguration, recorder: Recorder, microphone: SharedMicrophone, events: EventHub, logger: Logger,
          openMicrophone: @escaping @Sendable () throws -> any CaptureSource,
-         makeDetector: @escaping @Sendable () -> (any SpeechDetector, note: String?)) {
+         makeDetector: @escaping @Sendable () -> (any SpeechDetector, note: String?),
+         freeBytes: @escaping @Sendable (String) -> Int64? = { FileOps.freeBytes($0) }) {
         self.config = config; self.recorder = recorder; self.microphone = microphone; self.events = events; self.logger = logger
-        self.openMicrophone = openMicrophone; self.makeDetector = makeDetector
+        self.openMicrophone = openMicrophone; self.makeDetector = makeDetector; self.freeBytes = freeBytes
         stateFile = config.dataDirectory.root.appendingPathComponent("listen.json")
     }
 
@@ -97,7 +111,8 @@ public actor Listener {
         case .off: break
         }
         let settings = try validate(request)
-        try FileOps.requireFree(config.minFreeBytes + Self.diskMarginBytes, in: config.dataDirectory.recordings.path)
+        let (path, needed) = (config.dataDirectory.recordings.path, config.minFreeBytes + Self.diskMarginBytes)
+        if let free = freeBytes(path), free < needed { throw .insufficientStorage(path: path, freeBytes: free, requiredBytes: needed) }
         let (open, make) = (openMicrophone, makeDetector)
         var opened: (source: any CaptureSource, detector: (any SpeechDetector, note: String?))?
         var missing: EngineError?
@@ -143,7 +158,11 @@ public actor Listener {
     public var status: ListenStatus {
         switch state {
         case .off(let last, let kept, let dropped): return ListenStatus(state: .off, utterances: kept, dropped: dropped, lastStop: last)
-        case .stopping: return ListenStatus(state: .listening)
+        case .stopping(let stop):
+            let s = stop.session
+            return ListenStatus(state: .listening, since: s.since, settings: s.settings, detector: s.detector, detectorNote: s.note,
+                                device: config.captureDevice, utterances: s.utterances + stop.kept, dropped: s.dropped + stop.dropped,
+                                resumedAfterRestart: s.resumed)
         case .armed(let s):
             let (phase, id, lost): (ListenStatus.State, UUID?, ListenStopped?) = switch s.phase {
             case .listening: (.listening, nil, nil)
@@ -189,7 +208,7 @@ public actor Listener {
     /// ends. `listen.json` stays, so the next start arms again.
     public func shutdown(stoppingTakes stopTakes: @Sendable () async -> Void) async {
         guard case .armed(let s) = state else { return await stopTakes() }
-        state = .stopping
+        state = .stopping(Stopping(session: s))
         s.tasks.forEach { $0.cancel() }
         s.consumer?.cancel()
         microphone.release()
@@ -253,7 +272,7 @@ public actor Listener {
     /// Starts an utterance's recording from `at`.
     private func begin(at position: Int64, capture: ListenCapture) async {
         guard case .armed(let s) = state else { return }
-        let free = FileOps.freeBytes(config.dataDirectory.recordings.path) ?? .max
+        let free = freeBytes(config.dataDirectory.recordings.path) ?? .max
         if free < config.minFreeBytes + Self.diskMarginBytes {
             let message = "the disk holding \(config.dataDirectory.recordings.path) has \(free / 1_000_000) MB free; listening stops at \((config.minFreeBytes + Self.diskMarginBytes) / 1_000_000) MB (--min-free-mb plus \(Self.diskMarginBytes / 1_000_000) MB for a take to finish)"
             logger.error("listening stops: \(message)")
@@ -281,17 +300,18 @@ public actor Listener {
 
     /// Ends the utterance's recording (`end`, `split`) and saves it, or counts a dropped one.
     private func finishUtterance(_ decision: UtteranceSegmenter.Decision) async {
-        let speaking: (UUID, CaptureHistoryTap)? = switch state {
+        let speaking: (id: UUID, tap: CaptureHistoryTap)? = switch state {
         case .armed(let s): if case .speaking(let id, let tap) = s.phase { (id, tap) } else { nil }
-        default: nil
+        case .stopping(let stop): stop.take
+        case .off: nil
         }
         switch decision {
         case .drop(let speech):
             update { $0.dropped += 1 }
-            if case .stopping = state { stoppingCounts.dropped += 1 }
+            if case .stopping(var stop) = state { stop.dropped += 1; state = .stopping(stop) }
             events.publish(.listenUtterance(ListenUtteranceEvent(recordingID: nil, speech: speech, duration: 0, dropped: true, split: false)))
         case .end(let at, let speech), .split(let at, let speech):
-            guard let (id, tap) = speaking ?? stoppingTake else {
+            guard let (id, tap) = speaking else {
                 if case .armed(let s) = state, case .yielded = s.phase, await recorder.active() == nil { update { $0.phase = .listening } }
                 return
             }
@@ -306,8 +326,7 @@ public actor Listener {
             }
             let split = if case .split = decision { true } else { false }
             update { $0.utterances += 1; $0.phase = .listening }
-            if case .stopping = state { stoppingCounts.kept += 1 }
-            stoppingTake = nil
+            if case .stopping(var stop) = state { stop.kept += 1; stop.take = nil; state = .stopping(stop) }
             events.publish(.listenUtterance(ListenUtteranceEvent(recordingID: id, speech: speech, duration: duration, dropped: false, split: split)))
             logger.info("listening: recording \(id) kept (\(String(format: "%.1f", speech)) s of speech\(split ? ", split at the maximum length" : ""))")
         case .begin:
@@ -315,35 +334,31 @@ public actor Listener {
         }
     }
 
-    /// The take under way when disarming began (its end still comes from the detector thread).
-    private var stoppingTake: (UUID, CaptureHistoryTap)?
-    /// Utterances ended while disarming (the session's counts are its, until it is off).
-    private var stoppingCounts = (kept: 0, dropped: 0)
-
     private func disarm(reason: ListenStopReason, message: String) async {
         guard case .armed(let s) = state else { return }
+        var stop = Stopping(session: s)
         if case .speaking(let id, let tap) = s.phase {
-            stoppingTake = (id, tap)
+            stop.take = (id, tap)
             // It ends at what was captured by now, told before capture closes under it (a tap that
             // sees capture end without having been told takes it for a fault).
             if let capture = s.capture { tap.end(at: capture.history.position) }
         }
-        state = .stopping
-        stoppingCounts = (0, 0)
+        state = .stopping(stop)
         s.tasks.forEach { $0.cancel() }
         microphone.release()
         // The detector thread ends the utterance under way where capture is now; the consumer
         // handles its last messages (as `.stopping`) until the stream ends.
         if let capture = s.capture { await Self.onBlockingPool { capture.stop() } }
         await s.consumer?.value
-        if let (id, tap) = stoppingTake {
+        guard case .stopping(var stop) = state else { return }
+        if let (id, tap) = stop.take {
             tap.stop()
-            if (try? await recorder.stopIfActive(id, then: .save)) != nil { stoppingCounts.kept += 1 }
-            stoppingTake = nil
+            if (try? await recorder.stopIfActive(id, then: .save)) != nil { stop.kept += 1 }
+            stop.take = nil
         }
         removeSavedState()
         let stopped = ListenStopped(at: Date(), reason: reason, message: message)
-        let (kept, dropped) = (s.utterances + stoppingCounts.kept, s.dropped + stoppingCounts.dropped)
+        let (kept, dropped) = (s.utterances + stop.kept, s.dropped + stop.dropped)
         state = .off(last: stopped, kept: kept, dropped: dropped)
         logger.notice("listening stopped: \(message) (\(kept) recording(s) kept, \(dropped) too short)")
         publishStatus()

@@ -56,17 +56,6 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     /// How long start waits for the first captured buffer before giving up on the device.
     static let firstBufferTimeoutMs = 5000
 
-    /// The microphone (ALSA) into a file written by a media worker.
-    convenience init(path: String, capture: AlsaCaptureSettings, encoding: AudioEncoding, meterIntervalMs: Int = 50,
-                     syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
-                     onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
-                     onFault: @escaping @Sendable (any Error) -> Void) throws {
-        let source = try AlsaCaptureSource(settings: capture)
-        self.init(path: path, source: source,
-                  sink: { written in try WorkerAudioWriter(path: path, encoding: encoding, onOutputWritten: written) },
-                  meterIntervalMs: meterIntervalMs, syncIntervalMs: syncIntervalMs, onMeter: onMeter, onFault: onFault)
-    }
-
     /// `source` into the sink `sink` makes (on the pipeline's encoder thread), which calls its
     /// argument after each write that reached the file (nil when the file is not synced).
     init(path: String, source: any CaptureSource, sink: @escaping (_ onOutputWritten: (() -> Void)?) throws -> any AudioSink,

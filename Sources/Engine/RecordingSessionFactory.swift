@@ -50,13 +50,10 @@ struct DeviceSessionFactory: RecordingSessionFactory {
         let (interval, syncInterval) = (config.meterIntervalMs, config.syncIntervalMs)
         switch take.type {
         case .audio:
-            if let source = take.source ?? microphone.tap() {
-                return AudioRecordingSession(path: take.path, source: source,
-                                             sink: { written in try WorkerAudioWriter(path: take.path, encoding: encoding, onOutputWritten: written) },
-                                             meterIntervalMs: interval, syncIntervalMs: syncInterval, onMeter: take.onMeter, onFault: take.onFault)
-            }
-            return try AudioRecordingSession(path: take.path, capture: capture, encoding: encoding, meterIntervalMs: interval,
-                                             syncIntervalMs: syncInterval, onMeter: take.onMeter, onFault: take.onFault)
+            let source: any CaptureSource = try take.source ?? microphone.tap() ?? AlsaCaptureSource(settings: capture)
+            return AudioRecordingSession(path: take.path, source: source,
+                                         sink: { written in try WorkerAudioWriter(path: take.path, encoding: encoding, onOutputWritten: written) },
+                                         meterIntervalMs: interval, syncIntervalMs: syncInterval, onMeter: take.onMeter, onFault: take.onFault)
         case .video:
             let v = config.video
             let camera = V4L2CaptureSettings(device: v.device, width: v.width, height: v.height, fps: v.fps,

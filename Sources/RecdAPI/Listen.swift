@@ -152,3 +152,45 @@ public struct ListenLevelEvent: Codable, Sendable, Equatable {
     public var speech: Double
     public init(peak: Double, rms: Double, speech: Double) { self.peak = peak; self.rms = rms; self.speech = speech }
 }
+
+/// The text forms people type for listening's settings (`recctl listen start --silence 2s --until 18:30`).
+extension ListenRequest {
+    /// "2s", "1.5" (seconds), "500ms", "10m", "1h", "1h30m".
+    public static func parseDuration(_ text: String) -> Double? {
+        if let plain = Double(text), plain.isFinite { return plain }
+        var total = 0.0, number = "", unit = "", parts = 0
+        func flush() -> Bool {
+            guard let n = Double(number), n.isFinite else { return false }
+            let scale: Double? = ["ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600][unit]
+            guard let scale else { return false }
+            total += n * scale; number = ""; unit = ""; parts += 1
+            return true
+        }
+        for c in text.lowercased() {
+            if c.isNumber || c == "." {
+                if !unit.isEmpty { guard flush() else { return nil } }
+                number.append(c)
+            } else if c.isLetter {
+                guard !number.isEmpty else { return nil }
+                unit.append(c)
+            } else {
+                return nil
+            }
+        }
+        guard flush(), parts > 0 else { return nil }
+        return total
+    }
+
+    /// "18:30" (the next such time), an ISO 8601 date, or a delay ("2h", "30m").
+    public static func parseUntil(_ text: String, now: Date) -> Date? {
+        if let d = APIJSON.parseDate(text) { return d }
+        let clock = text.split(separator: ":")
+        if clock.count == 2, let h = Int(clock[0]), let m = Int(clock[1]), (0..<24).contains(h), (0..<60).contains(m) {
+            let calendar = Calendar.current
+            guard let today = calendar.date(bySettingHour: h, minute: m, second: 0, of: now) else { return nil }
+            return today > now ? today : calendar.date(byAdding: .day, value: 1, to: today)
+        }
+        if text.last?.isLetter == true, let s = parseDuration(text) { return now.addingTimeInterval(s) }
+        return nil
+    }
+}

@@ -177,7 +177,8 @@ final class ListenerTests: XCTestCase {
 
     /// A Listener whose microphone plays `microphones` in turn (each opening the next; a failing
     /// open when they run out), with the level gate.
-    func makeListener(_ microphones: [MemoryCaptureSource]) throws -> (Listener, MemorySessionFactory) {
+    func makeListener(_ microphones: [MemoryCaptureSource],
+                      freeBytes: @escaping @Sendable (String) -> Int64? = { _ in 1 << 40 }) throws -> (Listener, MemorySessionFactory) {
         let config = self.config
         try config.dataDirectory.create()
         let factory = MemorySessionFactory()
@@ -193,7 +194,7 @@ final class ListenerTests: XCTestCase {
                                     }
                                     return next
                                 },
-                                makeDetector: { (LevelGateDetector(), "test") })
+                                makeDetector: { (LevelGateDetector(), "test") }, freeBytes: freeBytes)
         listeners.append(listener)
         return (listener, factory)
     }
@@ -318,6 +319,40 @@ final class ListenerTests: XCTestCase {
         await third.resumeIfArmed(always: false)
         let off = await third.status
         XCTAssertEqual(off.state, .off)
+    }
+
+    func testArmingIsRefusedWhenTheDiskHasNoRoomForATake() async throws {
+        let (listener, _) = try makeListener([microphone([(false, 1)])], freeBytes: { _ in 60_000_000 })
+        do {
+            _ = try await listener.arm(ListenRequest())
+            XCTFail("armed with 60 MB free")
+        } catch {
+            guard case .insufficientStorage(let path, let free, let required) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, dir.appendingPathComponent("Recordings").path)
+            XCTAssertEqual(free, 60_000_000)
+            XCTAssertEqual(required, Listener.diskMarginBytes, "--min-free-mb (0 here) plus the margin for a take to finish")
+        }
+        let status = await listener.status
+        XCTAssertEqual(status.state, .off)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("listen.json").path))
+    }
+
+    func testListeningStopsWhenTheDiskFillsBeforeAnUtteranceAndMakesNoRecording() async throws {
+        // Room when armed; 20 MB left by the time speech begins.
+        let reads = Mutex(0)
+        let (listener, factory) = try makeListener([microphone([(false, 1), (true, 1.5), (false, 2)])], freeBytes: { _ in
+            reads.withLock { $0 += 1; return $0 == 1 ? 1 << 40 : 20_000_000 }
+        })
+        _ = try await listener.arm(ListenRequest(silence: 1, preRoll: 0.2, min: 0.3))
+        await eventually("stopped for the disk") { await listener.status.state == .off }
+        let status = await listener.status
+        XCTAssertEqual(status.lastStop?.reason, .diskLow)
+        XCTAssertTrue(status.lastStop?.message.contains("20 MB free") ?? false, status.lastStop?.message ?? "")
+        XCTAssertTrue(factory.takes.isEmpty)
+        XCTAssertEqual(try catalog.list(ListQuery()).total, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("listen.json").path),
+                       "a restart does not arm it again on a full disk")
+        XCTAssertTrue(log.all.contains { if case .listenStatus(let s) = $0 { s.state == .off && s.lastStop?.reason == .diskLow } else { false } })
     }
 
     func testBadSettingsAreRefusedAndChangeNothing() async throws {
