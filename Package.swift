@@ -33,7 +33,7 @@ let package = Package(
         // FFmpeg, linked (its module map's `link` lines) by what imports it: only recd-media, the
         // benchmark and the unit tests; recd itself links none of it (docs/design.md, "One FFmpeg boundary").
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]),
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libavfilter-dev", "libswresample-dev", "libswscale-dev"])]),
         // C shims: only what Swift cannot call (variadic callbacks, function-like macros).
         .target(name: "CAlsaShim", dependencies: ["CAlsa"]),
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),

@@ -7,7 +7,7 @@
 # Only calls apt-get when something is missing. Runs apt-get through sudo unless already root.
 set -euo pipefail
 
-build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev libsqlite3-dev libebur128-dev)
+build_pkgs=(pkg-config libasound2-dev libavformat-dev libavcodec-dev libavutil-dev libavfilter-dev libswresample-dev libswscale-dev libsqlite3-dev libebur128-dev)
 # Runtime helpers for a machine with PulseAudio/PipeWire: ALSA's pulse plugin.
 run_pkgs=(libasound2-plugins)
 # Tests: a private PulseAudio server as the paced ALSA device, sox to make tones, ffmpeg/ffprobe as an

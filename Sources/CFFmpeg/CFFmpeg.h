@@ -10,3 +10,6 @@
 #include <libswscale/swscale.h>
 #include <libavutil/sha.h>
 #include <libavutil/dict.h>
+#include <libavfilter/avfilter.h>
+#include <libavfilter/buffersrc.h>
+#include <libavfilter/buffersink.h>

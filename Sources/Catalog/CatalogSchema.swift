@@ -83,6 +83,7 @@ extension Catalog {
         m.registerMigration("v12: markers") { db in try Catalog.migrateMarkers(db) }
         m.registerMigration("v13: chapters to write") { db in try Catalog.migrateChapterWork(db) }
         m.registerMigration("v14: the search index's words") { db in try Catalog.migrateSearchVocabulary(db) }
+        m.registerMigration("v15: enhanced copies") { db in try Catalog.migrateEnhanced(db) }
         return m
     }
 

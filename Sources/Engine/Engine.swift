@@ -117,6 +117,10 @@ public final class Engine: Sendable {
         var report = Recovery(catalog: catalog, data: config.dataDirectory, timeZone: config.timeZone, logger: logger)
             .run(activeID: nil)
         report.temporaryFilesRemoved += uploads.map { config.dataDirectory.uploads.appendingPathComponent($0).path }
+        // Enhanced copies half made, or made for a recording a crash deleted meanwhile.
+        let (data, catalog, logger) = (config.dataDirectory, catalog, logger)
+        let swept = data.mutations.run { EnhancedCopies.sweep(catalog: catalog, data: data, startUp: true, logger: logger) }
+        report.temporaryFilesRemoved += swept.files.map { data.enhanced.appendingPathComponent($0).path }
         lastRecovery.withLock { $0 = report }
         return report
     }
@@ -157,7 +161,9 @@ public final class Engine: Sendable {
     /// everything (see `Recorder.deleteAll`).
     public func deleteAll() async throws(EngineError) -> DeleteAllResponse {
         await player.stopForDeletion()
-        return try await recorder.deleteAll()
+        let reply = try await recorder.deleteAll()
+        await library.sweepEnhancedCopies()
+        return reply
     }
 
     /// The daemon's status as the API shows it (without the server's own fields).

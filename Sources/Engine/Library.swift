@@ -105,9 +105,59 @@ public struct Library: Sendable {
             try TakeRemoval.remove(r, expecting: [.pending, .ready, .missing], action: "delete",
                                    catalog: catalog, data: config.dataDirectory)
         }
+        await sweepEnhancedCopies()   // its copy's row went with it
         logger.info("recording \(r.id) deleted")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .deleted)))
         return r
+    }
+
+    // MARK: Enhance
+
+    /// Recording `idOrPrefix`'s enhanced copy, if it has one.
+    public func enhancement(_ idOrPrefix: String) throws(EngineError) -> EnhanceStatus {
+        let r = try resolve(idOrPrefix)
+        return EnhanceStatus(recordingID: r.id, copy: try catalogCall { try catalog.enhancedCopy(of: r.id) })
+    }
+
+    /// `r`'s enhanced copy, or why there is none to play or send (`no_media`).
+    public func enhancedCopy(of r: Recording) throws(EngineError) -> EnhancedCopy {
+        guard let copy = try catalogCall({ try catalog.enhancedCopy(of: r.id) }) else {
+            throw .noMedia(id: r.id, detail: "it has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+        }
+        return copy
+    }
+
+    /// The path of `r`'s enhanced copy's file.
+    public func enhancedPath(of r: Recording) -> String { config.dataDirectory.enhancedPath(r.id) }
+
+    /// Makes (or makes again) recording `idOrPrefix`'s enhanced copy (`RecordingEnhance`).
+    public func enhance(_ idOrPrefix: String) async throws(EngineError) -> EnhanceStatus {
+        let r = try resolve(idOrPrefix)
+        try RecordingEnhance.check(r)
+        let job = RecordingEnhance(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
+        let copy = try await blockingCatalogCall { try job.make(r) }
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .edited)))
+        return EnhanceStatus(recordingID: r.id, copy: copy)
+    }
+
+    /// Removes recording `idOrPrefix`'s enhanced copy (`no_media` when it has none); the original
+    /// is not touched.
+    public func removeEnhancement(_ idOrPrefix: String) async throws(EngineError) -> EnhanceStatus {
+        let r = try resolve(idOrPrefix)
+        await player.stopIfPlaying(r.id, enhanced: true)
+        let job = RecordingEnhance(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
+        guard try await blockingCatalogCall({ try job.remove(r.id) }) else {
+            throw .noMedia(id: r.id, detail: "it has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+        }
+        logger.info("recording \(r.id): enhanced copy removed")
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .edited)))
+        return EnhanceStatus(recordingID: r.id, copy: nil)
+    }
+
+    /// Removes the enhanced copies' files whose row is gone (a delete, a trim in place).
+    func sweepEnhancedCopies() async {
+        let (catalog, data, logger) = (catalog, config.dataDirectory, logger)
+        _ = try? await runBlocking { data.mutations.run { EnhancedCopies.sweep(catalog: catalog, data: data, startUp: false, logger: logger) } }
     }
 
     /// Cuts a saved or pending recording to `[start, end)` losslessly (`RecordingTrim`), in place or,
@@ -121,6 +171,7 @@ public struct Library: Sendable {
         let trim = RecordingTrim(catalog: catalog, data: config.dataDirectory, minFreeBytes: config.minFreeBytes, logger: logger)
         let result = try await blockingCatalogCall { try trim.run(r, start: start, end: end, asNew: request.asNew) }
         loudnessPass.wake()   // the cut is measured again
+        if !request.asNew { await sweepEnhancedCopies() }   // a copy of the uncut sound is gone with its row
         let how = request.asNew ? " as new recording \(result.id)" : ""
         logger.info("recording \(r.id) trimmed to \(String(format: "%.3f–%.3f s", start, end))\(how)")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: result.id, change: request.asNew ? .created : .edited)))

@@ -26,6 +26,8 @@ public actor Player {
         let gain: Double
         /// Pauses skipped (Skip Silence).
         let skipSilence: Bool
+        /// Its enhanced copy plays.
+        let enhanced: Bool
     }
 
     enum State: Sendable {
@@ -70,8 +72,9 @@ public actor Player {
     /// runs from it to the first audio written to the device.
     /// `normalize` false plays it as recorded; else at `--playback-loudness` (`LevelMatch`).
     /// `skipping`: the pauses to skip (Skip Silence), nil: none. `speed`: 0.5-2, the pitch kept.
+    /// `enhanced`: its enhanced copy is played instead (the same timeline; the play counts alike).
     public func play(_ recording: Recording, from position: Double?, normalize: Bool = true, skipping: [Silence]? = nil,
-                     speed: Double = 1, receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
+                     speed: Double = 1, enhanced: EnhancedCopy? = nil, receivedAt: UInt64) async throws(EngineError) -> PlayResponse {
         try await exclusive { () async throws(EngineError) -> PlayResponse in
             guard recording.state == .ready || recording.state == .pending else {
                 throw .invalidState(id: recording.id, state: recording.state, action: "play", allowed: [.ready, .pending])
@@ -85,9 +88,10 @@ public actor Player {
                 throw .invalidValue(field: "position", detail: "\(position) is past the end of the recording (0 to "
                                     + String(format: "%.3f s", duration) + ")")
             }
-            let path = try config.dataDirectory.recordingPath(recording.file)
+            let path = try enhanced == nil ? config.dataDirectory.recordingPath(recording.file) : config.dataDirectory.enhancedPath(recording.id)
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {
+                if enhanced != nil { throw .noMedia(id: recording.id, detail: "its enhanced copy's file is gone: make it again") }
                 throw .fileMissing(id: recording.id, file: recording.file)
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
@@ -112,7 +116,8 @@ public actor Player {
             let interval = config.meterIntervalMs
             let recordingID = recording.id
             let gate = EventGate()
-            let gain = normalize ? LevelMatch.gain(recording.loudness, target: config.playbackLoudness) : 0
+            let loudness = enhanced.map { Loudness(integrated: $0.loudness, range: nil, truePeak: nil) } ?? recording.loudness
+            let gain = normalize ? LevelMatch.gain(loudness, target: config.playbackLoudness) : 0
             let session: PlaybackSession
             let firstWriteAt: UInt64
             do {
@@ -145,7 +150,8 @@ public actor Player {
                 throw .playback(.media(file: path, detail: "\(error)"))
             }
             let active = Active(sessionID: sessionID, session: session, recording: recording,
-                                counts: recording.state == .ready, startedAt: Date(), gain: gain, skipSilence: skipping != nil)
+                                counts: recording.state == .ready, startedAt: Date(), gain: gain, skipSilence: skipping != nil,
+                                enhanced: enhanced != nil)
             state = .playing(active)
             let latencyMs = Double(firstWriteAt &- receivedAt) / 1e6
             logger.info("playing \(recording.id) on \(device)\(active.counts ? "" : " (preview, not counted)")\(gain == 0 ? "" : String(format: " at %+.1f dB", gain)) from \(String(format: "%.2f", position ?? 0)) s (\(String(format: "%.1f", latencyMs)) ms to first audio)")
@@ -210,8 +216,8 @@ public actor Player {
 
     /// If `recordingID` is playing, ends the playback without counting it (its recording is being
     /// deleted or discarded).
-    public func stopIfPlaying(_ recordingID: UUID) async {
-        await endCurrent(.deleted) { $0.recording.id == recordingID }
+    public func stopIfPlaying(_ recordingID: UUID, enhanced: Bool = false) async {
+        await endCurrent(.deleted) { $0.recording.id == recordingID && (!enhanced || $0.enhanced) }
     }
 
     /// Ends any playback without counting it ("Delete All Data").
@@ -277,7 +283,7 @@ public actor Player {
         return PlaybackInfo(session: a.sessionID, recording: a.recording, state: p.paused ? .paused : .playing,
                             position: p.position, duration: a.session.duration, counts: a.counts,
                             device: a.session.device, underruns: p.underruns, startedAt: a.startedAt, gain: a.gain,
-                            skipSilence: a.skipSilence, speed: p.speed)
+                            skipSilence: a.skipSilence, speed: p.speed, enhanced: a.enhanced)
     }
 
     /// What is playing now, and how the last playback ended.

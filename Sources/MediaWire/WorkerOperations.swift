@@ -97,6 +97,18 @@ public enum WorkerOp {
     /// Captured frames in the converter's input format: the payload; converted, the reply's.
     public struct Convert: WorkerOperation { public var frames: Int; public init(frames: Int) { self.frames = frames } }
 
+    /// Opens the audio filter graph (`AudioFilterGraph`): `description` over interleaved S16 at
+    /// `rate` and `channels`, out in the same form (an enhanced copy's denoise and level).
+    public struct OpenFilter: WorkerOperation {
+        public var description: String, rate, channels: Int
+        public init(description: String, rate: Int, channels: Int) { self.description = description; self.rate = rate; self.channels = channels }
+    }
+
+    /// Interleaved S16 frames: the payload; what the graph gave out, the reply's.
+    public struct Filter: WorkerOperation { public var frames: Int; public init(frames: Int) { self.frames = frames } }
+    /// Ends the graph's input: what it still held is the reply's payload.
+    public struct FilterDrain: WorkerOperation { public init() {} }
+
     /// Opens the video writer (`VideoFileWriter`).
     public struct OpenVideoWriter: WorkerOperation {
         public var path: String, video: VideoEncoding, camera: CameraFrameFormat, audio: AudioEncoding?

@@ -189,6 +189,45 @@ public final class WorkerPCMConverter {
     }
 }
 
+/// `AudioFilterGraph` in a worker (a lease the caller keeps): frames out for frames in.
+public final class WorkerAudioFilter {
+    public let description: String
+    public let channels: Int
+    private let worker: MediaWorkerLease
+
+    public init(description: String, rate: Int, channels: Int, lease: MediaWorkerLease) throws {
+        worker = lease
+        self.description = description
+        self.channels = channels
+        try worker.call(WorkerOp.OpenFilter(description: description, rate: rate, channels: channels), operation: "filtering (\(description))")
+    }
+
+    /// The frames the graph gave out for `frames` frames in (fewer or more: filters look ahead).
+    public func process(_ samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> [Int16] {
+        precondition(samples.count >= frames * channels)
+        let connection = try worker.connection(for: "filtering (\(description))")
+        try connection.call(WorkerOp.Filter(frames: frames), sending: UnsafeRawBufferPointer(start: samples.baseAddress, count: frames * channels * MemoryLayout<Int16>.size),
+                            operation: "filtering (\(description))")
+        return Self.samples(connection.payload)
+    }
+
+    /// What the graph still held at the end of its input.
+    public func drain() throws -> [Int16] {
+        let connection = try worker.connection(for: "filtering (\(description))")
+        try connection.call(WorkerOp.FilterDrain(), operation: "filtering (\(description))")
+        return Self.samples(connection.payload)
+    }
+
+    private static func samples(_ payload: [UInt8]) -> [Int16] {
+        let count = payload.count / MemoryLayout<Int16>.size
+        guard count > 0 else { return [] }
+        return [Int16](unsafeUninitializedCapacity: count) { out, initialized in
+            payload.withUnsafeBytes { _ = memcpy(out.baseAddress!, $0.baseAddress!, count * MemoryLayout<Int16>.size) }
+            initialized = count
+        }
+    }
+}
+
 /// `VideoFileWriter` in a worker. Its two users (the audio encoder thread, the video thread) take
 /// turns on the one connection, as they took turns on the muxer's lock.
 public final class WorkerVideoWriter: @unchecked Sendable {

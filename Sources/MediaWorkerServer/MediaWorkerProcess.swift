@@ -110,6 +110,7 @@ final class WorkerServer {
     private var writer: AudioFileWriter?
     private var hash: ContentHash?
     private var converter: CapturedPCMConverter?
+    private var filter: AudioFilterGraph?
     private var video: VideoFileWriter?
     /// The memory file the video writer's camera frames come in (`VideoShareFrames`).
     private var sharedFrames: SharedMemory?
@@ -226,7 +227,7 @@ final class WorkerServer {
         },
         serve(WorkerOp.Confine.self) { s, op, _ in try s.confine(op) },
         serve(WorkerOp.Reset.self) { s, _, _ in
-            s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
+            s.decoder = nil; s.writer = nil; s.hash = nil; s.converter = nil; s.filter = nil; s.video = nil; s.sharedFrames = nil; s.pcm = []; s.decoderFailure = nil
             // A take's job process: its job is over, and so is it (its parent serves the next).
             if s.forksJobs != nil { s.jobEnded = true }
         },
@@ -280,6 +281,19 @@ final class WorkerServer {
             }
             let converted = try call.payload.withUnsafeBytes { try converter.convert($0.baseAddress!, frames: op.frames) }
             call.out = [UInt8](UnsafeRawBufferPointer(converted))
+        },
+        serve(WorkerOp.OpenFilter.self) { s, op, _ in
+            s.filter = nil
+            s.filter = try AudioFilterGraph(description: op.description, rate: op.rate, channels: op.channels)
+        },
+        serve(WorkerOp.Filter.self) { s, op, call in
+            guard let filter = s.filter else { throw MediaWorkerError.failed("media worker: no filter is open") }
+            let out = try withSamples(call.payload, frames: op.frames, channels: filter.channels) { try filter.process($0, frames: op.frames) }
+            call.out = out.withUnsafeBytes { [UInt8]($0) }
+        },
+        serve(WorkerOp.FilterDrain.self) { s, _, call in
+            guard let filter = s.filter else { throw MediaWorkerError.failed("media worker: no filter is open") }
+            call.out = try filter.drain().withUnsafeBytes { [UInt8]($0) }
         },
     ]
 
@@ -369,12 +383,12 @@ final class WorkerServer {
 
     /// `payload` as the interleaved S16 samples of `frames` frames; a payload too short for them is an
     /// error of that request (a crash here would end a recording's worker).
-    private static func withSamples(_ payload: [UInt8], frames: Int, channels: Int,
-                                    _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+    private static func withSamples<T>(_ payload: [UInt8], frames: Int, channels: Int,
+                                       _ body: (UnsafeBufferPointer<Int16>) throws -> T) throws -> T {
         guard frames >= 0, payload.count >= frames * channels * MemoryLayout<Int16>.size else {
             throw MediaWorkerError.failed("media worker: \(payload.count) bytes for \(frames) frames of \(channels) channels")
         }
-        try payload.withUnsafeBytes { try body($0.bindMemory(to: Int16.self)) }
+        return try payload.withUnsafeBytes { try body($0.bindMemory(to: Int16.self)) }
     }
 
     private func openDecoder() throws -> AudioFileDecoder {

@@ -3,7 +3,7 @@ import FoundationEssentials
 
 /// `POST /v1/recordings/{id}/play`. Empty body = from the start.
 public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
-    public static let fields = ["position", "normalize", "skipSilence", "speed"]
+    public static let fields = ["position", "normalize", "skipSilence", "speed", "enhanced"]
     /// Start here (seconds, clamped to the recording).
     public var position: Double?
     /// False: play as recorded, without the gain that brings it to `--playback-loudness`. Absent = true.
@@ -12,8 +12,10 @@ public struct PlayRequest: Codable, Sendable, Equatable, APIRequestBody {
     public var skipSilence: Bool?
     /// 0.5-2 (the pitch kept); absent = 1.
     public var speed: Double?
-    public init(position: Double? = nil, normalize: Bool? = nil, skipSilence: Bool? = nil, speed: Double? = nil) {
-        self.position = position; self.normalize = normalize; self.skipSilence = skipSilence; self.speed = speed
+    /// True: its enhanced copy is played (`no_media` when it has none). Absent = false.
+    public var enhanced: Bool?
+    public init(position: Double? = nil, normalize: Bool? = nil, skipSilence: Bool? = nil, speed: Double? = nil, enhanced: Bool? = nil) {
+        self.position = position; self.normalize = normalize; self.skipSilence = skipSilence; self.speed = speed; self.enhanced = enhanced
     }
 }
 
@@ -78,12 +80,15 @@ public struct PlaybackInfo: Codable, Sendable, Equatable {
     public var skipSilence: Bool
     /// How fast it plays (1: as recorded).
     public var speed: Double
+    /// Its enhanced copy is what plays.
+    public var enhanced: Bool
 
     public init(session: UUID, recording: Recording, state: State, position: Double, duration: Double?, counts: Bool,
-                device: String, underruns: Int, startedAt: Date, gain: Double = 0, skipSilence: Bool = false, speed: Double = 1) {
+                device: String, underruns: Int, startedAt: Date, gain: Double = 0, skipSilence: Bool = false, speed: Double = 1,
+                enhanced: Bool = false) {
         self.session = session; self.recording = recording; self.state = state; self.position = position
         self.duration = duration; self.counts = counts; self.device = device; self.underruns = underruns
-        self.startedAt = startedAt; self.gain = gain; self.skipSilence = skipSilence; self.speed = speed
+        self.startedAt = startedAt; self.gain = gain; self.skipSilence = skipSilence; self.speed = speed; self.enhanced = enhanced
     }
 }
 

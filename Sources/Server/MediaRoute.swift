@@ -68,26 +68,37 @@ enum MediaRoute {
         v1.head("recordings/:id/media") { request, context in
             try await respond(request, context, engine: engine, withBody: false)
         }
+        // The enhanced copy (`POST /v1/recordings/{id}/enhanced` makes it): the same, for A/B.
+        v1.get("recordings/:id/enhanced/media") { request, context in
+            try await respond(request, context, engine: engine, withBody: true, enhanced: true)
+        }
+        v1.head("recordings/:id/enhanced/media") { request, context in
+            try await respond(request, context, engine: engine, withBody: false, enhanced: true)
+        }
     }
 
-    static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, withBody: Bool) async throws -> Response {
+    static func respond(_ request: Request, _ context: RecdRequestContext, engine: Engine, withBody: Bool, enhanced: Bool = false) async throws -> Response {
         let r = try engine.library.resolve(try context.recordingID())
         try r.requireFile(to: "read the media of")
-        // Opened once, beneath Recordings/ and never through a link; served from that descriptor.
+        if enhanced { _ = try engine.library.enhancedCopy(of: r) }
+        // Opened once, beneath Recordings/ (or Enhanced/) and never through a link; served from that descriptor.
         let data = engine.config.dataDirectory
-        let file = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in try data.openFile(of: r) }
+        let file = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in
+            try enhanced ? data.openEnhancedFile(of: r.id) : data.openFile(of: r)
+        }
         let size = file.size
-        var headers: HTTPFields = [.contentType: contentType(for: r.file), .acceptRanges: "bytes"]
+        let name = enhanced ? "enhanced.m4a" : r.file
+        var headers: HTTPFields = [.contentType: contentType(for: name), .acceptRanges: "bytes"]
         // ?download=true: saved by a browser under its title, not played in the page.
         if let download = request.uri.queryParameters["download"],
            try RecdRoutes.enumValue(DownloadChoice.self, String(download), field: "download") == .true {
             headers[.contentDisposition] = ContentDisposition.attachment(
-                name: r.title + "." + (r.file as NSString).pathExtension)
+                name: r.title + (enhanced ? " (enhanced)" : "") + "." + (name as NSString).pathExtension)
         }
         // A recording's file changes (a trim in place, the chapter copy after a marker): size and mtime
         // identify this one, and a browser asks again each time rather than play a cached copy of the
         // old file (Chromium did, after a trim in place).
-        headers[.eTag] = "\"\(r.id.uuidString.prefix(8))-\(size)-\(file.modified)\""
+        headers[.eTag] = "\"\(enhanced ? "e" : "")\(r.id.uuidString.prefix(8))-\(size)-\(file.modified)\""
         headers[.cacheControl] = "no-cache"
         let range = ByteRangeRequest.parse(request.headers[.range], size: size)
         switch range {

@@ -38,6 +38,7 @@ public enum RecdRoutes {
         addEventRoutes(to: v1, engine: engine)
         TranscriptRoutes.add(to: v1, engine: engine)
         MarkerRoutes.add(to: v1, engine: engine)
+        EnhanceRoutes.add(to: v1, engine: engine)
         addBackupRoutes(to: v1, engine: engine)
         addListenRoutes(to: v1, engine: engine)
         return router
@@ -239,8 +240,9 @@ public enum RecdRoutes {
             let recording = try engine.library.resolve(try context.recordingID())
             let body = try await decode(PlayRequest.self, request)
             let skipping = body.skipSilence == true ? try await engine.library.silences(recording.id.uuidString).silences : nil
+            let enhanced = body.enhanced == true ? try engine.library.enhancedCopy(of: recording) : nil
             let reply = try await engine.player.play(recording, from: body.position, normalize: body.normalize ?? true,
-                                                     skipping: skipping, speed: body.speed ?? 1, receivedAt: receivedAt)
+                                                     skipping: skipping, speed: body.speed ?? 1, enhanced: enhanced, receivedAt: receivedAt)
             return JSONResponse.make(reply, status: .created)
         }
 

@@ -17,13 +17,19 @@ public struct DataDirectory: Sendable {
     /// Imports being received or converted: never part of the library (start-up empties it; a
     /// file reaches `Recordings/` only through `FileReplacement`).
     public var uploads: URL { root.appendingPathComponent(".uploads", isDirectory: true) }
+    /// Enhanced copies (`<UUID>.m4a`): made from recordings, never one themselves, so outside
+    /// `Recordings/` (recovery there adopts any media file it finds).
+    public var enhanced: URL { root.appendingPathComponent("Enhanced", isDirectory: true) }
+
+    /// `Enhanced/<UUID>.m4a`, recording `id`'s enhanced copy.
+    public func enhancedPath(_ id: UUID) -> String { enhanced.appendingPathComponent("\(id.uuidString).m4a").path }
 
     public init(root: URL) { self.root = root }
 
     /// Creates the directories (mode 0700: recordings are private), and makes sure recd may write in
     /// them: a folder it can only read fails here, at start-up, and not at the first take.
     public func create() throws(EngineError) {
-        for dir in [root, recordings, uploads] {
+        for dir in [root, recordings, uploads, enhanced] {
             do {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
@@ -130,10 +136,20 @@ public struct DataDirectory: Sendable {
     /// error), never opened through.
     public func openFile(of r: Recording) throws(EngineError) -> OpenedFile {
         let path = try recordingPath(r.file)
-        let fd = CFileOps_open_beneath(recordings.path, String(Self.recordingName(r.file)!), O_RDONLY | O_NONBLOCK)
+        return try open(String(Self.recordingName(r.file)!), beneath: recordings.path, path: path, missing: .fileMissing(id: r.id, file: r.file))
+    }
+
+    /// Opens recording `id`'s enhanced copy, as `openFile` a recording's.
+    public func openEnhancedFile(of id: UUID) throws(EngineError) -> OpenedFile {
+        try open("\(id.uuidString).m4a", beneath: enhanced.path, path: enhancedPath(id),
+                 missing: .noMedia(id: id, detail: "its enhanced copy's file is gone: make it again"))
+    }
+
+    private func open(_ name: String, beneath dir: String, path: String, missing: EngineError) throws(EngineError) -> OpenedFile {
+        let fd = CFileOps_open_beneath(dir, name, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else {
-            if errno == ENOENT { throw .fileMissing(id: r.id, file: r.file) }
-            let why = errno == ELOOP || errno == EXDEV ? "it is a symbolic link: recd never follows one in Recordings/" : FileOps.errnoText()
+            if errno == ENOENT { throw missing }
+            let why = errno == ELOOP || errno == EXDEV ? "it is a symbolic link: recd never follows one in \((dir as NSString).lastPathComponent)/" : FileOps.errnoText()
             throw .storage(file: path, operation: "open", underlying: why)
         }
         var st = stat()

@@ -1,0 +1,107 @@
+// One owner for a libavfilter graph of audio filters: interleaved S16 in, interleaved S16 out.
+import CFFmpeg
+import CFFmpegShim
+import Foundation
+import MediaWire
+
+/// Runs `description` (filters as `ffmpeg -af` takes them, e.g. `highpass=f=80,afftdn`) over
+/// interleaved S16 frames at one rate and channel count; what comes out has the same rate, channels
+/// and sample format (the graph ends in an `aformat` that says so, so a filter that resamples inside
+/// is brought back). The graph and its frames are freed in `deinit`.
+///
+/// Not thread-safe: one thread calls every method.
+public final class AudioFilterGraph {
+    public let description: String
+    public let rate: Int
+    public let channels: Int
+    private var graph: UnsafeMutablePointer<AVFilterGraph>?
+    private let source: UnsafeMutablePointer<AVFilterContext>
+    private let sink: UnsafeMutablePointer<AVFilterContext>
+    private var pulled: UnsafeMutablePointer<AVFrame>?
+    private var framesIn: Int64 = 0
+    private var drained = false
+
+    public init(description: String, rate: Int, channels: Int) throws(FFmpegError) {
+        guard (1...2).contains(channels), (8000...192_000).contains(rate) else {
+            throw FFmpegError(call: "avfilter_graph_config", code: -EINVAL, file: nil, message: "\(channels) channel(s) at \(rate) Hz: 1 or 2 channels at 8–192 kHz")
+        }
+        self.description = description; self.rate = rate; self.channels = channels
+        var made: UnsafeMutablePointer<AVFilterGraph>? = avfilter_graph_alloc()
+        guard let graph = made else { throw FFmpegError(call: "avfilter_graph_alloc", code: -ENOMEM) }
+        // Until the graph is owned, a throw frees it (its filters with it).
+        var built = false
+        defer { if !built { avfilter_graph_free(&made) } }
+        let layout = channels == 1 ? "mono" : "stereo"
+        var src: UnsafeMutablePointer<AVFilterContext>?
+        try FFmpegError.check(avfilter_graph_create_filter(&src, avfilter_get_by_name("abuffer"), "in",
+                                                           "time_base=1/\(rate):sample_rate=\(rate):sample_fmt=s16:channel_layout=\(layout)", nil, graph),
+                              "avfilter_graph_create_filter (abuffer)")
+        var snk: UnsafeMutablePointer<AVFilterContext>?
+        try FFmpegError.check(avfilter_graph_create_filter(&snk, avfilter_get_by_name("abuffersink"), "out", nil, nil, graph),
+                              "avfilter_graph_create_filter (abuffersink)")
+        guard let src, let snk else { throw FFmpegError(call: "avfilter_graph_create_filter", code: -ENOMEM) }
+        // The graph's open ends, as `avfilter_graph_parse_ptr` names them: its input is fed by "in",
+        // its output feeds "out".
+        var outputs = avfilter_inout_alloc()
+        var inputs = avfilter_inout_alloc()
+        defer { avfilter_inout_free(&outputs); avfilter_inout_free(&inputs) }
+        guard let o = outputs, let i = inputs else { throw FFmpegError(call: "avfilter_inout_alloc", code: -ENOMEM) }
+        o.pointee.name = av_strdup("in"); o.pointee.filter_ctx = src; o.pointee.pad_idx = 0; o.pointee.next = nil
+        i.pointee.name = av_strdup("out"); i.pointee.filter_ctx = snk; i.pointee.pad_idx = 0; i.pointee.next = nil
+        let whole = "\(description),aformat=sample_fmts=s16:sample_rates=\(rate):channel_layouts=\(layout)"
+        try FFmpegError.check(avfilter_graph_parse_ptr(graph, whole, &inputs, &outputs, nil), "avfilter_graph_parse_ptr", file: description)
+        try FFmpegError.check(avfilter_graph_config(graph, nil), "avfilter_graph_config", file: description)
+        guard let frame = av_frame_alloc() else { throw FFmpegError(call: "av_frame_alloc", code: -ENOMEM) }
+        self.graph = graph; source = src; sink = snk; pulled = frame
+        built = true
+    }
+
+    deinit {
+        av_frame_free(&pulled)
+        avfilter_graph_free(&graph)
+    }
+
+    /// Filters `frames` interleaved frames; returns what the graph gave out so far (filters that
+    /// look ahead give it later: `drain` returns the rest).
+    public func process(_ samples: UnsafeBufferPointer<Int16>, frames: Int) throws(FFmpegError) -> [Int16] {
+        guard !drained else { throw FFmpegError(call: "av_buffersrc_add_frame", code: recd_averror_eof(), file: description) }
+        guard frames > 0 else { return [] }
+        guard samples.count >= frames * channels else { throw FFmpegError(call: "av_buffersrc_add_frame", code: -EINVAL, file: description) }
+        var frame = av_frame_alloc()
+        guard let f = frame else { throw FFmpegError(call: "av_frame_alloc", code: -ENOMEM) }
+        defer { av_frame_free(&frame) }
+        f.pointee.format = AV_SAMPLE_FMT_S16.rawValue
+        f.pointee.sample_rate = Int32(rate)
+        f.pointee.nb_samples = Int32(frames)
+        f.pointee.pts = framesIn
+        av_channel_layout_default(&f.pointee.ch_layout, Int32(channels))
+        try FFmpegError.check(av_frame_get_buffer(f, 0), "av_frame_get_buffer", file: description)
+        memcpy(f.pointee.data.0!, samples.baseAddress!, frames * channels * 2)
+        framesIn += Int64(frames)
+        try FFmpegError.check(av_buffersrc_add_frame(source, f), "av_buffersrc_add_frame", file: description)
+        return try pull()
+    }
+
+    /// Ends the input and returns what the graph still held.
+    public func drain() throws(FFmpegError) -> [Int16] {
+        guard !drained else { return [] }
+        drained = true
+        try FFmpegError.check(av_buffersrc_add_frame(source, nil), "av_buffersrc_add_frame (end)", file: description)
+        return try pull()
+    }
+
+    private func pull() throws(FFmpegError) -> [Int16] {
+        var out: [Int16] = []
+        let frame = pulled!
+        while true {
+            let rc = av_buffersink_get_frame(sink, frame)
+            if rc == recd_averror_eagain() || rc == recd_averror_eof() { return out }
+            try FFmpegError.check(rc, "av_buffersink_get_frame", file: description)
+            let count = Int(frame.pointee.nb_samples) * channels
+            frame.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count) {
+                out.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+            }
+            av_frame_unref(frame)
+        }
+    }
+}
