@@ -122,7 +122,7 @@ public struct Library: Sendable {
     /// `r`'s enhanced copy, or why there is none to play or send (`no_media`).
     public func enhancedCopy(of r: Recording) throws(EngineError) -> EnhancedCopy {
         guard let copy = try catalogCall({ try catalog.enhancedCopy(of: r.id) }) else {
-            throw .noMedia(id: r.id, detail: "it has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+            throw .noMedia(id: r.id, detail: "has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
         }
         return copy
     }
@@ -147,7 +147,7 @@ public struct Library: Sendable {
         await player.stopIfPlaying(r.id, enhanced: true)
         let job = RecordingEnhance(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
         guard try await blockingCatalogCall({ try job.remove(r.id) }) else {
-            throw .noMedia(id: r.id, detail: "it has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+            throw .noMedia(id: r.id, detail: "has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
         }
         logger.info("recording \(r.id): enhanced copy removed")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .edited)))

@@ -37,7 +37,7 @@ struct RecordingEnhance {
     static func check(_ r: Recording) throws(EngineError) {
         try r.requireFile(to: "enhance")
         guard r.type == .audio else {
-            throw .noMedia(id: r.id, detail: "it is a video: Enhance makes cleaned copies of audio recordings")
+            throw .noMedia(id: r.id, detail: "is a video: Enhance makes cleaned copies of audio recordings")
         }
     }
 

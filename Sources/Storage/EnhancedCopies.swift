@@ -26,7 +26,7 @@ public enum EnhancedCopies {
         var present = Set<UUID>()
         for name in names {
             if name.hasPrefix(".") {
-                guard startUp, name.hasSuffix(".making") else { continue }
+                guard startUp, name.hasSuffix(".making") || name.hasSuffix(".making.fragmented") else { continue }
             } else if name.hasSuffix(".m4a"), let id = UUID(uuidString: String(name.dropLast(4))), kept.contains(id) {
                 present.insert(id)
                 continue

@@ -30,6 +30,7 @@ struct Play: AsyncParsableCommand {
     var skipSilence = false
     @Option(help: ArgumentHelp("Play faster or slower, the pitch kept: 0.5 to 2 (1.5, 1.5x or 150%).", valueName: "speed"))
     var speed: String?
+    @Flag(help: "Play its enhanced copy (recctl enhance makes one).") var enhanced = false
 
     func validate() throws {
         if let speed { _ = try Playback.parseSpeed(speed) }
@@ -42,7 +43,7 @@ struct Play: AsyncParsableCommand {
         let position = try from.flatMap { try SeekArgument.parse($0).to }
         let (reply, raw) = try await global.client.call(.POST, "/v1/recordings/\(idPath(id))/play",
                                                         body: PlayRequest(position: position, normalize: asRecorded ? false : nil, skipSilence: skipSilence ? true : nil,
-                                                                          speed: try speed.map(Playback.parseSpeed)),
+                                                                          speed: try speed.map(Playback.parseSpeed), enhanced: enhanced ? true : nil),
                                                         as: PlayResponse.self)
         let p = reply.playback
         var said = "▶ playing '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id))), "
@@ -50,6 +51,7 @@ struct Play: AsyncParsableCommand {
         if p.gain != 0 { said += String(cFormat: " at %+.1f dB (level-matched)", p.gain) }
         if p.skipSilence { said += ", skipping pauses" }
         if p.speed != 1 { said += " at \(Playback.speed(p.speed))" }
+        if p.enhanced { said += ", its enhanced copy" }
         said += String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
         if !p.counts { said += "\n(preview of a pending recording: not counted as a play)" }
         global.emit(raw, said)
@@ -310,12 +312,13 @@ struct Media: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Output file, or - for standard output.", valueName: "file"))
     var output: String?
     @Flag(name: .long, help: "Replace an existing file without asking.") var force = false
+    @Flag(help: "Copy its enhanced copy (\"<title> (enhanced).m4a\") instead.") var enhanced = false
 
     func run() async throws {
         let (r, _) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
-        let name = output ?? Self.fileName(title: r.title, file: r.file)
+        let name = output ?? (enhanced ? Self.fileName(title: r.title + " (enhanced)", file: "enhanced.m4a") : Self.fileName(title: r.title, file: r.file))
         try global.mayWrite(name, force: force)
-        let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/media")
+        let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/\(enhanced ? "enhanced/" : "")media")
         try RecdClient.check(reply)
         try global.save(reply.body, to: name) { name, size in
             "Copied '\(Output.text(r.title))' to \(name) (\(size))"

@@ -20,7 +20,7 @@ struct RecCtl: AsyncParsableCommand {
           4  the daemon is busy: it serves as many connections as it may; try again shortly
         """,
         version: RecdVersion.current,
-        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Import.self, Delete.self,
+        subcommands: [Status.self, Record.self, Save.self, Discard.self, List.self, Show.self, Edit.self, Trim.self, Enhance.self, Import.self, Delete.self,
                       Play.self, Playback.self, Played.self, Top.self, Media.self, Poster.self, Waveform.self, TranscriptCommand.self, Search.self, Mark.self, Markers.self, Devices.self, Events.self, Export.self, Check.self,
                       BackupCommand.self, Restore.self, ListenCommand.self, UI.self])
 }
