@@ -104,6 +104,39 @@ final class MediaWorkerWireTests: XCTestCase {
         XCTAssertEqual(try server.handle(WorkerOp.WriterFinish(), out: &out).get(), 2048)
     }
 
+    /// An enhanced copy's filters in the worker: every frame that goes in comes out (look-ahead
+    /// filters give the rest at the drain), changed as asked; a description FFmpeg cannot parse, or
+    /// a payload shorter than it says, is an error of that request.
+    func testTheFilterGivesBackEveryFrameFiltered() throws {
+        let server = WorkerServer()
+        var out: [UInt8] = []
+        XCTAssertNil(try server.handle(WorkerOp.OpenFilter(description: "highpass=f=80,volume=-6.0206dB", rate: 48_000, channels: 2), out: &out).failure)
+        // A 440 Hz tone at 0.5, stereo, in three blocks.
+        let frames = 48_000
+        let tone = (0..<frames).flatMap { i -> [Int16] in
+            let v = Int16(16_384 * sin(2 * Double.pi * 440 * Double(i) / 48_000))
+            return [v, v]
+        }
+        var filtered: [Int16] = []
+        func collect() { filtered += out.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
+        for block in stride(from: 0, to: frames, by: 20_000) {
+            let n = min(20_000, frames - block)
+            let bytes = tone[(2 * block)..<(2 * (block + n))].withUnsafeBytes { [UInt8]($0) }
+            XCTAssertNil(try server.handle(WorkerOp.Filter(frames: n), payload: bytes, out: &out).failure)
+            collect()
+        }
+        XCTAssertNil(try server.handle(WorkerOp.FilterDrain(), out: &out).failure)
+        collect()
+        XCTAssertEqual(filtered.count, tone.count, "every frame, no more")
+        let peak = filtered[48_000...].map { abs(Int($0)) }.max() ?? 0
+        XCTAssertEqual(Double(peak), 8192, accuracy: 100, "-6 dB: half the amplitude")
+        let short = try server.handle(WorkerOp.Filter(frames: 1024), payload: [0, 0], out: &out)
+        XCTAssertNotNil(short.failure)
+        let bad = try server.handle(WorkerOp.OpenFilter(description: "nosuchfilter=3", rate: 48_000, channels: 1), out: &out)
+        guard case .ffmpeg(let e)? = bad.failure else { return XCTFail("\(bad)") }
+        XCTAssertEqual(e.call, "avfilter_graph_parse_ptr")
+    }
+
     /// One of each operation, with values at the edges: each comes back as sent, and together they
     /// are every operation the worker serves (a new one gets a round trip here).
     static let everyOperation: [any WorkerOperation] = [
@@ -118,6 +151,8 @@ final class MediaWorkerWireTests: XCTestCase {
         WorkerOp.WriterAppend(frames: 8192), WorkerOp.WriterFlush(), WorkerOp.WriterFinish(),
         WorkerOp.OpenConverter(format: .s24Packed, rate: 44_100, channels: 6, toRate: 48_000, toChannels: 2),
         WorkerOp.Convert(frames: 0),
+        WorkerOp.OpenFilter(description: "highpass=f=80,afftdn=nr=12:tn=1,volume=+3.5dB", rate: 8000, channels: 2),
+        WorkerOp.Filter(frames: 65_536), WorkerOp.FilterDrain(),
         WorkerOp.OpenVideoWriter(path: "/v.mov", video: VideoEncoding(width: 1920, height: 1080, fps: 29.97, bitRate: 4_000_000),
                                  camera: CameraFrameFormat(fourcc: FourCC.yuyv.rawValue, width: 1920, height: 1080, bytesPerLine: 3840),
                                  audio: nil),
@@ -139,7 +174,7 @@ final class MediaWorkerWireTests: XCTestCase {
             XCTAssertEqual("\(back)", "\(op)")
         }
         XCTAssertEqual(names, Set(WorkerServer.handlers.keys), "every operation served has a round trip here, and only those")
-        XCTAssertEqual(WorkerServer.handlers.count, 26)
+        XCTAssertEqual(WorkerServer.handlers.count, 29)
     }
 
     /// `op`'s header read back: the name it went under, and `op` again.
