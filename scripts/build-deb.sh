@@ -74,6 +74,9 @@ mkdir -p "$shlib/debian"
 printf 'Source: recd\n\nPackage: recd\nArchitecture: amd64\n' > "$shlib/debian/control"
 shlibs="$(cd "$shlib" && dpkg-shlibdeps -O "$stage"/usr/bin/recd "$stage"/usr/bin/recctl "$stage"/usr/bin/recd-media)"
 depends="${shlibs#shlibs:Depends=}"
+# libavfilter is loaded by recd-media only when a copy is enhanced (dlopen, not linked, so the
+# shlibs above cannot name it): the package of the major version its headers were.
+depends="$depends, libavfilter$(pkg-config --modversion libavfilter | cut -d. -f1)"
 # postinst runs systemd-sysusers: systemd has it, or the standalone package on a machine without systemd.
 depends="$depends, systemd | systemd-standalone-sysusers"
 

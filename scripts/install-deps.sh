@@ -19,9 +19,10 @@ run_pkgs=(libasound2-plugins)
 # The package test: dpkg-dev (dpkg-shlibdeps, dpkg-deb) and mmdebstrap for the clean Debian 12 root.
 # The sandbox's escape test: gcc builds the hostile hook it preloads into the workers (Tests/hostile/).
 # The backup tests: restic, and an sshd of the test's own for an SFTP repository (openssh-server).
+# Enhance's measurement (Tests/enhance/intelligibility.py): numpy and scipy, Debian's, and pystoi below.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
            chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs
-           espeak-ng dpkg-dev mmdebstrap gcc libc6-dev restic openssh-server)
+           espeak-ng dpkg-dev mmdebstrap gcc libc6-dev restic openssh-server python3-numpy python3-scipy)
 # Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads; LibriVox clips
 # with their transcripts (pocketsphinx-testdata) for bench/transcribe.py.
 bench_pkgs=(linux-perf pocketsphinx-testdata)
@@ -36,9 +37,13 @@ regex_version=2026.11.19
 # Playwright: selenium injects the script itself).
 axe_version=0.1.8
 axe_sha256=fdd263c998388f1a8e67cad02677e612d946248bd44d163be5e8650ea31f95f8
+# STOI (Taal et al. 2011) as pystoi computes it, pure Python over Debian's numpy and scipy, pinned.
+pystoi_version=0.4.1
+pystoi_sha256=e277b671663d26d35a2416c9c8010a74084e6c3970354506398051a554896939
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 fuzz_venv="$repo/.build/fuzz-venv"
 axe_venv="$repo/.build/axe-venv"
+measure_venv="$repo/.build/measure-venv"
 transcribe_dir="$repo/.build/transcribe"
 if [[ "${1:-}" == "--transcribe" && -n "${2:-}" ]]; then transcribe_dir="$2"; fi
 
@@ -99,6 +104,17 @@ install_axe() {
     -r <(echo "axe-playwright-python==$axe_version --hash=sha256:$axe_sha256")
 }
 
+install_measure() {
+  [[ "${1:-}" == "--test" || "${1:-}" == "--bench" ]] || return 0
+  if [[ "$("$measure_venv/bin/python" -c 'from importlib.metadata import version; print(version("pystoi"))' 2>/dev/null)" == "$pystoi_version" ]]; then
+    return 0
+  fi
+  echo "install-deps: pystoi $pystoi_version into $measure_venv (numpy and scipy: Debian's)"
+  /usr/bin/python3 -m venv --system-site-packages "$measure_venv"
+  "$measure_venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
+    -r <(echo "pystoi==$pystoi_version --hash=sha256:$pystoi_sha256")
+}
+
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -107,6 +123,7 @@ if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#want[@]} packages present"
   install_fuzzer "${1:-}"
   install_axe "${1:-}"
+  install_measure "${1:-}"
   install_transcriber "${1:-}"
   exit 0
 fi
@@ -124,4 +141,5 @@ fi
 
 install_fuzzer "${1:-}"
 install_axe "${1:-}"
+install_measure "${1:-}"
 install_transcriber "${1:-}"

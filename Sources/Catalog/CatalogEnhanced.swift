@@ -17,6 +17,7 @@ extension Catalog {
                 sizeBytes INTEGER NOT NULL CHECK (sizeBytes >= 0),
                 filters TEXT NOT NULL,
                 loudness REAL,
+                truePeak REAL,
                 originalLoudness REAL);
             CREATE TRIGGER enhanced_stale AFTER UPDATE OF duration ON recording WHEN old.duration IS NOT new.duration
             BEGIN DELETE FROM enhanced WHERE recordingID = new.id; END;
@@ -34,10 +35,10 @@ extension Catalog {
     }
 
     static func enhancedCopy(of id: String, _ db: Database) throws -> EnhancedCopy? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT createdAt, duration, sizeBytes, filters, loudness, originalLoudness FROM enhanced WHERE recordingID = ?",
+        guard let row = try Row.fetchOne(db, sql: "SELECT createdAt, duration, sizeBytes, filters, loudness, truePeak, originalLoudness FROM enhanced WHERE recordingID = ?",
                                          arguments: [id]) else { return nil }
         guard let created = StoredDate.read(row, 0) else { throw CatalogError.corruptRow(id: id, detail: "its enhanced copy's date does not read") }
-        return EnhancedCopy(createdAt: created, duration: row[1], sizeBytes: row[2], filters: row[3], loudness: row[4], originalLoudness: row[5])
+        return EnhancedCopy(createdAt: created, duration: row[1], sizeBytes: row[2], filters: row[3], loudness: row[4], truePeak: row[5], originalLoudness: row[6])
     }
 
     /// Records `copy` as recording `id`'s (replacing one it had), if the recording is still in one of
@@ -49,10 +50,10 @@ extension Catalog {
                 let r = try RecordingRecord.existing(db, id: id.uuidString, in: states)
                 guard r.duration == duration else { throw CatalogError.unexpectedState(id: id.uuidString, state: r.state) }
                 try db.execute(sql: """
-                    INSERT OR REPLACE INTO enhanced (recordingID, createdAt, duration, sizeBytes, filters, loudness, originalLoudness)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT OR REPLACE INTO enhanced (recordingID, createdAt, duration, sizeBytes, filters, loudness, truePeak, originalLoudness)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [id.uuidString, StoredDate.value(copy.createdAt), copy.duration, copy.sizeBytes, copy.filters,
-                                     copy.loudness, copy.originalLoudness])
+                                     copy.loudness, copy.truePeak, copy.originalLoudness])
             }
         }
     }

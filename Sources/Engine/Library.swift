@@ -85,6 +85,7 @@ public struct Library: Sendable {
         try await blockingCatalogCall { [catalog, config] in
             try TakeRemoval.remove(r, expecting: [.pending], action: "discard", catalog: catalog, data: config.dataDirectory)
         }
+        await sweepEnhancedCopies()   // a preview's copy went with its row
         logger.info("recording \(r.id) discarded")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .discarded)))
         return r

@@ -116,7 +116,7 @@ public actor Player {
             let interval = config.meterIntervalMs
             let recordingID = recording.id
             let gate = EventGate()
-            let loudness = enhanced.map { Loudness(integrated: $0.loudness, range: nil, truePeak: nil) } ?? recording.loudness
+            let loudness = enhanced.map { Loudness(integrated: $0.loudness, range: nil, truePeak: $0.truePeak) } ?? recording.loudness
             let gain = normalize ? LevelMatch.gain(loudness, target: config.playbackLoudness) : 0
             let session: PlaybackSession
             let firstWriteAt: UInt64

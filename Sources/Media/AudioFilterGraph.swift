@@ -4,6 +4,58 @@ import CFFmpegShim
 import Foundation
 import MediaWire
 
+/// libavfilter, loaded by the first graph (`dlopen`), not linked: it brings 32 more libraries
+/// (rubberband, flite, zimg, zmq, …) that every media worker would otherwise load at each start —
+/// 20–35 ms and 12 MB more per worker here — for a job that only Enhance runs.
+struct AVFilterLibrary: @unchecked Sendable {
+    typealias Graph = UnsafeMutablePointer<AVFilterGraph>
+    typealias Context = UnsafeMutablePointer<AVFilterContext>
+    typealias InOut = UnsafeMutablePointer<AVFilterInOut>
+    let graphAlloc: @convention(c) () -> Graph?
+    let graphFree: @convention(c) (UnsafeMutablePointer<Graph?>?) -> Void
+    let getByName: @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<AVFilter>?
+    let createFilter: @convention(c) (UnsafeMutablePointer<Context?>?, UnsafePointer<AVFilter>?, UnsafePointer<CChar>?,
+                                      UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Graph?) -> Int32
+    let inOutAlloc: @convention(c) () -> InOut?
+    let inOutFree: @convention(c) (UnsafeMutablePointer<InOut?>?) -> Void
+    let parse: @convention(c) (Graph?, UnsafePointer<CChar>?, UnsafeMutablePointer<InOut?>?, UnsafeMutablePointer<InOut?>?,
+                               UnsafeMutableRawPointer?) -> Int32
+    let config: @convention(c) (Graph?, UnsafeMutableRawPointer?) -> Int32
+    let addFrame: @convention(c) (Context?, UnsafeMutablePointer<AVFrame>?) -> Int32
+    let getFrame: @convention(c) (Context?, UnsafeMutablePointer<AVFrame>?) -> Int32
+
+    /// The library of the major version recd was built with (its headers' ABI).
+    static let soname = "libavfilter.so.\(LIBAVFILTER_VERSION_MAJOR)"
+
+    static let shared: Result<AVFilterLibrary, FFmpegError> = {
+        guard let handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL) else {
+            let why = dlerror().map { String(cString: $0) } ?? "not found"
+            return .failure(FFmpegError(call: "dlopen", code: -ENOENT, file: soname, message: why))
+        }
+        func load<T>(_ name: String, _: T.Type) throws(FFmpegError) -> T {
+            guard let symbol = dlsym(handle, name) else { throw FFmpegError(call: "dlsym", code: -ENOENT, file: soname, message: "no \(name)") }
+            return unsafeBitCast(symbol, to: T.self)
+        }
+        do throws(FFmpegError) {
+            return .success(AVFilterLibrary(
+                graphAlloc: try load("avfilter_graph_alloc", (@convention(c) () -> Graph?).self),
+                graphFree: try load("avfilter_graph_free", (@convention(c) (UnsafeMutablePointer<Graph?>?) -> Void).self),
+                getByName: try load("avfilter_get_by_name", (@convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<AVFilter>?).self),
+                createFilter: try load("avfilter_graph_create_filter", (@convention(c) (UnsafeMutablePointer<Context?>?, UnsafePointer<AVFilter>?, UnsafePointer<CChar>?,
+                                                                                        UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Graph?) -> Int32).self),
+                inOutAlloc: try load("avfilter_inout_alloc", (@convention(c) () -> InOut?).self),
+                inOutFree: try load("avfilter_inout_free", (@convention(c) (UnsafeMutablePointer<InOut?>?) -> Void).self),
+                parse: try load("avfilter_graph_parse_ptr", (@convention(c) (Graph?, UnsafePointer<CChar>?, UnsafeMutablePointer<InOut?>?, UnsafeMutablePointer<InOut?>?,
+                                                                             UnsafeMutableRawPointer?) -> Int32).self),
+                config: try load("avfilter_graph_config", (@convention(c) (Graph?, UnsafeMutableRawPointer?) -> Int32).self),
+                addFrame: try load("av_buffersrc_add_frame", (@convention(c) (Context?, UnsafeMutablePointer<AVFrame>?) -> Int32).self),
+                getFrame: try load("av_buffersink_get_frame", (@convention(c) (Context?, UnsafeMutablePointer<AVFrame>?) -> Int32).self)))
+        } catch {
+            return .failure(error)
+        }
+    }()
+}
+
 /// Runs `description` (filters as `ffmpeg -af` takes them, e.g. `highpass=f=80,afftdn`) over
 /// interleaved S16 frames at one rate and channel count; what comes out has the same rate, channels
 /// and sample format (the graph ends in an `aformat` that says so, so a filter that resamples inside
@@ -14,6 +66,7 @@ public final class AudioFilterGraph {
     public let description: String
     public let rate: Int
     public let channels: Int
+    private let lib: AVFilterLibrary
     private var graph: UnsafeMutablePointer<AVFilterGraph>?
     private let source: UnsafeMutablePointer<AVFilterContext>
     private let sink: UnsafeMutablePointer<AVFilterContext>
@@ -26,31 +79,33 @@ public final class AudioFilterGraph {
             throw FFmpegError(call: "avfilter_graph_config", code: -EINVAL, file: nil, message: "\(channels) channel(s) at \(rate) Hz: 1 or 2 channels at 8–192 kHz")
         }
         self.description = description; self.rate = rate; self.channels = channels
-        var made: UnsafeMutablePointer<AVFilterGraph>? = avfilter_graph_alloc()
+        let lib = try AVFilterLibrary.shared.get()
+        self.lib = lib
+        var made: UnsafeMutablePointer<AVFilterGraph>? = lib.graphAlloc()
         guard let graph = made else { throw FFmpegError(call: "avfilter_graph_alloc", code: -ENOMEM) }
         // Until the graph is owned, a throw frees it (its filters with it).
         var built = false
-        defer { if !built { avfilter_graph_free(&made) } }
+        defer { if !built { lib.graphFree(&made) } }
         let layout = channels == 1 ? "mono" : "stereo"
         var src: UnsafeMutablePointer<AVFilterContext>?
-        try FFmpegError.check(avfilter_graph_create_filter(&src, avfilter_get_by_name("abuffer"), "in",
+        try FFmpegError.check(lib.createFilter(&src, lib.getByName("abuffer"), "in",
                                                            "time_base=1/\(rate):sample_rate=\(rate):sample_fmt=s16:channel_layout=\(layout)", nil, graph),
                               "avfilter_graph_create_filter (abuffer)")
         var snk: UnsafeMutablePointer<AVFilterContext>?
-        try FFmpegError.check(avfilter_graph_create_filter(&snk, avfilter_get_by_name("abuffersink"), "out", nil, nil, graph),
+        try FFmpegError.check(lib.createFilter(&snk, lib.getByName("abuffersink"), "out", nil, nil, graph),
                               "avfilter_graph_create_filter (abuffersink)")
         guard let src, let snk else { throw FFmpegError(call: "avfilter_graph_create_filter", code: -ENOMEM) }
         // The graph's open ends, as `avfilter_graph_parse_ptr` names them: its input is fed by "in",
         // its output feeds "out".
-        var outputs = avfilter_inout_alloc()
-        var inputs = avfilter_inout_alloc()
-        defer { avfilter_inout_free(&outputs); avfilter_inout_free(&inputs) }
+        var outputs = lib.inOutAlloc()
+        var inputs = lib.inOutAlloc()
+        defer { lib.inOutFree(&outputs); lib.inOutFree(&inputs) }
         guard let o = outputs, let i = inputs else { throw FFmpegError(call: "avfilter_inout_alloc", code: -ENOMEM) }
         o.pointee.name = av_strdup("in"); o.pointee.filter_ctx = src; o.pointee.pad_idx = 0; o.pointee.next = nil
         i.pointee.name = av_strdup("out"); i.pointee.filter_ctx = snk; i.pointee.pad_idx = 0; i.pointee.next = nil
         let whole = "\(description),aformat=sample_fmts=s16:sample_rates=\(rate):channel_layouts=\(layout)"
-        try FFmpegError.check(avfilter_graph_parse_ptr(graph, whole, &inputs, &outputs, nil), "avfilter_graph_parse_ptr", file: description)
-        try FFmpegError.check(avfilter_graph_config(graph, nil), "avfilter_graph_config", file: description)
+        try FFmpegError.check(lib.parse(graph, whole, &inputs, &outputs, nil), "avfilter_graph_parse_ptr", file: description)
+        try FFmpegError.check(lib.config(graph, nil), "avfilter_graph_config", file: description)
         guard let frame = av_frame_alloc() else { throw FFmpegError(call: "av_frame_alloc", code: -ENOMEM) }
         self.graph = graph; source = src; sink = snk; pulled = frame
         built = true
@@ -58,7 +113,7 @@ public final class AudioFilterGraph {
 
     deinit {
         av_frame_free(&pulled)
-        avfilter_graph_free(&graph)
+        lib.graphFree(&graph)
     }
 
     /// Filters `frames` interleaved frames; returns what the graph gave out so far (filters that
@@ -78,7 +133,7 @@ public final class AudioFilterGraph {
         try FFmpegError.check(av_frame_get_buffer(f, 0), "av_frame_get_buffer", file: description)
         memcpy(f.pointee.data.0!, samples.baseAddress!, frames * channels * 2)
         framesIn += Int64(frames)
-        try FFmpegError.check(av_buffersrc_add_frame(source, f), "av_buffersrc_add_frame", file: description)
+        try FFmpegError.check(lib.addFrame(source, f), "av_buffersrc_add_frame", file: description)
         return try pull()
     }
 
@@ -86,7 +141,7 @@ public final class AudioFilterGraph {
     public func drain() throws(FFmpegError) -> [Int16] {
         guard !drained else { return [] }
         drained = true
-        try FFmpegError.check(av_buffersrc_add_frame(source, nil), "av_buffersrc_add_frame (end)", file: description)
+        try FFmpegError.check(lib.addFrame(source, nil), "av_buffersrc_add_frame (end)", file: description)
         return try pull()
     }
 
@@ -94,7 +149,7 @@ public final class AudioFilterGraph {
         var out: [Int16] = []
         let frame = pulled!
         while true {
-            let rc = av_buffersink_get_frame(sink, frame)
+            let rc = lib.getFrame(sink, frame)
             if rc == recd_averror_eagain() || rc == recd_averror_eof() { return out }
             try FFmpegError.check(rc, "av_buffersink_get_frame", file: description)
             let count = Int(frame.pointee.nb_samples) * channels

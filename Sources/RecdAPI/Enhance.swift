@@ -10,12 +10,14 @@ public struct EnhancedCopy: Codable, Sendable, Equatable {
     public var sizeBytes: Int64
     /// The FFmpeg filters it was made with, as `ffmpeg -af` takes them.
     public var filters: String
-    /// Integrated loudness of the copy (EBU R128, LUFS), and of the original when it was made.
-    public var loudness: Double?
-    public var originalLoudness: Double?
-    public init(createdAt: Date, duration: Double, sizeBytes: Int64, filters: String, loudness: Double?, originalLoudness: Double?) {
+    /// Integrated loudness (EBU R128, LUFS) and true peak (dBTP) of the copy, and the original's
+    /// loudness when it was made; null for silence.
+    @Nullable public var loudness: Double?
+    @Nullable public var truePeak: Double?
+    @Nullable public var originalLoudness: Double?
+    public init(createdAt: Date, duration: Double, sizeBytes: Int64, filters: String, loudness: Double?, truePeak: Double?, originalLoudness: Double?) {
         self.createdAt = createdAt; self.duration = duration; self.sizeBytes = sizeBytes; self.filters = filters
-        self.loudness = loudness; self.originalLoudness = originalLoudness
+        self.loudness = loudness; self.truePeak = truePeak; self.originalLoudness = originalLoudness
     }
 }
 

@@ -94,6 +94,48 @@ final class EnhanceTests: DaemonTestCase {
         XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent)
     }
 
+    /// The measurement: spoken sentences under pink noise and under a fan's hum at 5 dB SNR
+    /// (Tests/enhance/intelligibility.py makes them), imported (AAC, as a memo is) and enhanced: the
+    /// copies' STOI against the clean speech is higher than the originals', and clean speech's copy
+    /// loses next to nothing. Measured when written: pink +0.015–0.017, hum +0.008–0.017, clean
+    /// 0.994–0.997 (from 0.999).
+    func testTheCopyIsMoreIntelligibleUnderNoiseAndCleanSpeechIsKept() throws {
+        let python = Tools.packageRoot.appendingPathComponent(".build/measure-venv/bin/python").path
+        let script = Tools.packageRoot.appendingPathComponent("Tests/enhance/intelligibility.py").path
+        let folder = daemon.dir.appendingPathComponent("speech").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let made = try Tools.run(python, [script, "make", folder])
+        XCTAssertEqual(made.status, 0, "scripts/install-deps.sh --test installs what it needs: \(made.stderr)")
+        let items = try JSONDecoder().decode([[String: String]].self, from: made.stdoutData)
+        XCTAssertEqual(items.count, 3)
+        var triples: [[String]] = [], kinds: [String] = []
+        for item in items {
+            let clean = try XCTUnwrap(item["clean"])
+            for kind in ["clean", "pink", "hum"] {
+                let imported = try daemon.recctl("import", try XCTUnwrap(item[kind]))
+                XCTAssertEqual(imported.status, 0, imported.stderr)
+                let r = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
+                let copy = try XCTUnwrap(try daemon.recctlJSON(EnhanceStatus.self, "enhance", r.id.uuidString).copy)
+                XCTAssertEqual(try XCTUnwrap(copy.loudness), EnhanceStatus.targetLoudness, accuracy: 1.5, "\(kind): levelled")
+                XCTAssertLessThanOrEqual(try XCTUnwrap(copy.truePeak), -1.0, "\(kind): no peak near full scale")
+                triples.append([clean, daemon.path(of: r), enhancedDir.appendingPathComponent("\(r.id.uuidString).m4a").path])
+                kinds.append(kind)
+            }
+        }
+        let scored = try Tools.run(python, [script, "score", String(decoding: try JSONEncoder().encode(triples), as: UTF8.self)])
+        XCTAssertEqual(scored.status, 0, scored.stderr)
+        let stoi = try JSONDecoder().decode([[Double]].self, from: scored.stdoutData)
+        for kind in ["pink", "hum"] {
+            let pairs = zip(kinds, stoi).filter { $0.0 == kind }.map(\.1)
+            let gain = pairs.map { $0[1] - $0[0] }.reduce(0, +) / Double(pairs.count)
+            XCTAssertGreaterThan(gain, 0.005, "\(kind): STOI \(pairs)")
+            for p in pairs { XCTAssertGreaterThan(p[1] - p[0], -0.01, "\(kind): no sentence made less intelligible: \(p)") }
+        }
+        for p in zip(kinds, stoi).filter({ $0.0 == "clean" }).map(\.1) {
+            XCTAssertGreaterThan(p[1], 0.98, "clean speech kept: \(p)")
+        }
+    }
+
     func testACopyGoesWithATrimInPlaceOrADeleteOfItsRecording() throws {
         let r = try noisyMemo("Bring the harbour charts.")
         XCTAssertNotNil(try daemon.recctlJSON(EnhanceStatus.self, "enhance", r.id.uuidString).copy)
