@@ -170,7 +170,7 @@ struct Playback: AsyncParsableCommand {
         }
         return "\(p.state == .paused ? "⏸ paused" : "▶ playing") '\(Output.text(p.recording.title))' (\(Output.shortID(p.recording.id)))"
             + " \(Output.duration(p.position)) / \(Output.duration(p.duration))" + (p.speed == 1 ? "" : " at \(Playback.speed(p.speed))")
-            + (p.counts ? "" : " (preview)")
+            + (p.enhanced ? ", its enhanced copy" : "") + (p.counts ? "" : " (preview)")
     }
 
     /// "1.5×".
@@ -316,6 +316,11 @@ struct Media: AsyncParsableCommand {
 
     func run() async throws {
         let (r, _) = try await global.client.call(.GET, "/v1/recordings/\(idPath(id))", as: Recording.self)
+        // No copy: said before a file of that name is asked about.
+        if enhanced, try await global.client.call(.GET, "/v1/recordings/\(r.id.uuidString)/enhanced", as: EnhanceStatus.self).0.copy == nil {
+            throw ClientFailure.refused(status: 409, APIErrorBody(code: .noMedia, message:
+                "recording \(r.id.uuidString) has no enhanced copy (recctl enhance \(Output.shortID(r.id)) makes one)"))
+        }
         let name = output ?? (enhanced ? Self.fileName(title: r.title + " (enhanced)", file: "enhanced.m4a") : Self.fileName(title: r.title, file: r.file))
         try global.mayWrite(name, force: force)
         let reply = try await global.client.send(.GET, "/v1/recordings/\(r.id.uuidString)/\(enhanced ? "enhanced/" : "")media")

@@ -180,6 +180,12 @@ final class EnhanceTests: DaemonTestCase {
             (status, body) = try daemon.curl(method, "/v1/recordings/\(r.id.uuidString)/\(path)")
             XCTAssertEqual(status, 409, "\(method) \(path): \(body)")
         }
+        let out = daemon.dir.appendingPathComponent("none").path
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let copied = try daemon.recctl(["media", r.id.uuidString, "--enhanced"], cwd: out)
+        XCTAssertEqual(copied.status, 1)
+        XCTAssertTrue(copied.stderr.contains("has no enhanced copy"), copied.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [], "no file written")
         (status, body) = try daemon.curl("POST", "/v1/recordings/\(r.id.uuidString)/play", body: #"{"enhanced": true}"#)
         XCTAssertEqual(status, 409, body)
         XCTAssertTrue(body.contains("has no enhanced copy"), body)
