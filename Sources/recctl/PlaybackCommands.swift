@@ -52,7 +52,9 @@ struct Play: AsyncParsableCommand {
         if p.skipSilence { said += ", skipping pauses" }
         if p.speed != 1 { said += " at \(Playback.speed(p.speed))" }
         if p.enhanced { said += ", its enhanced copy" }
-        said += String(cFormat: ", first audio after %.0f ms", reply.startLatencyMs)
+        // Handed to the device: a sound server (PulseAudio, PipeWire) may take a while more to start
+        // its stream, and the position shown under --wait is what the device says it has played.
+        said += String(cFormat: ", first audio to the device after %.0f ms", reply.startLatencyMs)
         if !p.counts { said += "\n(preview of a pending recording: not counted as a play)" }
         global.emit(raw, said)
         guard wait else { return }

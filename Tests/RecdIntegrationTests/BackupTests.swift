@@ -431,6 +431,44 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording?.state, .ready)
     }
 
+    /// recd's own disk full while the snapshot's catalog copy is made (the data directory on a small
+    /// tmpfs, filled to within a few KB): the run fails as `staging`, saying why, its half-made folder
+    /// is gone, the library is untouched, and the next run, with room, backs it all up.
+    func testAFullDiskWhileTheCatalogIsCopiedFailsTheRunAndChangesNothing() throws {
+        try Skip.if(getuid() != 0, "mounting a small tmpfs needs root")
+        let dir = work.appendingPathComponent("recd")
+        let data = dir.appendingPathComponent("data")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let mount = try Tools.run("mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", data.path])
+        try Skip.if(mount.status != 0, "mount -t tmpfs refused here: \(mount.stderr)")
+        defer { daemon?.stop(); _ = try? Tools.run("umount", ["-l", data.path]) }
+        let password = try passwordFile()
+        XCTAssertEqual(try Tools.run("restic", ["init", "--repo", repository, "--password-file", password]).status, 0)
+        try startDaemon(password: password, extra: ["--min-free-mb", "0"])
+        let memo = try daemon.recctlJSON(Recording.self, "import", try wav("m.wav", hz: 440), "--title", "Kept",
+                                         "--notes", String(repeating: "A note that makes the catalog larger. ", count: 5))
+        let before = try sha256(daemon.path(of: memo))
+        // Fill the disk but for 16 KB: less than the catalog's copy needs.
+        let filler = data.appendingPathComponent("filler").path
+        let free = try XCTUnwrap((try FileManager.default.attributesOfFileSystem(forPath: data.path))[.systemFreeSize] as? NSNumber).int64Value
+        XCTAssertEqual(try Tools.run("fallocate", ["-l", String(free - 16_384), filler]).status, 0)
+        let failed = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(failed.status, 1, failed.stdout + failed.stderr)
+        let s = try daemon.recctlJSON(BackupStatus.self, "backup", "status")
+        XCTAssertEqual(s.lastError?.reason, .staging, "\(s)")
+        XCTAssertTrue(s.lastError?.message.contains("catalog") == true && s.lastError?.message.contains("full") == true, "\(s)")
+        XCTAssertNil(s.lastSuccess)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data.appendingPathComponent(".backup/stage").path), "no half-made stage left")
+        XCTAssertEqual(try sha256(daemon.path(of: memo)), before)
+        XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", memo.id.uuidString).notes, memo.notes)
+        // Room again: the next run has it all.
+        try FileManager.default.removeItem(atPath: filler)
+        let done = try daemon.recctl("backup", "now", "--wait")
+        XCTAssertEqual(done.status, 0, done.stdout + done.stderr + daemon.log)
+        XCTAssertEqual(try daemon.recctlJSON(BackupStatus.self, "backup", "status").lastSuccess?.recordings, 1)
+        XCTAssertTrue(try daemon.recctlJSON(ConsistencyReport.self, "check").isConsistent)
+    }
+
     /// An SFTP repository on a real sshd the test starts on 127.0.0.1 (keys made here): backed up
     /// and restored through it; the same sshd stopped is "unreachable", said at once, while a take
     /// goes on.
