@@ -166,6 +166,7 @@ extension Record {
         let id = start.recording.id
         let startedAt = Date()
         let state = Mutex(RecordScreenState())
+        // The take's events (meters, pause, its end, recd's going away).
         let events = Task {
             try? await client.events("/v1/events?type=meter,recording.stopped,recording.paused,recording.resumed") { json in
                 guard let event = try? APIJSON.decoder().decode(RecdEvent.self, from: Data(json.utf8)) else { return }
@@ -196,29 +197,9 @@ extension Record {
         if keyMode { KeyMode.enter() }
         recording: while true {
             if interrupted.load(ordering: .relaxed) { break }
-            if input.ready {
-                switch await input.nextKey(keyMode: keyMode, wait: false) {
-                case "p":
-                    let path = state.withLock { $0.paused } ? "/v1/record/resume" : "/v1/record/pause"
-                    do {
-                        let (p, _) = try await client.call(.POST, path, as: RecordingPauseState.self)
-                        state.withLock { $0.saw(p) }
-                        if !tty { say(p.paused ? Say.paused(p, already: false, resume: "a line \"p\" resumes") : Say.resumed(p, already: false)) }
-                    } catch ClientFailure.refused(_, let body) {
-                        say("\n" + body.error.message)
-                    }
-                case "m":
-                    do {
-                        let (m, _) = try await client.call(.POST, "/v1/recordings/\(id.uuidString)/markers", body: MarkerRequest(), as: Marker.self)
-                        say((tty ? "\r" : "") + Mark.said(m) + (tty ? "\u{1B}[K" : ""))
-                    } catch ClientFailure.refused(_, let body) {
-                        say("\n" + body.error.message)
-                    }
-                case "\n", nil:
-                    break recording   // Enter, a line, or the end of input
-                default:
-                    if !keyMode { break recording }   // any other line stops, as before pausing existed
-                }
+            if input.ready, try await !take(await input.nextKey(keyMode: keyMode, wait: false), id: id, client: client, state: state,
+                                            tty: tty, keyMode: keyMode) {
+                break recording
             }
             let s = state.withLock { $0 }
             if s.stoppedByItself != nil || s.daemonGone { break }
@@ -234,11 +215,48 @@ extension Record {
         interrupted.store(false, ordering: .relaxed)   // a Ctrl-C that stopped the recording is used up
         if tty { Console.out(Data("\n".utf8)) }
 
-        let recording: Recording
-        let (ended, gone) = state.withLock { ($0.stoppedByItself, $0.daemonGone) }
-        if gone || ended?.reason == .shutdown {
-            // recd is not there to preview or save with: say what it kept, and how to finish later.
-            if let kept = ended?.recording {
+        guard let recording = try await stop(state.withLock { $0 }, client: client) else { return }
+        say("⏹ Recorded \(Output.duration(recording.duration)).")
+        // From here Ctrl-C leaves the take pending, and says so (SIGINT stays caught: the loops below
+        // see `interrupted`).
+        defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
+        try await previewAndSave(recording, client: client, input: input, keyMode: keyMode)
+    }
+
+    /// Does what `key` asks during the take (p pauses or resumes, m marks); false when it stops it
+    /// (Enter, a line, the end of input; without a terminal, any other line too).
+    private static func take(_ key: Character?, id: UUID, client: RecdClient, state: borrowing Mutex<RecordScreenState>,
+                             tty: Bool, keyMode: Bool) async throws -> Bool {
+        switch key {
+        case "p":
+            let path = state.withLock { $0.paused } ? "/v1/record/resume" : "/v1/record/pause"
+            do {
+                let (p, _) = try await client.call(.POST, path, as: RecordingPauseState.self)
+                state.withLock { $0.saw(p) }
+                if !tty { say(p.paused ? Say.paused(p, already: false, resume: "a line \"p\" resumes") : Say.resumed(p, already: false)) }
+            } catch ClientFailure.refused(_, let body) {
+                say("\n" + body.error.message)
+            }
+        case "m":
+            do {
+                let (m, _) = try await client.call(.POST, "/v1/recordings/\(id.uuidString)/markers", body: MarkerRequest(), as: Marker.self)
+                say((tty ? "\r" : "") + Mark.said(m) + (tty ? "\u{1B}[K" : ""))
+            } catch ClientFailure.refused(_, let body) {
+                say("\n" + body.error.message)
+            }
+        case "\n", nil:
+            return false
+        default:
+            if !keyMode { return false }   // any other line stops, as before pausing existed
+        }
+        return true
+    }
+
+    /// The take's end: stopped here (kept pending for the preview), or as it ended by itself. recd
+    /// gone: says what it kept and how to finish later (exit 3). Nil when it was discarded meanwhile.
+    private static func stop(_ s: RecordScreenState, client: RecdClient) async throws -> Recording? {
+        if s.daemonGone || s.stoppedByItself?.reason == .shutdown {
+            if let kept = s.stoppedByItself?.recording {
                 say("recd was stopped during the recording. What was recorded is kept: '\(Output.text(kept.title))' (\(Output.duration(kept.duration)))"
                     + " is pending; when recd runs again, " + Say.howToFinish(kept))
             } else {
@@ -247,20 +265,13 @@ extension Record {
             }
             throw ExitCode(ExitStatus.unreachable)
         }
-        if let ended, let kept = ended.recording {
+        if let ended = s.stoppedByItself, let kept = ended.recording {
             say("The recording ended by itself: \(ended.error ?? ended.reason.rawValue)")
-            recording = kept
-        } else {
-            let (stop, _) = try await client.call(.POST, "/v1/record/stop", body: StopRecordingRequest(then: .keep),
-                                                  as: StopRecordingResponse.self)
-            guard let kept = stop.recording else { say(Say.discardedWhileStopping()); return }
-            recording = kept
+            return kept
         }
-        say("⏹ Recorded \(Output.duration(recording.duration)).")
-        // From here Ctrl-C leaves the take pending, and says so (SIGINT stays caught: the loops below
-        // see `interrupted`).
-        defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
-        try await previewAndSave(recording, client: client, input: input, keyMode: keyMode)
+        let (stop, _) = try await client.call(.POST, "/v1/record/stop", body: StopRecordingRequest(then: .keep), as: StopRecordingResponse.self)
+        guard let kept = stop.recording else { say(Say.discardedWhileStopping()); return nil }
+        return kept
     }
 
     /// The seed's preview: play it, save it (title, notes, purpose), or discard it. End of input
