@@ -17,8 +17,7 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
     return;
   }
   const full = wave.bits === 8 ? 128 : 32768, step = wave.channels * 2, mid = height / 2;
-  const bar = width / wave.length, px = 1 / ratio;
-  const gap = bar >= 3 ? 1 : 0;
+  const bar = width / wave.length, px = 1 / ratio, gap = bar >= 3 ? 1 : 0;
   for (let p = 0; p < wave.length; p++) {
     let peak = 0;
     for (let c = 0; c < wave.channels; c++) {
@@ -51,7 +50,6 @@ export function fitWaveform(canvas, id, got) {
   return () => { clearTimeout(timer); observer.disconnect(); };
 }
 
-/// A live level trace, the newest on the right.
 export class LiveTrace {
   constructor(canvas, size = 120) { this.canvas = canvas; this.levels = new Array(size).fill(0); }
   push(peakDb) {
