@@ -3,16 +3,17 @@
 against the real recd, on a private PulseAudio server, through the real `recctl ui`:
 
 - a short noisy memo (espeak-ng speech after 0.5 s of silence, pink noise under it, made with sox)
-  imported and opened in the player: **Enhance** (recd has no copy yet) is a named button; pressed,
-  it says "Enhancing…" (aria-disabled, aria-busy) while recd makes the copy, then the A/B pair
-  "Original | Enhanced" (toggle buttons, aria-pressed, in a named group) and the loudness change
-  ("−NN → −16 LUFS") replace it, and recd has the copy;
+  imported and opened in the player: ✨ in its head is a button named "Enhance" (recd has no copy
+  yet), and no row is added under the controls; pressed, it is named "Enhancing…" (aria-disabled,
+  aria-busy) while recd makes the copy, then goes, and the A/B pair "Original | Enhanced" (toggle
+  buttons, aria-pressed, in a named group) shows under the controls with the loudness change
+  ("−NN → −16 LUFS"), and recd has the copy;
 - Enhanced swaps the <audio>'s src to the copy's media, at the same time (±0.5 s), still playing, at
   the same speed; Original swaps back; Space on a focused A/B button works too; switching counts no
   play (the play is counted once, when the player is closed);
 - ⬇✨ beside ⬇ downloads "<title> (enhanced).m4a" (recd's Content-Disposition);
 - 🗑️ asks first (the focus on Cancel; Cancel keeps the copy), then removes it: the player is back on
-  the original at the same time, Enhance is offered again, and `GET /v1/recordings/{id}/enhanced`
+  the original at the same time, ✨ Enhance is offered again (focused), and `GET /v1/recordings/{id}/enhanced`
   says `copy: null`;
 - recd's refusal (the copy made for a recording deleted meanwhile) is said in a toast, in its words;
 - every control named, nothing wider than the page at 320 and 1280 px (screenshots), and axe-core
@@ -73,12 +74,14 @@ try:
 
     def fits(name):
         """At 320 and 1280 px: nothing wider than the page, every control named; screenshots then."""
-        for width, height in [(320, 640), (1280, 860)]:
+        for width, height in [(320, 844), (1280, 860)]:
             size(width, height)
             wide = js("""return [...document.querySelectorAll('body *')].filter((e) => e.getClientRects().length
                 && e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.toasts')).map((e) => e.outerHTML.slice(0, 80))""")
             check(f"{name} at {width} px: nothing wider than the page", not wide and js("return document.documentElement.scrollWidth <= innerWidth"), wide)
             check(f"{name} at {width} px: every control named", not unnamed("#player"), unnamed("#player"))
+            high = js("return [Math.round(document.getElementById('player').getBoundingClientRect().height), innerHeight]")
+            check(f"{name} at {width} px: the sheet ≤ 60% high", high[0] <= 0.6 * high[1], high)
             if SHOTS:
                 os.makedirs(SHOTS, exist_ok=True)
                 browser.save_screenshot(os.path.join(SHOTS, f"enhance-{name.replace(' ', '-')}-{width}.png"))
@@ -110,20 +113,20 @@ try:
         click(f"li[data-id='{rid}'] .row-main")
         wait("the player playing", lambda b: (audio() or [0, True])[0] > 0.3)
         make = wait("Enhance", lambda b: shown("#player [data-action=enhance]"))[0]
-        check("with no copy, the player offers Enhance (a named button), no A/B and no second download",
-              make.accessible_name == "Enhance" and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"),
-              [make.accessible_name, page.text()])
+        check("with no copy, ✨ in the player's head is a button named Enhance; no A/B row, no second download",
+              make.accessible_name == "Enhance" and shown("#player .head [data-action=enhance]") and not shown("#player [data-enhance]")
+              and not shown("#player [data-action=download-enhanced]"), [make.accessible_name, page.text()])
         axe("the player with Enhance")
         fits("before")
 
         # 1. Enhance: busy while recd makes it, then the A/B pair (the focus on Enhanced).
         js("""window.busy = []; const b = document.querySelector('#player [data-action=enhance]');
-              new MutationObserver(() => window.busy.push([b.textContent, b.getAttribute('aria-disabled'), b.getAttribute('aria-busy')]))
+              new MutationObserver(() => window.busy.push([b.getAttribute('aria-label'), b.getAttribute('aria-disabled'), b.getAttribute('aria-busy')]))
                 .observe(b, { attributes: true, childList: true, characterData: true, subtree: true });""")
         click("#player [data-action=enhance]")
         wait("the A/B pair", lambda b: shown("#player [data-enhance] .tabs button"), 60)
         busy = js("return window.busy")
-        check("while recd makes it the button says “Enhancing…”, aria-disabled and aria-busy",
+        check("while recd makes it the button is named “Enhancing…”, aria-disabled and aria-busy",
               ["Enhancing…", "true", "true"] in busy, busy)
         copy = recd_get(f"/v1/recordings/{rid}/enhanced")["copy"]
         check("recd has the copy, levelled to about -16 LUFS", copy and abs(copy["loudness"] + 16) < 1.5, copy)
@@ -134,7 +137,7 @@ try:
               and group.get_attribute("role") == "group" and group.accessible_name, [[b.text for b in ab], pressed(), group.accessible_name])
         check("Enhance has gone; the focus is on Enhanced", not shown("#player [data-action=enhance]")
               and js("return document.activeElement.dataset.action") == "enhanced", js("return document.activeElement.outerHTML"))
-        level = el("#player [data-loudness]").text
+        level = el("#player [data-enhance] .hint").text
         want = f"{round(copy['originalLoudness'])} → {round(copy['loudness'])} LUFS".replace("-", "−")
         check("the loudness change is said (−NN → −16 LUFS)", level == want, [level, want])
         check("“Enhanced copy made ✓” in a toast", toast_says("Enhanced copy made"))
@@ -201,7 +204,7 @@ try:
               and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"), [before, after])
         check("recd says it has no copy (GET …/enhanced: copy null)", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
         check("“Enhanced copy removed” in a toast; the focus on Enhance", toast_says("Enhanced copy removed")
-              and js("return document.activeElement.dataset.action") == "enhance")
+              and js("return document.activeElement.dataset.action") == "enhance" and el("#player [data-action=enhance]").accessible_name == "Enhance")
 
         # 5. The play counted once, at closing.
         click("#player [data-action=close]")
@@ -220,7 +223,8 @@ try:
         click("#player [data-action=enhance]")
         said = toast_says(refusal, 15) and el("#toast").text
         check("recd's refusal is said in a toast in its words, and Enhance stays", said and shown("#player [data-action=enhance]")
-              and el("#player [data-action=enhance]").text == "Enhance", [refusal, said])
+              and el("#player [data-action=enhance]").accessible_name == "Enhance"
+              and el("#player [data-action=enhance]").get_attribute("aria-busy") == "false", [refusal, said])
     finally:
         browser.quit()
 except Exception:

@@ -99,10 +99,5 @@ export function events(types, on, onOpen = () => {}) {
   const visibility = () => { if (document.hidden) { source?.close(); source = null; first = false; } else if (!source) open(); };
   document.addEventListener('visibilitychange', visibility);
   if (!document.hidden) open();
-  return {
-    close() {
-      closed = true; clearTimeout(retry);
-      document.removeEventListener('visibilitychange', visibility); source?.close(); source = null;
-    },
-  };
+  return { close() { closed = true; clearTimeout(retry); document.removeEventListener('visibilitychange', visibility); source?.close(); source = null; } };
 }

@@ -46,7 +46,7 @@ export function backupSection() {
 
   const label = h('span', { id: 'backup-progress-label' }), percent = h('span', { 'data-backup': 'percent' }), fill = h('div', { class: 'fill' });
   const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-labelledby': 'backup-progress-label',
-    'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0' }, fill);
+    'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': 0 }, fill);
   const runDetail = h('p', { class: 'hint' });
   const running = h('div', { class: 'run', 'data-backup': 'running', hidden: true },
     h('p', {}, label, ' ', percent), bar, runDetail);

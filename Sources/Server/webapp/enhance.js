@@ -5,7 +5,7 @@ import { h, toast, confirmDialog, busy, quiet } from './ui.js';
 
 const lufs = (n) => String(Math.round(n)).replace('-', '−');
 
-/// The row under the player's controls; `link`, the copy's download, for its head.
+/// `head`: ✨ and the copy's ⬇; `el`: the A/B row.
 export function enhancePanel(r, media) {
   let copy = null, on = false;
   // The other file at the same time, speed and state (no `ended`: no play counted).
@@ -17,19 +17,18 @@ export function enhancePanel(r, media) {
     if (go) media.play().catch(() => {});
     draw();
   };
-  const show = (c) => { copy = c; el.hidden = false; if (!c) use(false); draw(); };
-  const ask = async (method, done) => {
-    try { show((await api.enhanced(r.id, method)).copy); toast(done); } catch (e) { toast(e.message); }
+  const show = (c) => { copy = c; if (!c) use(false); draw(); };
+  const ask = async (method, done) => { try { show((await api.enhanced(r.id, method)).copy); toast(done); } catch (e) { toast(e.message); } };
+  const making = (on, t = on ? 'Enhancing…' : 'Enhance') => {
+    make.title = t; make.setAttribute('aria-label', t); make.setAttribute('aria-busy', on); make.textContent = on ? '⏳' : '✨';
   };
-  const make = h('button', { 'data-action': 'enhance', onclick: () => busy(make, async () => {
-    make.textContent = 'Enhancing…'; make.setAttribute('aria-busy', 'true');
-    await ask('POST', 'Enhanced copy made ✓');
-    make.textContent = 'Enhance'; make.removeAttribute('aria-busy');
+  const make = quiet('Enhance', { 'data-action': 'enhance', title: 'Enhance', hidden: true, onclick: () => busy(make, async () => {
+    making(true); await ask('POST', 'Enhanced copy made ✓'); making(false);
     ab[1].focus();
-  }) }, 'Enhance');
+  }) }, '✨');
   const ab = ['Original', 'Enhanced'].map((t, i) => h('button', { 'data-action': t.toLowerCase(), onclick: () => use(!!i) }, t));
   const pair = h('div', { class: 'tabs', role: 'group', 'aria-label': 'Sound played' }, ab);
-  const level = h('span', { class: 'hint', 'data-loudness': '' });
+  const level = h('span', { class: 'hint' });
   const remove = quiet('Remove enhanced copy', { 'data-action': 'unenhance', onclick: async () => {
     if (await confirmDialog('Remove the enhanced copy?', 'The original stays as it is.', 'Remove')) await ask('DELETE', 'Enhanced copy removed');
     (copy ? remove : make).focus();
@@ -38,15 +37,15 @@ export function enhancePanel(r, media) {
     'aria-label': `Download ${r.title} (enhanced)` }, '⬇✨');
   const draw = () => {
     make.hidden = !!copy;
-    pair.hidden = remove.hidden = link.hidden = level.hidden = !copy;
+    el.hidden = link.hidden = !copy;
     ab.forEach((b, i) => b.setAttribute('aria-pressed', on === !!i));
     if (!copy) return;
     link.href = api.download(r, copy);
     const l = [copy.originalLoudness, copy.loudness];
     level.textContent = l.some((x) => x == null) ? '' : l.map(lufs).join(' → ') + ' LUFS';
   };
-  const el = h('div', { class: 'time-row', 'data-enhance': '', hidden: true }, make, pair, level, remove);
+  const el = h('div', { class: 'time-row', 'data-enhance': '', hidden: true }, pair, level, remove);
   const load = () => api.enhanced(r.id).then((s) => show(s.copy), () => {});
   load();
-  return { el, link, load };
+  return { el, head: [make, link], load };
 }

@@ -152,7 +152,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       h('strong', {}, `${icon(recording)} ${recording.title}`),
       h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
-      enh?.link,
+      enh?.head,
       navigator.canShare?.({ files: [new File([], 'a.m4a', { type: isVideo ? 'video/mp4' : 'audio/mp4' })] })
         && quiet(`Share ${recording.title}`, { 'data-action': 'share', title: 'Share', onclick: share }, '⤴'),
       cut?.toggle,

@@ -90,7 +90,7 @@ export const cap = (s) => s[0].toUpperCase() + s.slice(1);
 
 /// The input level: `set(peaks, speech)`; `set()` at rest (lanes kept).
 export function meter() {
-  const m = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0', 'aria-valuenow': '-60' });
+  const m = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': -60, 'aria-valuemax': 0, 'aria-valuenow': -60 });
   m.set = (peaks, speech) => {
     const peak = peaks ? Math.max(...peaks) : -160;
     if (peaks) m.replaceChildren(...peaks.map((p) => h('div', { class: 'lane' }, h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, (p + 60) / 0.6))}%` }))));
