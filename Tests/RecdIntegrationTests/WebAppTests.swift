@@ -92,6 +92,16 @@ final class WebAppTests: XCTestCase {
         try BrowserScript.run("silence_search_test.py", timeout: 180)
     }
 
+    /// Issue 47's Enhance in Chromium: a noisy espeak-ng memo's player offers Enhance ("Enhancing…",
+    /// aria-busy), then Original | Enhanced (aria-pressed) swapping the <audio>'s src at the same time,
+    /// playing and speed, no play counted; the loudness change; the copy's download; removed after a
+    /// confirmation (Cancel focused), recd's copy null after; recd's refusal in a toast; 320 and 1280 px, axe.
+    func testEnhanceMakesACopyToCompareAndRemove() throws {
+        try BrowserScript.requireBrowser()
+        try Skip.if(Tools.which("espeak-ng") == nil, "espeak-ng is missing: scripts/install-deps.sh --test installs it")
+        try BrowserScript.run("enhance_test.py", timeout: 240)
+    }
+
     /// Issue 47: axe-core (from PyPI, installed by scripts/install-deps.sh --test) on every screen:
     /// no critical or serious violation.
     func testEveryScreenPassesAxe() throws {

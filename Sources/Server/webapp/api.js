@@ -1,25 +1,22 @@
 // The one module that talks to recd; addresses relative (`recctl ui` serves the app under a secret path).
 
-export class APIError extends Error {
+class APIError extends Error {
   constructor(status, body, e = body?.error) {
     super(e?.message ?? `HTTP ${status}`);
     Object.assign(this, { status, code: e?.code ?? (status ? 'http_' + status : 'unreachable'), offer: e?.offer ?? null });
   }
 }
 
-/// Whether recd answered last (not the bridge's 502/504): the banner follows it.
+/// Whether recd answered last (not the bridge's 502/504).
 const watchers = new Set();
 let reachable = true;
 export const isReachable = () => reachable;
 export function onReachability(fn) { watchers.add(fn); return () => watchers.delete(fn); }
-function setReachable(v) {
-  if (v !== reachable) for (const w of [...watchers]) w(reachable = v);
-}
+function setReachable(v) { if (v !== reachable) for (const w of [...watchers]) w(reachable = v); }
 
-// (the bridge's words carry the OS's "errno: 111")
 const away = () => { setReachable(false); return new APIError(0, { error: { message: 'recd is not reachable. Is it running? (recctl status)' } }); };
 
-/// The relay's cookie, pushed out by another site on 127.0.0.1, got again (docs/webapp.md); only it answers 401.
+/// The relay's cookie got again (docs/webapp.md); only it answers 401.
 async function letInAgain() {
   try {
     const secret = localStorage.getItem('recd-ui-renew');
@@ -29,18 +26,16 @@ async function letInAgain() {
 
 export async function call(method, path, body, again = false) {
   let r, json = null;
-  try {
-    r = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) });
-  } catch { throw away(); }
+  try { r = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) }); } catch { throw away(); }
   if (r.status === 401 && !again && await letInAgain()) return call(method, path, body, true);
-  try { json = JSON.parse(await r.text()); } catch { /* empty, or the bridge's error page */ }
+  try { json = JSON.parse(await r.text()); } catch { /* empty, or the bridge's page */ }
   if (r.status === 502 || r.status === 504) throw away();
   setReachable(true);
   if (!r.ok) throw new APIError(r.status, json);
   return json;
 }
 
-const get = (path) => call('GET', path), post = (path, body) => call('POST', path, body);
+const get = (path) => call('GET', path), post = (path, body) => call('POST', path, body), R = (id, p = '') => `/recordings/${id}${p}`;
 export const api = {
   list: (by, offset, limit = 50, state) => get(`/recordings?by=${by}&limit=${limit}&offset=${offset}${state ? '&state=' + state : ''}`),
   top: () => get('/top?limit=3'),
@@ -49,29 +44,29 @@ export const api = {
   stop: () => post('/record/stop', { then: 'keep' }),
   pause: () => post('/record/pause'),
   resume: () => post('/record/resume'),
-  get: (id) => get(`/recordings/${id}`),
-  save: (id, meta) => post(`/recordings/${id}/save`, meta),
-  discard: (id) => post(`/recordings/${id}/discard`),
-  edit: (id, meta) => call('PATCH', `/recordings/${id}`, meta),
-  remove: (id) => call('DELETE', `/recordings/${id}`),
+  get: (id) => get(R(id)),
+  save: (id, meta) => post(R(id, '/save'), meta),
+  discard: (id) => post(R(id, '/discard')),
+  edit: (id, meta) => call('PATCH', R(id), meta),
+  remove: (id) => call('DELETE', R(id)),
   removeAll: () => call('DELETE', '/recordings?confirm=all'),
-  played: (id) => post(`/recordings/${id}/played`),
-  waveform: (id, pixels) => get(`/recordings/${id}/waveform?pixels=${pixels}`),
-  playOnSpeaker: (id, position, skipSilence, speed) => post(`/recordings/${id}/play`, { position, skipSilence, speed }),
-  silences: (id) => get(`/recordings/${id}/silences`),
+  played: (id) => post(R(id, '/played')),
+  waveform: (id, pixels) => get(R(id, '/waveform?pixels=' + pixels)),
+  playOnSpeaker: (id, position, skipSilence, speed) => post(R(id, '/play'), { position, skipSilence, speed }),
+  silences: (id) => get(R(id, '/silences')),
   playback: () => get('/playback'),
-  transcript: (id) => get(`/recordings/${id}/transcript`),
+  transcript: (id) => get(R(id, '/transcript')),
   search: (q, limit = 50) => get(`/search?q=${encodeURIComponent(q)}&limit=${limit}`),
   transport: (what, body) => post(`/playback/${what}`, body),
-  markers: (id) => get(`/recordings/${id}/markers`),
-  mark: (id, body) => post(`/recordings/${id}/markers`, body),
-  editMarker: (id, m, body) => call('PATCH', `/recordings/${id}/markers/${m}`, body),
-  trim: (id, body) => post(`/recordings/${id}/trim`, body),
-  unmark: (id, m) => call('DELETE', `/recordings/${id}/markers/${m}`),
-  // ?v: the size, which a trim in place changes (for the browser's cache).
-  media: (r) => `v1/recordings/${r.id}/media?v=${r.sizeBytes}`,
-  /// The file, named after the recording's title.
-  download: (r) => `${api.media(r)}&download=true`,
+  markers: (id) => get(R(id, '/markers')),
+  mark: (id, body) => post(R(id, '/markers'), body),
+  editMarker: (id, m, body) => call('PATCH', R(id, `/markers/${m}`), body),
+  trim: (id, body) => post(R(id, '/trim'), body),
+  unmark: (id, m) => call('DELETE', R(id, `/markers/${m}`)),
+  enhanced: (id, method = 'GET') => call(method, R(id, '/enhanced')),
+  // `e`: the enhanced copy; ?v: the size, which a trim in place changes (the browser's cache).
+  media: (r, e) => `v1/recordings/${r.id}/${e ? 'enhanced/' : ''}media?v=${(e || r).sizeBytes}`,
+  download: (r, e) => `${api.media(r, e)}&download=true`,
   poster: (id) => `v1/recordings/${id}/poster`,
   exportURL: (format) => `v1/export?format=${format}`,
   backup: () => get('/backup'),
@@ -82,9 +77,8 @@ export const api = {
 };
 
 /// `GET /v1/events`, closed while the tab is hidden (6 connections a host); `onOpen(first)` on each
-/// (re)connection (nothing is replayed); opened again after a 502 (0.5 s doubling to 8 s).
+/// (re)connection (`first`: the page read its state just now); again after a 502 (0.5 s doubling to 8 s).
 export function events(types, on, onOpen = () => {}) {
-  // `first`: the page read its state just now.
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {
     clearTimeout(retry); retry = null;
@@ -102,15 +96,8 @@ export function events(types, on, onOpen = () => {}) {
       }
     });
   };
-  const visibility = () => {
-    if (document.hidden) { source?.close(); source = null; first = false; } else if (!source) open();
-  };
+  const visibility = () => { if (document.hidden) { source?.close(); source = null; first = false; } else if (!source) open(); };
   document.addEventListener('visibilitychange', visibility);
   if (!document.hidden) open();
-  return {
-    close() {
-      closed = true; clearTimeout(retry);
-      document.removeEventListener('visibilitychange', visibility); source?.close(); source = null;
-    },
-  };
+  return { close() { closed = true; clearTimeout(retry); document.removeEventListener('visibilitychange', visibility); source?.close(); source = null; } };
 }

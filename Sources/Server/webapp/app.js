@@ -14,40 +14,40 @@ let screen = 'library', backups = null;   // the Data page's Backups while it is
 const nav = ['data', 'new', 'listen'].map((n) => document.getElementById('nav-' + n)), [navData, navNew, navListen] = nav;
 
 const library = new Library(view, {
-  onRecord: () => newRecording(), onReview: (r) => review(r), onRejoin: () => rejoin(), isVisible: () => screen === 'library',
+  onRecord: newRecording, onReview: review, onRejoin: rejoin, isVisible: () => screen === 'library',
 });
 const recorder = new RecordScreen(view, {
-  onDone: () => showLibrary(),
-  onMode: (mode) => screenTitle(mode === 'video' ? 'Record video' : 'Record audio'),
+  onDone: showLibrary,
+  onMode: (mode) => screenTitle('Record ' + mode),
   // While a take records, the header leads nowhere else.
   onLive: (live) => { for (const b of nav) b.disabled = live; },
-  onBusy: (active) => follow(active),
+  onBusy: follow,
 });
 // Listening (issue 49): while armed, said in the header on every screen.
 let listening = { state: 'off' };
-const listen = new ListenScreen(view, { onReview: (r) => review(r), onBack: () => showLibrary(), onStatus: (s) => {
+const listen = new ListenScreen(view, { onReview: review, onBack: showLibrary, onStatus: (s) => {
   listening = s;
   navListen.hidden = !s.armed;
   navListen.replaceChildren(h('span', { class: 'rec-mark', 'aria-hidden': 'true' }), ' ', STATES[s.state][0] ?? '');
   if (screen === 'listen') listen.status(s);
 } });
 
-function setScreen(name) {
+function setScreen(name, title) {
   screen = name;
+  if (title) screenTitle(title);
+  if (name === 'record') closePlayer();
   backups?.stop(); backups = null;
   if (name !== 'listen') listen.leave();
   for (const b of [navData, navListen]) if (b.id === 'nav-' + name) b.setAttribute('aria-current', 'page'); else b.removeAttribute('aria-current');
 }
 
 function showListen() {
-  setScreen('listen');
-  screenTitle('Listen');
+  setScreen('listen', 'Listen');
   listen.show(listening);
 }
 
 async function showLibrary() {
-  setScreen('library');
-  screenTitle('Recordings');
+  setScreen('library', 'Recordings');
   try { await library.load(); } catch (e) { unreachable(e); }
   view.focus();
 }
@@ -57,7 +57,6 @@ async function newRecording() {
   const mode = await chooseMode();
   if (mode === 'listen') return showListen();
   if (!mode) return;
-  closePlayer();
   setScreen('record');
   recorder.show(mode);
 }
@@ -74,28 +73,24 @@ function follow(active) {
     toast('Listening is recording what is said: record once it ends');
     return showListen();
   }
-  closePlayer();
   setScreen('record');
   recorder.attach(active);
 }
 
 function review(r) {
-  closePlayer();
   setScreen('record');
   recorder.preview(r);   // names the screen
 }
 
 /// Flow 7: Export Data (7.2), the backups, Delete All Data (7.3).
 function showData() {
-  setScreen('data');
-  screenTitle('Data');
+  setScreen('data', 'Data');
   backups = backupSection();
   let format = 'csv';
+  const card = (id, title, text, ...rest) => h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, title), h('p', { class: 'hint' }, text), ...rest);
   const radio = (value, label) => h('label', {}, h('input', { type: 'radio', name: 'format', value, checked: value === format, onchange: () => { format = value; } }), ' ', label);
   view.replaceChildren(
-    h('section', { class: 'card', 'aria-labelledby': 'export-title' },
-      h('h2', { id: 'export-title' }, 'Export Data'),
-      h('p', { class: 'hint' }, 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.'),
+    card('export-title', 'Export Data', 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.',
       h('fieldset', { class: 'radio' }, h('legend', {}, 'Choose format:'), radio('csv', 'CSV'), radio('json', 'JSON')),
       h('button', { class: 'primary', 'data-action': 'export', onclick: async () => {
         // (saved ones only: with none, no file of headers alone)
@@ -105,9 +100,7 @@ function showData() {
         toast('Data exported ✓');
       } }, 'Export')),
     backups.el,
-    h('section', { class: 'card', 'aria-labelledby': 'delete-title' },
-      h('h2', { id: 'delete-title' }, 'Delete All Data'),
-      h('p', { class: 'hint' }, 'Every recording, file and metadata, at once: all or nothing.'),
+    card('delete-title', 'Delete All Data', 'Every recording, file and metadata, at once: all or nothing.',
       h('button', { class: 'danger', 'data-action': 'delete-all', onclick: async () => {
         if (!await confirmDialog('Delete All Data?', 'This will permanently delete all recordings. This cannot be undone.', 'Delete')) return;
         try { closePlayer(); await api.removeAll(); toast('All data deleted'); } catch (e) { toast(e.message); }
@@ -119,20 +112,17 @@ function showData() {
 
 function unreachable(e) {
   view.replaceChildren(h('div', { class: 'banner', role: 'alert' },
-    e.code !== 'unreachable' && h('strong', {}, 'Something went wrong. '),   // (its message says so)
+    e.code !== 'unreachable' && h('strong', {}, 'Something went wrong. '),
     e.message, ' ', h('button', { onclick: () => showLibrary() }, 'Try again')));
 }
 
-// recd gone: said atop every screen.
 onReachability((up) => {
   document.getElementById('offline').hidden = up;
   if (up && screen === 'library') library.changed();
   if (up && screen === 'data') backups?.refresh();
 });
 
-navNew.onclick = () => newRecording();
-navData.onclick = () => showData();
-navListen.onclick = () => showListen();
+navNew.onclick = newRecording; navData.onclick = showData; navListen.onclick = showListen;
 // Escape in a dialog closes only the dialog.
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && !document.getElementById('dialog').open) closePlayer(); });
 

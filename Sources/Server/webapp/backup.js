@@ -1,7 +1,7 @@
 // The Data page's Backups (issue 48), polled only during a run; elements updated in place (the focus stays).
 
 import { api } from './api.js';
-import { h, toast, shortDate, busy } from './ui.js';
+import { h, toast, shortDate, busy, count } from './ui.js';
 
 /// Why a run failed (`BackupFailure`); restic's words follow.
 const REASONS = {
@@ -18,13 +18,12 @@ const reason = (e) => REASONS[e.reason] ?? e.reason;
 
 const POLL_MS = 1000, ASKED_MS = 60_000;   // polled during a run; a run asked for may take that long to begin
 
-export function size(bytes) {
+function size(bytes) {
   if (!(bytes >= 1000)) return `${bytes ?? 0} B`;
   let v = bytes, i = -1;
   do { v /= 1000; i += 1; } while (v >= 1000 && i < 3);
   return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${'KMGT'[i]}B`;
 }
-const count = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 // The last run that ended: its failure (kept until a success), else its success.
 const lastEnd = (s) => s.lastError?.at ?? s.lastSuccess?.finishedAt ?? null;
@@ -33,7 +32,6 @@ const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? n
 /// Text set only when changed (no churn for screen readers).
 const set = (el, text) => { if (el.textContent !== text) el.textContent = text; };
 
-/// `{ el, refresh(), stop() }`: stopped when the page is left.
 export function backupSection() {
   let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
 
@@ -48,15 +46,12 @@ export function backupSection() {
 
   const label = h('span', { id: 'backup-progress-label' }), percent = h('span', { 'data-backup': 'percent' }), fill = h('div', { class: 'fill' });
   const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-labelledby': 'backup-progress-label',
-    'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0' }, fill);
+    'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': 0 }, fill);
   const runDetail = h('p', { class: 'hint' });
   const running = h('div', { class: 'run', 'data-backup': 'running', hidden: true },
     h('p', {}, label, ' ', percent), bar, runDetail);
 
-  const row = (key, name) => {
-    const dd = h('dd', { 'data-backup': key });
-    return { row: h('div', {}, h('dt', {}, name), dd), dd };
-  };
+  const row = (key, name, dd = h('dd', { 'data-backup': key })) => ({ row: h('div', {}, h('dt', {}, name), dd), dd });
   const repo = row('repository', 'Repository'), last = row('last', 'Last good backup'), next = row('next', 'Next backup'), checked = row('check', 'Last check');
   const facts = h('dl', { class: 'facts', hidden: true }, repo.row, last.row, checked.row, next.row);
 
@@ -68,10 +63,7 @@ export function backupSection() {
       asked = { end: lastEnd(s), during: s.running?.startedAt ?? null, at: Date.now() };
       toast(s.state === 'running' ? 'Another backup will follow the one under way' : 'Backing up…');
       if (mine === seq && !stopped()) show(s);
-    } catch (e) {
-      toast(e.message);
-      refresh();
-    }
+    } catch (e) { toast(e.message); refresh(); }
   }) }, 'Back up now');
 
   const el = h('section', { class: 'card backup', 'aria-labelledby': 'backup-title' },
@@ -85,15 +77,14 @@ export function backupSection() {
     set(warningText, s.warning ?? '');
 
     const e = s.lastError;
-    error.hidden = !e;
-    if (e) {
+    if (!(error.hidden = !e)) {
       set(errorWhen, `The last backup failed (${shortDate(e.at)}):`);
       set(errorReason, reason(e));
       errorReason.dataset.reason = e.reason;
       set(errorMessage, e.message);
     }
 
-    const r = s.state === 'running' ? s.running : null;
+    const r = s.state === 'running' && s.running;
     running.hidden = !r;
     // saved, and recd checks the repository
     const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
@@ -120,10 +111,8 @@ export function backupSection() {
       set(last.dd, 'No backup yet');
     }
     const c = s.lastCheck;
-    checked.row.hidden = !c;
-    if (c) set(checked.dd, `${shortDate(c.at)}: ${c.ok ? 'no errors found' : `errors found: ${c.message}`}`);
-    next.row.hidden = !s.nextRunAt;
-    if (s.nextRunAt) set(next.dd, Date.parse(s.nextRunAt) <= Date.now() ? 'now' : shortDate(s.nextRunAt));
+    if (!(checked.row.hidden = !c)) set(checked.dd, `${shortDate(c.at)}: ${c.ok ? 'no errors found' : `errors found: ${c.message}`}`);
+    if (!(next.row.hidden = !s.nextRunAt)) set(next.dd, Date.parse(s.nextRunAt) <= Date.now() ? 'now' : shortDate(s.nextRunAt));
 
     if (asked && s.state !== 'running' && lastEnd(s) !== asked.end && lastStart(s) !== asked.during) {
       toast(s.lastError ? `Backup failed: ${reason(s.lastError)}` : 'Backed up ✓');
@@ -136,9 +125,8 @@ export function backupSection() {
     clearTimeout(timer);
     if (document.hidden || stopped()) return;   // read again when the tab shows
     let wait = null;
-    if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) {
-      wait = POLL_MS;
-    } else if (s.state === 'idle' && s.nextRunAt) {
+    if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) wait = POLL_MS;
+    else if (s.state === 'idle' && s.nextRunAt) {
       // when the next run is due; a late one after 2 s, 4 s, … 1 min
       const due = Date.parse(s.nextRunAt) - Date.now();
       if (due > 0) { overdue = 2000; wait = Math.min(due + 500, 3_600_000); } else { wait = overdue; overdue = Math.min(overdue * 2, 60_000); }
@@ -150,23 +138,15 @@ export function backupSection() {
     if (stopped()) return;
     clearTimeout(timer);
     const mine = ++seq;
-    try {
-      const s = await api.backup();
-      if (mine === seq && !stopped()) show(s);
-    } catch (e) {
-      // (recd away: read again when it is back)
+    try { const s = await api.backup(); if (mine === seq && !stopped()) show(s); } catch (e) {
       if (mine === seq && !stopped()) { note.hidden = false; set(note, `Could not read the backups’ state: ${e.message}`); }
     }
   }
 
-  const visibility = () => { if (document.hidden) { clearTimeout(timer); } else refresh(); };
+  const visibility = () => { if (document.hidden) clearTimeout(timer); else refresh(); };
   document.addEventListener('visibilitychange', visibility);
 
-  function stop() {
-    left = true;
-    clearTimeout(timer);
-    document.removeEventListener('visibilitychange', visibility);
-  }
+  function stop() { left = true; clearTimeout(timer); document.removeEventListener('visibilitychange', visibility); }
   // (left without stop(): another screen drew over it)
   function stopped() { if (!left && !el.isConnected) stop(); return left; }
 

@@ -1,12 +1,12 @@
 // The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; search (issue 38).
 
 import { api } from './api.js';
-import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet } from './ui.js';
+import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet, banner, count, when } from './ui.js';
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
 
-/// recd's snippet ("…the «storm» came…") as text with <mark>s: text nodes, never markup.
+/// recd's snippet ("…the «storm» came…") as text nodes with <mark>s, never markup.
 const marked = (snippet) => snippet.split(/(«[^«»]*»)/).filter(Boolean)
   .map((part) => (part.startsWith('«') && part.endsWith('»') ? h('mark', {}, part.slice(1, -1)) : part));
 
@@ -25,7 +25,7 @@ function fitSnippet(box) {
     return m.bottom <= b.bottom + 0.5 - (cut ? m.height : 0);
   };
   if (shown(0)) return;
-  let lo = 1, hi = words.length;   // shown(hi): nothing before the mark but "…"
+  let lo = 1, hi = words.length;
   while (lo < hi) { const mid = (lo + hi) >> 1; if (shown(mid)) hi = mid; else lo = mid + 1; }
   shown(lo);
 }
@@ -39,14 +39,13 @@ export class Library {
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
     this.body = h('div', { class: 'library-body' });
     let width = 0;   // snippets fitted again when it changes
-    new ResizeObserver(([entry]) => {
-      if (Math.round(entry.contentRect.width) === width) return;
-      width = Math.round(entry.contentRect.width);
-      if (this.query) this.fitSnippets();
+    new ResizeObserver(([e]) => {
+      const w = Math.round(e.contentRect.width);
+      if (w !== width && (width = w) && this.query) this.fitSnippets();
     }).observe(this.body);
   }
 
-  fitSnippets() { for (const box of this.body.querySelectorAll('.snippet')) fitSnippet(box); }
+  fitSnippets() { this.body.querySelectorAll('.snippet').forEach(fitSnippet); }
 
   typed(delay) {
     clearTimeout(this.typing);
@@ -63,7 +62,7 @@ export class Library {
     const seq = ++this.searchSeq;
     let r = { results: [] }, error = null;
     try { r = await api.search(q); } catch (e) { error = e; }
-    if (seq !== this.searchSeq || !this.isVisible()) return;   // stale
+    if (seq !== this.searchSeq || !this.isVisible()) return;
     this.query = q; this.hits = r.results; this.suggestions = r.suggestions ?? []; this.searchError = error;
     this.render();
   }
@@ -71,8 +70,7 @@ export class Library {
   /// The first pages read again (as many as shown).
   async load() {
     if (!this.isVisible()) return;   // read again when shown
-    const shown = Math.max(PAGE, this.rows.length);
-    const [list, top] = await Promise.all([api.list(this.by, 0, Math.min(1000, shown)), api.top()]);
+    const [list, top] = await Promise.all([api.list(this.by, 0, Math.min(1000, Math.max(PAGE, this.rows.length))), api.top()]);
     if (!this.isVisible()) return;
     this.rows = list.recordings; this.total = list.total; this.top = top.recordings;
     this.render();
@@ -83,36 +81,38 @@ export class Library {
     if (this.refreshing) return;
     this.refreshing = setTimeout(async () => {
       this.refreshing = null;
-      try { await this.load(); if (this.query) await this.search(this.query); } catch { /* shown on next action */ }
+      try { await this.load(); if (this.query) await this.search(this.query); } catch { /* said at the next */ }
     }, 150);
   }
 
   async more() {
     const first = this.rows.length, pressed = document.activeElement?.classList.contains('more');
-    const list = await api.list(this.by, this.rows.length, PAGE);
+    const list = await api.list(this.by, first, PAGE);
     this.rows.push(...list.recordings); this.total = list.total;
     this.render();
-    if (pressed) this.view.querySelectorAll('li[data-id]')[first]?.querySelector('.row-main')?.focus();
+    if (pressed) this.lis()[first]?.querySelector('.row-main')?.focus();
   }
+
+  lis() { return [...this.view.querySelectorAll('li[data-id]')]; }
 
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
-    const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: [...this.view.querySelectorAll('li[data-id]')].indexOf(li) };
+    const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: this.lis().indexOf(li) };
     this.draw();
     if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
   }
 
-  /// The focus on a row's button (data-action, or 'main'); else the row at `index`, or the screen.
+  /// The focus on a row's button (data-action, or 'main'); else the row at `index`; else the screen.
   focusRow(id, action, index = -1) {
-    const rows = [...this.view.querySelectorAll('li[data-id]')];
+    const rows = this.lis();
     const li = rows.find((e) => e.dataset.id === id) ?? (index >= 0 ? rows[Math.min(index, rows.length - 1)] : null);
     const same = li?.dataset.id === id;
-    const target = li && ((same && action !== 'main' && li.querySelector(`[data-action="${action}"]`)) || li.querySelector('.row-main'));
+    const target = li && ((same && li.querySelector(`[data-action="${action}"]`)) || li.querySelector('.row-main'));
     (target ?? this.view.querySelector('.empty button') ?? this.view).focus();
   }
 
   draw() {
-    if (this.total === 0) {   // nothing to list (nor to search)
+    if (this.total === 0) {
       this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
         h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
@@ -123,7 +123,6 @@ export class Library {
     }
     if (this.view.firstChild !== this.searchForm || this.body.parentNode !== this.view) this.view.replaceChildren(this.searchForm, this.body);
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
-    // Two orders of one list: toggle buttons, not tabs.
     const order = (by, label) => h('button', {
       'aria-pressed': String(this.by === by),
       onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
@@ -150,8 +149,7 @@ export class Library {
       });
       return [h('p', { class: 'hint', 'data-no-hits': '' }, `No recordings say “${this.query}”`, ...parts, parts.length ? '?' : '.')];
     }
-    const n = this.hits.length;
-    return [h('h2', { class: 'section' }, n === 1 ? '1 recording found' : `${n} recordings found`),
+    return [h('h2', { class: 'section' }, count(this.hits.length, 'recording') + ' found'),
       h('ul', { class: 'rows hits', 'aria-label': 'Search results' }, this.hits.map((hit) => {
         const r = hit.recording;
         const where = hit.field === 'transcript' ? (hit.time == null ? 'said in it' : `at ${duration(hit.time)}`)
@@ -161,7 +159,7 @@ export class Library {
           main(r, { class: 'row-main', onclick: () => this.openHit(hit) },
             inTitle ? marked(hit.snippet) : r.title,
             inTitle ? null : h('div', { class: 'snippet' }, marked(hit.snippet)),
-            h('div', { class: 'row-meta', 'data-where': '' }, `${shortDate(r.createdAt)} • ${where}`)));
+            h('div', { class: 'row-meta', 'data-where': '' }, when(r, where))));
       }))];
   }
 
@@ -180,7 +178,7 @@ export class Library {
 
   row(r) {
     if (r.state === 'pending' || r.state === 'recording') return this.unsaved(r);
-    const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
+    const meta = when(r);
     return h('li', { 'data-id': r.id },
       main(r, { class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
         r.title,
@@ -195,8 +193,7 @@ export class Library {
 
   unsaved(r) {
     const live = r.state === 'recording';
-    const meta = shortDate(r.createdAt) + (live ? '' : ` • ${duration(r.duration)}`);
-    // (it may have stopped since)
+    const meta = live ? shortDate(r.createdAt) : when(r);
     const go = live ? async () => { if (!await this.onRejoin()) { toast('That recording has stopped'); this.changed(); } }
       : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
@@ -216,7 +213,7 @@ export class Library {
   /// Screen 5.4.3: the edit sheet; a blank title becomes the automatic one.
   edit(r) {
     const form = metadataForm({ title: r.title, notes: r.notes, purpose: r.purpose });
-    const error = h('p', { class: 'banner', hidden: true, role: 'alert' });
+    const error = banner();
     const dialog = modal(null,
       h('div', { class: 'head actions', style: 'justify-content: space-between; margin: 0' },
         h('h2', { id: 'dialog-title' }, 'Edit Recording'),
@@ -225,12 +222,11 @@ export class Library {
       h('div', { class: 'actions' }, h('button', {
         class: 'primary', 'data-action': 'save-changes',
         onclick: async () => {
-          const m = form.read();
           try {
-            await api.edit(r.id, m);
+            await api.edit(r.id, form.read());
             dialog.close(); toast('Recording updated ✓'); await this.load();
             this.focusRow(r.id, 'edit');
-          } catch (e) { error.textContent = e.message; error.hidden = false; }
+          } catch (e) { error.say(e.message); }
         },
       }, 'SAVE CHANGES')));
     form.querySelector('input').focus();
@@ -238,11 +234,9 @@ export class Library {
 
   async remove(r) {
     if (!await confirmDialog(`Delete '${r.title}'?`, 'This recording will be permanently deleted. This cannot be undone.', 'Delete')) return;
-    const index = [...this.view.querySelectorAll('li[data-id]')].findIndex((e) => e.dataset.id === r.id);
+    const index = this.lis().findIndex((e) => e.dataset.id === r.id);
     try {
-      await api.remove(r.id);
-      toast('Recording deleted');
-      await this.load();
+      await api.remove(r.id); toast('Recording deleted'); await this.load();
       this.focusRow(r.id, 'main', index);   // the row in its place (not its 🗑️)
     } catch (e) { toast(e.message); }
   }

@@ -1,7 +1,7 @@
-// Listen (issue 49): recd keeps each thing said as a recording; armed and disarmed here, its state through app.js.
+// Listen (issue 49): recd keeps each thing said as a recording; armed and disarmed here (its state: app.js).
 
 import { api, events } from './api.js';
-import { h, toast, duration, shortDate, PURPOSES, rowButton, meter, cap, busy, fill, quiet } from './ui.js';
+import { h, toast, duration, shortDate, PURPOSES, rowButton, meter, cap, busy, fill, quiet, banner, when } from './ui.js';
 import { openPlayer } from './player.js';
 
 export const STATES = {
@@ -31,7 +31,7 @@ export class ListenScreen {
       this.facts = h('p', { class: 'hint' }),
       this.note = h('p', { class: 'notice', 'data-detector-note': '' }),
       this.meter = meter(),
-      this.error = h('p', { class: 'banner', role: 'alert', hidden: true }),
+      this.error = banner(),
       this.button = h('button', { class: 'primary', onclick: () => busy(this.button, () => this.toggle()) }),
       h('p', { class: 'hint' }, 'Each thing said becomes a recording of its own. Listening goes on when you leave this screen, until you stop it.'),
       this.form, h('h2', { class: 'section', id: 'listen-list' }, 'Recorded while listening'),
@@ -102,7 +102,7 @@ export class ListenScreen {
       toast(armed ? 'Stopped listening' : 'Listening ✓');
     } catch (e) {
       if (e.status === 409) this.onStatus(await api.listen().catch(() => this.s));   // armed elsewhere first
-      else { this.error.textContent = e.message; this.error.hidden = false; }
+      else this.error.say(e.message);
     }
   }
 
@@ -113,7 +113,7 @@ export class ListenScreen {
     let rows;
     try { rows = (await api.list('recent', 0, 100)).recordings.filter((r) => Date.parse(r.createdAt) >= from && r.state !== 'recording'); } catch { return; }
     fill(this.list, rows.map((r) => {
-      const meta = `${shortDate(r.createdAt)} • ${duration(r.duration)}`;
+      const meta = when(r);
       return h('li', { 'data-id': r.id }, rowButton(r, { class: 'row-main', 'aria-label': `Play ${r.title}, ${meta}`, onclick: async () => {
         try { const now = await api.get(r.id); await (now.state === 'pending' ? this.onReview(now) : openPlayer(now)); } catch (e) { toast(e.message); }
       } }, r.title, h('div', { class: 'row-meta' }, meta)));

@@ -1,11 +1,10 @@
-// Markers (issue 47): ticks on the player's waveform, a list; ⚑ Mark (or m) marks where the player is.
+// Markers (issue 47): ticks on the player's waveform, a list; ⚑ Mark (or m) marks the position.
 
 import { api } from './api.js';
 import { h, duration, toast, limit, fill, quiet } from './ui.js';
 
 const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 
-/// ⚑ Mark, here and on the record screen.
 export const markButton = (onclick) => h('button', { 'data-action': 'mark', 'aria-label': 'Mark this moment',
   'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick }, '⚑ Mark');
 
@@ -15,7 +14,7 @@ export function markerPanel(id, { seek, length, now }) {
   const ticks = h('div', { class: 'ticks' }), el = h('div', { class: 'markers' });
   const load = async () => {
     const mine = ++seq;
-    try { const r = await api.markers(id); if (mine === seq) { list = r.markers; draw(); } } catch { /* recd away: the page says so */ }
+    try { const r = await api.markers(id); if (mine === seq) { list = r.markers; draw(); } } catch { /* recd away */ }
   };
   const mark = async () => {
     try { toast(`Marked ${duration((await api.mark(id, now())).time)}`); await load(); } catch (e) { toast(e.message); }
@@ -34,10 +33,8 @@ export function markerPanel(id, { seek, length, now }) {
   const remove = async (m) => {
     const at = list.indexOf(m);
     try {
-      list = (await api.unmark(id, m.id)).markers;
-      seq++;   // a read on its way is older
-      toast(`${name(m)} deleted`);
-      draw();
+      list = (await api.unmark(id, m.id)).markers; seq++;   // a read on its way is older
+      toast(`${name(m)} deleted`); draw();
       (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();
     } catch (e) { toast(e.message); }
   };

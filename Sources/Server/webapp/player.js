@@ -6,6 +6,7 @@ import { drawWaveform, fitWaveform } from './waveform.js';
 import { transcriptPanel } from './transcript.js';
 import { markerPanel } from './markers.js';
 import { trimPanel } from './trim.js';
+import { enhancePanel } from './enhance.js';
 
 let current = null;
 const kept = (k, v) => { try { return v === undefined ? localStorage.getItem(k) : localStorage.setItem(k, v); } catch { return null; } };
@@ -13,7 +14,7 @@ const kept = (k, v) => { try { return v === undefined ? localStorage.getItem(k) 
 export function closePlayer() { current?.close(); }
 
 export function markersChanged(id) {
-  if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) current.marks.load();
+  if (current && (!id || id.toLowerCase() === current.recording.id.toLowerCase())) { current.marks.load(); current.enh?.load(); }
 }
 
 export async function openPlayer(recording, { onSpeaker = false, onCounted = () => {}, at = 0 } = {}) {
@@ -26,9 +27,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   });
   const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
   const time = h('div', { class: 'time', 'aria-live': 'off' }, `0:00 / ${duration(recording.duration)}`);
-  const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause' }, '⏸');
-  const state = { recording, media, counts, counted: false, wave: null, speaker: onSpeaker, timer: null };
-  current = state;
+  const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause', onclick: () => toggle() }, '⏸');
+  const state = current = { recording, media, counts, speaker: onSpeaker };
   // The focus back, on closing, to what opened it, its row, or the screen.
   const opener = document.activeElement;
   const hint = h('p', { class: 'hint', 'data-count-hint': '' },
@@ -37,38 +37,31 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const count = async () => {
     if (!state.counts || state.counted || cut?.on()) return;   // trimming: not listening
     state.counted = true;
-    try {
-      onCounted(await api.played(recording.id));
-      hint.textContent = 'Counted as a play ✓';
-    } catch (e) { toast(e.message); }
+    try { onCounted(await api.played(recording.id)); hint.textContent = 'Counted as a play ✓'; } catch (e) { toast(e.message); }
   };
   state.close = async () => {
     if (current !== state) return;
     current = null;
     clearInterval(state.timer);
     state.unfit?.(); state.transcript?.close(); state.marks.close(); state.unkey();
-    const heard = state.speaker ? false : media.currentTime > 0;
+    const heard = !state.speaker && media.currentTime > 0;
     media.pause(); media.removeAttribute('src'); media.load();
-    if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended by itself */ } }
+    if (state.speaker) { try { await api.transport('stop'); } catch { /* it may have ended */ } }
     const inSheet = sheet.contains(document.activeElement);
     sheet.hidden = true; sheet.replaceChildren();
     if (inSheet || document.activeElement === document.body) returnFocus();
     if (heard) await count();
   };
-  const returnFocus = () => {
-    const row = document.querySelector(`li[data-id="${CSS.escape(recording.id)}"] .row-main`);
-    const target = opener?.isConnected && opener !== document.body && !sheet.contains(opener) ? opener : row ?? document.getElementById('view');
-    target.focus();
-  };
+  const returnFocus = () => (opener?.isConnected && opener !== document.body && !sheet.contains(opener) ? opener
+    : document.querySelector(`li[data-id="${CSS.escape(recording.id)}"] .row-main`) ?? document.getElementById('view')).focus();
   const position = () => (state.speaker ? state.speakerPosition ?? 0 : media.currentTime);
   const length = () => recording.duration || media.duration || 0;
   const paused = () => (state.speaker ? state.speakerPaused : media.paused);
   const render = () => {
     const p = position(), n = length();
     time.textContent = `${duration(p)} / ${duration(n)}`;
-    scrub.setAttribute('aria-valuemax', Math.round(n));
-    scrub.setAttribute('aria-valuenow', Math.round(Math.min(p, n)));
-    scrub.setAttribute('aria-valuetext', `${duration(p)} of ${duration(n)}`);
+    const v = { max: Math.round(n), now: Math.round(Math.min(p, n)), text: `${duration(p)} of ${duration(n)}` };
+    for (const k in v) scrub.setAttribute('aria-value' + k, v[k]);
     if (!isVideo) drawWaveform(canvas, state.wave, n ? p / n : 0, true);
     state.transcript?.mark(p);
     const q = paused();
@@ -77,22 +70,19 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   };
   const seekTo = async (t) => {
     t = Math.max(0, Math.min(length(), t));
-    if (state.speaker) { await api.transport('seek', { to: t }); } else { media.currentTime = t; }
+    if (state.speaker) await api.transport('seek', { to: t }); else media.currentTime = t;
     render();
   };
   const skip = (by) => seekTo(position() + by);
-  const playFrom = async (t) => {
-    await seekTo(t);
-    if (paused()) await toggle().catch(() => {});
-  };
+  const by = (s, name, action, text) => h('button', { 'aria-label': `${name} 15 seconds`, 'data-action': action, onclick: () => skip(s) }, text + ' 15s');
+  const playFrom = async (t) => { await seekTo(t); if (paused()) await toggle().catch(() => {}); };
   const toggle = async () => {
     if (state.speaker) {
       const s = await api.transport(state.speakerPaused ? 'resume' : 'pause');
       state.speakerPaused = s.playback?.state === 'paused';
-    } else if (media.paused) { await media.play(); } else { media.pause(); }
+    } else if (media.paused) await media.play(); else media.pause();
     render();
   };
-  pause.addEventListener('click', toggle);
   const marks = state.marks = markerPanel(recording.id, { seek: (t) => seekTo(t).catch(() => {}), length,
     now: () => (state.speaker ? {} : { time: Math.floor(Math.min(media.currentTime, length()) * 1000) / 1000 }) });
   state.unkey = onKey('m', marks.mark);
@@ -132,8 +122,10 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const frame = () => { jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
   media.addEventListener('playing', frame);
 
-  const cut = isVideo || onSpeaker || !counts ? null
-    : trimPanel(recording, media, length, (r) => { state.counts = false; openPlayer(r, { onCounted }); });
+  // (not a video, a take's preview or recd's speaker)
+  const [cut, enh] = isVideo || onSpeaker || !counts ? []
+    : [trimPanel(recording, media, length, (r) => { state.counts = false; openPlayer(r, { onCounted }); }), enhancePanel(recording, media)];
+  state.enh = enh;
   let file = null;
   const share = async () => {
     try {
@@ -160,6 +152,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       h('strong', {}, `${icon(recording)} ${recording.title}`),
       h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
                'aria-label': `Download ${recording.title}` }, '⬇'),
+      enh?.head,
       navigator.canShare?.({ files: [new File([], 'a.m4a', { type: isVideo ? 'video/mp4' : 'audio/mp4' })] })
         && quiet(`Share ${recording.title}`, { 'data-action': 'share', title: 'Share', onclick: share }, '⤴'),
       cut?.toggle,
@@ -167,10 +160,8 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
     cut?.el,
     h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
-    h('div', { class: 'controls' },
-      h('button', { 'aria-label': 'Back 15 seconds', 'data-action': 'back', onclick: () => skip(-15) }, '⏮ 15s'),
-      pause,
-      h('button', { 'aria-label': 'Forward 15 seconds', 'data-action': 'forward', onclick: () => skip(15) }, '⏭ 15s'), speeder),
+    h('div', { class: 'controls' }, by(-15, 'Back', 'back', '⏮'), pause, by(15, 'Forward', 'forward', '⏭'), speeder),
+    enh?.el,
     marks.el,
     onSpeaker && h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser."),
     state.transcript?.el,
@@ -182,14 +173,10 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     state.speakerPosition = at;
     media.removeAttribute('src');
     state.timer = setInterval(async () => {
-      const s = await api.playback().catch(() => null);
-      const p = s?.playback;
+      const p = (await api.playback().catch(() => null))?.playback;
       if (!p || p.session !== reply.playback.session) {   // ended: recd counted it (if saved)
-        clearInterval(state.timer);
-        state.speaker = false;
-        onCounted(null);
-        state.close();
-        return;
+        clearInterval(state.timer); state.speaker = false; onCounted(null);
+        return state.close();
       }
       state.speakerPosition = p.position; state.speakerPaused = p.state === 'paused';
       render();
@@ -199,7 +186,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
       if (media.readyState >= 1) media.currentTime = at;
       else media.addEventListener('loadedmetadata', () => { media.currentTime = at; }, { once: true });
     }
-    try { await media.play(); } catch { /* autoplay refused: the play button is there */ }
+    try { await media.play(); } catch { /* autoplay refused */ }
   }
   render();
   pause.focus();

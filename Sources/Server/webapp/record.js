@@ -1,7 +1,7 @@
 // Recording (seed 5.3): mode, timer, level, the 503 offers, the preview (5.3.3).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal, meter, busy, two, quiet, icon } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal, meter, busy, two, quiet, icon, cap, banner } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
 import { markButton } from './markers.js';
@@ -15,42 +15,37 @@ export function chooseMode() {
     const dialog = modal(() => resolve(null),
       h('h2', { id: 'dialog-title' }, 'Choose Recording Type'),
       h('div', { style: 'display: grid; gap: .6rem' },
-        h('button', { class: 'primary', 'data-mode': 'video', onclick: () => pick('video') }, '🎥 RECORD VIDEO'),
-        h('button', { class: 'primary', 'data-mode': 'audio', onclick: () => pick('audio') }, '🎙️ RECORD AUDIO'),
-        h('button', { class: 'primary', 'data-mode': 'listen', onclick: () => pick('listen') }, '👂 LISTEN HANDS-FREE'),
+        [['video', '🎥 RECORD VIDEO'], ['audio', '🎙️ RECORD AUDIO'], ['listen', '👂 LISTEN HANDS-FREE']]
+          .map(([m, text]) => h('button', { class: 'primary', 'data-mode': m, onclick: () => pick(m) }, text)),
         quiet(null, { onclick: () => pick(null) }, 'Cancel')));
     dialog.querySelector('[data-mode=audio]').focus();
   });
 }
 
 export class RecordScreen {
-  /// `onMode(mode)` names the screen; `onLive(bool)`: a take recording; `onBusy(active)`: another's.
+  /// `onLive(bool)`: a take recording; `onBusy(active)`: another's.
   constructor(view, { onDone, onMode, onLive, onBusy }) { Object.assign(this, { view, onDone, onMode, onLive, onBusy }); }
 
   show(mode) {
     this.reset();
-    this.mode = mode; this.audio = true;
-    this.onMode(mode);
-    const isVideo = mode === 'video';
+    this.onMode(this.mode = mode); this.audio = true;
     this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, icon({ type: mode }));
     this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
     this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
     this.meter = meter();
     this.button = h('button', { class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
-    this.pauseButton = h('button', { hidden: true, onclick: () => this.togglePause() });   // (pauseState says it)
+    this.pauseButton = h('button', { hidden: true, onclick: () => this.togglePause() });
     (this.markButton = markButton(() => this.mark())).hidden = true;
     this.cancel = quiet('Cancel', { onclick: () => this.leave() }, '✕');
-    // (focused when recd goes away)
-    this.error = h('div', { class: 'banner', role: 'alert', tabindex: '-1', hidden: true });
-    this.view.replaceChildren(h('section', { class: 'record', 'aria-label': isVideo ? 'Video recording' : 'Audio recording' },
+    this.error = banner('div', { tabindex: '-1' });
+    this.view.replaceChildren(h('section', { class: 'record', 'aria-label': cap(mode) + ' recording' },
       h('div', { style: 'text-align: left' }, this.cancel), this.error, this.icon, this.canvas, this.meter, this.timer, this.starting,
       h('div', { class: 'actions', style: 'justify-content: center' }, this.pauseButton, this.button, this.markButton)));
     (this.trace = new LiveTrace(this.canvas)).push(-160);
     this.button.focus();
   }
 
-  /// Forgets the take followed.
   reset() {
     clearInterval(this.tick);
     this.unwatch?.(); this.unkey?.(); this.unfit?.(); this.stream?.close();
@@ -64,7 +59,7 @@ export class RecordScreen {
   }
 
   async leave() {
-    if (this.recording) return;   // (disabled while recording)
+    if (this.recording) return;
     if (await confirmDialog('Discard and return to library?', null, 'Yes')) this.onDone();
   }
 
@@ -74,9 +69,7 @@ export class RecordScreen {
     this.error.hidden = true;
     this.button.textContent = 'Starting…';
     this.starting.textContent = 'starting…';
-    try {
-      this.live((await api.start(this.mode, this.audio)).recording, 0, false);
-    } catch (e) {
+    try { this.live((await api.start(this.mode, this.audio)).recording, 0, false); } catch (e) {
       const active = e.code === 'already_recording' ? (await api.status().catch(() => null))?.active : null;
       if (active) this.onBusy(active); else this.refused(e);
     } finally {
@@ -88,7 +81,7 @@ export class RecordScreen {
 
   live(recording, elapsed, paused) {
     this.recording = recording;
-    this.wentAway = false;   // recd away during this take
+    this.wentAway = false;
     this.tick = setInterval(() => this.showTime(), 250);
     this.pauseButton.hidden = this.markButton.hidden = false;
     this.unkey = onKey('m', () => this.mark());
@@ -108,13 +101,13 @@ export class RecordScreen {
       if (up) {
         this.error.hidden = true;
         if (focused || document.activeElement === this.error || document.activeElement === document.body) this.button.focus();
-        this.sync(this.recording.id);   // (not waiting for the stream)
+        this.sync(this.recording.id);
         return;
       }
       this.wentAway = true;
       this.meterOff();
       this.icon.classList.remove('live');
-      this.say(h('p', {}, h('strong', {}, 'recd stopped during the recording: nothing more is being recorded. '),
+      this.error.say(h('p', {}, h('strong', {}, 'recd stopped during the recording: nothing more is being recorded. '),
         'When it is back, this screen says what of the take was kept.'));
       if (focused) this.error.focus();
     });
@@ -132,10 +125,9 @@ export class RecordScreen {
   pauseState(p) {
     this.paused = p.paused; this.base = p.elapsed; this.since = performance.now();
     this.icon.classList.toggle('live', !p.paused);
-    const b = this.pauseButton;
+    const b = this.pauseButton, a = b.dataset.action = p.paused ? 'resume' : 'pause';
     b.textContent = p.paused ? '● RESUME' : '❚❚ PAUSE';
-    b.dataset.action = p.paused ? 'resume' : 'pause';
-    b.setAttribute('aria-label', p.paused ? 'Resume recording' : 'Pause recording');
+    b.setAttribute('aria-label', cap(a) + ' recording');
     if (p.paused) this.meterOff();
     this.showTime();
   }
@@ -151,7 +143,7 @@ export class RecordScreen {
   }
 
   refused(e) {
-    const offer = (text, label, then) => this.say(h('p', {}, text), h('button', { class: 'primary', onclick: () => { then?.(); this.toggle(); } }, label));
+    const offer = (text, label, then) => this.error.say(h('p', {}, text), h('button', { class: 'primary', onclick: () => { then?.(); this.toggle(); } }, label));
     const o = e.code === 'device_unavailable' && e.offer;
     if (o === 'audio_only') offer('Camera required for video recordings. Record audio-only instead.', '🎙️ RECORD AUDIO', () => this.show('audio'));
     else if (o === 'video_only') offer('Microphone required for recordings. You can still record video-only.', '🎥 RECORD VIDEO-ONLY', () => { this.audio = false; });
@@ -162,7 +154,7 @@ export class RecordScreen {
     const id = this.recording.id;
     this.stream = events(['meter', 'recording.stopped', 'recording.paused', 'recording.resumed'], (e) => {
       if (e.data.recordingID !== id) return;
-      if (e.type === 'recording.stopped') this.ended(e.data.recording, e.data.error);   // elsewhere, or by itself
+      if (e.type === 'recording.stopped') this.ended(e.data.recording, e.data.error);
       else if (e.type !== 'meter') this.pauseState(e.data);
       else if (e.data.source === 'recording' && !this.paused) this.trace.push(this.meter.set(e.data.channels.map((c) => c.peak)));
     }, () => this.sync(id));
@@ -179,33 +171,28 @@ export class RecordScreen {
         return;
       }
       let after = null;
-      try { after = await api.get(id); } catch (e) { if (e.status !== 404) throw e; }   // 404: no such take
+      try { after = await api.get(id); } catch (e) { if (e.status !== 404) throw e; }
       if (this.recording?.id !== id) return;
       if (!after && this.wentAway) { this.emptied(); return; }
       this.ended(after, null, this.wentAway);
-    } catch { /* recd is not reachable: the screen says so */ }
+    } catch { /* recd away: the screen says so */ }
   }
 
   async stop() {
     const id = this.recording.id;
-    try {
-      this.ended((await api.stop()).recording);
-    } catch (e) {
+    try { this.ended((await api.stop()).recording); } catch (e) {
       if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first
       else if (e.code !== 'unreachable') toast(e.message);   // the screen says so
     }
   }
 
-  /// recd came back without the take (none of it reached the disk).
   emptied() {
     this.show(this.mode);
-    this.say(h('p', {}, h('strong', {}, 'Nothing was kept. '),
+    this.error.say(h('p', {}, h('strong', {}, 'Nothing was kept. '),
       'recd stopped before any sound of the recording reached the disk, so it removed the empty take when it started again.'));
   }
 
-  say(...children) { this.error.replaceChildren(...children); this.error.hidden = false; }
-
-  /// The take stopped (here, elsewhere, by itself); a pending one to its preview.
+  /// The take stopped (here, elsewhere, by itself).
   ended(recording, why, quiet = false) {
     if (!this.recording) return;   // (STOP and the event)
     this.pauseButton.hidden = this.markButton.hidden = true;
@@ -219,9 +206,9 @@ export class RecordScreen {
   /// Screen 5.3.3: preview, save or discard (a blank title keeps the take's own).
   preview(r) {
     this.reset();
-    screenTitle(r.type === 'video' ? 'Record video' : 'Record audio', 'Save the recording');
+    screenTitle('Record ' + r.type, 'Save the recording');
     const form = metadataForm({ optional: true, notes: r.notes, purpose: r.purpose });
-    const error = h('p', { class: 'banner', role: 'alert', hidden: true });
+    const error = banner();
     const discard = async () => {
       if (!await confirmDialog('Discard recording? This cannot be undone.', null, 'Discard')) return;
       closePlayer();
@@ -229,12 +216,7 @@ export class RecordScreen {
     };
     const save = async () => {
       const m = form.read();
-      try {
-        await api.save(r.id, { ...m, title: m.title || undefined });
-        closePlayer();
-        toast('Recording saved ✓');
-        this.onDone();
-      } catch (e) { error.textContent = e.message; error.hidden = false; }
+      try { await api.save(r.id, { ...m, title: m.title || undefined }); closePlayer(); toast('Recording saved ✓'); this.onDone(); } catch (e) { error.say(e.message); }
     };
     const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },

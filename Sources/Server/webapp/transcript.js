@@ -1,4 +1,4 @@
-// The transcript under the player (issue 38): the word heard marked; a click (or ← →, Enter) plays from a word.
+// The transcript under the player (issue 38): the word heard marked; a click (or Enter) plays from a word.
 
 import { api, events } from './api.js';
 import { h } from './ui.js';
@@ -13,26 +13,19 @@ export function transcriptPanel(recording, seek) {
   const show = (t) => {
     box.dataset.state = t.state;
     words = []; spans = []; marked = -1;
-    if (t.state === 'pending') {
-      say('Transcribing…');
-      listen();
-      return;
-    }
+    if (t.state === 'pending') { say('Transcribing…'); return listen(); }
     stream?.close(); stream = null;
     if (t.state === 'none' || t.state === 'failed') {
-      const why = t.error ? `: ${t.error}` : '.';
-      say((t.state === 'failed' ? 'The transcript could not be made' : 'No transcript') + why, 'hint quiet-line');
-      return;
+      return say((t.state === 'failed' ? 'The transcript could not be made' : 'No transcript') + (t.error ? `: ${t.error}` : '.'), 'hint quiet-line');
     }
     for (const s of t.segments ?? []) for (const w of s.words ?? []) if (w.word.trim()) words.push(w);
     if (!words.length) return say('No words were heard.');
     const paragraphs = [];
-    let p = null, lastEnd = -Infinity;
+    let p, lastEnd;
     for (const w of words) {
       if (!p || w.start - lastEnd > 2) { p = h('p', {}); paragraphs.push(p); } else p.append(' ');
-      const span = h('span', { class: 'word', tabindex: '-1', 'data-start': String(w.start) }, w.word.trim());
-      spans.push(span); p.append(span);
-      lastEnd = w.end;
+      const span = h('span', { class: 'word', tabindex: '-1', 'data-start': w.start }, w.word.trim());
+      spans.push(span); p.append(span); lastEnd = w.end;
     }
     const go = (e) => {
       const span = e.target.closest?.('.word');

@@ -1,4 +1,4 @@
-// Trim (issue 47): two sliders on the waveform choose the span kept; ▶ plays it; saved in place or as new.
+// Trim (issue 47): two sliders on the waveform choose the span kept; saved in place or as new.
 
 import { api } from './api.js';
 import { h, duration, toast, confirmDialog, quiet } from './ui.js';
@@ -34,7 +34,6 @@ export function trimPanel(r, media, length, done) {
     return el;
   });
   const box = h('div', { class: 'cut', hidden: true }, handles);
-  // The preview stops at the span's end.
   const over = () => { if (playing && media.currentTime >= span[1]) { playing = false; media.pause(); media.currentTime = span[1]; } };
   const watch = () => { over(); if (playing) requestAnimationFrame(watch); };
   media.addEventListener('timeupdate', over);

@@ -1,7 +1,7 @@
 // Shared pieces: elements, toasts, dialogs, times, the meter, the metadata form.
 
 export const PURPOSES = ['motivational', 'craving', 'reflection', 'milestone'];
-export const TITLE_MAX = 40, NOTES_MAX = 200;
+const TITLE_MAX = 40, NOTES_MAX = 200;
 
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
@@ -16,20 +16,25 @@ export function h(tag, props = {}, ...children) {
   return fill(el, ...children);
 }
 
-/// A quiet button named `label`.
 export const quiet = (label, props, ...children) => h('button', { class: 'quiet', 'aria-label': label, ...props }, ...children);
 
-/// `el` with `children` (arrays flattened; null and false left out).
 export function fill(el, ...children) {
   el.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
   return el;
 }
 
-/// `fn()` with `button` aria-disabled (the focus stays); a press meanwhile does nothing.
+/// `fn()` with `button` aria-disabled (the focus stays; a press meanwhile does nothing).
 export async function busy(button, fn) {
   if (button.getAttribute('aria-disabled')) return;
   button.setAttribute('aria-disabled', 'true');
   try { return await fn(); } finally { button.removeAttribute('aria-disabled'); }
+}
+
+/// An alert, hidden until `say(...)`.
+export function banner(tag = 'p', props) {
+  const b = h(tag, { class: 'banner', role: 'alert', hidden: true, ...props });
+  b.say = (...c) => { fill(b, ...c).hidden = false; };
+  return b;
 }
 
 export function screenTitle(heading, name = heading) {
@@ -47,7 +52,6 @@ export function toast(text) {
 
 export function modal(onclose, ...children) {
   const dialog = fill(document.getElementById('dialog'), children);
-  dialog.setAttribute('aria-labelledby', 'dialog-title');
   dialog.onclose = onclose;
   dialog.showModal();
   return dialog;
@@ -73,19 +77,20 @@ export function duration(seconds) {
   return (hours ? `${hours}:${two(m)}` : m) + ':' + two(t % 60);
 }
 
-/// "Oct 25, 3:42 PM" (the year when not this one).
+/// "Oct 25, 3:42 PM" (and the year when not this one).
 export function shortDate(iso) {
   const d = new Date(iso), year = d.getFullYear() !== new Date().getFullYear() ? 'numeric' : undefined;
   return d.toLocaleString('en-US', { month: 'short', day: 'numeric', year, hour: 'numeric', minute: '2-digit' });
 }
 
+export const when = (r, what = duration(r.duration)) => `${shortDate(r.createdAt)} • ${what}`;
 export const icon = (r) => (r.type === 'video' ? '🎥' : '🎙️');
-export const plays = (n) => (n === 1 ? '1 play' : `${n} plays`);
+export const count = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`, plays = (n) => count(n, 'play');
 export const cap = (s) => s[0].toUpperCase() + s.slice(1);
 
-/// The input level: `set(peaks, speech)`; `set()` at rest (lanes kept: nothing moves).
+/// The input level: `set(peaks, speech)`; `set()` at rest (lanes kept).
 export function meter() {
-  const m = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': '-60', 'aria-valuemax': '0', 'aria-valuenow': '-60' });
+  const m = h('div', { class: 'meter', role: 'meter', 'aria-label': 'Input level', 'aria-valuemin': -60, 'aria-valuemax': 0, 'aria-valuenow': -60 });
   m.set = (peaks, speech) => {
     const peak = peaks ? Math.max(...peaks) : -160;
     if (peaks) m.replaceChildren(...peaks.map((p) => h('div', { class: 'lane' }, h('div', { class: 'level', style: `width: ${Math.max(0, Math.min(100, (p + 60) / 0.6))}%` }))));
@@ -117,15 +122,15 @@ export function limit(field, max) {
 export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
   const opt = initial.optional ? ' (Optional)' : '';
-  // "(40 char max)"; from 3/4 of it, "150/200".
   const field = (tag, name, label, max, placeholder) => {
     const input = h(tag, { name, placeholder, autocomplete: 'off' }), out = h('small', { class: 'hint limit', 'aria-live': 'polite' });
     input.value = initial[name] ?? '';
     const check = (e) => {
       if (!e?.isComposing) limit(input, max);   // not mid-IME
       const n = graphemes(input.value).length;
-      out.textContent = n >= max * 0.75 ? `${n}/${max}` : `(${max} char max)`;
-      out.classList.toggle('count', n >= max * 0.75);
+      const c = n >= max * 0.75;   // "150/200" from 3/4 of it
+      out.textContent = c ? `${n}/${max}` : `(${max} char max)`;
+      out.classList.toggle('count', c);
     };
     input.addEventListener('input', check);
     input.addEventListener('compositionend', check);
@@ -137,7 +142,7 @@ export function metadataForm(initial = {}) {
   const chips = PURPOSES.map((p) => h('button', {
     'aria-pressed': String(p === purpose), 'data-purpose': p,
     onclick: (e) => {
-      purpose = purpose === p ? null : p;   // tapped again: unselected
+      purpose = purpose === p ? null : p;
       for (const c of chipBox.querySelectorAll('button')) c.setAttribute('aria-pressed', c.dataset.purpose === purpose);
       e.currentTarget.focus();
     },

@@ -17,8 +17,7 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
     return;
   }
   const full = wave.bits === 8 ? 128 : 32768, step = wave.channels * 2, mid = height / 2;
-  const bar = width / wave.length, px = 1 / ratio;
-  const gap = bar >= 3 ? 1 : 0;
+  const bar = width / wave.length, px = 1 / ratio, gap = bar >= 3 ? 1 : 0;
   for (let p = 0; p < wave.length; p++) {
     let peak = 0;
     for (let c = 0; c < wave.channels; c++) {
@@ -31,8 +30,8 @@ export function drawWaveform(canvas, wave, progress = 0, head = false) {
   // The position: a dark line edged in white, 3:1 beside any bar.
   const x = Math.min(Math.round(progress * width), width - 3);
   if (head) { g.fillStyle = '#fff'; g.fillRect(x - 1, 0, 4, height); g.fillStyle = color('--ink'); g.fillRect(x, 0, 2, height); }
-  canvas.dataset.points = String(wave.length);
-  canvas.dataset.drawn = String(Math.round(wave.length * bar));
+  canvas.dataset.points = wave.length;
+  canvas.dataset.drawn = Math.round(wave.length * bar);
 }
 
 /// As many points as the canvas has pixels, asked again when that changes.
@@ -42,7 +41,7 @@ export function fitWaveform(canvas, id, got) {
     const pixels = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
     if (!pixels || pixels === asked) return;
     asked = pixels;
-    canvas.dataset.asked = String(pixels);
+    canvas.dataset.asked = pixels;
     api.waveform(id, pixels).then((w) => { if (asked === pixels) got(w); }).catch(() => got(null));
   };
   const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(ask, 120); });
@@ -51,7 +50,6 @@ export function fitWaveform(canvas, id, got) {
   return () => { clearTimeout(timer); observer.disconnect(); };
 }
 
-/// A live level trace, the newest on the right.
 export class LiveTrace {
   constructor(canvas, size = 120) { this.canvas = canvas; this.levels = new Array(size).fill(0); }
   push(peakDb) {
