@@ -1,11 +1,12 @@
-// How many imports do their media work at once.
+// How many imports and enhanced copies do their media work at once.
 import Storage
 
 /// At most `count` imports hold a `BlockingPool` thread (and a media worker) at a time; the others
 /// wait here, holding nothing. Why: the pool's 8 threads also serve every edit, delete and save, and
 /// an import is a client's bytes run through FFmpeg for as long as the worker's stall limit allows:
 /// a client sending many hostile or huge files at once could otherwise take every thread, and edits
-/// would wait for the imports. Waiters are served in order of arrival.
+/// would wait for the imports. An enhanced copy (a recording decoded, filtered and encoded: up to a
+/// minute or two for an hour) takes one too. Waiters are served in order of arrival.
 actor ImportSlots {
     private let count: Int
     private var busy = 0

@@ -136,7 +136,9 @@ public struct Library: Sendable {
         let r = try resolve(idOrPrefix)
         try RecordingEnhance.check(r)
         let job = RecordingEnhance(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
-        let copy = try await blockingCatalogCall { try job.make(r) }
+        // A slot of the imports': a hostile client asking for copies of every recording at once holds
+        // two of the pool's threads, not all of them.
+        let copy = try await imports.run { () async throws(EngineError) in try await blockingCatalogCall { try job.make(r) } }
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .edited)))
         return EnhanceStatus(recordingID: r.id, copy: copy)
     }
