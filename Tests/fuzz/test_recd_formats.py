@@ -213,5 +213,12 @@ class RegisteredHook(unittest.TestCase):
         self.assertTrue(should_keep_failure(server_error, self.case({"notes": "ok"}), None))
 
 
+def load_tests(loader, tests, pattern):
+    """`python -m unittest test_recd_formats` (FuzzTests) also runs the document's static checks
+    (test_openapi_document); pytest collects that file by itself."""
+    tests.addTests(loader.loadTestsFromName("test_openapi_document"))
+    return tests
+
+
 if __name__ == "__main__":
     unittest.main()
