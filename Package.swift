@@ -92,7 +92,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The crash protocol of docs/storage.md: every change that touches a file and the catalog.
         .target(name: "Storage", dependencies: [
-            "RecdAPI", "Catalog", "Capture", "Playback", "MediaWire", "MediaWorker", "CFileOps",
+            "RecdAPI", "Catalog", "MediaWire", "MediaWorker", "CFileOps",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),

@@ -53,8 +53,8 @@ struct BackupRestore {
             r.id = UUID()   // that id is taken here: a new recording, the same content
         }
         r.file = DataDirectory.relativePath(id: r.id, type: r.type)
-        let restored = try FileReplacement.insert(r, from: restoredFile, name: row.title, waveform: waveform, poster: poster,
-                                                  contentHash: contentHash, catalog: catalog, data: data, logger: logger)
+        let restored = try storageCall(FileReplacement.insert(r, from: restoredFile, name: row.title, waveform: waveform, poster: poster,
+                                                              contentHash: contentHash, catalog: catalog, data: data, logger: logger))
         if let transcript {
             do { try catalog.storeTranscript(id: restored.id, transcript, transcribedFileSize: restored.sizeBytes) }
             catch { logger.warning("recording \(restored.id) restored without its transcript: \(error)") }

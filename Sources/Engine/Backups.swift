@@ -258,7 +258,7 @@ public actor Backups {
                 let started = Date()
                 defer { stage.remove() }
                 let contents: BackupStage.Contents
-                do throws(EngineError) {
+                do throws(StorageError) {
                     contents = try stage.make()
                 } catch {
                     if case .backup(let reason, let message) = error { return .failure(ResticError(reason: reason, message: message)) }

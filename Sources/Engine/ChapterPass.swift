@@ -69,9 +69,9 @@ public actor ChapterPass {
         defer { data.mutations.unlock() }
         guard let r = try catalogCall({ try catalog.recording(id: id) }), r.state == .ready else { return }
         let markers = try catalogCall { try catalog.markers(of: id) }
-        let source = try data.recordingPath(r.file)
+        let source = try storageCall(data.recordingPath(r.file))
         guard FileOps.exists(source) else { return }
-        try FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path)
+        try storageCall(FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path))
         let chapters = Self.chapters(markers, duration: r.duration, title: r.title)
         var size: Int64?
         try FileReplacement.replace(target: source, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in

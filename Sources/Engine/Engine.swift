@@ -38,7 +38,7 @@ public final class Engine: Sendable {
     public init(config: EngineConfiguration, logger: Logger) throws(EngineError) {
         self.config = config
         self.logger = logger
-        try config.dataDirectory.create()
+        try storageCall(config.dataDirectory.create())
         let lockPath = config.dataDirectory.root.appendingPathComponent(".recd.lock").path
         do {
             dataLock = try ExclusiveFileLock(path: lockPath)

@@ -173,9 +173,8 @@ struct Importer {
         MetadataRules.apply(change, to: &r, timeZone: config.timeZone)
 
         // The commit, as a trim's: beside the final name, journaled with the row, renamed.
-        let committed = try FileReplacement.insert(r, from: made, name: name, waveform: waveform?.dat(), poster: poster,
-                                                   contentHash: contentHash, catalog: catalog, data: data, logger: logger)
-        return committed
+        return try storageCall(FileReplacement.insert(r, from: made, name: name, waveform: waveform?.dat(), poster: poster,
+                                                      contentHash: contentHash, catalog: catalog, data: data, logger: logger))
     }
 
     /// Decodes any audio and encodes it as recordings are (`format`, fragmented, then finalized),

@@ -44,7 +44,7 @@ public struct Library: Sendable {
 
     /// Changes title, notes and purpose. A blank title becomes the auto title again.
     public func edit(_ idOrPrefix: String, _ patch: MetadataPatch) async throws(EngineError) -> Recording {
-        let change = try MetadataRules.validate(patch)
+        let change = try storageCall(MetadataRules.validate(patch))
         let id = try resolve(idOrPrefix).id
         let tz = config.timeZone
         let r = try await blockingCatalogCall { [catalog] in
@@ -57,7 +57,7 @@ public struct Library: Sendable {
 
     /// pending → ready, optionally changing metadata on the way (the seed's [SAVE]).
     public func save(_ idOrPrefix: String, _ patch: MetadataPatch) async throws(EngineError) -> Recording {
-        let change = try MetadataRules.validate(patch)
+        let change = try storageCall(MetadataRules.validate(patch))
         let id = try resolve(idOrPrefix).id
         let tz = config.timeZone
         let r = try await blockingCatalogCall { [catalog] in
@@ -187,7 +187,7 @@ public struct Library: Sendable {
         if let announcedBytes, announcedBytes > config.maxImportBytes {
             throw .tooLarge(name: name, limitBytes: config.maxImportBytes)
         }
-        try FileOps.requireFree(2 * (announcedBytes ?? 0) + config.minFreeBytes, in: config.dataDirectory.recordings.path)
+        try storageCall(FileOps.requireFree(2 * (announcedBytes ?? 0) + config.minFreeBytes, in: config.dataDirectory.recordings.path))
     }
 
     /// While an import arrives, and once it has: room above --min-free-mb for a result as large as
@@ -195,7 +195,7 @@ public struct Library: Sendable {
     /// was 0 bytes to `checkImportRoom` and is counted here; for an announced one this never asks for
     /// more than that check did.
     public func checkImportRoom(name: String, receivedBytes: Int64) throws(EngineError) {
-        try FileOps.requireFree(receivedBytes + config.minFreeBytes, in: config.dataDirectory.recordings.path)
+        try storageCall(FileOps.requireFree(receivedBytes + config.minFreeBytes, in: config.dataDirectory.recordings.path))
     }
 
     /// Stores an uploaded file (`upload`, in `.uploads/`, with the SHA-256 of its bytes) as a new
@@ -310,7 +310,7 @@ public struct Library: Sendable {
                                          store: (T) throws -> Void, size: (T) -> String) async throws(EngineError) -> T {
         try r.requireFile(to: "read the \(name) of")
         if let kept = try catalogCall(stored) { return kept }
-        let path = try config.dataDirectory.recordingPath(r.file)
+        let path = try storageCall(config.dataDirectory.recordingPath(r.file))
         guard FileManager.default.fileExists(atPath: path) else { throw .fileMissing(id: r.id, file: r.file) }
         let made: T
         do {

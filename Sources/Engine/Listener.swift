@@ -438,7 +438,7 @@ public actor Listener {
         let format = try config.format(r.format, video: false)
         // As a recording's purpose is given: a chip's name, or none (or blank) for no purpose.
         var purpose: Purpose?
-        if let given = r.purpose { purpose = try MetadataRules.validate(MetadataPatch(purpose: .value(given))).purpose ?? nil }
+        if let given = r.purpose { purpose = try storageCall(MetadataRules.validate(MetadataPatch(purpose: .value(given)))).purpose ?? nil }
         return ListenSettings(silence: silence, preRoll: preRoll, min: min, max: max, until: r.until, format: format.rawValue, purpose: purpose?.rawValue)
     }
 

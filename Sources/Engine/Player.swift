@@ -88,7 +88,7 @@ public actor Player {
                 throw .invalidValue(field: "position", detail: "\(position) is past the end of the recording (0 to "
                                     + String(format: "%.3f s", duration) + ")")
             }
-            let path = try enhanced == nil ? config.dataDirectory.recordingPath(recording.file) : config.dataDirectory.enhancedPath(recording.id)
+            let path = try storageCall(enhanced == nil ? config.dataDirectory.recordingPath(recording.file) : config.dataDirectory.enhancedPath(recording.id))
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {
                 if enhanced != nil { throw .noMedia(id: recording.id, detail: "has lost its enhanced copy's file: make the copy again (recctl enhance)") }

@@ -106,12 +106,12 @@ public actor Recorder {
     private func start(_ request: StartRecordingRequest, receivedAt: UInt64, source: (any CaptureSource)?) async throws(EngineError) -> StartRecordingResponse {
         await waitWhileHeld()
         try refuseIfBusy()
-        let change = try MetadataRules.validate(request.metadata)
+        let change = try storageCall(MetadataRules.validate(request.metadata))
         if request.type == .audio && !request.audio {
             throw .invalidValue(field: "audio", detail: "false is for a silent video (type \"video\"); an audio recording records sound")
         }
         let format = try config.format(request.format, video: request.type == .video)
-        try FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path)
+        try storageCall(FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path))
         let id = UUID()
         let relative = DataDirectory.relativePath(id: id, type: request.type)
         let path = config.dataDirectory.absolute(relative)
@@ -217,6 +217,7 @@ public actor Recorder {
     static func map(_ error: any Error, file: String) -> EngineError {
         switch error {
         case let e as EngineError: return e
+        case let e as StorageError: return EngineError(e)
         case let e as CaptureError: return .device(e, hint: nil)
         case let e as FFmpegError: return e.isDiskFull ? .storage(file: file, operation: "write", underlying: e.description)
                                                        : .media(file: file, underlying: e)
@@ -292,7 +293,7 @@ public actor Recorder {
         await waitWhileHeld()
         guard case .recording(let active) = state else { throw .notRecording }
         // Validate before anything changes: a bad title leaves the recording running.
-        let change = try MetadataRules.validate(request.metadata)
+        let change = try storageCall(MetadataRules.validate(request.metadata))
         let work = Task { () -> Result<StopRecordingResponse, EngineError> in
             do { return .success(try await self.finish(active, then: request.then, change: change, reason: reason)) }
             catch { return .failure(error as? EngineError ?? .unexpected("\(error)")) }
@@ -478,7 +479,7 @@ public actor Recorder {
             case .idle:
                 let (catalog, data, logger) = (self.catalog, config.dataDirectory, self.logger)
                 let result = await hold("delete all") { _ in
-                    Result { () throws(EngineError) in try DeleteAll.run(catalog: catalog, data: data, logger: logger) }
+                    Result { () throws(EngineError) in try storageCall(DeleteAll.run(catalog: catalog, data: data, logger: logger)) }
                 }
                 var reply = try result.get()
                 reply.deletedRecordings += discarded

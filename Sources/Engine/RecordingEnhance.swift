@@ -55,10 +55,10 @@ struct RecordingEnhance {
 
     func make(_ r: Recording) throws(EngineError) -> EnhancedCopy {
         try Self.check(r)
-        let source = try data.recordingPath(r.file)
+        let source = try storageCall(data.recordingPath(r.file))
         guard FileOps.exists(source) else { throw .fileMissing(id: r.id, file: r.file) }
         // The copy is about the original's size (AAC at recd's rate): that much room, above the margin.
-        try FileOps.requireFree((FileOps.size(source) ?? 0) + config.minFreeBytes, in: data.enhanced.path)
+        try storageCall(FileOps.requireFree((FileOps.size(source) ?? 0) + config.minFreeBytes, in: data.enhanced.path))
         let making = EnhancedCopies.makingPath(for: r.id, in: data)
         let fragmented = making + ".fragmented"
         defer { try? FileOps.remove(fragmented); try? FileOps.remove(making) }
@@ -85,13 +85,13 @@ struct RecordingEnhance {
             throw .media(file: source, underlying: error)
         }
         let target = data.enhancedPath(r.id)
-        try FileOps.sync(making)
+        try storageCall(FileOps.sync(making))
         // The rename and the commit together, under the lock the sweeps take: no sweep sees the file
         // before its row, and of two copies made at once the row describes the file left in place.
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        try FileOps.rename(making, target)
-        try FileOps.sync(data.enhanced.path)
+        try storageCall(FileOps.rename(making, target))
+        try storageCall(FileOps.sync(data.enhanced.path))
         do {
             try catalog.commitEnhancedCopy(copy, of: r.id, madeFrom: r.duration, states: Self.states)
         } catch {

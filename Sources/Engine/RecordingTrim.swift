@@ -58,7 +58,7 @@ struct RecordingTrim {
     func run(_ r: Recording, start: Double, end: Double, asNew: Bool) throws(EngineError) -> Recording {
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        let source = try data.recordingPath(r.file)
+        let source = try storageCall(data.recordingPath(r.file))
         guard FileOps.exists(source) else { throw .fileMissing(id: r.id, file: r.file) }
         var result = r
         result.loudness = nil   // the cut's own: measured again
@@ -71,9 +71,9 @@ struct RecordingTrim {
             result.recovered = false
             result.title = Self.copyTitle(r.title)
         }
-        let target = try data.recordingPath(result.file)
+        let target = try storageCall(data.recordingPath(result.file))
         // The cut is at most the whole file: that much room, and the margin recordings keep.
-        try FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path)
+        try storageCall(FileOps.requireFree((FileOps.size(source) ?? 0) + minFreeBytes, in: data.recordings.path))
         var waveform: Data?, poster: Data?
         let committed = try FileReplacement.replace(target: target, catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
             do {

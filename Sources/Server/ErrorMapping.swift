@@ -25,6 +25,8 @@ enum ErrorMapping {
             return (e.status, APIErrorBody(code: e.code, message: e.message))
         case let e as EngineError:
             return map(e)
+        case let e as StorageError:
+            return map(EngineError(e))
         case is NIOTooManyBytesError:
             return (.contentTooLarge, tooLarge)
         case let e as HTTPParserError:

@@ -83,7 +83,7 @@ enum MediaRoute {
         if enhanced { _ = try engine.library.enhancedCopy(of: r) }
         // Opened once, beneath Recordings/ (or Enhanced/) and never through a link; served from that descriptor.
         let data = engine.config.dataDirectory
-        let file = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in
+        let file = try await NIOThreadPool.singleton.runIfActive { () throws(StorageError) in
             try enhanced ? data.openEnhancedFile(of: r.id) : data.openFile(of: r)
         }
         let size = file.size
@@ -124,7 +124,7 @@ enum MediaRoute {
             while offset <= bytes.upperBound {
                 let count = min(128 * 1024, bytes.upperBound + 1 - offset)
                 let at = offset
-                let chunk = try await NIOThreadPool.singleton.runIfActive { () throws(EngineError) in try file.read(at: at, count: count) }
+                let chunk = try await NIOThreadPool.singleton.runIfActive { () throws(StorageError) in try file.read(at: at, count: count) }
                 // Shorter than it was when opened: a response cannot be made shorter than its length.
                 guard !chunk.isEmpty else { throw EngineError.storage(file: file.path, operation: "read", underlying: "the file ended early") }
                 try await writer.write(ByteBuffer(bytes: chunk))

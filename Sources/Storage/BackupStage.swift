@@ -29,17 +29,17 @@ public struct BackupStage: Sendable {
     }
 
     /// Makes the stage (removing one left by an earlier run). Blocking.
-    public func make() throws(EngineError) -> Contents {
+    public func make() throws(StorageError) -> Contents {
         remove()
         let recordings = folder.appendingPathComponent("Recordings", isDirectory: true)
         let copy = folder.appendingPathComponent("catalog.sqlite").path
         do {
             try FileManager.default.createDirectory(at: recordings, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw EngineError.backup(reason: .staging, message: "could not make the backup's folder \(recordings.path): \(error.localizedDescription)")
+            throw StorageError.backup(reason: .staging, message: "could not make the backup's folder \(recordings.path): \(error.localizedDescription)")
         }
         var contents = Contents(recordings: 0, bytes: 0)
-        var failure: EngineError?
+        var failure: StorageError?
         data.mutations.lock()
         do {
             try catalog.backupCopy(to: copy)
@@ -51,12 +51,12 @@ public struct BackupStage: Sendable {
                 // without following (linkat without AT_SYMLINK_FOLLOW).
                 guard lstat(source, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
                 guard linkat(AT_FDCWD, source, AT_FDCWD, recordings.appendingPathComponent(String(name)).path, 0) == 0 else {
-                    throw EngineError.backup(reason: .staging, message: "could not link \(source) into the backup's folder: \(String(cString: strerror(errno)))")
+                    throw StorageError.backup(reason: .staging, message: "could not link \(source) into the backup's folder: \(String(cString: strerror(errno)))")
                 }
                 contents.recordings += 1
                 contents.bytes += Int64(st.st_size)
             }
-        } catch let e as EngineError {
+        } catch let e as StorageError {
             failure = e
         } catch {
             failure = .backup(reason: .staging, message: "could not copy the catalog for the backup: \(error)")

@@ -44,9 +44,3 @@ public func runInBackground<T: Sendable>(_ body: @escaping @Sendable () throws -
 public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await BlockingPool.shared.runIfActive(body)
 }
-
-/// A catalog write (or a change of `Recordings/` with its rows, or a long read) on `BlockingPool`,
-/// its errors as the engine's (`catalogCall` for the short reads done in place).
-public func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
-    do { return try await runBlocking(body) } catch { throw .from(error) }
-}

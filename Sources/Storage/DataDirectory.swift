@@ -28,7 +28,7 @@ public struct DataDirectory: Sendable {
 
     /// Creates the directories (mode 0700: recordings are private), and makes sure recd may write in
     /// them: a folder it can only read fails here, at start-up, and not at the first take.
-    public func create() throws(EngineError) {
+    public func create() throws(StorageError) {
         for dir in [root, recordings, uploads, enhanced] {
             do {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
@@ -75,7 +75,7 @@ public struct DataDirectory: Sendable {
     /// (recd's own: temporaries, aside files, trash and quarantine folders), and the other visible
     /// ones (folders, links: not recd's, never moved or deleted by it). Unsorted. Read with
     /// readdir's d_type: no lstat per file (with 100,000 files that is most of start-up).
-    public func listRecordings() throws(EngineError) -> (files: [String], hidden: [String], other: [String]) {
+    public func listRecordings() throws(StorageError) -> (files: [String], hidden: [String], other: [String]) {
         let dir = recordings.path
         guard let handle = opendir(dir) else {
             throw .storage(file: dir, operation: "list", underlying: FileOps.errnoText())
@@ -109,7 +109,7 @@ public struct DataDirectory: Sendable {
     /// recd gives it, `Recordings/NAME` with NAME one visible component: the catalog lies where a
     /// compromised worker once could write, so a value that would lead elsewhere (`../`, a folder, an
     /// absolute path) is refused, never used.
-    public func recordingPath(_ file: String) throws(EngineError) -> String {
+    public func recordingPath(_ file: String) throws(StorageError) -> String {
         guard let name = Self.recordingName(file) else {
             throw .storage(file: file, operation: "use",
                            underlying: "it is not the name of a file in Recordings/ (the catalog was changed outside recd): recd does not follow it")
@@ -134,18 +134,18 @@ public struct DataDirectory: Sendable {
     /// (`CFileOps_open_beneath`), and only when it is a regular file: what recd serves or reads
     /// itself. A link, a pipe or a device there is refused with a storage error (logged as a server
     /// error), never opened through.
-    public func openFile(of r: Recording) throws(EngineError) -> OpenedFile {
+    public func openFile(of r: Recording) throws(StorageError) -> OpenedFile {
         let path = try recordingPath(r.file)
         return try open(String(Self.recordingName(r.file)!), beneath: recordings.path, path: path, missing: .fileMissing(id: r.id, file: r.file))
     }
 
     /// Opens recording `id`'s enhanced copy, as `openFile` a recording's.
-    public func openEnhancedFile(of id: UUID) throws(EngineError) -> OpenedFile {
+    public func openEnhancedFile(of id: UUID) throws(StorageError) -> OpenedFile {
         try open("\(id.uuidString).m4a", beneath: enhanced.path, path: enhancedPath(id),
                  missing: .noMedia(id: id, detail: "has lost its enhanced copy's file: make the copy again (recctl enhance)"))
     }
 
-    private func open(_ name: String, beneath dir: String, path: String, missing: EngineError) throws(EngineError) -> OpenedFile {
+    private func open(_ name: String, beneath dir: String, path: String, missing: StorageError) throws(StorageError) -> OpenedFile {
         let fd = CFileOps_open_beneath(dir, name, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { throw missing }
@@ -210,7 +210,7 @@ public final class OpenedFile: Sendable {
 
     /// Up to `count` bytes at `offset` (fewer only at the end of the file). Blocking: call it on a
     /// thread meant for disk I/O.
-    public func read(at offset: Int, count: Int) throws(EngineError) -> [UInt8] {
+    public func read(at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
@@ -259,28 +259,28 @@ public enum FileOps {
 
     /// Refuses (`insufficientStorage`) when the filesystem holding `path` has less than `needed`
     /// bytes free; one whose free space cannot be read passes.
-    public static func requireFree(_ needed: Int64, in path: String) throws(EngineError) {
+    public static func requireFree(_ needed: Int64, in path: String) throws(StorageError) {
         if let free = freeBytes(path), free < needed {
             throw .insufficientStorage(path: path, freeBytes: free, requiredBytes: needed)
         }
     }
 
     /// fsync of a file or directory, so a rename or a finished file survives power loss.
-    public static func sync(_ path: String) throws(EngineError) {
+    public static func sync(_ path: String) throws(StorageError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .storage(file: path, operation: "open (for fsync)", underlying: errnoText()) }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw .storage(file: path, operation: "fsync", underlying: errnoText()) }
     }
 
-    public static func rename(_ from: String, _ to: String) throws(EngineError) {
+    public static func rename(_ from: String, _ to: String) throws(StorageError) {
         guard Glibc.rename(from, to) == 0 else {
             throw .storage(file: from, operation: "rename", underlying: "\(errnoText()) (renaming it to \(to))")
         }
     }
 
     /// Swaps two directories (or files) of one filesystem atomically: see `CFileOps_exchange`.
-    public static func exchange(_ a: String, _ b: String) throws(EngineError) {
+    public static func exchange(_ a: String, _ b: String) throws(StorageError) {
         guard CFileOps_exchange(a, b) == 0 else {
             throw .storage(file: b, operation: "exchange", underlying: "\(errnoText()) (swapping it with \(a))")
         }
@@ -315,7 +315,7 @@ public enum FileOps {
     }
 
     /// Removes a file; a file that is already gone is not an error.
-    public static func remove(_ path: String) throws(EngineError) {
+    public static func remove(_ path: String) throws(StorageError) {
         guard unlink(path) == 0 || errno == ENOENT else {
             throw .storage(file: path, operation: "delete", underlying: errnoText())
         }

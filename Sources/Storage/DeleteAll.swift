@@ -29,7 +29,7 @@ public enum DeleteAll {
     public static let trashPrefix = ".trash-"
 
     /// Runs steps 1–4. Blocking; the caller makes sure nothing records meanwhile.
-    public static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> DeleteAllResponse {
+    public static func run(catalog: Catalog, data: DataDirectory, logger: Logger) throws(StorageError) -> DeleteAllResponse {
         data.mutations.lock()
         defer { data.mutations.unlock() }
         let journal = try catalogCall { try catalog.beginJournal(kind: kind) }
@@ -46,7 +46,7 @@ public enum DeleteAll {
 
     /// Step 2 by swapping `Recordings/` whole. Nil (nothing changed) where it cannot be swapped.
     private static func swappingTheFolder(journal: String, catalog: Catalog, data: DataDirectory,
-                                          logger: Logger) throws(EngineError) -> DeleteAllResponse? {
+                                          logger: Logger) throws(StorageError) -> DeleteAllResponse? {
         let dir = data.recordings.path
         var folder = stat(), root = stat()
         guard lstat(dir, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
@@ -120,18 +120,18 @@ public enum DeleteAll {
 
     /// Step 2 one file at a time, into `Recordings/.trash-<id>/`.
     private static func fileByFile(journal: String, catalog: Catalog, data: DataDirectory,
-                                   logger: Logger) throws(EngineError) -> DeleteAllResponse {
+                                   logger: Logger) throws(StorageError) -> DeleteAllResponse {
         let dir = data.recordings.path
         let trash = dir + "/" + trashPrefix + journal
         var moved: [String] = []
         do {
             guard mkdir(trash, 0o700) == 0 else {
-                throw EngineError.storage(file: trash, operation: "create", underlying: FileOps.errnoText())
+                throw StorageError.storage(file: trash, operation: "create", underlying: FileOps.errnoText())
             }
             for name in try data.listRecordings().files {
                 guard Glibc.rename(dir + "/" + name, trash + "/" + name) == 0 else {
                     if errno == ENOENT { continue }   // removed meanwhile (a concurrent discard)
-                    throw EngineError.storage(file: dir + "/" + name, operation: "move",
+                    throw StorageError.storage(file: dir + "/" + name, operation: "move",
                                               underlying: "\(FileOps.errnoText()) (moving it into \(trash))")
                 }
                 moved.append(name)
@@ -162,7 +162,7 @@ public enum DeleteAll {
             } else {
                 logger.error("delete all failed; \(stuck) file(s) wait in \(trash) for the next recovery to put back: \(error)")
             }
-            throw error as? EngineError ?? .unexpected("\(error)")
+            throw error as? StorageError ?? .unexpected("\(error)")
         }
     }
 

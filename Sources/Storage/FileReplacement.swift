@@ -24,23 +24,28 @@ public enum FileReplacement {
     /// file (its data-directory relative name) in the journal (`Catalog.commitReplacement`); then
     /// the rename and the journal's close. Anything thrown before the commit removes the temporary
     /// file and changes nothing. Called under `data.mutations`, blocking.
-    public static func replace<T>(target: String, catalog: Catalog, data: DataDirectory, logger: Logger,
-                                  write: (_ temporary: String) throws(EngineError) -> Void,
-                                  commit: (_ journaled: String) throws(EngineError) -> T) throws(EngineError) -> T {
+    /// `write` and `commit` throw the caller's errors (`E`); replace's own become `E` too.
+    public static func replace<T, E: StorageErrorConvertible>(target: String, catalog: Catalog, data: DataDirectory, logger: Logger,
+                                                              write: (_ temporary: String) throws(E) -> Void,
+                                                              commit: (_ journaled: String) throws(E) -> T) throws(E) -> T {
         let temporary = data.replacingPath(for: target)
         let committed: T
-        do {
+        do throws(E) {
             try write(temporary)
-            try FileOps.sync(temporary)
-            // Its name too, before the commit names it: a committed journal entry whose file's entry
-            // did not reach the disk would be closed as "already renamed" after a power cut.
-            try FileOps.sync(URL(fileURLWithPath: temporary).deletingLastPathComponent().path)
+            do throws(StorageError) {
+                try FileOps.sync(temporary)
+                // Its name too, before the commit names it: a committed journal entry whose file's entry
+                // did not reach the disk would be closed as "already renamed" after a power cut.
+                try FileOps.sync(URL(fileURLWithPath: temporary).deletingLastPathComponent().path)
+            } catch { throw E(error) }
             committed = try commit(data.relative(temporary))
         } catch {
             try? FileOps.remove(temporary)
             throw error
         }
-        try finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
+        do throws(StorageError) {
+            try finish(temporary: temporary, target: target, catalog: catalog, data: data, logger: logger)
+        } catch { throw E(error) }
         return committed
     }
 
@@ -49,12 +54,12 @@ public enum FileReplacement {
     /// `data.mutations`. Content already in the library (`contentHash`) is `duplicate`, named `name`
     /// (an import's, a restored recording's). Blocking.
     public static func insert(_ r: Recording, from made: String, name: String, waveform: Data?, poster: Data?, contentHash: String?,
-                              catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) -> Recording {
+                              catalog: Catalog, data: DataDirectory, logger: Logger) throws(StorageError) -> Recording {
         data.mutations.lock()
         defer { data.mutations.unlock() }
-        return try replace(target: data.absolute(r.file), catalog: catalog, data: data, logger: logger) { temporary throws(EngineError) in
+        return try replace(target: data.absolute(r.file), catalog: catalog, data: data, logger: logger) { temporary throws(StorageError) in
             try FileOps.rename(made, temporary)
-        } commit: { journaled throws(EngineError) in
+        } commit: { journaled throws(StorageError) in
             do {
                 return try catalog.commitReplacement(r, insert: true, states: [], waveform: waveform, poster: poster,
                                                      temporary: journaled, contentHash: contentHash)
@@ -69,7 +74,7 @@ public enum FileReplacement {
     }
 
     /// Steps 3 and 4, after the commit.
-    static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(EngineError) {
+    static func finish(temporary: String, target: String, catalog: Catalog, data: DataDirectory, logger: Logger) throws(StorageError) {
         try FileOps.rename(temporary, target)
         try FileOps.sync(URL(fileURLWithPath: target).deletingLastPathComponent().path)
         do {

@@ -17,7 +17,7 @@ public struct MetadataChange: Sendable, Equatable {
 
 public enum MetadataRules {
     /// Checks a request's fields against the limits. Throws before anything is changed.
-    public static func validate(_ patch: MetadataPatch) throws(EngineError) -> MetadataChange {
+    public static func validate(_ patch: MetadataPatch) throws(StorageError) -> MetadataChange {
         var change = MetadataChange()
         switch patch.title {
         case .absent: break

@@ -27,7 +27,7 @@ import Synchronization
 public final class PeriodicDataSync: @unchecked Sendable {
     public let path: String
     public let intervalMs: Int
-    private let onError: @Sendable (EngineError) -> Void
+    private let onError: @Sendable (StorageError) -> Void
     /// fdatasync; replaceable so tests can make it fail.
     private let syncCall: @Sendable (Int32) -> Int32
     /// Signalled by `written()` and by `stop()`.
@@ -47,7 +47,7 @@ public final class PeriodicDataSync: @unchecked Sendable {
     }
 
     /// Nil when `intervalMs` is 0 or less (the cadence is off). Nothing runs until `start()`.
-    public init?(path: String, intervalMs: Int, onError: @escaping @Sendable (EngineError) -> Void,
+    public init?(path: String, intervalMs: Int, onError: @escaping @Sendable (StorageError) -> Void,
                  sync: @escaping @Sendable (Int32) -> Int32 = { fdatasync($0) }) {
         guard intervalMs > 0 else { return nil }
         self.path = path

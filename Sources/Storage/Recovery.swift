@@ -255,7 +255,7 @@ public struct Recovery: Sendable {
     /// listing, is otherwise reported as a leftover or a row without its file while the change is
     /// under way (the power-cut test's dump saw a chapter copy's `.replacing` file as "unsettled").
     /// A check during a long copy waits for it.
-    public func inspect(activeID: UUID?) throws(EngineError) -> ConsistencyReport {
+    public func inspect(activeID: UUID?) throws(StorageError) -> ConsistencyReport {
         data.mutations.lock()
         defer { data.mutations.unlock() }
         let rows = try catalogCall { try catalog.fileRows() }

@@ -14,7 +14,7 @@ import RecdAPI
 public enum TakeRemoval {
     /// Removes `r`, its row allowed to be in any of `states` at the moment it is deleted.
     public static func remove(_ r: Recording, expecting states: Set<RecordingState>, action: String,
-                              catalog: Catalog, data: DataDirectory) throws(EngineError) {
+                              catalog: Catalog, data: DataDirectory) throws(StorageError) {
         data.mutations.lock()
         defer { data.mutations.unlock() }
         let path = try data.recordingPath(r.file)

@@ -44,7 +44,7 @@ final class MetadataRulesTests: XCTestCase {
         XCTAssertEqual(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: "x", count: 40)))).title,
                        .some(String(repeating: "x", count: 40)))
         XCTAssertThrowsError(try MetadataRules.validate(MetadataPatch(title: .value(String(repeating: "x", count: 41))))) {
-            guard case EngineError.fieldTooLong(let field, let limit, let count) = $0 else { return XCTFail("\($0)") }
+            guard case StorageError.fieldTooLong(let field, let limit, let count) = $0 else { return XCTFail("\($0)") }
             XCTAssertEqual(field, "title"); XCTAssertEqual(limit, 40); XCTAssertEqual(count, 41)
         }
         // Family emoji: 7 scalars, 11 UTF-16 units, 1 character.

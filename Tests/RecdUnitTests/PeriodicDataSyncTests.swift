@@ -27,7 +27,7 @@ final class PeriodicDataSyncTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("audio.m4a").path
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(count: 28)))
-        let errors = Mutex<[EngineError]>([])
+        let errors = Mutex<[StorageError]>([])
         let sync = try XCTUnwrap(PeriodicDataSync(path: path, intervalMs: 200, onError: { e in errors.withLock { $0.append(e) } }))
         sync.start()
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: path))
@@ -91,7 +91,7 @@ final class PeriodicDataSyncTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("audio.m4a").path
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(count: 100)))
-        let errors = Mutex<[EngineError]>([])
+        let errors = Mutex<[StorageError]>([])
         let calls = Atomic<Int>(0)
         let sync = try XCTUnwrap(PeriodicDataSync(path: path, intervalMs: 40, onError: { e in errors.withLock { $0.append(e) } },
                                                   sync: { _ in calls.add(1, ordering: .relaxed); errno = EIO; return -1 }))

@@ -66,7 +66,7 @@ final class RecordingPathTests: XCTestCase {
         }
         let gone = recording("audio_G.m4a")
         XCTAssertThrowsError(try data.openFile(of: gone)) { error in
-            guard case EngineError.fileMissing(let id, _) = error else { return XCTFail("\(error)") }
+            guard case StorageError.fileMissing(let id, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(id, gone.id)
         }
     }

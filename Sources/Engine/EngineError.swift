@@ -4,10 +4,12 @@ import Foundation
 import MediaWire
 import Playback
 import RecdAPI
+import Storage
 
 /// Everything the engine refuses or fails at, with what a person needs to act on it.
-/// Server maps each case to an HTTP status and an `APIErrorCode` in one place.
-public enum EngineError: Error, CustomStringConvertible, Sendable {
+/// Server maps each case to an HTTP status and an `APIErrorCode` in one place. The cases Storage
+/// throws too are `StorageError`'s, by the same names (`init(_:)`), and say what it says.
+public enum EngineError: StorageErrorConvertible, CustomStringConvertible, Sendable {
     case alreadyRecording(active: UUID, title: String)
     case notRecording
     case notFound(id: String)
@@ -61,52 +63,20 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
             return "not listening: start it with recctl listen start"
         case .backupsOff:
             return "backups are off: start recd with --backup REPOSITORY and --backup-password-file FILE (docs/usage.md, \"Backups\")"
-        case .backup(_, let message):
-            return message
         case .alreadyRecording(let id, let title):
             return "already recording: '\(title)' (\(id.uuidString)) is in progress; stop it first"
         case .notRecording:
             return "nothing is being recorded"
-        case .notFound(let id):
-            return "no recording with id '\(id)'"
-        case .markerNotFound(let recording, let marker):
-            return "recording \(recording) has no marker '\(marker)' (`recctl markers \(recording.prefix(8))` lists them)"
-        case .ambiguousID(let p, let m):
-            return "id prefix '\(p)' is ambiguous: it matches \(m.count) recordings; give more of the id"
-        case .invalidID(let id, let detail):
-            return "'\(id)' is not a usable recording id: \(detail)"
-        case .invalidState(let id, let state, let action, let allowed):
-            return "cannot \(action) recording \(id.uuidString): it is \(state == .ready ? "already saved" : state.spoken)"
-                + " (only \(allowed.map(\.spoken).joined(separator: " or ")) recordings can be)"
-        case .fieldTooLong(let field, let limit, let count):
-            return "the \(field) \(field.hasSuffix("s") ? "are" : "is") \(count) characters long; the limit is \(limit) characters"
-        case .invalidValue(let field, let detail):
-            return "invalid \(field): \(detail)"
         case .device(let e, let hint):
             return e.description + (hint.map { ". " + $0 } ?? "")
-        case .noMedia(let id, let detail):
-            return "recording \(id.uuidString) \(detail)"
         case .media(let file, let e):
             return "media error on \(file): \(e)"
         case .conversion(let device, let e):
             return "converting the samples of capture device '\(device)' failed: \(e)"
-        case .storage(let file, let op, let e):
-            return "cannot \(op) \(file): \(e)"
-        case .catalog(let e):
-            return e.description
-        case .unexpected(let e):
-            return e
-        case .insufficientStorage(let path, let free, let required):
-            return "not enough free space in \(path): \(free / 1_000_000) MB free, at least"
-                + " \(required / 1_000_000) MB required (--min-free-mb)"
         case .notPlaying:
             return "nothing is playing"
-        case .fileMissing(let id, let file):
-            return "the file of recording \(id.uuidString) (\(file)) is missing; `recctl check` shows what else is"
         case .unsupportedMedia(let name, let detail):
             return "cannot import '\(name)': \(detail)"
-        case .duplicate(let name, let existing):
-            return "'\(name)' is already in the library: it was imported as '\(existing.title)' (\(existing.id.uuidString)); nothing was added"
         case .tooLarge(let name, let limit):
             return "cannot import '\(name)': it is larger than \(limit / 1_000_000) MB (--max-import-mb)"
         case .playback(let e):
@@ -114,28 +84,50 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
         case .dataDirectoryInUse(let path, let pid):
             return "another recd (pid \(pid ?? "?")) is using the data directory \(path); stop it first"
                 + " or give this one another --data-dir"
+        // Storage's cases: its words.
+        case .backup(let reason, let message): return StorageError.backup(reason: reason, message: message).description
+        case .notFound(let id): return StorageError.notFound(id: id).description
+        case .markerNotFound(let r, let m): return StorageError.markerNotFound(recording: r, marker: m).description
+        case .ambiguousID(let p, let m): return StorageError.ambiguousID(prefix: p, matches: m).description
+        case .invalidID(let id, let detail): return StorageError.invalidID(id: id, detail: detail).description
+        case .invalidState(let id, let s, let action, let allowed): return StorageError.invalidState(id: id, state: s, action: action, allowed: allowed).description
+        case .fieldTooLong(let f, let limit, let count): return StorageError.fieldTooLong(field: f, limit: limit, count: count).description
+        case .invalidValue(let f, let detail): return StorageError.invalidValue(field: f, detail: detail).description
+        case .noMedia(let id, let detail): return StorageError.noMedia(id: id, detail: detail).description
+        case .storage(let file, let op, let e): return StorageError.storage(file: file, operation: op, underlying: e).description
+        case .catalog(let e): return StorageError.catalog(e).description
+        case .unexpected(let e): return StorageError.unexpected(e).description
+        case .insufficientStorage(let p, let free, let required): return StorageError.insufficientStorage(path: p, freeBytes: free, requiredBytes: required).description
+        case .fileMissing(let id, let file): return StorageError.fileMissing(id: id, file: file).description
+        case .duplicate(let name, let existing): return StorageError.duplicate(name: name, existing: existing).description
         }
     }
 
-    public static func from(_ error: CatalogError) -> EngineError {
+    /// Storage's error as the engine's: the case of the same name.
+    public init(_ error: StorageError) {
         switch error {
-        case .notFound(let id): return .notFound(id: id)
-        case .ambiguous(let p, let m): return .ambiguousID(prefix: p, matches: m)
-        case .prefixTooShort(let p, let n): return .invalidID(id: p, detail: "give at least \(n) characters of the id")
-        case .markerNotFound(let r, let m): return .markerNotFound(recording: r, marker: m)
-        case .tooManyMarkers: return .invalidValue(field: "markers", detail: error.description)
-        default: return .catalog(error)
+        case .notFound(let id): self = .notFound(id: id)
+        case .markerNotFound(let r, let m): self = .markerNotFound(recording: r, marker: m)
+        case .ambiguousID(let p, let m): self = .ambiguousID(prefix: p, matches: m)
+        case .invalidID(let id, let detail): self = .invalidID(id: id, detail: detail)
+        case .invalidState(let id, let s, let action, let allowed): self = .invalidState(id: id, state: s, action: action, allowed: allowed)
+        case .fieldTooLong(let f, let limit, let count): self = .fieldTooLong(field: f, limit: limit, count: count)
+        case .invalidValue(let f, let detail): self = .invalidValue(field: f, detail: detail)
+        case .noMedia(let id, let detail): self = .noMedia(id: id, detail: detail)
+        case .storage(let file, let op, let e): self = .storage(file: file, operation: op, underlying: e)
+        case .catalog(let e): self = .catalog(e)
+        case .unexpected(let e): self = .unexpected(e)
+        case .insufficientStorage(let p, let free, let required): self = .insufficientStorage(path: p, freeBytes: free, requiredBytes: required)
+        case .fileMissing(let id, let file): self = .fileMissing(id: id, file: file)
+        case .duplicate(let name, let existing): self = .duplicate(name: name, existing: existing)
+        case .backup(let reason, let message): self = .backup(reason: reason, message: message)
         }
     }
 
-    /// What a catalog call threw, as an engine error: a catalog error as `from` maps it, an engine
-    /// error as it is, anything else `unexpected`.
+    /// What a catalog or Storage call threw, as an engine error: an engine error as it is, anything
+    /// else as `StorageError.from` makes it (a catalog error mapped, any other `unexpected`).
     public static func from(_ error: any Error) -> EngineError {
-        switch error {
-        case let e as CatalogError: from(e)
-        case let e as EngineError: e
-        default: .unexpected("\(error)")
-        }
+        error as? EngineError ?? EngineError(StorageError.from(error))
     }
 }
 
@@ -143,6 +135,18 @@ public enum EngineError: Error, CustomStringConvertible, Sendable {
 @discardableResult
 public func catalogCall<T>(_ body: () throws -> T) throws(EngineError) -> T {
     do { return try body() } catch { throw .from(error) }
+}
+
+/// A catalog write (or a change of `Recordings/` with its rows, or a long read) on `BlockingPool`,
+/// its errors as the engine's (`catalogCall` for the short reads done in place).
+public func blockingCatalogCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(EngineError) -> T {
+    do { return try await runBlocking(body) } catch { throw .from(error) }
+}
+
+/// A call into Storage, its error as the engine's: `try storageCall(FileOps.sync(path))`.
+@discardableResult
+func storageCall<T>(_ body: @autoclosure () throws(StorageError) -> T) throws(EngineError) -> T {
+    do { return try body() } catch { throw EngineError(error) }
 }
 
 extension Recording {
