@@ -86,6 +86,7 @@ bench: bench-deps build
 	bench/video.py
 	bench/webapp.py
 	bench/editing.py
+	bench/enhance.py
 	bench/client-startup.py
 	bench/idle.py
 	bench/first-word.py

@@ -80,6 +80,12 @@ ok "recorded 2 s from ALSA's null device; recctl list shows it"
 id="$(ls /tmp/t/data/Recordings/ | sed -n 's/^audio_\(........\).*/\1/p')"
 recctl play "$id" --wait || { cat /tmp/t/recd.log; fail "recctl play $id --wait"; }
 ok "recctl play $id --wait"
+# libavfilter is not linked: recd-media loads it (dlopen) for an enhanced copy alone, from the
+# package Depends names.
+if ldd /usr/bin/recd-media | grep -q libavfilter; then fail "recd-media links libavfilter (every worker would load it)"; fi
+recctl enhance "$id" || { cat /tmp/t/recd.log; fail "recctl enhance $id"; }
+[ -f "/tmp/t/data/Enhanced/$(ls /tmp/t/data/Recordings/ | sed -n 's/^audio_\(.*\)\.m4a$/\1/p').m4a" ] || fail "no enhanced copy in Enhanced/"
+ok "recctl enhance $id: libavfilter loaded by the worker when asked, not linked"
 
 curl -sS --fail --unix-socket /tmp/t/recd.sock http://recd/ -o index.html || fail "GET / (the web app)"
 grep -qi '<html' index.html || fail "GET / returned no HTML page"
