@@ -54,9 +54,10 @@ final class WebAppTests: XCTestCase {
         XCTAssertLessThan(bytes, 100_000)
     }
 
-    /// Issue 48: the Data page's Backups with the real restic — off, none yet, a run under way (a
-    /// progress bar, read every second, not once the page is left), the check, the last good backup,
-    /// a wrong password, and recd's warning.
+    /// Issue 48: the Data page's Backups with the real restic — off (and issue 47's Export card naming
+    /// every column of recd's CSV header), none yet, a run under way (a progress bar from recd's
+    /// backup.progress events, no reads of its state; none once the page is left), the check, the
+    /// last good backup, a wrong password, and recd's warning.
     func testTheDataPageShowsTheBackups() throws {
         try BrowserScript.requireBrowser()
         try Skip.if(Tools.which("restic") == nil, "restic is missing: scripts/install-deps.sh --test installs it")
@@ -66,8 +67,9 @@ final class WebAppTests: XCTestCase {
     /// Issue 49: the Listen mode in Chromium — off, the settings and their limits (one out of them
     /// refused), armed (recd's level gate and its note), speech into the microphone (the level, "Hearing
     /// speech", the recording listed and played), the header's indicator on every screen while armed
-    /// ("Listening paused" under a recording made by hand), another client arming and disarming, stop;
-    /// every control named, 320 and 1280 px, axe-core.
+    /// ("Listening paused" under a recording made by hand; a dot alone at phone width, the header as
+    /// high as unarmed), another client arming and disarming, stop; every control named, 320 and
+    /// 1280 px, axe-core.
     func testTheListenModeShowsListeningAndEachRecording() throws {
         try BrowserScript.requireBrowser()
         try Skip.if(Tools.which("espeak-ng") == nil, "espeak-ng is missing: scripts/install-deps.sh --test installs it")

@@ -4,13 +4,18 @@ selenium) against the real recd and the real restic, on a private PulseAudio ser
 `recctl ui`:
 
 - recd without --backup: the section says backups are off and how to turn them on; no Back up now;
+  the Export Data card names every column of the CSV header recd serves (issue 47: the fields the
+  file really holds, read from the file itself);
 - recd with a repository made by `restic init` (--backup-delay 3600: no run of its own): "No backup
   yet", the repository, the next run; no reads while idle; Back up now (Enter, the focus staying on
   the button) shows the run under way as a progress bar (role=progressbar, aria values, its
-  percentage), held there by a restic that waits for a gate file, read every second — and not at all
-  once the page is left; let go, the last good backup shows (time, 1 recording, size, snapshot) and
-  recd's check of the repository (held by a gate of its own) is said as such, then its verdict; no
-  warning, no error, no more reads; a second Back up now toasts "Backed up ✓";
+  percentage), held there by a restic that waits for a gate file while it reports 42% — shown from
+  recd's backup.progress events, with no read of GET /v1/backup (issue 48: no polling) — and nothing
+  read once the page is left; let go, the last good backup shows (time, 1 recording, size,
+  snapshot) and recd's check of the repository (held by a gate of its own; recd announces no check,
+  so the page reads the state once after 3 s without an event) is said as such, then its verdict,
+  from recd's backup.status event (no read); no warning, no error, no more reads; a second Back up
+  now toasts "Backed up ✓";
 - a wrong password file, on a repository whose path holds markup: the last error as the wrong
   password with restic's message as text (no element made of it), a toast; and, a minute after recd
   started with --backup-warn-after 10 and a recording imported since, recd's warning shown first in
@@ -30,14 +35,16 @@ check, start = h.check, h.start
 RESTIC = shutil.which("restic") or "/usr/bin/restic"
 SECTION = "section.backup"
 
-# A restic that holds a backup until the gate file exists, and the repository's check (recd runs one
-# after a good backup, still in the running state) until the check gate does; every other command
-# runs at once: a run is then "under way" for as long as the test needs (as BackupTests' gatedRestic).
+# A restic that holds a backup until the gate file exists (saying 42% twice a second, as restic's
+# --json status lines, meanwhile), and the repository's check (recd runs one after a good backup,
+# still in the running state) until the check gate does; every other command runs at once: a run is
+# then "under way" for as long as the test needs (as BackupTests' gatedRestic).
 gate, check_gate = os.path.join(work, "gate"), os.path.join(work, "gate-check")
 wrapper = os.path.join(work, "restic-gated")
+STATUS = '{"message_type":"status","percent_done":0.42,"total_files":3,"files_done":1,"total_bytes":3000000,"bytes_done":1260000}'
 with open(wrapper, "w") as f:
     f.write(f'#!/bin/sh\ncase " $* " in\n'
-            f'  *" backup "*) while [ ! -e "{gate}" ]; do sleep 0.1; done ;;\n'
+            f"  *\" backup \"*) while [ ! -e \"{gate}\" ]; do echo '{STATUS}'; sleep 0.5; done ;;\n"
             f'  *" check "*) while [ ! -e "{check_gate}" ]; do sleep 0.1; done ;;\n'
             f'esac\nexec "{RESTIC}" "$@"\n')
 os.chmod(wrapper, 0o755)
@@ -143,6 +150,18 @@ try:
               and not [e for e in browser.find_elements(By.CSS_SELECTOR, "[data-action=backup-now]") if e.is_displayed()])
         check("off: recd says so too", recd_get("/v1/backup")["state"] == "off")
         check("off: the page's other sections are still there", "Export Data" in page.text() and "Delete All Data" in page.text())
+        # Issue 47: the export card names the columns of the file recd serves, from its header line.
+        header = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd/v1/export?format=csv"],
+                                capture_output=True, text=True, timeout=10).stdout.splitlines()[0].split(",")
+        plain = {"id": "id", "playCount": "play count", "loudnessLUFS": "loudness", "loudnessRangeLU": "loudness range",
+                 "truePeakDBTP": "true peak", "sizeBytes": "size", "lastPlayedAt": "last played"}
+        card = lambda: browser.find_element(By.CSS_SELECTOR, "section[aria-labelledby=export-title] p").text
+        page.wait("the export's columns", lambda b: ":" in card())
+        missing = [c for c in header if (plain.get(c) or re.sub(r"([A-Z])", r" \1", c).lower()) not in card().lower()]
+        check("the export card names every column of recd's CSV header, in words, and not the audio files",
+              len(header) >= 15 and not missing and card().endswith("not the audio files."), [header, missing, card()])
+        js("scrollTo(0, 0)")
+        page.shot("47-export-fields")
         shot("48-backups-off")
         stop(recd)
 
@@ -170,27 +189,32 @@ try:
         browser.switch_to.active_element.send_keys(Keys.ENTER)
         check("the toast says it is backing up", toast_says("Backing up"))
         bar = page.wait("the progress bar", lambda b: shown("running") and b.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]"))
+        page.wait("restic's 42% (a backup.progress event)", lambda b: shown("percent").text == "42%")
         attrs = js("""const b = arguments[0]; return [b.getAttribute('aria-valuemin'), b.getAttribute('aria-valuemax'),
                       b.getAttribute('aria-valuenow'), b.getAttribute('aria-valuetext'),
                       document.getElementById(b.getAttribute('aria-labelledby'))?.textContent]""", bar)
         percent = shown("percent").text
         check("a run under way: a progressbar 0–100 with its value, named, and its percentage shown",
-              attrs[0] == "0" and attrs[1] == "100" and attrs[2] is not None and percent == f"{attrs[2]}%"
-              and (attrs[3] or "").startswith(percent) and attrs[4] == "Backing up…", [attrs, percent])
+              attrs[0] == "0" and attrs[1] == "100" and attrs[2] == "42" and percent == "42%"
+              and attrs[3] == "42%, 1 of 3 files" and attrs[4] == "Backing up…", [attrs, percent])
+        check("the run's files and bytes, from the event", "1 of 3 files · 1.3 MB of 3.0 MB" in shown("running").text, shown("running").text)
         check("recd says a run is under way", recd_get("/v1/backup")["state"] == "running")
         check("the focus stays on Back up now", js("return document.activeElement.dataset.action") == "backup-now")
         shot("48-backup-running")
-        running_reads = reads_during(3.2)
-        check("running: the page reads the state about every second", 2 <= running_reads <= 5, running_reads)
+        running_reads = reads_during(5)
+        check("running: the page reads nothing (recd's backup.progress events carry the run)", running_reads == 0, running_reads)
         page.click("#view > button.quiet")   # ← Back to Recordings
         page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
         left_reads = reads_during(3)
         check("the page left: no more reads, though the run goes on", left_reads == 0 and recd_get("/v1/backup")["state"] == "running", left_reads)
+        js("window.backupReads = 0")
         open_data()
-        page.wait("the run under way again", lambda b: shown("running"))
+        page.wait("the run under way again", lambda b: shown("running") and shown("percent").text == "42%")
+        check("the page opened again: one read of the state", js("return window.backupReads") == 1, js("return window.backupReads"))
 
         # Let restic go: the backup is saved, then (a recd that checks its repository after a good
         # backup) the check, held by its gate, is said as such; then the last good backup.
+        js("window.backupReads = 0")
         open(gate, "w").close()
         page.wait("the backup saved", lambda b: "recording" in shown("last").text, 90)
         checking = page.wait("the check or the end", lambda b: (shown("running") and "Checking the repository" in shown("running").text and "check")
@@ -199,9 +223,13 @@ try:
             check("the repository's check under way is said as such (no backup's percentage)",
                   recd_get("/v1/backup")["state"] == "running" and browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=percent]").text == ""
                   and not browser.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]").is_displayed(), section_text())
+            check("recd says nothing when its check begins: the page read the state once, after 3 s without an event",
+                  js("return window.backupReads") == 1, js("return window.backupReads"))
             shot("48-backup-checking")
+        js("window.backupReads = 0")
         open(check_gate, "w").close()
         state_shown("idle")
+        check("the run's end shown from recd's backup.status event (no read)", js("return window.backupReads") == 0, js("return window.backupReads"))
         s = recd_get("/v1/backup")
         last = s["lastSuccess"] or {}
         text = shown("last").text

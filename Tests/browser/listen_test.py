@@ -8,7 +8,9 @@ transcriber is absent):
   named settings whose limits are the API's (silence 0.3–60 s, pre-roll 0–10, min 0–60, max 5–14400);
   a value out of them is said (and focused), and nothing is armed;
 - START LISTENING arms recd with the settings chosen; the screen says listening, the level gate and
-  its note; the header's indicator shows on every screen (the library, the Data page) while armed;
+  its note; the header's indicator shows on every screen (the library, the Data page) while armed:
+  its words at 1280 px, a red dot named by them at phone width, where the header keeps the height it
+  has unarmed (320 and 390 px: the Listen screen, the library, the Data page; issue 49);
 - speech into the microphone: the level bar rises, the state says "Hearing speech", then the thing said
   shows in the list as a saved recording (recd's too), and plays in the player from there;
 - RECORD pressed while a thing said is being recorded (recd refuses it): back to Listen, saying why;
@@ -86,6 +88,19 @@ try:
     shown = lambda css: [e for e in browser.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]
     state_line = lambda: el("section.record .listen-state").text.strip()
     indicator = lambda: (shown("#nav-listen") or [None])[0]
+    named = lambda: (indicator().accessible_name or "").strip() if indicator() else None
+    heights = {}
+
+    def header(screen, armed):
+        """The header's height on `screen` at 320 and 390 px, kept; armed, checked against unarmed."""
+        for width in (320, 390):
+            size(width, 640)
+            heights[(screen, width, armed)] = js("return document.querySelector('header.bar').offsetHeight")
+            if armed:
+                check(f"{screen} at {width} px: the header armed is as high as unarmed (the indicator fits its row)",
+                      heights[(screen, width, True)] == heights[(screen, width, False)],
+                      [heights[(screen, width, False)], heights[(screen, width, True)], indicator() and indicator().rect])
+        size(390)
 
     def press(css):
         """Clicks `css` once shown, scrolled to the middle (not under the sticky header)."""
@@ -128,6 +143,11 @@ try:
         browser.get(url)
         wait("the empty state", lambda b: "No recordings yet" in page.text())
         check("off: no listening indicator in the header", indicator() is None)
+        header("the library", False)
+        click("#nav-data")
+        wait("the Data page", lambda b: js("return document.title") == "Data — recd")
+        header("the Data page", False)
+        press("#view > button.quiet")
 
         # 1. Off: reached from the mode choice, said off, the settings and their limits.
         click("#nav-new")
@@ -147,6 +167,7 @@ try:
         check("the level bar is a meter at rest", el(".record .meter").get_attribute("aria-valuenow") == "-60")
         axe("the Listen screen, off")
         fits("off")
+        header("the Listen screen", False)
 
         field = el(".listen-set [name=silence]")
         field.clear(); field.send_keys("0.1")
@@ -171,8 +192,16 @@ try:
         check("the screen says it is listening, with the level gate and its note",
               "level gate" in el("section.record .hint").text and shown("[data-detector-note]")
               and "not only speech" in el("[data-detector-note]").text, page.text())
-        check("the header shows “Listening”", indicator() is not None and indicator().text.strip() == "Listening"
-              and indicator().get_attribute("aria-current") == "page", indicator() and indicator().text)
+        check("the header shows “Listening” (its name; its title recd's state)", named() == "Listening"
+              and indicator().get_attribute("title") == "Listening: waiting for speech"
+              and indicator().get_attribute("aria-current") == "page", indicator() and indicator().get_attribute("outerHTML"))
+        size(1280)
+        check("at 1280 px the indicator says “Listening” in words", indicator().text.strip() == "Listening", indicator().text)
+        size(320)
+        check("at 320 px it is a red dot (44 px), still named “Listening”", indicator().text.strip() == "" and named() == "Listening"
+              and indicator().rect["width"] == 44 and indicator().rect["height"] >= 44, [indicator().text, indicator().rect])
+        size(390)
+        header("the Listen screen", True)
         check("the settings in force are shown, and locked while armed",
               el(".listen-set [name=silence]").get_attribute("value") in ("1", "1.0") and not el(".listen-set [name=silence]").is_enabled())
         axe("the Listen screen, armed")
@@ -207,7 +236,7 @@ try:
         click("dialog[open] [data-mode=audio]")
         wait("the record screen", lambda b: shown("[data-action=record]"))
         speaking = start(["paplay", "--latency-msec=10", "-d", "mic", phrase])
-        wait("“Hearing speech” in the header", lambda b: indicator() is not None and indicator().text.strip() == "Hearing speech")
+        wait("“Hearing speech” in the header", lambda b: named() == "Hearing speech")
         press("[data-action=record]")
         wait("the Listen screen", lambda b: shown("[data-action=listen-stop]"))
         check("RECORD while listening records a thing said: the Listen screen, and a toast saying why",
@@ -219,18 +248,20 @@ try:
         # 5. The indicator on other screens.
         press("section.record button.quiet")
         wait("the library", lambda b: shown(f"li[data-id='{rid}']"))
-        check("the library: the indicator, and the recording among the others", indicator() is not None and indicator().text.strip() == "Listening")
+        check("the library: the indicator, and the recording among the others", named() == "Listening")
+        header("the library", True)
         click("#nav-data")
         wait("the Data page", lambda b: js("return document.title") == "Data — recd")
         check("the Data page: the indicator", indicator() is not None)
+        header("the Data page", True)
 
         # 6. Speech during a recording made by hand: that recording holds it; listening says it is paused.
         recd_call("POST", "/v1/record/start", {"type": "audio"})
         say(phrase)
-        wait("“Listening paused”", lambda b: indicator() is not None and indicator().text.strip() == "Listening paused")
+        wait("“Listening paused”", lambda b: named() == "Listening paused")
         check("a recording made by hand: the header says “Listening paused”", True)
         recd_call("POST", "/v1/record/stop", {"then": "discard"})
-        wait("listening again", lambda b: indicator() is not None and indicator().text.strip() == "Listening")
+        wait("listening again", lambda b: named() == "Listening")
         check("when it ends, “Listening” again", True)
 
         # 7. Disarmed and armed by another client: followed without a reload.

@@ -17,7 +17,8 @@ against the real recd, on a private PulseAudio server, through the real `recctl 
 - the record screen: while a take records, ⚑ Mark and m mark it at the take's time (POST without
   a time), "Marked 0:0X"; after STOP the take keeps them; m on its preview marks nothing;
 - trim: ✂ shows two named sliders on the waveform, moved by arrow keys, Page Down, Home/End and a
-  drag; the preview keeps the <audio> within the span and pauses at its end; save in place asks first
+  drag; closer than 48 px (a span of 0 and 0.3 s) their grips stay apart, one above the other, each
+  drawn on top where it is, focused by a click on it and by Tab, and moved by its keys as before; the preview keeps the <audio> within the span and pauses at its end; save in place asks first
   (the focus on Cancel, Enter cancels), then recd has the span's length and the same play count, the
   player and the row show it; save as new adds "… (trimmed)" of the span's length; an empty span is
   refused in recd's words; no Share in desktop Chromium, and with navigator.canShare/share stubbed
@@ -270,10 +271,40 @@ try:
               and handle("start").get_attribute("aria-valuetext") == "0:01.0", [value("start"), value("end"), n])
         end.send_keys(Keys.HOME)
         check("a handle stops at the other", value("end") == value("start"), value("end"))
+        # Closer than 48 px the grips stay apart (the start's above, the end's below): each is where it is drawn, and focusable.
+        grips = lambda: js("""const [s, e] = ['start', 'end'].map((n) => document.querySelector(`#player [data-handle=${n}]`).getBoundingClientRect());
+            const on = (r, n) => document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2)?.dataset.handle === n;
+            return { apart: s.right <= e.left || e.right <= s.left || s.bottom <= e.top || e.bottom <= s.top, start: on(s, 'start'), end: on(e, 'end'),
+                     boxes: [s, e].map((r) => [r.left, r.top, r.right, r.bottom].map(Math.round)),
+                     full: s.height === e.height && s.height === document.querySelector('#player .wave-box').getBoundingClientRect().height }""")
+        for keys, gap in [("", "0"), (Keys.ARROW_RIGHT * 3, "0.3")]:
+            end.send_keys(keys)
+            g = grips()
+            check(f"a span of {gap} s (under 48 px): the handles' boxes do not overlap, each on top where it is drawn",
+                  g["apart"] and g["start"] and g["end"] and not g["full"], g)
+            values = (value("start"), value("end"))
+            ActionChains(browser).click(handle("start")).perform()
+            on = lambda: js("return document.activeElement.dataset.handle")
+            by_click = [on()]
+            ActionChains(browser).click(handle("end")).perform()
+            by_click.append(on())
+            press(Keys.SHIFT + Keys.TAB)
+            by_tab = [on()]
+            press(Keys.TAB)
+            by_tab.append(on())
+            check(f"a span of {gap} s: each handle is focused by a click on it and by Tab, nothing moved",
+                  by_click == ["start", "end"] and by_tab == ["start", "end"] and (value("start"), value("end")) == values,
+                  [by_click, by_tab, values, (value("start"), value("end"))])
+        shots("47-player-trim-close", "#player")
+        handle("start").send_keys(Keys.ARROW_LEFT)
+        check("the keys still move the start handle (0.1 s)", abs(value("start") - 0.9) < 0.001, value("start"))
+        handle("start").send_keys(Keys.ARROW_RIGHT)
         # A drag: the end handle pulled to 30% of the waveform (it moves as far as the pointer).
         geo = js("const r = document.querySelector('#player .wave-box').getBoundingClientRect(); return [r.left, r.width]")
         ActionChains(browser).click_and_hold(end).move_by_offset(round((0.3 - value("end") / n) * geo[1]), 0).release().perform()
         check("dragged, the end handle follows the pointer (3 s of 10)", abs(value("end") - 0.3 * n) < 0.25, value("end"))
+        g = grips()
+        check("2 s apart (over 48 px) both grips have the waveform's height again, side by side", g["apart"] and g["full"], g)
         end.send_keys(Keys.END, Keys.PAGE_DOWN, Keys.ARROW_LEFT * 30)
         check("every control of the player has an accessible name while trimming", not unnamed("#player"), unnamed("#player"))
         size(320)

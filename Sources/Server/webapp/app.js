@@ -28,7 +28,10 @@ let listening = { state: 'off' };
 const listen = new ListenScreen(view, { onReview: review, onBack: showLibrary, onStatus: (s) => {
   listening = s;
   navListen.hidden = !s.armed;
-  navListen.replaceChildren(h('span', { class: 'rec-mark', 'aria-hidden': 'true' }), ' ', STATES[s.state][0] ?? '');
+  const [pill = '', line] = STATES[s.state];
+  navListen.replaceChildren(h('span', { class: 'rec-mark' }), h('span', {}, ' ' + pill));
+  navListen.title = line;
+  navListen.setAttribute('aria-label', pill);
   if (screen === 'listen') listen.status(s);
 } });
 
@@ -82,19 +85,32 @@ function review(r) {
   recorder.preview(r);   // names the screen
 }
 
+/// The export's columns in words, from the file itself: its header line (the rest left unread).
+let columns;
+const exportColumns = () => columns ??= fetch(api.exportURL('csv')).then(async (r) => {
+  if (!r.ok) throw 0;
+  const read = r.body.getReader(), d = new TextDecoder();
+  let text = '', c;
+  while (!text.includes('\r') && !(c = await read.read()).done) text += d.decode(c.value);
+  read.cancel();
+  return text.split('\r')[0].split(',').map((c) => c.replace(/(Bytes|At|[A-Z]{2,})$/, '').replace(/[A-Z]/g, ' $&').toLowerCase().replace(/^id$/, 'ID'));
+});
+
 /// Flow 7: Export Data (7.2), the backups, Delete All Data (7.3).
 function showData() {
   setScreen('data', 'Data');
   backups = backupSection();
   let format = 'csv';
+  const say = (c = '') => `The metadata of your saved recordings${c}; not the audio files.`, fields = h('span', {}, say());
+  exportColumns().then((c) => { fields.textContent = say(': ' + c.join(', ')); }, () => { columns = null; });
   const card = (id, title, text, ...rest) => h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, title), h('p', { class: 'hint' }, text), ...rest);
   const radio = (value, label) => h('label', {}, h('input', { type: 'radio', name: 'format', value, checked: value === format, onchange: () => { format = value; } }), ' ', label);
   view.replaceChildren(
-    card('export-title', 'Export Data', 'The metadata of your saved recordings (title, timestamp, duration, type, purpose, play count); not the files.',
+    card('export-title', 'Export Data', fields,
       h('fieldset', { class: 'radio' }, h('legend', {}, 'Choose format:'), radio('csv', 'CSV'), radio('json', 'JSON')),
       h('button', { class: 'primary', 'data-action': 'export', onclick: async () => {
         // (saved ones only: with none, no file of headers alone)
-        try { if (!(await api.list('recent', 0, 1, 'ready')).total) return toast('Nothing to export: there are no saved recordings yet.'); } catch (e) { return toast(e.message); }
+        try { if (!(await api.list('recent', 0, 1, 'ready')).total) return toast('Nothing to export: there are no saved recordings yet.'); } catch (e) { return toast(e); }
         const a = h('a', { href: api.exportURL(format), download: '' });
         document.body.append(a); a.click(); a.remove();
         toast('Data exported ✓');
@@ -103,7 +119,7 @@ function showData() {
     card('delete-title', 'Delete All Data', 'Every recording, file and metadata, at once: all or nothing.',
       h('button', { class: 'danger', 'data-action': 'delete-all', onclick: async () => {
         if (!await confirmDialog('Delete All Data?', 'This will permanently delete all recordings. This cannot be undone.', 'Delete')) return;
-        try { closePlayer(); await api.removeAll(); toast('All data deleted'); } catch (e) { toast(e.message); }
+        try { closePlayer(); await api.removeAll(); toast('All data deleted'); } catch (e) { toast(e); }
       } }, 'Delete All Data')),
     quiet(null, { onclick: () => showLibrary() }, '← Back to Recordings'));
   backups.refresh();
@@ -131,7 +147,8 @@ const refresh = (e) => {
   if (screen === 'library') library.changed(); else if (screen === 'data') backups?.refresh(); else if (screen === 'listen') listen.changed();
 };
 const listenRead = () => api.listen().then(listen.onStatus, () => {});
-events(['library.changed', 'listen.status'], (e) => (e.type === 'listen.status' ? listen.onStatus(e.data) : refresh(e)),
+events(['library.changed', 'listen.status', 'backup.status', 'backup.progress'],
+  (e) => (e.type === 'listen.status' ? listen.onStatus(e.data) : e.type[0] === 'b' ? backups?.event(e) : refresh(e)),
   (first) => { listenRead(); if (!first) refresh(); });
 
 const sheet = document.getElementById('player');

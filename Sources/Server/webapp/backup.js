@@ -1,4 +1,4 @@
-// The Data page's Backups (issue 48), polled only during a run; elements updated in place (the focus stays).
+// The Data page's Backups (issue 48), read once, then from recd's events; elements updated in place (the focus stays).
 
 import { api } from './api.js';
 import { h, toast, shortDate, busy, count } from './ui.js';
@@ -16,8 +16,6 @@ const REASONS = {
 };
 const reason = (e) => REASONS[e.reason] ?? e.reason;
 
-const POLL_MS = 1000, ASKED_MS = 60_000;   // polled during a run; a run asked for may take that long to begin
-
 function size(bytes) {
   if (!(bytes >= 1000)) return `${bytes ?? 0} B`;
   let v = bytes, i = -1;
@@ -33,7 +31,7 @@ const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? n
 const set = (el, text) => { if (el.textContent !== text) el.textContent = text; };
 
 export function backupSection() {
-  let timer = null, seq = 0, asked = null, overdue = 2000, left = false;
+  let timer = null, seq = 0, asked = null, left = false, s = {};
 
   const note = h('p', { class: 'hint', 'data-backup': 'note' }, 'Reading the backups’ state…');
   const off = h('p', { 'data-backup': 'off', hidden: true },
@@ -60,16 +58,17 @@ export function backupSection() {
     try {
       const s = await api.backupNow();
       // the run asked for has ended once another than the one under way has
-      asked = { end: lastEnd(s), during: s.running?.startedAt ?? null, at: Date.now() };
+      asked = { end: lastEnd(s), during: s.running?.startedAt ?? null };
       toast(s.state === 'running' ? 'Another backup will follow the one under way' : 'Backing up…');
       if (mine === seq && !stopped()) show(s);
-    } catch (e) { toast(e.message); refresh(); }
+    } catch (e) { toast(e); refresh(); }
   }) }, 'Back up now');
 
   const el = h('section', { class: 'card backup', 'aria-labelledby': 'backup-title' },
     h('h2', { id: 'backup-title' }, 'Backups'), note, off, warning, error, running, facts, now);
 
-  function show(s) {
+  function show(v) {
+    s = v;
     note.hidden = true;
     el.dataset.state = s.state;
     off.hidden = !(facts.hidden = now.hidden = s.state === 'off');
@@ -87,7 +86,7 @@ export function backupSection() {
     const r = s.state === 'running' && s.running;
     running.hidden = !r;
     // saved, and recd checks the repository
-    const checking = !!r && !!s.lastSuccess && Date.parse(s.lastSuccess.startedAt) >= Date.parse(r.startedAt);
+    const checking = r && Date.parse(s.lastSuccess?.startedAt) >= Date.parse(r.startedAt);
     set(label, checking ? 'Checking the repository…' : 'Backing up…');
     bar.hidden = checking;
     if (checking) { set(percent, ''); set(runDetail, 'The backup is saved: restic reads part of it back.'); } else if (r) {
@@ -118,20 +117,15 @@ export function backupSection() {
       toast(s.lastError ? `Backup failed: ${reason(s.lastError)}` : 'Backed up ✓');
       asked = null;
     }
-    schedule(s);
   }
 
-  function schedule(s) {
+  /// recd's backup.status (a state) or .progress; a run silent for 3 s is read once (its check begins unsaid).
+  function event({ data }) {
+    if (stopped() || !(s.state || data.state)) return;
+    ++seq;   // (a read under way is older)
+    show(data.state ? data : { ...s, state: 'running', running: data, nextRunAt: null });
     clearTimeout(timer);
-    if (document.hidden || stopped()) return;   // read again when the tab shows
-    let wait = null;
-    if (s.state === 'running' || (asked && Date.now() - asked.at < ASKED_MS)) wait = POLL_MS;
-    else if (s.state === 'idle' && s.nextRunAt) {
-      // when the next run is due; a late one after 2 s, 4 s, … 1 min
-      const due = Date.parse(s.nextRunAt) - Date.now();
-      if (due > 0) { overdue = 2000; wait = Math.min(due + 500, 3_600_000); } else { wait = overdue; overdue = Math.min(overdue * 2, 60_000); }
-    }
-    if (wait !== null) timer = setTimeout(refresh, wait);
+    timer = s.state === 'running' && setTimeout(refresh, 3000);
   }
 
   async function refresh() {
@@ -143,12 +137,9 @@ export function backupSection() {
     }
   }
 
-  const visibility = () => { if (document.hidden) clearTimeout(timer); else refresh(); };
-  document.addEventListener('visibilitychange', visibility);
-
-  function stop() { left = true; clearTimeout(timer); document.removeEventListener('visibilitychange', visibility); }
+  function stop() { left = true; clearTimeout(timer); }
   // (left without stop(): another screen drew over it)
   function stopped() { if (!left && !el.isConnected) stop(); return left; }
 
-  return { el, refresh, stop };
+  return { el, refresh, stop, event };
 }

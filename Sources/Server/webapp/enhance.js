@@ -18,7 +18,7 @@ export function enhancePanel(r, media) {
     draw();
   };
   const show = (c) => { copy = c; if (!c) use(false); draw(); };
-  const ask = async (method, done) => { try { show((await api.enhanced(r.id, method)).copy); toast(done); } catch (e) { toast(e.message); } };
+  const ask = async (method, done) => { try { show((await api.enhanced(r.id, method)).copy); toast(done); } catch (e) { toast(e); } };
   const making = (on, t = on ? 'Enhancing…' : 'Enhance') => {
     make.title = t; make.setAttribute('aria-label', t); make.setAttribute('aria-busy', on); make.textContent = on ? '⏳' : '✨';
   };

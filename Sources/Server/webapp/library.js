@@ -1,7 +1,7 @@
 // The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; search (issue 38).
 
 import { api } from './api.js';
-import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet, banner, count, when } from './ui.js';
+import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet, deco, banner, count, when } from './ui.js';
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
@@ -115,7 +115,7 @@ export class Library {
     if (this.total === 0) {
       this.field.value = ''; this.query = ''; this.hits = null;
       this.view.replaceChildren(h('section', { class: 'empty', 'aria-labelledby': 'empty-title' },
-        h('div', { class: 'icon', 'aria-hidden': 'true' }, '🎥'),
+        deco('div', 'icon', '🎥'),
         h('h2', { id: 'empty-title' }, 'No recordings yet'),
         h('p', {}, 'Create motivational content to play during cravings'),
         h('button', { class: 'primary', onclick: () => this.onRecord() }, 'RECORD YOUR FIRST')));
@@ -207,7 +207,7 @@ export class Library {
   }
 
   async play(r, onSpeaker = false, at = 0) {
-    try { await openPlayer(r, { onSpeaker, at, onCounted: () => this.changed() }); } catch (e) { toast(e.message); }
+    try { await openPlayer(r, { onSpeaker, at, onCounted: () => this.changed() }); } catch (e) { toast(e); }
   }
 
   /// Screen 5.4.3: the edit sheet; a blank title becomes the automatic one.
@@ -238,6 +238,6 @@ export class Library {
     try {
       await api.remove(r.id); toast('Recording deleted'); await this.load();
       this.focusRow(r.id, 'main', index);   // the row in its place (not its 🗑️)
-    } catch (e) { toast(e.message); }
+    } catch (e) { toast(e); }
   }
 }

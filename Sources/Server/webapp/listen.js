@@ -1,9 +1,10 @@
 // Listen (issue 49): recd keeps each thing said as a recording; armed and disarmed here (its state: app.js).
 
 import { api, events } from './api.js';
-import { h, toast, duration, shortDate, PURPOSES, rowButton, meter, cap, busy, fill, quiet, banner, when } from './ui.js';
+import { h, toast, duration, shortDate, PURPOSES, rowButton, meter, cap, busy, fill, quiet, banner, when, deco } from './ui.js';
 import { openPlayer } from './player.js';
 
+/// [the header's pill (a dot alone at phone width), the screen's line]
 export const STATES = {
   off: [, 'Listening is off'],
   listening: ['Listening', 'Listening: waiting for speech'],
@@ -26,7 +27,7 @@ export class ListenScreen {
       select('purpose', 'Purpose', ['', 'None'], ...PURPOSES.map((p) => [p, cap(p)])));
     this.el = h('section', { class: 'record', 'aria-label': 'Listen' },
       h('div', { style: 'text-align: left' }, quiet(null, { onclick: onBack }, '← Recordings')),
-      this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, '👂'),
+      this.icon = deco('div', 'big-icon', '👂'),
       this.line = h('p', { class: 'listen-state', role: 'status' }),
       this.facts = h('p', { class: 'hint' }),
       this.note = h('p', { class: 'notice', 'data-detector-note': '' }),
@@ -58,7 +59,7 @@ export class ListenScreen {
     this.s = s;
     this.since = s.since ?? was;   // off: the last session's list stays
     this.el.dataset.state = s.state;
-    this.line.replaceChildren(...(s.armed ? [h('span', { class: 'rec-mark', 'aria-hidden': 'true' }), ' '] : []), STATES[s.state][1]);
+    this.line.replaceChildren(...(s.armed ? [deco('span', 'rec-mark'), ' '] : []), STATES[s.state][1]);
     this.icon.classList.toggle('live', s.state === 'speaking');
     this.facts.textContent = s.armed
       ? `On since ${shortDate(s.since)} · ${s.device} · ${s.detector === 'silero' ? 'voice detector (Silero)' : 'level gate'} · ${s.utterances} kept, ${s.dropped} too short`
@@ -115,7 +116,7 @@ export class ListenScreen {
     fill(this.list, rows.map((r) => {
       const meta = when(r);
       return h('li', { 'data-id': r.id }, rowButton(r, { class: 'row-main', 'aria-label': `Play ${r.title}, ${meta}`, onclick: async () => {
-        try { const now = await api.get(r.id); await (now.state === 'pending' ? this.onReview(now) : openPlayer(now)); } catch (e) { toast(e.message); }
+        try { const now = await api.get(r.id); await (now.state === 'pending' ? this.onReview(now) : openPlayer(now)); } catch (e) { toast(e); }
       } }, r.title, h('div', { class: 'row-meta' }, meta)));
     }), !rows.length && h('li', { class: 'hint' }, 'Nothing yet: each thing said shows here.'));
   }

@@ -5,6 +5,8 @@ import { h, duration, toast, limit, fill, quiet } from './ui.js';
 
 const name = (m) => `Marker ${duration(m.time)}${m.label ? ' ' + m.label : ''}`;
 
+export const markAt = (id, body) => api.mark(id, body).then((m) => toast(`Marked ${duration(m.time)}`));
+
 export const markButton = (onclick) => h('button', { 'data-action': 'mark', 'aria-label': 'Mark this moment',
   'aria-keyshortcuts': 'm', title: 'Mark this moment (m)', onclick }, '⚑ Mark');
 
@@ -16,9 +18,7 @@ export function markerPanel(id, { seek, length, now }) {
     const mine = ++seq;
     try { const r = await api.markers(id); if (mine === seq) { list = r.markers; draw(); } } catch { /* recd away */ }
   };
-  const mark = async () => {
-    try { toast(`Marked ${duration((await api.mark(id, now())).time)}`); await load(); } catch (e) { toast(e.message); }
-  };
+  const mark = () => markAt(id, now()).then(load, toast);
   const button = markButton(mark);
   const key = (m, what) => ({ 'data-key': `${m.id}:${what}` });
   const go = (m) => ({ 'aria-label': name(m), onclick: () => seek(m.time) });
@@ -26,7 +26,7 @@ export function markerPanel(id, { seek, length, now }) {
   const field = (m) => {
     const input = h('input', { ...key(m, 'label'), value: m.label, placeholder: 'Add a label', 'aria-label': `Label of ${name(m)}`,
       autocomplete: 'off', enterkeyhint: 'done', oninput: () => limit(input, 60),
-      onchange: () => input.value.trim() !== m.label && api.editMarker(id, m.id, { label: input.value.trim() }).then(load, (e) => toast(e.message)),
+      onchange: () => input.value.trim() !== m.label && api.editMarker(id, m.id, { label: input.value.trim() }).then(load, toast),
       onkeydown: (e) => { if (e.key === 'Escape' && input.value !== m.label) { input.value = m.label; e.stopPropagation(); } } });
     return input;
   };
@@ -36,7 +36,7 @@ export function markerPanel(id, { seek, length, now }) {
       list = (await api.unmark(id, m.id)).markers; seq++;   // a read on its way is older
       toast(`${name(m)} deleted`); draw();
       (el.querySelectorAll('.at')[Math.min(at, list.length - 1)] ?? button).focus();
-    } catch (e) { toast(e.message); }
+    } catch (e) { toast(e); }
   };
 
   // Drawn anew, the focus (and what is typed) kept.

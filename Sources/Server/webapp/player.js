@@ -1,7 +1,7 @@
 // Playback (seed 5.4.1, 5.4.2), counted once (on dismiss or at the end); or on recd's speaker.
 
 import { api } from './api.js';
-import { h, duration, icon, toast, onKey, fill, quiet } from './ui.js';
+import { h, duration, icon, toast, onKey, fill, quiet, deco } from './ui.js';
 import { drawWaveform, fitWaveform } from './waveform.js';
 import { transcriptPanel } from './transcript.js';
 import { markerPanel } from './markers.js';
@@ -25,7 +25,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const media = h(isVideo ? 'video' : 'audio', {
     src: api.media(recording), preload: 'auto', poster: isVideo && api.poster(recording.id), controls: isVideo, playsinline: true, 'aria-label': recording.title,
   });
-  const canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
+  const canvas = deco('canvas', 'wave');
   const time = h('div', { class: 'time', 'aria-live': 'off' }, `0:00 / ${duration(recording.duration)}`);
   const pause = h('button', { 'aria-label': 'Pause', 'data-action': 'pause', onclick: () => toggle() }, '⏸');
   const state = current = { recording, media, counts, speaker: onSpeaker };
@@ -37,7 +37,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   const count = async () => {
     if (!state.counts || state.counted || cut?.on()) return;   // trimming: not listening
     state.counted = true;
-    try { onCounted(await api.played(recording.id)); hint.textContent = 'Counted as a play ✓'; } catch (e) { toast(e.message); }
+    try { onCounted(await api.played(recording.id)); hint.textContent = 'Counted as a play ✓'; } catch (e) { toast(e); }
   };
   state.close = async () => {
     if (current !== state) return;
@@ -74,7 +74,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     render();
   };
   const skip = (by) => seekTo(position() + by);
-  const by = (s, name, action, text) => h('button', { 'aria-label': `${name} 15 seconds`, 'data-action': action, onclick: () => skip(s) }, text + ' 15s');
+  const by = (s, name, text) => h('button', { 'aria-label': `${name} 15 seconds`, 'data-action': name.toLowerCase(), onclick: () => skip(s) }, text + ' 15s');
   const playFrom = async (t) => { await seekTo(t); if (paused()) await toggle().catch(() => {}); };
   const toggle = async () => {
     if (state.speaker) {
@@ -112,7 +112,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     speeder.textContent = `${speed}×`; speeder.setAttribute('aria-label', `Speed ${speed}×`);
     media.defaultPlaybackRate = media.playbackRate = speed; media.preservesPitch = true;
     kept('recd-speed', speed);
-    if (pressed && state.speaker) api.transport('speed', { speed }).catch((e) => toast(e.message));
+    if (pressed && state.speaker) api.transport('speed', { speed }).catch(toast);
   };
   speedSet(speed);
   const jump = () => {
@@ -135,7 +135,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
         return new File([b], decodeURIComponent(/filename\*=UTF-8''([^;]+)/.exec(res.headers.get('content-disposition'))?.[1] ?? 'recording'), { type: b.type });
       });
       await navigator.share({ files: [file], title: recording.title });
-    } catch (e) { if (e.name !== 'AbortError') toast(e.name === 'NotAllowedError' ? 'Ready: press Share again' : e.message); }
+    } catch (e) { if (e.name !== 'AbortError') toast(e.name === 'NotAllowedError' ? 'Ready: press Share again' : e); }
   };
 
   const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
@@ -160,7 +160,7 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
     isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
     cut?.el,
     h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
-    h('div', { class: 'controls' }, by(-15, 'Back', 'back', '⏮'), pause, by(15, 'Forward', 'forward', '⏭'), speeder),
+    h('div', { class: 'controls' }, by(-15, 'Back', '⏮'), pause, by(15, 'Forward', '⏭'), speeder),
     enh?.el,
     marks.el,
     onSpeaker && h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser."),

@@ -1,10 +1,10 @@
 // Recording (seed 5.3): mode, timer, level, the 503 offers, the preview (5.3.3).
 
 import { api, events, isReachable, onReachability } from './api.js';
-import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal, meter, busy, two, quiet, icon, cap, banner } from './ui.js';
+import { h, toast, confirmDialog, duration, metadataForm, screenTitle, onKey, modal, meter, busy, two, quiet, icon, cap, banner, deco } from './ui.js';
 import { LiveTrace, drawWaveform, fitWaveform } from './waveform.js';
 import { openPlayer, closePlayer } from './player.js';
-import { markButton } from './markers.js';
+import { markButton, markAt } from './markers.js';
 
 const clock = (s) => `${two(Math.floor(s / 60))}:${two(Math.floor(s % 60))}`;
 
@@ -29,10 +29,10 @@ export class RecordScreen {
   show(mode) {
     this.reset();
     this.onMode(this.mode = mode); this.audio = true;
-    this.icon = h('div', { class: 'big-icon', 'aria-hidden': 'true' }, icon({ type: mode }));
+    this.icon = deco('div', 'big-icon', icon({ type: mode }));
     this.timer = h('div', { class: 'timer', role: 'timer', 'aria-live': 'off' }, '00:00');
     this.starting = h('p', { class: 'starting', 'aria-live': 'polite' });
-    this.canvas = h('canvas', { class: 'wave', 'aria-hidden': 'true' });
+    this.canvas = deco('canvas', 'wave');
     this.meter = meter();
     this.button = h('button', { class: 'rec-button', 'data-action': 'record', onclick: () => this.toggle() }, '● RECORD');
     this.pauseButton = h('button', { hidden: true, onclick: () => this.togglePause() });
@@ -118,7 +118,7 @@ export class RecordScreen {
   showTime() {
     if (!isReachable()) return;   // nothing recorded while recd is away
     const t = this.base + (this.paused ? 0 : (performance.now() - this.since) / 1000);
-    this.timer.replaceChildren(h('span', { class: this.paused ? 'paused-mark' : 'rec-mark', 'aria-hidden': 'true' }, this.paused ? '❚❚' : '⏺'),
+    this.timer.replaceChildren(deco('span', this.paused ? 'paused-mark' : 'rec-mark', this.paused ? '❚❚' : '⏺'),
       ' ' + clock(t));
   }
 
@@ -134,13 +134,11 @@ export class RecordScreen {
 
   async togglePause() {
     this.pauseButton.disabled = true;
-    try { this.pauseState(await (this.paused ? api.resume() : api.pause())); } catch (e) { toast(e.message); }
+    try { this.pauseState(await (this.paused ? api.resume() : api.pause())); } catch (e) { toast(e); }
     if (!(this.pauseButton.disabled = !isReachable())) this.pauseButton.focus();
   }
 
-  async mark() {
-    try { toast(`Marked ${duration((await api.mark(this.recording.id, {})).time)}`); } catch (e) { toast(e.message); }
-  }
+  mark() { markAt(this.recording.id, {}).catch(toast); }
 
   refused(e) {
     const offer = (text, label, then) => this.error.say(h('p', {}, text), h('button', { class: 'primary', onclick: () => { then?.(); this.toggle(); } }, label));
@@ -182,7 +180,7 @@ export class RecordScreen {
     const id = this.recording.id;
     try { this.ended((await api.stop()).recording); } catch (e) {
       if (e.code === 'not_recording') await this.sync(id);   // stopped elsewhere first
-      else if (e.code !== 'unreachable') toast(e.message);   // the screen says so
+      else if (e.code !== 'unreachable') toast(e);   // the screen says so
     }
   }
 
@@ -212,20 +210,20 @@ export class RecordScreen {
     const discard = async () => {
       if (!await confirmDialog('Discard recording? This cannot be undone.', null, 'Discard')) return;
       closePlayer();
-      try { await api.discard(r.id); toast('Recording discarded'); this.onDone(); } catch (e) { toast(e.message); }
+      try { await api.discard(r.id); toast('Recording discarded'); this.onDone(); } catch (e) { toast(e); }
     };
     const save = async () => {
       const m = form.read();
       try { await api.save(r.id, { ...m, title: m.title || undefined }); closePlayer(); toast('Recording saved ✓'); this.onDone(); } catch (e) { error.say(e.message); }
     };
-    const wave = r.type === 'video' ? null : h('canvas', { class: 'wave preview-wave', 'aria-hidden': 'true' });
+    const wave = r.type === 'video' ? null : deco('canvas', 'wave preview-wave');
     this.view.replaceChildren(h('section', { class: 'record', 'aria-label': 'Preview and save' },
       h('div', { class: 'actions', style: 'justify-content: space-between; margin-top: 0' },
         quiet('Discard', { 'data-action': 'discard', onclick: discard }, '✕'),
         h('button', { class: 'primary', 'data-action': 'save', onclick: save }, 'SAVE')),
       r.recovered && h('p', { class: 'notice', role: 'status', 'data-recovered': '' },
         `Recovered after recd stopped during the recording: ${duration(r.duration)} of it was kept, not saved yet. Save it or discard it here.`),
-      h('div', { class: 'big-icon', 'aria-hidden': 'true' }, icon(r)),
+      deco('div', 'big-icon', icon(r)),
       wave,
       h('p', { class: 'hint take-title', 'data-take-title': '' }, r.title),
       h('button', { 'data-action': 'preview', onclick: () => openPlayer(r) }, `▶ Play  ${duration(r.duration)}`),

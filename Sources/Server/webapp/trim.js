@@ -13,9 +13,9 @@ export function trimPanel(r, media, length, done) {
   const say = h('span', { class: 'hint' });
   const set = (i, t) => {
     span[i] = Math.round(Math.max(i ? span[0] : 0, Math.min(i ? length() : span[1], t)) * 1000) / 1000;
-    const n = length() || 1, x = span.map((t) => `${(t / n) * 100}%`);
+    const n = length() || 1, x = span.map((t) => t / n);
     handles.forEach((el, j) => {
-      el.style.left = x[j];
+      el.style.left = x[j] * 100 + '%';
       const v = { min: j ? span[0] : 0, max: j ? n : span[1], now: span[j], text: tenths(span[j]) };
       for (const k in v) el.setAttribute('aria-value' + k, v[k]);
     });
@@ -44,7 +44,7 @@ export function trimPanel(r, media, length, done) {
       const t = await api.trim(r.id, { start: span[0] || undefined, end: span[1] < length() ? span[1] : undefined, asNew });
       toast(`${asNew ? `Saved as '${t.title}'` : 'Trimmed'}: ${tenths(t.duration)} ✓`);
       done(t);
-    } catch (e) { toast(e.message); }
+    } catch (e) { toast(e); }
   };
   const button = (action, text, onclick) => h('button', { 'data-action': 'trim-' + action, onclick }, text);
   const el = h('div', { class: 'time-row', role: 'group', 'aria-label': 'Trim', hidden: true }, say,

@@ -16,6 +16,9 @@ export function h(tag, props = {}, ...children) {
   return fill(el, ...children);
 }
 
+/// Decoration screen readers skip.
+export const deco = (tag, cls, ...c) => h(tag, { class: cls, 'aria-hidden': 'true' }, ...c);
+
 export const quiet = (label, props, ...children) => h('button', { class: 'quiet', 'aria-label': label, ...props }, ...children);
 
 export function fill(el, ...children) {
@@ -43,9 +46,9 @@ export function screenTitle(heading, name = heading) {
 }
 
 let toastTimer;
-/// A message in #toast (a live region: never `hidden`).
+/// A message (or an error's) in #toast (a live region: never `hidden`).
 export function toast(text) {
-  const region = fill(document.getElementById('toast'), h('div', { class: 'toast' }, text));
+  const region = fill(document.getElementById('toast'), h('div', { class: 'toast' }, text?.message ?? text));
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => region.replaceChildren(), 2000);
 }
@@ -103,7 +106,7 @@ export function meter() {
   return m;
 }
 
-export const rowButton = (r, props, title, ...text) => h('button', props, h('span', { class: 'row-icon', 'aria-hidden': 'true' }, icon(r)),
+export const rowButton = (r, props, title, ...text) => h('button', props, deco('span', 'row-icon', icon(r)),
   h('span', { class: 'row-text' }, h('div', { class: 'row-title' }, title), ...text));
 
 /// Characters as recd counts them: graphemes (else code points: never looser).
@@ -123,17 +126,15 @@ export function metadataForm(initial = {}) {
   let purpose = initial.purpose ?? null;
   const opt = initial.optional ? ' (Optional)' : '';
   const field = (tag, name, label, max, placeholder) => {
-    const input = h(tag, { name, placeholder, autocomplete: 'off' }), out = h('small', { class: 'hint limit', 'aria-live': 'polite' });
+    const input = h(tag, { name, placeholder, autocomplete: 'off', oninput: check, oncompositionend: check }), out = h('small', { class: 'hint limit', 'aria-live': 'polite' });
     input.value = initial[name] ?? '';
-    const check = (e) => {
+    function check(e) {
       if (!e?.isComposing) limit(input, max);   // not mid-IME
       const n = graphemes(input.value).length;
       const c = n >= max * 0.75;   // "150/200" from 3/4 of it
       out.textContent = c ? `${n}/${max}` : `(${max} char max)`;
       out.classList.toggle('count', c);
-    };
-    input.addEventListener('input', check);
-    input.addEventListener('compositionend', check);
+    }
     check({ isComposing: true });
     return [input, h('label', {}, h('span', {}, `${label}${opt}:`), input, out)];
   };
