@@ -123,7 +123,7 @@ public struct Library: Sendable {
     /// `r`'s enhanced copy, or why there is none to play or send (`no_media`).
     public func enhancedCopy(of r: Recording) throws(EngineError) -> EnhancedCopy {
         guard let copy = try catalogCall({ try catalog.enhancedCopy(of: r.id) }) else {
-            throw .noMedia(id: r.id, detail: "has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+            throw .noMedia(id: r.id, detail: EnhancedCopies.none(r.id))
         }
         return copy
     }
@@ -150,7 +150,7 @@ public struct Library: Sendable {
         await player.stopIfPlaying(r.id, enhanced: true)
         let job = RecordingEnhance(catalog: catalog, data: config.dataDirectory, config: config, logger: logger)
         guard try await blockingCatalogCall({ try job.remove(r.id) }) else {
-            throw .noMedia(id: r.id, detail: "has no enhanced copy (recctl enhance \(r.id.uuidString.prefix(8)) makes one)")
+            throw .noMedia(id: r.id, detail: EnhancedCopies.none(r.id))
         }
         logger.info("recording \(r.id): enhanced copy removed")
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: r.id, change: .edited)))

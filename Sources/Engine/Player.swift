@@ -91,7 +91,7 @@ public actor Player {
             let path = try storageCall(enhanced == nil ? config.dataDirectory.recordingPath(recording.file) : config.dataDirectory.enhancedPath(recording.id))
             // Checked before the current playback is ended: a missing file must change nothing.
             guard FileManager.default.fileExists(atPath: path) else {
-                if enhanced != nil { throw .noMedia(id: recording.id, detail: "has lost its enhanced copy's file: make the copy again (recctl enhance)") }
+                if enhanced != nil { throw .noMedia(id: recording.id, detail: EnhancedCopies.fileGone) }
                 throw .fileMissing(id: recording.id, file: recording.file)
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).

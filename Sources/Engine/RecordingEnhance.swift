@@ -28,8 +28,10 @@ struct RecordingEnhance {
     /// are left out of the copy, and tracking it after (`tn`: fans and rooms change); 15 dB down
     /// first, for its noise-floor settings are absolute levels that a memo's noise is above; then a
     /// gain to the target loudness and a limiter at -2 dBFS (its own levelling off).
-    static func filters(gain: Double) -> String {
-        "volume=-15dB,asendcmd=c='0.0 afftdn@denoise sn start; \(noiseSample) afftdn@denoise sn stop',"
+    /// `sample`: the seconds of noise fed first (a recording shorter than `noiseSample` has less;
+    /// under 50 ms, none: the denoiser only tracks).
+    static func filters(gain: Double, sample: Double) -> String {
+        "volume=-15dB," + (sample < 0.05 ? "" : "asendcmd=c='0.0 afftdn@denoise sn start; \(String(format: "%.3f", sample)) afftdn@denoise sn stop',")
             + "afftdn@denoise=nr=15:nf=-50:tn=1:gs=8,volume=\(String(format: "%.1f", gain))dB,"
             + "alimiter=limit=0.79:attack=10:release=300:level=false:latency=true"
     }
@@ -57,8 +59,9 @@ struct RecordingEnhance {
         try Self.check(r)
         let source = try storageCall(data.recordingPath(r.file))
         guard FileOps.exists(source) else { throw .fileMissing(id: r.id, file: r.file) }
-        // The copy is about the original's size (AAC at recd's rate): that much room, above the margin.
-        try storageCall(FileOps.requireFree((FileOps.size(source) ?? 0) + config.minFreeBytes, in: data.enhanced.path))
+        // The copy is about the original's size (AAC at recd's rate), written twice (fragmented, then
+        // finalized) before the first goes: that much room, above the margin.
+        try storageCall(FileOps.requireFree(2 * (FileOps.size(source) ?? 0) + config.minFreeBytes, in: data.enhanced.path))
         let making = EnhancedCopies.makingPath(for: r.id, in: data)
         let fragmented = making + ".fragmented"
         defer { try? FileOps.remove(fragmented); try? FileOps.remove(making) }
@@ -73,8 +76,10 @@ struct RecordingEnhance {
             // speech alone is about 1 dB under speech and noise; the limiter takes about as much).
             let gain = original.map { min(max(EnhanceStatus.targetLoudness - $0, Self.gainRange.lowerBound), Self.gainRange.upperBound) } ?? 0
             let quiet = Self.quietest(catalogWaveform(r.id), seconds: Self.noiseSample)
-            let chain = Self.filters(gain: gain + 15.5)
-            let loudness = try encode(source, through: chain, learning: quiet.lowerBound, to: fragmented, lease: worker)
+            let sample = min(Self.noiseSample, max(0, (r.duration ?? Self.noiseSample) - quiet.lowerBound))
+            let chain = Self.filters(gain: gain + 15.5, sample: sample)
+            let loudness = try encode(source, through: chain, learning: sample < 0.05 ? nil : quiet.lowerBound...(quiet.lowerBound + sample),
+                                      to: fragmented, lease: worker)
             _ = try WorkerMedia.remux(from: fragmented, to: making, container: data.enhancedPath(r.id), lease: worker)
             let info = try WorkerMedia.probe(making, lease: worker)
             copy = EnhancedCopy(createdAt: Date(), duration: info.duration ?? 0, sizeBytes: FileOps.size(making) ?? 0, filters: chain,
@@ -86,10 +91,17 @@ struct RecordingEnhance {
         }
         let target = data.enhancedPath(r.id)
         try storageCall(FileOps.sync(making))
-        // The rename and the commit together, under the lock the sweeps take: no sweep sees the file
-        // before its row, and of two copies made at once the row describes the file left in place.
+        // In place under the lock that trims, deletes and sweeps take: nothing changes the recording
+        // from this check to the commit, and no sweep sees the file before its row.
         data.mutations.lock()
         defer { data.mutations.unlock() }
+        guard let now = try catalogCall({ try catalog.recording(id: r.id) }), Self.states.contains(now.state.rawValue),
+              now.duration == r.duration else {
+            throw .noMedia(id: r.id, detail: "changed while its enhanced copy was made (a trim, a new take): ask again")
+        }
+        // An older copy's row goes before its file is replaced: a crash from here on leaves a file
+        // without a row (removed at start-up), never a row that describes another file.
+        _ = try catalogCall { try catalog.deleteEnhancedCopy(of: r.id) }
         try storageCall(FileOps.rename(making, target))
         try storageCall(FileOps.sync(data.enhanced.path))
         do {
@@ -109,7 +121,10 @@ struct RecordingEnhance {
 
     /// Removes recording `id`'s enhanced copy: the row first (the copy is gone for every reader),
     /// then the file. False when it had none.
+    /// Under the mutations lock, as a copy's commit is: a copy made meanwhile is not unlinked.
     func remove(_ id: UUID) throws(EngineError) -> Bool {
+        data.mutations.lock()
+        defer { data.mutations.unlock() }
         let had = try catalogCall { try catalog.deleteEnhancedCopy(of: id) }
         try? FileOps.remove(data.enhancedPath(id))
         return had
@@ -128,7 +143,7 @@ struct RecordingEnhance {
         let perSecond = Double(w.sampleRate) / Double(w.samplesPerPixel)
         let envelope = w.envelope
         let width = max(1, Int(seconds * perSecond)), margin = Int(0.05 * perSecond)
-        guard envelope.count >= width + 2 * margin else { return fallback }
+        guard envelope.count > width + 2 * margin else { return fallback }
         var sum = envelope[margin..<(margin + width)].reduce(0, +)
         var best = (sum: sum, at: margin)
         for start in (margin + 1)...(envelope.count - margin - width) {
@@ -153,9 +168,9 @@ struct RecordingEnhance {
     }
 
     /// Decodes `source`, filters it through `chain` and writes it (fragmented AAC) to `destination`,
-    /// the `noiseSample` seconds from `learning` on through the graph first and left out.
+    /// the stretch `learning` (the noise the denoiser is taught) through the graph first and left out.
     /// Returns the result's loudness.
-    private func encode(_ source: String, through chain: String, learning: Double, to destination: String,
+    private func encode(_ source: String, through chain: String, learning: ClosedRange<Double>?, to destination: String,
                         lease worker: MediaWorkerLease) throws -> Loudness {
         let decoder = try WorkerAudioDecoder(path: source, lease: worker, readFrames: 65_536)
         let channels = min(2, max(1, decoder.sourceChannels))
@@ -179,12 +194,12 @@ struct RecordingEnhance {
         }
         var buffer: [Int16] = []
         do {
-            try decoder.seek(to: learning)
             var fed = 0
-            let sample = Int(Self.noiseSample * Double(config.sampleRate))
-            while fed < sample, let block = try decoder.read(into: &buffer) {
+            let sample = learning.map { Int(($0.upperBound - $0.lowerBound) * Double(config.sampleRate)) } ?? 0
+            if let learning { try decoder.seek(to: learning.lowerBound) }
+            while fed < sample, let learning, let block = try decoder.read(into: &buffer) {
                 // From `learning` on (a seek lands on the packet before it).
-                let skip = min(block.frames, max(0, Int((learning - block.start) * Double(config.sampleRate))))
+                let skip = min(block.frames, max(0, Int((learning.lowerBound - block.start) * Double(config.sampleRate))))
                 let frames = min(block.frames - skip, sample - fed)
                 guard frames > 0 else { continue }
                 lead += frames

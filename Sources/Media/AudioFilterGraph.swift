@@ -28,7 +28,11 @@ struct AVFilterLibrary: @unchecked Sendable {
     static let soname = "libavfilter.so.\(LIBAVFILTER_VERSION_MAJOR)"
 
     static let shared: Result<AVFilterLibrary, FFmpegError> = {
-        guard let handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL) else {
+        // First beside the libavcodec this worker loaded (the same FFmpeg, found however it was:
+        // a job's sandbox no longer reads the loader's cache, so a library found only through
+        // ld.so.conf, such as /usr/local/lib, would not be found by its name alone), then by name.
+        let beside = recd_avcodec_library_path().map { (String(cString: $0) as NSString).deletingLastPathComponent + "/" + soname }
+        guard let handle = beside.flatMap({ dlopen($0, RTLD_NOW | RTLD_LOCAL) }) ?? dlopen(soname, RTLD_NOW | RTLD_LOCAL) else {
             let why = dlerror().map { String(cString: $0) } ?? "not found"
             return .failure(FFmpegError(call: "dlopen", code: -ENOENT, file: soname, message: why))
         }

@@ -142,7 +142,7 @@ public struct DataDirectory: Sendable {
     /// Opens recording `id`'s enhanced copy, as `openFile` a recording's.
     public func openEnhancedFile(of id: UUID) throws(StorageError) -> OpenedFile {
         try open("\(id.uuidString).m4a", beneath: enhanced.path, path: enhancedPath(id),
-                 missing: .noMedia(id: id, detail: "has lost its enhanced copy's file: make the copy again (recctl enhance)"))
+                 missing: .noMedia(id: id, detail: EnhancedCopies.fileGone))
     }
 
     private func open(_ name: String, beneath dir: String, path: String, missing: StorageError) throws(StorageError) -> OpenedFile {

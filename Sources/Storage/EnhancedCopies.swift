@@ -8,6 +8,11 @@ import Logging
 /// is removed, and a row whose file is gone (a restore: backups hold recordings, not copies made
 /// from them) is forgotten. Nothing here can lose a recording. Called under `data.mutations`.
 public enum EnhancedCopies {
+    /// What a copy whose row is there but whose file is gone says (a file removed by hand).
+    public static let fileGone = "has lost its enhanced copy's file: make the copy again (recctl enhance)"
+    /// What a recording without a copy says where one is asked for.
+    public static func none(_ id: UUID) -> String { "has no enhanced copy (recctl enhance \(id.uuidString.prefix(8)) makes one)" }
+
     /// A copy's file being written: `.<UUID>.<random>.making` (one per request, so two at once do
     /// not write the same file).
     public static func makingPath(for id: UUID, in data: DataDirectory) -> String {

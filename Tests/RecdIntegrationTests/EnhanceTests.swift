@@ -30,6 +30,21 @@ final class EnhanceTests: DaemonTestCase {
         return try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
     }
 
+    /// `file`'s sound, mono 16 kHz.
+    func samples(_ file: String) throws -> [Double] {
+        let r = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-i", file, "-ac", "1", "-ar", "16000", "-f", "s16le", "-"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return r.stdoutData.withUnsafeBytes { $0.bindMemory(to: Int16.self).map(Double.init) }
+    }
+
+    /// How many 16 kHz samples `b` lies after `a` (cross-correlation over 2 s from 1 s in, ±10 ms).
+    func lag(_ a: [Double], _ b: [Double]) -> Int {
+        let window = 16_000..<min(48_000, min(a.count, b.count) - 160)
+        return (-160...160).max { x, y in
+            window.reduce(0) { $0 + a[$1] * b[$1 + x] } < window.reduce(0) { $0 + a[$1] * b[$1 + y] }
+        } ?? .max
+    }
+
     /// RMS (dBFS) of `file`'s mono 16 kHz sound from `from` to `to` seconds (nil: its end).
     func level(_ file: String, from: Double, to: Double?) throws -> Double {
         let r = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-i", file, "-ss", String(from)] + (to.map { ["-to", String($0)] } ?? [])
@@ -62,6 +77,11 @@ final class EnhanceTests: DaemonTestCase {
         let snrBefore = try level(original, from: 1, to: nil) - level(original, from: 0.1, to: 0.45)
         let snrAfter = try level(path, from: 1, to: nil) - level(path, from: 0.1, to: 0.45)
         XCTAssertGreaterThan(snrAfter - snrBefore, 6, "speech over hiss: \(snrBefore) dB before, \(snrAfter) dB after")
+        // On the original's timeline (the denoiser's 25 ms taken back), as long as it: an A/B switch
+        // lands on the same word.
+        let (heard, cleaned) = (try samples(original), try samples(path))
+        XCTAssertLessThanOrEqual(abs(lag(heard, cleaned)), 32, "within 2 ms of the original")
+        XCTAssertEqual(Double(cleaned.count), Double(heard.count), accuracy: 16_000 * 0.025)
         // Served with ranges, and copied out under its title.
         let (status, _) = try daemon.curl("GET", "/v1/recordings/\(r.id.uuidString)/enhanced/media")
         XCTAssertEqual(status, 200)

@@ -33,6 +33,18 @@ final class EnhanceQuietTests: XCTestCase {
         XCTAssertEqual(RecordingEnhance.quietest(waveform(seconds: 0.3) { _ in 0.1 }, seconds: 0.35), 0.05...(0.05 + 0.35))
     }
 
+    func testARecordingJustLongEnoughForTheSampleAndItsMarginsIsNotATrap() {
+        // 48 kHz, 256 a point: the sample is 65 points, each margin 9. With 83 points the windows'
+        // range was (10...9): a trap that took recd down with it.
+        for points in 82...86 {
+            let w = WaveformData(sampleRate: 48_000, samplesPerPixel: 256, channels: 1, bits: 16,
+                                 data: [Int16](repeating: 1000, count: 2 * points))
+            let quiet = RecordingEnhance.quietest(w, seconds: 0.35)
+            XCTAssertEqual(quiet.upperBound - quiet.lowerBound, 0.35, accuracy: 1e-9, "\(points) points")
+            XCTAssertGreaterThanOrEqual(quiet.lowerBound, 0.04, "\(points) points")
+        }
+    }
+
     func testTheDenoisersDelayIsHalfItsWindowAtEachRate() {
         XCTAssertEqual(RecordingEnhance.denoiserDelay(rate: 48_000), 1200)
         XCTAssertEqual(RecordingEnhance.denoiserDelay(rate: 44_100), 1102)

@@ -23,4 +23,8 @@ int64_t recd_av_nopts_value(void);
 /// AV_TIME_BASE_Q: microseconds, the time base of AVFormatContext.duration.
 AVRational recd_av_time_base_q(void);
 
+/// The path of the libavcodec this process loaded (dladdr, a GNU extension Swift's Glibc leaves
+/// out), NULL if unknown: libavfilter is loaded from beside it (`AVFilterLibrary`).
+const char *recd_avcodec_library_path(void);
+
 #endif
