@@ -300,6 +300,8 @@ public actor Backups {
             if changes == mark { unbackedSince = nil }
             save(summary, to: Self.lastPath(stage.data))
             logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
+            // Saved: said now, while the forget and the check (if due) still run (a page shows "checking").
+            events.publish(.backupStatus(status))
             if let keep = settings.keep { await forget(keep, settings, running) }
             if let every = settings.checkInterval, Date().timeIntervalSince(lastCheck?.at ?? .distantPast) >= every {
                 await check(settings, running)

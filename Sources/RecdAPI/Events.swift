@@ -106,7 +106,8 @@ public enum EventPayload: Sendable, Equatable {
     case transcriptDone(TranscriptProgressEvent)
     /// A backup run's progress, at most once a second while it runs.
     case backupProgress(BackupProgress)
-    /// The backups' state when it changes: a run began or ended, a check ended.
+    /// The backups' state when it changes: a run began, its snapshot was saved (its forget and check
+    /// follow), it ended.
     case backupStatus(BackupStatus)
     /// Listening was armed or disarmed, or its state changed (speaking, yielded, device lost).
     case listenStatus(ListenStatus)

@@ -31,7 +31,7 @@ const lastStart = (s) => s.lastError?.startedAt ?? s.lastSuccess?.startedAt ?? n
 const set = (el, text) => { if (el.textContent !== text) el.textContent = text; };
 
 export function backupSection() {
-  let timer = null, seq = 0, asked = null, left = false, s = {};
+  let seq = 0, asked = null, left = false, s = {};
 
   const note = h('p', { class: 'hint', 'data-backup': 'note' }, 'Reading the backups’ state…');
   const off = h('p', { 'data-backup': 'off', hidden: true },
@@ -119,25 +119,22 @@ export function backupSection() {
     }
   }
 
-  /// recd's backup.status (a state) or .progress; a run silent for 3 s is read once (its check begins unsaid).
+  /// recd's backup.status (a state: also when a run's backup is saved and its check begins) or .progress.
   function event({ data }) {
     if (stopped() || !(s.state || data.state)) return;
     ++seq;   // (a read under way is older)
     show(data.state ? data : { ...s, state: 'running', running: data, nextRunAt: null });
-    clearTimeout(timer);
-    timer = s.state === 'running' && setTimeout(refresh, 3000);
   }
 
   async function refresh() {
     if (stopped()) return;
-    clearTimeout(timer);
     const mine = ++seq;
     try { const s = await api.backup(); if (mine === seq && !stopped()) show(s); } catch (e) {
       if (mine === seq && !stopped()) { note.hidden = false; set(note, `Could not read the backups’ state: ${e.message}`); }
     }
   }
 
-  function stop() { left = true; clearTimeout(timer); }
+  function stop() { left = true; }
   // (left without stop(): another screen drew over it)
   function stopped() { if (!left && !el.isConnected) stop(); return left; }
 
