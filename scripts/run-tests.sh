@@ -32,9 +32,9 @@ xctest="$($swift build --show-bin-path)/recdPackageTests.xctest"
 # The classes that keep a core busy: QEMU guests (TCG here), the package's clean root (its build runs
 # beside the halves, below), schemathesis generating requests and Whisper: chosen so that the halves
 # end about together (BackupTests, TrimRecordingTests, WebAppTranscriptTests, TranscriptTests,
-# MarkerTests, LevelMatchedPlaybackTests and ListenTests are here for that balance: about 110 s, 36 s,
-# 30 s, 110 s, 36 s, 32 s and 40 s).
-busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests|FuzzTests|BackupTests|TrimRecordingTests|WebAppTranscriptTests|TranscriptTests|MarkerTests|LevelMatchedPlaybackTests|ListenTests'
+# MarkerTests, LevelMatchedPlaybackTests, ListenTests and EnhanceTests are here for that balance: about
+# 110 s, 36 s, 30 s, 110 s, 36 s, 32 s, 40 s and 40 s).
+busy_classes='PackageTests|PowerCutTests|VideoTests|KernelDriverTests|SystemdTests|FuzzTests|BackupTests|TrimRecordingTests|WebAppTranscriptTests|TranscriptTests|MarkerTests|LevelMatchedPlaybackTests|ListenTests|EnhanceTests'
 # Of those, the guests that capture in real time (a camera at 15 fps, ALSA formats with a stalled
 # converter) run first, while the other half runs its light classes: at the end it runs Whisper and
 # Chromium, which starved a guest of whole seconds (VideoTests, seen twice).
