@@ -17,7 +17,7 @@
   component schema has that schema's keys, no more, no fewer (read from the Swift: stored properties,
   CodingKeys, a request body's `fields`); each String enum has the values the document lists for it;
   a property of an API type is a `$ref` to its schema;
-- a Recording is written out in full in at most three examples; every other example says one of them
+- a Recording is written out in full in at most four examples; every other example says one of them
   again with a YAML alias, so that a field added to Recording is added in few places.
 
 Run with the fuzz venv's python (scripts/install-deps.sh --test makes it): from Tests/fuzz,
@@ -832,7 +832,11 @@ class Examples(unittest.TestCase):
             for _, node in walk(data):
                 if len(set(node) & keys) > len(keys) // 2:  # a Recording, even one missing a key
                     found[where] = f"{where} (a Recording as JSON text)"
-        self.assertLessEqual(len(found), 3, "written out in full at:\n" + "\n".join(sorted(found.values())))
+        # Four: one being recorded, a silent video being recorded (its `format` and `loudness` are
+        # null), one saved and played, and one just saved (playCount 0, lastPlayedAt null: what the
+        # stop and save replies return). A reply that needs yet another (an import, a pending or a
+        # missing recording, a video with sound) has no example rather than a wrong one.
+        self.assertLessEqual(len(found), 4, "written out in full at:\n" + "\n".join(sorted(found.values())))
 
 
 if __name__ == "__main__":
