@@ -514,7 +514,8 @@ def scan_swift(types, masked, code, start, end, outer, source, extensions):
             current.hand_encoded = True
         elif re.match(r"^(?:indirect\s+)?case\s", text) and current.kind == "enum":
             for part in re.split(r",(?![^(]*\))", code_text.split("case", 1)[1]):
-                m = re.match(r'\s*(\w+)\s*(?:=\s*"((?:[^"\\]|\\.)*)")?\s*$', part)
+                # A keyword as a case name is written in backticks: RecordingSource's `import`.
+                m = re.match(r'\s*`?(\w+)`?\s*(?:=\s*"((?:[^"\\]|\\.)*)")?\s*$', part)
                 if m:
                     current.cases.append((m.group(1), m.group(2) if m.group(2) is not None else m.group(1)))
                 else:
@@ -655,6 +656,10 @@ class SwiftTypesAreTheSchemas(unittest.TestCase):
         self.assertEqual(SWIFT["RecordingType"].stored, [])  # computed: `var fileExtension: String { … }`
         self.assertNotIn("minimumSeconds", encoded_keys(SWIFT["TrimRequest"]))  # static
         self.assertIn(("wrongPassword", "wrong-password"), SWIFT["BackupFailure"].cases)  # raw values
+        code, masked = swift_mask("public enum E: String, Codable { case a, `import`, c = \"see\" }")
+        types = {}
+        scan_swift(types, masked, code, 0, len(masked), None, "(here)", False)
+        self.assertEqual(types["E"].cases, [("a", "a"), ("import", "import"), ("c", "see")])  # `keyword`
         self.assertIn("deleteAllRolledBack", encoded_keys(SWIFT["RecoveryReport"]))  # `var x = false`
         self.assertIn("sample_rate", encoded_keys(SWIFT["WaveformData"]))  # CodingKeys
         self.assertIn("DaemonStatus.ActiveRecording", SWIFT)  # nested
