@@ -84,12 +84,17 @@ extension Catalog {
         m.registerMigration("v13: chapters to write") { db in try Catalog.migrateChapterWork(db) }
         m.registerMigration("v14: the search index's words") { db in try Catalog.migrateSearchVocabulary(db) }
         m.registerMigration("v15: enhanced copies") { db in try Catalog.migrateEnhanced(db) }
+        m.registerMigration("v16: sources") { db in
+            // `RecordingSource`. Imports are known by their content hash; a listening's utterance
+            // made before this column is a `record`.
+            try db.execute(sql: "ALTER TABLE recording ADD COLUMN source TEXT NOT NULL DEFAULT 'record' CHECK (source IN ('record', 'listen', 'import'))")
+            try db.execute(sql: "UPDATE recording SET source = 'import' WHERE contentHash IS NOT NULL")
+        }
         return m
     }
 
     /// The recording table's columns as v1 made them; `checked` adds the CHECKs on `state` and
-    /// `droppedFrames` that v6 rebuilt the table for. (The column order is the table's: rows are
-    /// read by position.)
+    /// `droppedFrames` that v6 rebuilt the table for.
     private static func recordingColumns(_ t: TableDefinition, checked: Bool) {
         t.primaryKey("id", .text)
         t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")

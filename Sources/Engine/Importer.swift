@@ -167,7 +167,7 @@ struct Importer {
         let created = Self.created(tags: info.tags, modified: request.modified) ?? Date()
         var r = Recording(id: id, type: type, state: .ready, title: "", notes: "", purpose: nil, createdAt: created,
                           duration: stored?.duration, sizeBytes: FileOps.size(made), file: relative, playCount: 0,
-                          lastPlayedAt: nil, recovered: false, droppedFrames: 0, loudness: loudness, format: format)
+                          lastPlayedAt: nil, recovered: false, droppedFrames: 0, loudness: loudness, format: format, source: .import)
         var change = request.metadata
         if change.title == nil { change.title = .some(Self.title(tags: info.tags, name: name)) }
         MetadataRules.apply(change, to: &r, timeZone: config.timeZone)

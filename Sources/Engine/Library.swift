@@ -240,7 +240,8 @@ public struct Library: Sendable {
     }
 
     private static func listing(_ list: RecordingList) -> [UInt8] {
-        var bytes = [UInt8](RecordingJSON.encode(list))
+        // A list of recordings: Codable's keys, which cannot fail to encode.
+        var bytes = [UInt8]((try? APIJSON.encoder().encode(list)) ?? Data())
         bytes.append(UInt8(ascii: "\n"))
         return bytes
     }

@@ -117,7 +117,8 @@ public actor Recorder {
         let path = config.dataDirectory.absolute(relative)
         var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
                                   createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
-                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0, format: request.audio ? format : nil)
+                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0, format: request.audio ? format : nil,
+                                  source: source == nil ? .record : .listen)
         var withTitle = change
         if withTitle.title == nil { withTitle.title = .some(nil) }
         MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)

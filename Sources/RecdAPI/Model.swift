@@ -82,17 +82,29 @@ public struct Recording: Codable, Sendable, Equatable {
     /// How its sound is encoded; null for a silent video, and for a file adopted or imported in another
     /// codec that recd keeps as it is.
     @Nullable public var format: RecordingFormat?
+    /// How it came to be: a take, a thing said while listening, an import.
+    public var source: RecordingSource
 
     public init(id: UUID, type: RecordingType, state: RecordingState, title: String, notes: String,
                 purpose: Purpose?, createdAt: Date, duration: Double?, sizeBytes: Int64?, file: String,
                 playCount: Int, lastPlayedAt: Date?, recovered: Bool, droppedFrames: Int, loudness: Loudness? = nil,
-                format: RecordingFormat? = nil) {
+                format: RecordingFormat? = nil, source: RecordingSource = .record) {
         self.id = id; self.type = type; self.state = state; self.title = title; self.notes = notes
         self.purpose = purpose; self.createdAt = createdAt; self.duration = duration; self.sizeBytes = sizeBytes
         self.file = file; self.playCount = playCount; self.lastPlayedAt = lastPlayedAt
         self.recovered = recovered; self.droppedFrames = droppedFrames; self.loudness = loudness
-        self.format = format
+        self.format = format; self.source = source
     }
+}
+
+/// How a recording came to be.
+public enum RecordingSource: String, Codable, Sendable, CaseIterable {
+    /// A take someone started (recctl record, the web app, the API).
+    case record
+    /// A thing said while recd was listening, kept as its own recording.
+    case listen
+    /// A file imported (recctl import, the web app's upload).
+    case `import`
 }
 
 /// Sort orders of the library list.

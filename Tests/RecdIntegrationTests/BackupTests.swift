@@ -93,6 +93,7 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try daemon.recctl("record", "start", "--title", "A take").status, 0)
         Thread.sleep(forTimeInterval: 1.2)
         let take = try XCTUnwrap(try daemon.recctlJSON(StopRecordingResponse.self, "record", "stop", "--save").recording)
+        XCTAssertEqual([first.source, second.source, take.source], [.import, .import, .record])
         for _ in 0..<3 { XCTAssertEqual(try daemon.recctl("played", first.id.uuidString).status, 0) }
         XCTAssertEqual(try daemon.recctl("edit", second.id.uuidString, "--notes", "week 3").status, 0)
         let waveform = try daemon.recctl("--json", "waveform", take.id.uuidString).stdout

@@ -76,6 +76,7 @@ final class ListenTests: DaemonTestCase {
         let list = try daemon.recctlJSON(RecordingList.self, "list").recordings.sorted { $0.createdAt < $1.createdAt }
         XCTAssertEqual(list.count, 2)
         XCTAssertEqual(list.map(\.state), [.ready, .ready])
+        XCTAssertEqual(list.map(\.source), [.listen, .listen])
         // Words Whisper base hears in espeak's voice every time (it took "Buy milk" for "I built"): the
         // first word's being kept is the onset's check above, on the sound itself. It once heard
         // "on Saturday" as "once at a day".

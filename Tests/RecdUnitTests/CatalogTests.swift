@@ -139,8 +139,9 @@ final class CatalogTests: XCTestCase {
         catalog = nil
         // v6 rebuilds the table with the columns of its day: the later migrations run again after it
         // (v11's transcript table and search index and v12–v13's markers go first, as in a catalog
-        // from before them: their triggers name the recording table, which a rebuild renames).
-        try Tools.sqlite(path, "DROP TABLE chapterWork; DROP TABLE marker; DROP TABLE transcript; DROP TABLE search; DELETE FROM grdb_migrations WHERE substr(identifier, 1, 2) IN ('v6', 'v7', 'v8', 'v9') OR substr(identifier, 1, 3) IN ('v11', 'v12', 'v13');")
+        // from before them: their triggers name the recording table, which a rebuild renames; v16
+        // adds its column again).
+        try Tools.sqlite(path, "DROP TABLE chapterWork; DROP TABLE marker; DROP TABLE transcript; DROP TABLE search; DELETE FROM grdb_migrations WHERE substr(identifier, 1, 2) IN ('v6', 'v7', 'v8', 'v9') OR substr(identifier, 1, 3) IN ('v11', 'v12', 'v13', 'v16');")
         catalog = try Catalog(path: path)
         var expected = r
         expected.format = .aac   // v9 again: recd's own recording with sound
@@ -216,6 +217,45 @@ final class CatalogTests: XCTestCase {
         flac.format = .flac
         try catalog.insert(flac)
         XCTAssertEqual(try catalog.recording(id: flac.id)?.format, .flac)
+    }
+
+    /// v16: the rows before it are takes, but for imports (known by their content hash); every source
+    /// is kept as written, and the schema refuses any other.
+    func testTheSourcesMigrationKnowsImportsByTheirHash() throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        let take = make(created: 1), imported = make(created: 2)
+        for r in [take, imported] { try catalog.insert(r) }
+        catalog = nil
+        try Tools.sqlite(path, """
+            UPDATE recording SET contentHash = 'abc' WHERE id = '\(imported.id.uuidString)';
+            ALTER TABLE recording DROP COLUMN source;
+            DELETE FROM grdb_migrations WHERE identifier LIKE 'v16%';
+            """)
+        catalog = try Catalog(path: path)
+        XCTAssertEqual(try catalog.recording(id: take.id)?.source, .record)
+        XCTAssertEqual(try catalog.recording(id: imported.id)?.source, .import)
+        for source in RecordingSource.allCases {
+            var r = make(created: 10)
+            r.source = source
+            try catalog.insert(r)
+            XCTAssertEqual(try catalog.recording(id: r.id)?.source, source)
+        }
+        XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET source = 'radio';"))
+    }
+
+    /// A row is the `Recording` itself: every field, set to something other than its default, reads
+    /// back equal (a field added to `Recording` and its migration needs nothing else here).
+    func testEveryFieldOfARecordingIsStoredAndReadBack() throws {
+        var r = make(created: 7)
+        r.state = .ready; r.notes = "two\nlines"; r.purpose = .milestone; r.duration = 12.5; r.sizeBytes = 123_456
+        r.playCount = 3; r.lastPlayedAt = Date(timeIntervalSince1970: 1_764_000_000.125); r.recovered = true
+        r.droppedFrames = 9; r.loudness = Loudness(integrated: -20.5, range: nil, truePeak: -1.25); r.format = .opus; r.source = .listen
+        try catalog.insert(r)
+        XCTAssertEqual(try catalog.recording(id: r.id), r)
+        XCTAssertEqual(try catalog.list(ListQuery()).recordings, [r])
+        r.title = "Renamed"; r.loudness = nil; r.lastPlayedAt = nil
+        try catalog.modify(id: r.id) { $0 = r }
+        XCTAssertEqual(try catalog.recording(id: r.id), r)
     }
 }
 
