@@ -15,18 +15,13 @@ and recording; the take's preview (save); the edit dialog; the Data page; the De
 Usage: axe_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import glob, json, os, subprocess, time, traceback
+import os, subprocess, time
 
-from harness import Page, RecdClient, chromium, setup
+from harness import AXE, setup
 from selenium.webdriver.common.by import By
 
-RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-axe-")
-check, start = h.check, h.start
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-AXE = sorted(glob.glob(os.path.join(REPO, ".build", "axe-venv", "lib", "python3*", "site-packages", "axe_playwright_python", "axe.min.js")))
-
-
-client = RecdClient(RECCTL, sock, env)
+h = setup("recd-axe-")
+work, check, client = h.work, h.check, h.client
 recctl = client.recctl
 
 
@@ -35,124 +30,79 @@ def imported(title, seconds, pause=0):
     tone = os.path.join(work, f"axe-{title[:4]}.wav")
     effects = ["synth", str(seconds), "sine", "440", "vol", "0.5"] + (["pad", "0", str(pause), "repeat", "1"] if pause else [])
     subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", tone, *effects], check=True)
-    out = json.loads(recctl("--json", "import", tone, "--title", title).stdout)
-    rec = (out.get("imported") or out.get("recordings") or [out])[0]
-    return rec.get("recording", rec)
+    return client.imported(tone, title)
 
 
-try:
+with h.app() as page:
     if not AXE:
         raise RuntimeError("axe-core is not installed in .build/axe-venv: scripts/install-deps.sh --test")
-    source = open(AXE[-1]).read()
-    h.start_pulse()
-    h.start_recd(RECD, RECCTL, data, sock)
-    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = ui.stdout.readline().strip()
+    browser, wait, js, size, click, screen = page.browser, page.wait, page.js, page.size, page.click, page.check_axe
 
-    browser, _ = chromium(work)
-    page = Page(browser, SHOTS)
-    wait, js, size, click = page.wait, page.js, page.size, page.click
+    # The check can fail: a nameless button made on purpose is found (critical), then removed.
+    js("const b = document.createElement('button'); b.id = 'axe-bait'; document.body.append(b);")
+    bait = page.axe()
+    version = js("return axe.version")
+    check(f"axe-core {version} runs in the page and finds a button without a name",
+          any(v[0] == "button-name" and v[1] == "critical" and "#axe-bait" in " ".join(v[3]) for v in bait), bait)
+    js("document.getElementById('axe-bait').remove()")
+    screen("the empty library")
 
-    def axe(context="document"):
-        """axe's violations on the page now, each as [id, impact, help, [node: what fails]…]."""
-        if not js("return typeof window.axe === 'object'"):
-            js(source)
-        out = browser.execute_async_script(f"""const done = arguments[arguments.length - 1];
-            axe.run({context}, {{ resultTypes: ['violations'] }}).then((r) => done(r.violations.map((v) =>
-              [v.id, v.impact, v.help, v.nodes.slice(0, 4).map((n) => n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\\s+/g, ' '))])),
-              (e) => done('axe failed: ' + e));""")
-        if isinstance(out, str):
-            raise RuntimeError(out)
-        return out
+    memo = imported("Harbour walk", 2, 3)
+    imported("Quiet tone", 3)
+    wait("two rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li[data-id]")) == 2)
+    screen("the library (Quick Play, Recent)")
+    click(".tabs button:not([aria-pressed=true])")
+    wait("Most Played", lambda b: "Most Played" in b.find_element(By.CSS_SELECTOR, ".tabs [aria-pressed=true]").text)
+    screen("the library (Most Played)")
 
-    def screen(name):
-        """Checks the screen as it is: no critical or serious violation; the others printed."""
-        page.wait("the toast to go", lambda b: not b.find_element(By.ID, "toast").text, 5)
-        found = axe()
-        bad = [v for v in found if v[1] in ("critical", "serious")]
-        for v in found:
-            if v not in bad:
-                print(f"     note ({name}): {v[1]} {v[0]}: {v[2]} {v[3][:2]}")
-        check(f"axe: {name}: no critical or serious violation", not bad, json.dumps(bad, ensure_ascii=False, indent=1))
+    field = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
+    field.click()
+    field.send_keys("harbr")
+    wait("did you mean", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-no-hits] button"))
+    screen("search: did you mean")
+    click("[data-no-hits] button")
+    wait("the hit", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.hits li"))
+    screen("search: its hits")
+    js("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('input'))", field)
+    wait("the library again", lambda b: b.find_elements(By.CSS_SELECTOR, ".tabs"))
 
-    try:
-        size(390)
-        browser.get(url)
-        wait("the empty state", lambda b: "No recordings yet" in page.text())
-        # The check can fail: a nameless button made on purpose is found (critical), then removed.
-        js("const b = document.createElement('button'); b.id = 'axe-bait'; document.body.append(b);")
-        bait = axe()
-        version = js("return axe.version")
-        check(f"axe-core {version} runs in the page and finds a button without a name",
-              any(v[0] == "button-name" and v[1] == "critical" and "#axe-bait" in " ".join(v[3]) for v in bait), bait)
-        js("document.getElementById('axe-bait').remove()")
-        screen("the empty library")
+    click(f"li[data-id='{memo['id']}'] .row-main")
+    wait("the player", lambda b: b.find_elements(By.CSS_SELECTOR, "#player canvas.wave[data-drawn]"))
+    click("#player [data-action=pause]")
+    recctl("mark", memo["id"], "The plan", "--at", "1")
+    wait("the marker", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .markers li"), 10)
+    click("#player [data-action=skip-silence]")
+    wait("the saving", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-saves]").text)
+    screen("the player (a marker, Skip silence on)")
+    click("#player [data-action=close]")
 
-        memo = imported("Harbour walk", 2, 3)
-        imported("Quiet tone", 3)
-        wait("two rows", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li[data-id]")) == 2)
-        screen("the library (Quick Play, Recent)")
-        click(".tabs button:not([aria-pressed=true])")
-        wait("Most Played", lambda b: "Most Played" in b.find_element(By.CSS_SELECTOR, ".tabs [aria-pressed=true]").text)
-        screen("the library (Most Played)")
+    click("#nav-new")
+    wait("the mode choice", lambda b: b.find_elements(By.CSS_SELECTOR, "dialog[open] [data-mode]"))
+    screen("the mode choice dialog")
+    click("[data-mode=audio]")
+    wait("the record screen", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=record]"))
+    screen("the record screen, idle")
+    click("[data-action=record]")
+    wait("a level", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -30, 10)
+    time.sleep(1.5)
+    screen("the record screen, recording")
+    click("[data-action=stop]")
+    wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
+    screen("the take's preview (save)")
+    click("[data-action=save]")
+    wait("the library", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li[data-id]")) == 3)
 
-        field = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
-        field.click()
-        field.send_keys("harbr")
-        wait("did you mean", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-no-hits] button"))
-        screen("search: did you mean")
-        click("[data-no-hits] button")
-        wait("the hit", lambda b: b.find_elements(By.CSS_SELECTOR, "ul.hits li"))
-        screen("search: its hits")
-        js("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('input'))", field)
-        wait("the library again", lambda b: b.find_elements(By.CSS_SELECTOR, ".tabs"))
+    click(f"li[data-id='{memo['id']}'] [data-action=edit]")
+    wait("the edit dialog", lambda b: b.find_elements(By.CSS_SELECTOR, "dialog[open] [data-action=save-changes]"))
+    screen("the edit dialog")
+    click("dialog[open] button[aria-label=Close]")
 
-        click(f"li[data-id='{memo['id']}'] .row-main")
-        wait("the player", lambda b: b.find_elements(By.CSS_SELECTOR, "#player canvas.wave[data-drawn]"))
-        click("#player [data-action=pause]")
-        recctl("mark", memo["id"], "The plan", "--at", "1")
-        wait("the marker", lambda b: b.find_elements(By.CSS_SELECTOR, "#player .markers li"), 10)
-        click("#player [data-action=skip-silence]")
-        wait("the saving", lambda b: b.find_element(By.CSS_SELECTOR, "#player [data-saves]").text)
-        screen("the player (a marker, Skip silence on)")
-        click("#player [data-action=close]")
-
-        click("#nav-new")
-        wait("the mode choice", lambda b: b.find_elements(By.CSS_SELECTOR, "dialog[open] [data-mode]"))
-        screen("the mode choice dialog")
-        click("[data-mode=audio]")
-        wait("the record screen", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=record]"))
-        screen("the record screen, idle")
-        click("[data-action=record]")
-        wait("a level", lambda b: float(b.find_element(By.CSS_SELECTOR, ".meter").get_attribute("data-peak") or "-160") > -30, 10)
-        time.sleep(1.5)
-        screen("the record screen, recording")
-        click("[data-action=stop]")
-        wait("the preview", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=save]"))
-        screen("the take's preview (save)")
-        click("[data-action=save]")
-        wait("the library", lambda b: len(b.find_elements(By.CSS_SELECTOR, "ul.rows li[data-id]")) == 3)
-
-        click(f"li[data-id='{memo['id']}'] [data-action=edit]")
-        wait("the edit dialog", lambda b: b.find_elements(By.CSS_SELECTOR, "dialog[open] [data-action=save-changes]"))
-        screen("the edit dialog")
-        click("dialog[open] button[aria-label=Close]")
-
-        click("#nav-data")
-        wait("the Data page", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=delete-all]") and
-             not b.find_element(By.CSS_SELECTOR, "[data-backup=off]").get_attribute("hidden"))
-        screen("the Data page")
-        click("[data-action=delete-all]")
-        wait("the confirmation", lambda b: "Delete All Data?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
-        screen("the Delete All Data dialog")
-        size(1280, 860)
-        screen("the Delete All Data dialog at 1280 px")
-    finally:
-        browser.quit()
-except Exception:
-    traceback.print_exc()
-    h.results.append(("the run", False))
-finally:
-    h.close()
-
-h.finish()
+    click("#nav-data")
+    wait("the Data page", lambda b: b.find_elements(By.CSS_SELECTOR, "[data-action=delete-all]") and
+         not b.find_element(By.CSS_SELECTOR, "[data-backup=off]").get_attribute("hidden"))
+    screen("the Data page")
+    click("[data-action=delete-all]")
+    wait("the confirmation", lambda b: "Delete All Data?" in b.find_element(By.CSS_SELECTOR, "dialog[open]").text)
+    screen("the Delete All Data dialog")
+    size(1280, 860)
+    screen("the Delete All Data dialog at 1280 px")

@@ -24,14 +24,14 @@ selenium) against the real recd and the real restic, on a private PulseAudio ser
 Usage: backup_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import json, os, re, shutil, subprocess, time, traceback
+import os, re, shutil, subprocess, time
 
-from harness import Page, RecdClient, chromium, setup
+from harness import setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-backup-ui-")
-check, start = h.check, h.start
+h = setup("recd-backup-ui-")
+work, env, sock, check, client = h.work, h.env, h.sock, h.check, h.client
 RESTIC = shutil.which("restic") or "/usr/bin/restic"
 SECTION = "section.backup"
 
@@ -48,9 +48,6 @@ with open(wrapper, "w") as f:
             f'  *" check "*) while [ ! -e "{check_gate}" ]; do sleep 0.1; done ;;\n'
             f'esac\nexec "{RESTIC}" "$@"\n')
 os.chmod(wrapper, 0o755)
-
-
-client = RecdClient(RECCTL, sock, env)
 recd_get = client.get
 
 
@@ -71,9 +68,7 @@ def restic_init(repo, password):
 def import_tone(title, hz):
     wav = os.path.join(work, f"{hz}.wav")
     subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", wav, "synth", "1", "sine", str(hz), "vol", "0.5"], check=True)
-    r = subprocess.run([RECCTL, "--socket", sock, "import", wav, "--title", title], env=env, capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise RuntimeError(f"recctl import: {r.stderr}")
+    client.recctl("import", wav, "--title", title)
 
 
 def stop(p):
@@ -81,18 +76,10 @@ def stop(p):
     p.wait(15)
 
 
-try:
+with h.app() as page:
     if not os.path.exists(RESTIC):
         raise RuntimeError("restic is missing: scripts/install-deps.sh --test installs it")
-    h.start_pulse()
-    recd = h.start_recd(RECD, RECCTL, data, sock)
-    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = ui.stdout.readline().strip()
-    base = url.split("/?")[0]
-
-    browser, _ = chromium(work)
-    page = Page(browser, SHOTS)
-    js = page.js
+    recd, browser, base, js, toast_says = h.recd, page.browser, page.base, page.js, page.toast_says
 
     def section_text():
         return browser.find_element(By.CSS_SELECTOR, SECTION).text
@@ -106,10 +93,9 @@ try:
         return page.wait(f"the section in state {state}",
                          lambda b: b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == state)
 
-    def open_app(first=False):
-        """The app loaded anew (the first time by the printed address, whose token gets the cookie),
-        with a count of its reads of /v1/backup (the page's GETs)."""
-        browser.get(url if first else base + "/")
+    def open_app():
+        """The app loaded anew, with a count of its reads of /v1/backup (the page's GETs)."""
+        browser.get(base + "/")
         page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
         js("""window.backupReads = 0; const f = window.fetch;
               window.fetch = function (u, o) {
@@ -130,174 +116,157 @@ try:
         js("document.querySelector('section.backup')?.scrollIntoView({block: 'start'})")
         page.shot(name)
 
-    def toast_says(words, timeout=20):
-        try:
-            return page.wait(f"the toast {words!r}", lambda b: words in b.find_element(By.ID, "toast").text, timeout)
-        except AssertionError:
-            return False
+    # 1. recd without --backup: off, and how to turn them on.
+    open_app()
+    open_data()
+    state_shown("off")
+    text = section_text()
+    check("off: the section is headed Backups", browser.find_element(By.CSS_SELECTOR, f"{SECTION} h2").text == "Backups"
+          and browser.find_element(By.CSS_SELECTOR, SECTION).get_attribute("aria-labelledby") == "backup-title", text)
+    check("off: one sentence says backups are off and how to turn them on",
+          "Backups are off" in text and "recd --backup REPOSITORY --backup-password-file FILE" in text, text)
+    check("off: no Back up now (recd would answer backups_off)", shown("off") is not None
+          and not [e for e in browser.find_elements(By.CSS_SELECTOR, "[data-action=backup-now]") if e.is_displayed()])
+    check("off: recd says so too", recd_get("/v1/backup")["state"] == "off")
+    check("off: the page's other sections are still there", "Export Data" in page.text() and "Delete All Data" in page.text())
+    # Issue 47: the export card names the columns of the file recd serves, from its header line.
+    header = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd/v1/export?format=csv"],
+                            capture_output=True, text=True, timeout=10).stdout.splitlines()[0].split(",")
+    plain = {"id": "id", "playCount": "play count", "loudnessLUFS": "loudness", "loudnessRangeLU": "loudness range",
+             "truePeakDBTP": "true peak", "sizeBytes": "size", "lastPlayedAt": "last played"}
+    card = lambda: browser.find_element(By.CSS_SELECTOR, "section[aria-labelledby=export-title] p").text
+    page.wait("the export's columns", lambda b: ":" in card())
+    missing = [c for c in header if (plain.get(c) or re.sub(r"([A-Z])", r" \1", c).lower()) not in card().lower()]
+    check("the export card names every column of recd's CSV header, in words, and not the audio files",
+          len(header) >= 15 and not missing and card().endswith("not the audio files."), [header, missing, card()])
+    js("scrollTo(0, 0)")
+    page.shot("47-export-fields")
+    shot("48-backups-off")
+    stop(recd)
 
-    try:
-        # 1. recd without --backup: off, and how to turn them on.
-        open_app(first=True)
-        open_data()
-        state_shown("off")
-        text = section_text()
-        check("off: the section is headed Backups", browser.find_element(By.CSS_SELECTOR, f"{SECTION} h2").text == "Backups"
-              and browser.find_element(By.CSS_SELECTOR, SECTION).get_attribute("aria-labelledby") == "backup-title", text)
-        check("off: one sentence says backups are off and how to turn them on",
-              "Backups are off" in text and "recd --backup REPOSITORY --backup-password-file FILE" in text, text)
-        check("off: no Back up now (recd would answer backups_off)", shown("off") is not None
-              and not [e for e in browser.find_elements(By.CSS_SELECTOR, "[data-action=backup-now]") if e.is_displayed()])
-        check("off: recd says so too", recd_get("/v1/backup")["state"] == "off")
-        check("off: the page's other sections are still there", "Export Data" in page.text() and "Delete All Data" in page.text())
-        # Issue 47: the export card names the columns of the file recd serves, from its header line.
-        header = subprocess.run(["curl", "-s", "--unix-socket", sock, "http://recd/v1/export?format=csv"],
-                                capture_output=True, text=True, timeout=10).stdout.splitlines()[0].split(",")
-        plain = {"id": "id", "playCount": "play count", "loudnessLUFS": "loudness", "loudnessRangeLU": "loudness range",
-                 "truePeakDBTP": "true peak", "sizeBytes": "size", "lastPlayedAt": "last played"}
-        card = lambda: browser.find_element(By.CSS_SELECTOR, "section[aria-labelledby=export-title] p").text
-        page.wait("the export's columns", lambda b: ":" in card())
-        missing = [c for c in header if (plain.get(c) or re.sub(r"([A-Z])", r" \1", c).lower()) not in card().lower()]
-        check("the export card names every column of recd's CSV header, in words, and not the audio files",
-              len(header) >= 15 and not missing and card().endswith("not the audio files."), [header, missing, card()])
-        js("scrollTo(0, 0)")
-        page.shot("47-export-fields")
-        shot("48-backups-off")
-        stop(recd)
+    # 2. A repository made by restic init, the right password; recd makes no run of its own (an hour's delay).
+    repo, password = os.path.join(work, "repo"), password_file("pw", "correct horse battery staple\n")
+    restic_init(repo, password)
+    env["RECD_RESTIC"] = wrapper
+    recd = h.start_recd("--backup", repo, "--backup-password-file", password, "--backup-delay", "3600")
+    import_tone("Memo", 440)
+    open_app()
+    open_data()
+    state_shown("idle")
+    check("no backup yet", shown("last") is not None and shown("last").text == "No backup yet", section_text())
+    check("the repository, as recd names it", shown("repository").text == repo, shown("repository").text)
+    check("the next run's time", shown("next") is not None and shown("next").text not in ("", "now"), section_text())
+    check("no warning, no error, no run", shown("warning") is None and shown("error") is None and shown("running") is None, section_text())
+    idle_reads = reads_during(3)
+    check("idle: the page does not poll", idle_reads == 0, idle_reads)
+    shot("48-backup-none-yet")
 
-        # 2. A repository made by restic init, the right password; recd makes no run of its own (an hour's delay).
-        repo, password = os.path.join(work, "repo"), password_file("pw", "correct horse battery staple\n")
-        restic_init(repo, password)
-        env["RECD_RESTIC"] = wrapper
-        recd = h.start_recd(RECD, RECCTL, data, sock, "--backup", repo, "--backup-password-file", password, "--backup-delay", "3600")
-        import_tone("Memo", 440)
-        open_app()
-        open_data()
-        state_shown("idle")
-        check("no backup yet", shown("last") is not None and shown("last").text == "No backup yet", section_text())
-        check("the repository, as recd names it", shown("repository").text == repo, shown("repository").text)
-        check("the next run's time", shown("next") is not None and shown("next").text not in ("", "now"), section_text())
-        check("no warning, no error, no run", shown("warning") is None and shown("error") is None and shown("running") is None, section_text())
-        idle_reads = reads_during(3)
-        check("idle: the page does not poll", idle_reads == 0, idle_reads)
-        shot("48-backup-none-yet")
+    # Back up now, by keyboard: the run under way, held by the gate.
+    button = browser.find_element(By.CSS_SELECTOR, "[data-action=backup-now]")
+    check("Back up now is a button with its words", button.tag_name == "button" and button.text == "Back up now", button.text)
+    js("arguments[0].focus()", button)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    check("the toast says it is backing up", toast_says("Backing up", 20))
+    bar = page.wait("the progress bar", lambda b: shown("running") and b.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]"))
+    page.wait("restic's 42% (a backup.progress event)", lambda b: shown("percent").text == "42%")
+    attrs = js("""const b = arguments[0]; return [b.getAttribute('aria-valuemin'), b.getAttribute('aria-valuemax'),
+                  b.getAttribute('aria-valuenow'), b.getAttribute('aria-valuetext'),
+                  document.getElementById(b.getAttribute('aria-labelledby'))?.textContent]""", bar)
+    percent = shown("percent").text
+    check("a run under way: a progressbar 0–100 with its value, named, and its percentage shown",
+          attrs[0] == "0" and attrs[1] == "100" and attrs[2] == "42" and percent == "42%"
+          and attrs[3] == "42%, 1 of 3 files" and attrs[4] == "Backing up…", [attrs, percent])
+    check("the run's files and bytes, from the event", "1 of 3 files · 1.3 MB of 3.0 MB" in shown("running").text, shown("running").text)
+    check("recd says a run is under way", recd_get("/v1/backup")["state"] == "running")
+    check("the focus stays on Back up now", js("return document.activeElement.dataset.action") == "backup-now")
+    shot("48-backup-running")
+    running_reads = reads_during(5)
+    check("running: the page reads nothing (recd's backup.progress events carry the run)", running_reads == 0, running_reads)
+    page.click("#view > button.quiet")   # ← Back to Recordings
+    page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
+    left_reads = reads_during(3)
+    check("the page left: no more reads, though the run goes on", left_reads == 0 and recd_get("/v1/backup")["state"] == "running", left_reads)
+    js("window.backupReads = 0")
+    open_data()
+    page.wait("the run under way again", lambda b: shown("running") and shown("percent").text == "42%")
+    check("the page opened again: one read of the state", js("return window.backupReads") == 1, js("return window.backupReads"))
 
-        # Back up now, by keyboard: the run under way, held by the gate.
-        button = browser.find_element(By.CSS_SELECTOR, "[data-action=backup-now]")
-        check("Back up now is a button with its words", button.tag_name == "button" and button.text == "Back up now", button.text)
-        js("arguments[0].focus()", button)
-        browser.switch_to.active_element.send_keys(Keys.ENTER)
-        check("the toast says it is backing up", toast_says("Backing up"))
-        bar = page.wait("the progress bar", lambda b: shown("running") and b.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]"))
-        page.wait("restic's 42% (a backup.progress event)", lambda b: shown("percent").text == "42%")
-        attrs = js("""const b = arguments[0]; return [b.getAttribute('aria-valuemin'), b.getAttribute('aria-valuemax'),
-                      b.getAttribute('aria-valuenow'), b.getAttribute('aria-valuetext'),
-                      document.getElementById(b.getAttribute('aria-labelledby'))?.textContent]""", bar)
-        percent = shown("percent").text
-        check("a run under way: a progressbar 0–100 with its value, named, and its percentage shown",
-              attrs[0] == "0" and attrs[1] == "100" and attrs[2] == "42" and percent == "42%"
-              and attrs[3] == "42%, 1 of 3 files" and attrs[4] == "Backing up…", [attrs, percent])
-        check("the run's files and bytes, from the event", "1 of 3 files · 1.3 MB of 3.0 MB" in shown("running").text, shown("running").text)
-        check("recd says a run is under way", recd_get("/v1/backup")["state"] == "running")
-        check("the focus stays on Back up now", js("return document.activeElement.dataset.action") == "backup-now")
-        shot("48-backup-running")
-        running_reads = reads_during(5)
-        check("running: the page reads nothing (recd's backup.progress events carry the run)", running_reads == 0, running_reads)
-        page.click("#view > button.quiet")   # ← Back to Recordings
-        page.wait("the library", lambda b: b.execute_script("return document.title") == "Recordings — recd")
-        left_reads = reads_during(3)
-        check("the page left: no more reads, though the run goes on", left_reads == 0 and recd_get("/v1/backup")["state"] == "running", left_reads)
-        js("window.backupReads = 0")
-        open_data()
-        page.wait("the run under way again", lambda b: shown("running") and shown("percent").text == "42%")
-        check("the page opened again: one read of the state", js("return window.backupReads") == 1, js("return window.backupReads"))
+    # Let restic go: the backup is saved, then (a recd that checks its repository after a good
+    # backup) the check, held by its gate, is said as such; then the last good backup.
+    js("window.backupReads = 0")
+    open(gate, "w").close()
+    page.wait("the backup saved", lambda b: "recording" in shown("last").text, 90)
+    checking = page.wait("the check or the end", lambda b: (shown("running") and "Checking the repository" in shown("running").text and "check")
+                         or (b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == "idle" and "idle"), 30)
+    if checking == "check":
+        check("the repository's check under way is said as such (no backup's percentage)",
+              recd_get("/v1/backup")["state"] == "running" and browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=percent]").text == ""
+              and not browser.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]").is_displayed(), section_text())
+        check("recd says when its check begins (backup.status once the backup is saved): no read of the state",
+              js("return window.backupReads") == 0, js("return window.backupReads"))
+        shot("48-backup-checking")
+    js("window.backupReads = 0")
+    open(check_gate, "w").close()
+    state_shown("idle")
+    check("the run's end shown from recd's backup.status event (no read)", js("return window.backupReads") == 0, js("return window.backupReads"))
+    s = recd_get("/v1/backup")
+    last = s["lastSuccess"] or {}
+    text = shown("last").text
+    check("the last good backup: 1 recording, its size, its snapshot", s["state"] == "idle" and last.get("recordings") == 1
+          and re.search(r"· 1 recording · [\d.]+ (B|KB|MB)\b", text) and f"snapshot {last.get('snapshotID')}" in text, [text, s])
+    check("no warning after a good backup (recd says none either)", shown("warning") is None and s["warning"] is None, [section_text(), s])
+    check("no error, the run no longer shown", shown("error") is None and shown("running") is None, section_text())
+    check("the next run's time again", shown("next") is not None and shown("next").text != "", section_text())
+    c = s.get("lastCheck")
+    check("the repository's last check as recd says it (when it made one)",
+          (shown("check") is None) if not c else (shown("check") is not None and shown("check").text.endswith(
+              ": no errors found" if c["ok"] else f": errors found: {c['message']}")), [s.get("lastCheck"), section_text()])
+    after_reads = reads_during(3)
+    check("idle again: no more reads", after_reads == 0, after_reads)
+    shot("48-backup-done")
+    # Asked for and seen through on this page: the toast says how it ended.
+    page.click("[data-action=backup-now]")
+    check("a run asked for here ends with a toast", toast_says("Backed up ✓", 60))
+    page.wait("the new snapshot", lambda b: (recd_get("/v1/backup")["lastSuccess"] or {}).get("snapshotID") != last.get("snapshotID")
+              and recd_get("/v1/backup")["lastSuccess"]["snapshotID"] in shown("last").text)
+    stop(recd)
 
-        # Let restic go: the backup is saved, then (a recd that checks its repository after a good
-        # backup) the check, held by its gate, is said as such; then the last good backup.
-        js("window.backupReads = 0")
-        open(gate, "w").close()
-        page.wait("the backup saved", lambda b: "recording" in shown("last").text, 90)
-        checking = page.wait("the check or the end", lambda b: (shown("running") and "Checking the repository" in shown("running").text and "check")
-                             or (b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == "idle" and "idle"), 30)
-        if checking == "check":
-            check("the repository's check under way is said as such (no backup's percentage)",
-                  recd_get("/v1/backup")["state"] == "running" and browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=percent]").text == ""
-                  and not browser.find_element(By.CSS_SELECTOR, f"{SECTION} [role=progressbar]").is_displayed(), section_text())
-            check("recd says when its check begins (backup.status once the backup is saved): no read of the state",
-                  js("return window.backupReads") == 0, js("return window.backupReads"))
-            shot("48-backup-checking")
-        js("window.backupReads = 0")
-        open(check_gate, "w").close()
-        state_shown("idle")
-        check("the run's end shown from recd's backup.status event (no read)", js("return window.backupReads") == 0, js("return window.backupReads"))
-        s = recd_get("/v1/backup")
-        last = s["lastSuccess"] or {}
-        text = shown("last").text
-        check("the last good backup: 1 recording, its size, its snapshot", s["state"] == "idle" and last.get("recordings") == 1
-              and re.search(r"· 1 recording · [\d.]+ (B|KB|MB)\b", text) and f"snapshot {last.get('snapshotID')}" in text, [text, s])
-        check("no warning after a good backup (recd says none either)", shown("warning") is None and s["warning"] is None, [section_text(), s])
-        check("no error, the run no longer shown", shown("error") is None and shown("running") is None, section_text())
-        check("the next run's time again", shown("next") is not None and shown("next").text != "", section_text())
-        c = s.get("lastCheck")
-        check("the repository's last check as recd says it (when it made one)",
-              (shown("check") is None) if not c else (shown("check") is not None and shown("check").text.endswith(
-                  ": no errors found" if c["ok"] else f": errors found: {c['message']}")), [s.get("lastCheck"), section_text()])
-        after_reads = reads_during(3)
-        check("idle again: no more reads", after_reads == 0, after_reads)
-        shot("48-backup-done")
-        # Asked for and seen through on this page: the toast says how it ended.
-        page.click("[data-action=backup-now]")
-        check("a run asked for here ends with a toast", toast_says("Backed up ✓", 60))
-        page.wait("the new snapshot", lambda b: (recd_get("/v1/backup")["lastSuccess"] or {}).get("snapshotID") != last.get("snapshotID")
-                  and recd_get("/v1/backup")["lastSuccess"]["snapshotID"] in shown("last").text)
-        stop(recd)
+    # 3. A wrong password, on a repository whose path holds markup; then recd's warning.
+    repo2 = os.path.join(work, "repo-<b>bold</b>")
+    restic_init(repo2, password)
+    wrong = password_file("wrong-pw", "not the password\n")
+    data2 = os.path.join(work, "data2")
+    recd = h.start_recd("--backup", repo2, "--backup-password-file", wrong, "--backup-delay", "3600", "--backup-warn-after", "10", data=data2)
+    started = time.time()
+    open_app()
+    open_data()
+    state_shown("idle")
+    check("the repository's path shown as text", shown("repository").text == repo2, shown("repository").text)
+    page.click("[data-action=backup-now]")
+    error = page.wait("the last error", lambda b: shown("error"), 60)
+    check("the failure toasted", toast_says("Backup failed: Wrong password", 3))
+    s = recd_get("/v1/backup")
+    e = s["lastError"] or {}
+    reason = shown("reason")
+    check("the last error is the wrong password, in words", e.get("reason") == "wrong-password"
+          and reason.get_attribute("data-reason") == "wrong-password" and reason.text.startswith("Wrong password"), [error.text, s])
+    message = browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=error] .message").text
+    check("restic's message shown word for word", message == e.get("message") and "does not open" in message, [message, e])
+    check("markup in recd's strings stays text", "<b>bold</b>" in message and "<b>bold</b>" in shown("repository").text
+          and js("return document.querySelectorAll('section.backup b').length") == 0)
+    check("still no backup, and no warning yet", shown("last").text == "No backup yet" and shown("warning") is None, section_text())
+    shot("48-backup-wrong-password")
 
-        # 3. A wrong password, on a repository whose path holds markup; then recd's warning.
-        repo2 = os.path.join(work, "repo-<b>bold</b>")
-        restic_init(repo2, password)
-        wrong = password_file("wrong-pw", "not the password\n")
-        data2 = os.path.join(work, "data2")
-        recd = h.start_recd(RECD, RECCTL, data2, sock, "--backup", repo2, "--backup-password-file", wrong, "--backup-delay", "3600",
-                            "--backup-warn-after", "10")
-        started = time.time()
-        open_app()
-        open_data()
-        state_shown("idle")
-        check("the repository's path shown as text", shown("repository").text == repo2, shown("repository").text)
-        page.click("[data-action=backup-now]")
-        error = page.wait("the last error", lambda b: shown("error"), 60)
-        check("the failure toasted", toast_says("Backup failed: Wrong password", 3))
-        s = recd_get("/v1/backup")
-        e = s["lastError"] or {}
-        reason = shown("reason")
-        check("the last error is the wrong password, in words", e.get("reason") == "wrong-password"
-              and reason.get_attribute("data-reason") == "wrong-password" and reason.text.startswith("Wrong password"), [error.text, s])
-        message = browser.find_element(By.CSS_SELECTOR, f"{SECTION} [data-backup=error] .message").text
-        check("restic's message shown word for word", message == e.get("message") and "does not open" in message, [message, e])
-        check("markup in recd's strings stays text", "<b>bold</b>" in message and "<b>bold</b>" in shown("repository").text
-              and js("return document.querySelectorAll('section.backup b').length") == 0)
-        check("still no backup, and no warning yet", shown("last").text == "No backup yet" and shown("warning") is None, section_text())
-        shot("48-backup-wrong-password")
-
-        # --backup-warn-after 10: ten seconds after recd started with no backup, and the library
-        # changed, recd warns; the import's library.changed has the open page read it (no reload, no poll).
-        time.sleep(max(0, started + 12 - time.time()))
-        import_tone("After ten seconds", 660)
-        warning = page.wait("the warning", lambda b: shown("warning"), 20)
-        s = recd_get("/v1/backup")
-        check("recd warns", s["warning"] is not None and "does not open" in s["warning"], s)
-        check("the warning shown word for word", warning.text == "Warning: " + (s["warning"] or ""), [warning.text, s["warning"]])
-        first = js("""const s = document.querySelector('section.backup'), w = s.querySelector('[data-backup=warning]');
-                      return [...s.children].filter((c) => c.offsetParent !== null)[1] === w""")
-        check("the warning comes first, under the heading", first)
-        check("the warning is set apart (the page's notice)", "notice" in warning.get_attribute("class"))
-        shot("48-backup-warning")
-    finally:
-        browser.quit()
-except Exception:
-    traceback.print_exc()
-    h.results.append(("the run", False))
-finally:
-    h.close()
-
-h.finish()
+    # --backup-warn-after 10: ten seconds after recd started with no backup, and the library
+    # changed, recd warns; the import's library.changed has the open page read it (no reload, no poll).
+    time.sleep(max(0, started + 12 - time.time()))
+    import_tone("After ten seconds", 660)
+    warning = page.wait("the warning", lambda b: shown("warning"), 20)
+    s = recd_get("/v1/backup")
+    check("recd warns", s["warning"] is not None and "does not open" in s["warning"], s)
+    check("the warning shown word for word", warning.text == "Warning: " + (s["warning"] or ""), [warning.text, s["warning"]])
+    first = js("""const s = document.querySelector('section.backup'), w = s.querySelector('[data-backup=warning]');
+                  return [...s.children].filter((c) => c.offsetParent !== null)[1] === w""")
+    check("the warning comes first, under the heading", first)
+    check("the warning is set apart (the page's notice)", "notice" in warning.get_attribute("class"))
+    shot("48-backup-warning")

@@ -22,19 +22,14 @@ against the real recd, on a private PulseAudio server, through the real `recctl 
 Usage: enhance_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import glob, json, os, subprocess, time, traceback
+import json, os, subprocess, time
 
-from harness import Page, RecdClient, chromium, setup
+from harness import setup
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 
-RECD, RECCTL, SHOTS, work, runtime, env, data, sock, h = setup("recd-enhance-ui-")
-check, start = h.check, h.start
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-AXE = sorted(glob.glob(os.path.join(REPO, ".build", "axe-venv", "lib", "python3*", "site-packages", "axe_playwright_python", "axe.min.js")))
-
-client = RecdClient(RECCTL, sock, env)
-recctl, recd_get = client.recctl, client.get
+h = setup("recd-enhance-ui-")
+work, sock, check, client = h.work, h.sock, h.check, h.client
+recd_get = client.get
 
 
 def noisy_speech(title):
@@ -46,22 +41,14 @@ def noisy_speech(title):
     length = subprocess.run(["soxi", "-D", voice], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run(["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", noise, "synth", length, "pinknoise", "vol", "0.05"], check=True)
     subprocess.run(["sox", "-m", voice, noise, wav], check=True)
-    out = json.loads(recctl("--json", "import", wav, "--title", title).stdout)
-    rec = (out.get("imported") or out.get("recordings") or [out])[0]
-    return rec.get("recording", rec)
+    return client.imported(wav, title)
 
 
-try:
-    h.start_pulse()
-    h.start_recd(RECD, RECCTL, data, sock)
-    ui = start([RECCTL, "--socket", sock, "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = ui.stdout.readline().strip()
+with h.app() as page:
     rec = noisy_speech("Harbour memo")
     rid = rec["id"]
-
-    browser, downloads = chromium(work)
-    page = Page(browser, SHOTS)
-    wait, js, size, click = page.wait, page.js, page.size, page.click
+    browser, downloads, wait, js, size, click = page.browser, page.downloads, page.wait, page.js, page.size, page.click
+    toast_says, axe = page.toast_says, page.check_axe
     el = lambda css: browser.find_element(By.CSS_SELECTOR, css)
     shown = lambda css: [e for e in browser.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]
     audio = lambda: js("const a = document.querySelector('#player audio'); return a && [a.currentTime, a.paused, a.getAttribute('src'), a.playbackRate]")
@@ -74,163 +61,126 @@ try:
 
     def fits(name):
         """At 320 and 1280 px: nothing wider than the page, every control named; screenshots then."""
-        for width, height in [(320, 844), (1280, 860)]:
-            size(width, height)
-            wide = js("""return [...document.querySelectorAll('body *')].filter((e) => e.getClientRects().length
-                && e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.toasts')).map((e) => e.outerHTML.slice(0, 80))""")
-            check(f"{name} at {width} px: nothing wider than the page", not wide and js("return document.documentElement.scrollWidth <= innerWidth"), wide)
+        for width in page.widths([(320, 844), (1280, 860)], f"enhance-{name.replace(' ', '-')}"):
+            page.check_fits(f"{name} at {width} px")
             check(f"{name} at {width} px: every control named", not unnamed("#player"), unnamed("#player"))
             high = js("return [Math.round(document.getElementById('player').getBoundingClientRect().height), innerHeight]")
             check(f"{name} at {width} px: the sheet ≤ 60% high", high[0] <= 0.6 * high[1], high)
-            if SHOTS:
-                os.makedirs(SHOTS, exist_ok=True)
-                browser.save_screenshot(os.path.join(SHOTS, f"enhance-{name.replace(' ', '-')}-{width}.png"))
-        size(390)
 
-    def axe(name):
-        if not AXE:
-            print(f"     note: axe-core is not installed in .build/axe-venv (scripts/install-deps.sh --test): {name} not checked")
-            return
-        page.wait("the toast to go", lambda b: not b.find_element(By.ID, "toast").text, 5)
-        if not js("return typeof window.axe === 'object'"):
-            js(open(AXE[-1]).read())
-        out = browser.execute_async_script("""const done = arguments[arguments.length - 1];
-            axe.run(document, { resultTypes: ['violations'] }).then((r) => done(r.violations.filter((v) => ['critical', 'serious'].includes(v.impact))
-              .map((v) => [v.id, v.impact, v.nodes.slice(0, 3).map((n) => n.target.join(' '))])), (e) => done([['axe failed', String(e)]]));""")
-        check(f"axe: {name}: no critical or serious violation", not out, out)
+    wait("the row", lambda b: shown(f"li[data-id='{rid}'] .row-main"))
+    check("recd has no enhanced copy yet", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
+    click(f"li[data-id='{rid}'] .row-main")
+    wait("the player playing", lambda b: (audio() or [0, True])[0] > 0.3)
+    make = wait("Enhance", lambda b: shown("#player [data-action=enhance]"))[0]
+    check("with no copy, ✨ in the player's head is a button named Enhance; no A/B row, no second download",
+          make.accessible_name == "Enhance" and shown("#player .head [data-action=enhance]") and not shown("#player [data-enhance]")
+          and not shown("#player [data-action=download-enhanced]"), [make.accessible_name, page.text()])
+    axe("the player with Enhance")
+    fits("before")
 
-    def toast_says(words, timeout=10):
-        try:
-            return page.wait(f"the toast {words!r}", lambda b: words in b.find_element(By.ID, "toast").text, timeout)
-        except AssertionError:
-            return False
+    # 1. Enhance: busy while recd makes it, then the A/B pair (the focus on Enhanced).
+    js("""window.busy = []; const b = document.querySelector('#player [data-action=enhance]');
+          new MutationObserver(() => window.busy.push([b.getAttribute('aria-label'), b.getAttribute('aria-disabled'), b.getAttribute('aria-busy')]))
+            .observe(b, { attributes: true, childList: true, characterData: true, subtree: true });""")
+    click("#player [data-action=enhance]")
+    wait("the A/B pair", lambda b: shown("#player [data-enhance] .tabs button"), 60)
+    busy = js("return window.busy")
+    check("while recd makes it the button is named “Enhancing…”, aria-disabled and aria-busy",
+          ["Enhancing…", "true", "true"] in busy, busy)
+    copy = recd_get(f"/v1/recordings/{rid}/enhanced")["copy"]
+    check("recd has the copy, levelled to about -16 LUFS (within 2.5 LU: one pass leaves it a little under)", copy and abs(copy["loudness"] + 16) < 2.5, copy)
+    group = el("#player [data-enhance] .tabs")
+    ab = shown("#player [data-enhance] .tabs button")
+    check("the A/B pair: Original (pressed) and Enhanced, toggle buttons in a named group",
+          [b.text for b in ab] == ["Original", "Enhanced"] and pressed() == ["true", "false"]
+          and group.get_attribute("role") == "group" and group.accessible_name, [[b.text for b in ab], pressed(), group.accessible_name])
+    check("Enhance has gone; the focus is on Enhanced", not shown("#player [data-action=enhance]")
+          and js("return document.activeElement.dataset.action") == "enhanced", js("return document.activeElement.outerHTML"))
+    level = el("#player [data-enhance] .hint").text
+    want = f"{round(copy['originalLoudness'])} → {round(copy['loudness'])} LUFS".replace("-", "−")
+    check("the loudness change is said (−NN → −16 LUFS)", level == want, [level, want])
+    check("“Enhanced copy made ✓” in a toast", toast_says("Enhanced copy made"))
 
+    # 2. A/B: the src swapped, the time, playing state and speed kept; no play counted.
+    js("const a = document.querySelector('#player audio'); a.playbackRate = a.defaultPlaybackRate = 1.25; a.currentTime = 2; a.play()")
+    wait("playing past 2.2 s", lambda b: audio()[0] > 2.2 and not audio()[1])
+    before = audio()
+    click("#player [data-action=enhanced]")
+    wait("the enhanced media", lambda b: "/enhanced/media" in (audio()[2] or ""))
+    time.sleep(0.3)
+    after = audio()
+    check("Enhanced: the <audio> plays the copy's media (/enhanced/media)", f"v1/recordings/{rid}/enhanced/media" in after[2], after)
+    check("…at the same time (±0.5 s), still playing, at the same speed",
+          abs(after[0] - before[0]) < 0.6 and not after[1] and after[3] == 1.25, [before, after])
+    check("Enhanced is pressed", pressed() == ["false", "true"], pressed())
+    wait("it plays on", lambda b: audio()[0] > after[0] + 0.3 and not audio()[1])
+    check("the copy plays on from there", True)
+    before = audio()
+    el("#player [data-action=original]").send_keys(" ")
+    wait("the original media", lambda b: "/enhanced/" not in (audio()[2] or "") and f"recordings/{rid}/media" in audio()[2])
+    time.sleep(0.3)
+    after = audio()
+    check("Original (Space on it): the recording's own media, at the same time, still playing",
+          abs(after[0] - before[0]) < 0.8 and not after[1] and pressed() == ["true", "false"], [before, after, pressed()])
+    click("#player [data-action=enhanced]")
+    wait("the enhanced media again", lambda b: "/enhanced/media" in (audio()[2] or ""))
+    check("no play counted by switching", recd_get(f"/v1/recordings/{rid}")["playCount"] == 0)
+    axe("the player with the A/B pair")
+    fits("A-B")
+
+    # 3. The copy's download beside the recording's.
+    link = el("#player [data-action=download-enhanced]")
+    head_links = [e.get_attribute("data-action") for e in browser.find_elements(By.CSS_SELECTOR, "#player .head a")]
+    check("⬇✨ follows ⬇ in the player's head, named", head_links[:2] == ["download", "download-enhanced"]
+          and "enhanced" in link.accessible_name.lower(), [head_links, link.accessible_name])
+    check("its address is the copy's media, as a download",
+          link.get_attribute("href").split("/v1/", 1)[-1].startswith(f"recordings/{rid}/enhanced/media?") and link.get_attribute("href").endswith("&download=true"),
+          link.get_attribute("href"))
+    link.click()
+    wanted = os.path.join(downloads, "Harbour memo (enhanced).m4a")
     try:
-        size(390)
-        browser.get(url)
-        wait("the row", lambda b: shown(f"li[data-id='{rid}'] .row-main"))
-        check("recd has no enhanced copy yet", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
-        click(f"li[data-id='{rid}'] .row-main")
-        wait("the player playing", lambda b: (audio() or [0, True])[0] > 0.3)
-        make = wait("Enhance", lambda b: shown("#player [data-action=enhance]"))[0]
-        check("with no copy, ✨ in the player's head is a button named Enhance; no A/B row, no second download",
-              make.accessible_name == "Enhance" and shown("#player .head [data-action=enhance]") and not shown("#player [data-enhance]")
-              and not shown("#player [data-action=download-enhanced]"), [make.accessible_name, page.text()])
-        axe("the player with Enhance")
-        fits("before")
+        page.wait("the download", lambda b: os.path.exists(wanted) and os.path.getsize(wanted) == copy["sizeBytes"], 20)
+        check("it downloads “Harbour memo (enhanced).m4a”, the copy's bytes", True)
+    except AssertionError:
+        check("it downloads “Harbour memo (enhanced).m4a”, the copy's bytes", False, os.listdir(downloads))
 
-        # 1. Enhance: busy while recd makes it, then the A/B pair (the focus on Enhanced).
-        js("""window.busy = []; const b = document.querySelector('#player [data-action=enhance]');
-              new MutationObserver(() => window.busy.push([b.getAttribute('aria-label'), b.getAttribute('aria-disabled'), b.getAttribute('aria-busy')]))
-                .observe(b, { attributes: true, childList: true, characterData: true, subtree: true });""")
-        click("#player [data-action=enhance]")
-        wait("the A/B pair", lambda b: shown("#player [data-enhance] .tabs button"), 60)
-        busy = js("return window.busy")
-        check("while recd makes it the button is named “Enhancing…”, aria-disabled and aria-busy",
-              ["Enhancing…", "true", "true"] in busy, busy)
-        copy = recd_get(f"/v1/recordings/{rid}/enhanced")["copy"]
-        check("recd has the copy, levelled to about -16 LUFS (within 2.5 LU: one pass leaves it a little under)", copy and abs(copy["loudness"] + 16) < 2.5, copy)
-        group = el("#player [data-enhance] .tabs")
-        ab = shown("#player [data-enhance] .tabs button")
-        check("the A/B pair: Original (pressed) and Enhanced, toggle buttons in a named group",
-              [b.text for b in ab] == ["Original", "Enhanced"] and pressed() == ["true", "false"]
-              and group.get_attribute("role") == "group" and group.accessible_name, [[b.text for b in ab], pressed(), group.accessible_name])
-        check("Enhance has gone; the focus is on Enhanced", not shown("#player [data-action=enhance]")
-              and js("return document.activeElement.dataset.action") == "enhanced", js("return document.activeElement.outerHTML"))
-        level = el("#player [data-enhance] .hint").text
-        want = f"{round(copy['originalLoudness'])} → {round(copy['loudness'])} LUFS".replace("-", "−")
-        check("the loudness change is said (−NN → −16 LUFS)", level == want, [level, want])
-        check("“Enhanced copy made ✓” in a toast", toast_says("Enhanced copy made"))
+    # 4. Remove: asked first (Cancel focused, keeps it), then gone; back on the original at the same time.
+    js("const a = document.querySelector('#player audio'); a.currentTime = 2; a.play()")
+    click("#player [data-action=unenhance]")
+    wait("the confirmation", lambda b: shown("dialog[open] [data-cancel]"))
+    check("removing asks first, the focus on Cancel", js("return document.activeElement.hasAttribute('data-cancel')")
+          and "enhanced copy" in el("dialog[open]").text.lower(), [js("return document.activeElement.outerHTML"), el("dialog[open]").text])
+    click("dialog[open] [data-cancel]")
+    wait("the dialog closed", lambda b: not shown("dialog[open]"))
+    check("Cancel keeps the copy", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is not None and shown("#player [data-enhance] .tabs"))
+    before = audio()
+    click("#player [data-action=unenhance]")
+    click("dialog[open] [data-confirm]")
+    wait("Enhance again", lambda b: shown("#player [data-action=enhance]"))
+    after = audio()
+    check("removed: the original plays on at the same time; Enhance is offered again, no A/B, no ⬇✨",
+          "/enhanced/" not in after[2] and abs(after[0] - before[0]) < 1.5 and not after[1]
+          and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"), [before, after])
+    check("recd says it has no copy (GET …/enhanced: copy null)", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
+    check("“Enhanced copy removed” in a toast; the focus on Enhance", toast_says("Enhanced copy removed")
+          and js("return document.activeElement.dataset.action") == "enhance" and el("#player [data-action=enhance]").accessible_name == "Enhance")
 
-        # 2. A/B: the src swapped, the time, playing state and speed kept; no play counted.
-        js("const a = document.querySelector('#player audio'); a.playbackRate = a.defaultPlaybackRate = 1.25; a.currentTime = 2; a.play()")
-        wait("playing past 2.2 s", lambda b: audio()[0] > 2.2 and not audio()[1])
-        before = audio()
-        click("#player [data-action=enhanced]")
-        wait("the enhanced media", lambda b: "/enhanced/media" in (audio()[2] or ""))
-        time.sleep(0.3)
-        after = audio()
-        check("Enhanced: the <audio> plays the copy's media (/enhanced/media)", f"v1/recordings/{rid}/enhanced/media" in after[2], after)
-        check("…at the same time (±0.5 s), still playing, at the same speed",
-              abs(after[0] - before[0]) < 0.6 and not after[1] and after[3] == 1.25, [before, after])
-        check("Enhanced is pressed", pressed() == ["false", "true"], pressed())
-        wait("it plays on", lambda b: audio()[0] > after[0] + 0.3 and not audio()[1])
-        check("the copy plays on from there", True)
-        before = audio()
-        el("#player [data-action=original]").send_keys(" ")
-        wait("the original media", lambda b: "/enhanced/" not in (audio()[2] or "") and f"recordings/{rid}/media" in audio()[2])
-        time.sleep(0.3)
-        after = audio()
-        check("Original (Space on it): the recording's own media, at the same time, still playing",
-              abs(after[0] - before[0]) < 0.8 and not after[1] and pressed() == ["true", "false"], [before, after, pressed()])
-        click("#player [data-action=enhanced]")
-        wait("the enhanced media again", lambda b: "/enhanced/media" in (audio()[2] or ""))
-        check("no play counted by switching", recd_get(f"/v1/recordings/{rid}")["playCount"] == 0)
-        axe("the player with the A/B pair")
-        fits("A-B")
+    # 5. The play counted once, at closing.
+    click("#player [data-action=close]")
+    page.wait("the play counted", lambda b: recd_get(f"/v1/recordings/{rid}")["playCount"] == 1, 10)
+    time.sleep(0.5)
+    check("one play counted, whatever was switched", recd_get(f"/v1/recordings/{rid}")["playCount"] == 1)
 
-        # 3. The copy's download beside the recording's.
-        link = el("#player [data-action=download-enhanced]")
-        head_links = [e.get_attribute("data-action") for e in browser.find_elements(By.CSS_SELECTOR, "#player .head a")]
-        check("⬇✨ follows ⬇ in the player's head, named", head_links[:2] == ["download", "download-enhanced"]
-              and "enhanced" in link.accessible_name.lower(), [head_links, link.accessible_name])
-        check("its address is the copy's media, as a download",
-              link.get_attribute("href").split("/v1/", 1)[-1].startswith(f"recordings/{rid}/enhanced/media?") and link.get_attribute("href").endswith("&download=true"),
-              link.get_attribute("href"))
-        link.click()
-        wanted = os.path.join(downloads, "Harbour memo (enhanced).m4a")
-        try:
-            page.wait("the download", lambda b: os.path.exists(wanted) and os.path.getsize(wanted) == copy["sizeBytes"], 20)
-            check("it downloads “Harbour memo (enhanced).m4a”, the copy's bytes", True)
-        except AssertionError:
-            check("it downloads “Harbour memo (enhanced).m4a”, the copy's bytes", False, os.listdir(downloads))
-
-        # 4. Remove: asked first (Cancel focused, keeps it), then gone; back on the original at the same time.
-        js("const a = document.querySelector('#player audio'); a.currentTime = 2; a.play()")
-        click("#player [data-action=unenhance]")
-        wait("the confirmation", lambda b: shown("dialog[open] [data-cancel]"))
-        check("removing asks first, the focus on Cancel", js("return document.activeElement.hasAttribute('data-cancel')")
-              and "enhanced copy" in el("dialog[open]").text.lower(), [js("return document.activeElement.outerHTML"), el("dialog[open]").text])
-        click("dialog[open] [data-cancel]")
-        wait("the dialog closed", lambda b: not shown("dialog[open]"))
-        check("Cancel keeps the copy", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is not None and shown("#player [data-enhance] .tabs"))
-        before = audio()
-        click("#player [data-action=unenhance]")
-        click("dialog[open] [data-confirm]")
-        wait("Enhance again", lambda b: shown("#player [data-action=enhance]"))
-        after = audio()
-        check("removed: the original plays on at the same time; Enhance is offered again, no A/B, no ⬇✨",
-              "/enhanced/" not in after[2] and abs(after[0] - before[0]) < 1.5 and not after[1]
-              and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"), [before, after])
-        check("recd says it has no copy (GET …/enhanced: copy null)", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
-        check("“Enhanced copy removed” in a toast; the focus on Enhance", toast_says("Enhanced copy removed")
-              and js("return document.activeElement.dataset.action") == "enhance" and el("#player [data-action=enhance]").accessible_name == "Enhance")
-
-        # 5. The play counted once, at closing.
-        click("#player [data-action=close]")
-        page.wait("the play counted", lambda b: recd_get(f"/v1/recordings/{rid}")["playCount"] == 1, 10)
-        time.sleep(0.5)
-        check("one play counted, whatever was switched", recd_get(f"/v1/recordings/{rid}")["playCount"] == 1)
-
-        # 6. recd's refusal in its words: the recording gone meanwhile.
-        other = noisy_speech("Doomed memo")
-        page.wait("its row", lambda b: shown(f"li[data-id='{other['id']}'] .row-main"))
-        click(f"li[data-id='{other['id']}'] .row-main")
-        wait("Enhance", lambda b: shown("#player [data-action=enhance]"))
-        subprocess.run(["curl", "-s", "-X", "DELETE", "--unix-socket", sock, f"http://recd/v1/recordings/{other['id']}"], capture_output=True, check=True)
-        refusal = json.loads(subprocess.run(["curl", "-s", "-X", "POST", "--unix-socket", sock, f"http://recd/v1/recordings/{other['id']}/enhanced"],
-                                            capture_output=True, text=True).stdout)["error"]["message"]
-        click("#player [data-action=enhance]")
-        said = toast_says(refusal, 15) and el("#toast").text
-        check("recd's refusal is said in a toast in its words, and Enhance stays", said and shown("#player [data-action=enhance]")
-              and el("#player [data-action=enhance]").accessible_name == "Enhance"
-              and el("#player [data-action=enhance]").get_attribute("aria-busy") == "false", [refusal, said])
-    finally:
-        browser.quit()
-except Exception:
-    traceback.print_exc()
-    h.results.append(("the run", False))
-finally:
-    h.close()
-
-h.finish()
+    # 6. recd's refusal in its words: the recording gone meanwhile.
+    other = noisy_speech("Doomed memo")
+    page.wait("its row", lambda b: shown(f"li[data-id='{other['id']}'] .row-main"))
+    click(f"li[data-id='{other['id']}'] .row-main")
+    wait("Enhance", lambda b: shown("#player [data-action=enhance]"))
+    subprocess.run(["curl", "-s", "-X", "DELETE", "--unix-socket", sock, f"http://recd/v1/recordings/{other['id']}"], capture_output=True, check=True)
+    refusal = json.loads(subprocess.run(["curl", "-s", "-X", "POST", "--unix-socket", sock, f"http://recd/v1/recordings/{other['id']}/enhanced"],
+                                        capture_output=True, text=True).stdout)["error"]["message"]
+    click("#player [data-action=enhance]")
+    said = toast_says(refusal, 15) and el("#toast").text
+    check("recd's refusal is said in a toast in its words, and Enhance stays", said and shown("#player [data-action=enhance]")
+          and el("#player [data-action=enhance]").accessible_name == "Enhance"
+          and el("#player [data-action=enhance]").get_attribute("aria-busy") == "false", [refusal, said])

@@ -16,13 +16,13 @@ chromedriver, driven by selenium), against the real recd and the real `recctl ui
 Usage: relay_credential_test.py RECD RECCTL
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import http.server, os, subprocess, threading, traceback
+import http.server, os, threading
 from urllib.parse import urlparse
 
-from harness import chromium, setup, wait_until
-from selenium.webdriver.common.by import By
+from harness import setup, wait_until
 
-RECD, RECCTL, _, work, runtime, env, data, sock, h = setup("recd-relay-")
+h = setup("recd-relay-")
+work, runtime, env, check = h.work, h.runtime, h.env, h.check
 fakebin = os.path.join(work, "bin")
 os.makedirs(fakebin)
 opened = os.path.join(work, "xdg-open.args")
@@ -37,7 +37,6 @@ mv {opened}.tmp {opened}
 """)
 os.chmod(os.path.join(fakebin, "xdg-open"), 0o755)
 env["PATH"] = fakebin + ":" + os.environ.get("PATH", "/usr/bin:/bin")
-check, start, procs, results = h.check, h.start, h.procs, h.results
 
 
 # Another program on another local port (another user's, say): it writes down every Cookie header it gets.
@@ -67,144 +66,119 @@ class Other(http.server.BaseHTTPRequestHandler):
         pass
 
 
-try:
-    recd = start([RECD, "--data-dir", data, "--socket", sock], stdout=open(os.path.join(work, "recd.log"), "a"),
-                 stderr=subprocess.STDOUT)
-    wait_until("recd", lambda: subprocess.run([RECCTL, "--socket", sock, "status"], env=env, capture_output=True).returncode == 0)
-
-    def ui(*extra):
-        p = start([RECCTL, "--socket", sock, "ui", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        url = p.stdout.readline().strip()
-        return url, url.split("/?")[0]
-
-    url_a, base_a = ui()
-    url_b, base_b = ui()
+# The credential needs no sound: no PulseAudio server, and a recd without devices.
+with h.app(microphone=None) as page:
+    browser, url_a, base_a, text = page.browser, page.url, page.base, page.text
+    url_b, base_b = h.ui()
+    # Its thread is a daemon's: it goes with the process.
     other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     other_base = f"http://127.0.0.1:{other.server_address[1]}"
-
-    browser, _ = chromium(work)
-    text = lambda: browser.find_element(By.TAG_NAME, "body").text
     api_status = lambda: browser.execute_async_script(
         "const done = arguments[0]; fetch('v1/status').then(r => done(r.status), e => done(String(e)))")
 
     def app_loaded(what):
         wait_until(what, lambda: "No recordings yet" in text())
 
+    check("the first recctl ui's app loads under its secret path", browser.current_url == base_a + "/", browser.current_url)
+    check("its API answers the page", api_status() == 200)
+
+    # Typed or followed by a link: another local port gets no cookie of recctl ui's.
+    for path in ["/", "/v1/recordings", "/v1/export?format=json", "/ui-/", "/app/"]:
+        browser.get(other_base + path)
+        wait_until("the other server's page", lambda: "another server" in text())
+    cookies = [c for _, c in seen if c]
+    check("a server on another local port receives no cookie", len(seen) >= 5 and not cookies, seen)
+
+    # A second recctl ui in the same browser: the first one's tab stays logged in.
+    browser.get(url_b)
+    app_loaded("the second recctl ui's app")
+    check("the second recctl ui's app loads", browser.current_url == base_b + "/" and api_status() == 200, browser.current_url)
+    browser.get(base_a + "/")
+    app_loaded("the first app again")
+    check("the first recctl ui's tab is still let in after the second one's cookie", api_status() == 200)
+    browser.get(base_b + "/")
+    app_loaded("the second app again")
+    check("and the second's too", api_status() == 200)
+    names = sorted(c["name"] for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"])
+    check("each recctl ui has its own cookie", len(names) == 2, names)
+
+    # --open: xdg-open gets a private file, never the token.
+    url_c, base_c = h.ui("--open")
+    token = url_c.split("token=")[1]
+    wait_until("xdg-open to run", lambda: os.path.exists(opened))
+    lines = open(opened).read().split("\n")
+    argument, mode, launcher = lines[0], lines[1], "\n".join(lines[2:])
+    check("xdg-open gets a file:// address, not the tokened one",
+          argument.startswith("file://") and token not in argument and "127.0.0.1" not in argument, argument)
+    page_path = argument[len("file://"):]
+    check("the file is in the runtime directory, readable by its owner only", page_path.startswith(runtime + "/") and mode == "600",
+          f"{page_path} {mode}")
+    check("the file sends the browser on to the tokened address", url_c in launcher, launcher)
+    other_cmdlines = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                other_cmdlines.append(open(f"/proc/{pid}/cmdline", "rb").read())
+            except OSError:
+                pass
+    check("no command line on the machine carries the token", not any(token.encode() in c for c in other_cmdlines))
+    browser.get(argument)
     try:
-        browser.get(url_a)
-        app_loaded("the first recctl ui's app")
-        check("the first recctl ui's app loads under its secret path", browser.current_url == base_a + "/", browser.current_url)
-        check("its API answers the page", api_status() == 200)
+        app_loaded("the app opened from the launch file")
+    except AssertionError:
+        print(browser.current_url, text()[:300])
+        raise
+    check("Chromium follows the launch file into the app, the token dropped", browser.current_url == base_c + "/",
+          browser.current_url)
+    wait_until("the launch file to be removed", lambda: not os.path.exists(page_path), 5)
+    check("the launch file is removed once the token is used", not os.path.exists(page_path))
 
-        # Typed or followed by a link: another local port gets no cookie of recctl ui's.
-        for path in ["/", "/v1/recordings", "/v1/export?format=json", "/ui-/", "/app/"]:
-            browser.get(other_base + path)
-            wait_until("the other server's page", lambda: "another server" in text())
-        cookies = [c for _, c in seen if c]
-        check("a server on another local port receives no cookie", len(seen) >= 5 and not cookies, seen)
+    # Another local port's page floods this browser's cookies for 127.0.0.1 (issue 45).
+    name_a = f"recd_ui_{urlparse(base_a).port}"
+    has_a = lambda: any(c["name"] == name_a for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"])
+    app_call = lambda: browser.execute_async_script(
+        "const done = arguments[0]; import(document.querySelector('script[type=module]').src.replace('app.js', 'api.js'))"
+        ".then(m => m.call('GET', '/status')).then(() => done(200), e => done(e.status ?? String(e)))")
 
-        # A second recctl ui in the same browser: the first one's tab stays logged in.
-        browser.get(url_b)
-        app_loaded("the second recctl ui's app")
-        check("the second recctl ui's app loads", browser.current_url == base_b + "/" and api_status() == 200, browser.current_url)
-        browser.get(base_a + "/")
-        app_loaded("the first app again")
-        check("the first recctl ui's tab is still let in after the second one's cookie", api_status() == 200)
-        browser.get(base_b + "/")
-        app_loaded("the second app again")
-        check("and the second's too", api_status() == 200)
-        names = sorted(c["name"] for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"])
-        check("each recctl ui has its own cookie", len(names) == 2, names)
+    def flood(path):
+        # In a tab of its own, as a page the person happens to visit; the app's tab stays as it is.
+        app_tab = browser.current_window_handle
+        browser.switch_to.new_window("tab")
+        browser.get(other_base + path)
+        wait_until("the other server's page", lambda: "another server" in text())
+        browser.close()
+        browser.switch_to.window(app_tab)
 
-        # --open: xdg-open gets a private file, never the token.
-        c = start([RECCTL, "--socket", sock, "ui", "--open"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        url_c = c.stdout.readline().strip()
-        base_c = url_c.split("/?")[0]
-        token = url_c.split("token=")[1]
-        wait_until("xdg-open to run", lambda: os.path.exists(opened))
-        lines = open(opened).read().split("\n")
-        argument, mode, page = lines[0], lines[1], "\n".join(lines[2:])
-        check("xdg-open gets a file:// address, not the tokened one",
-              argument.startswith("file://") and token not in argument and "127.0.0.1" not in argument, argument)
-        page_path = argument[len("file://"):]
-        check("the file is in the runtime directory, readable by its owner only", page_path.startswith(runtime + "/") and mode == "600",
-              f"{page_path} {mode}")
-        check("the file sends the browser on to the tokened address", url_c in page, page)
-        other_cmdlines = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    other_cmdlines.append(open(f"/proc/{pid}/cmdline", "rb").read())
-                except OSError:
-                    pass
-        check("no command line on the machine carries the token", not any(token.encode() in c for c in other_cmdlines))
-        browser.get(argument)
-        try:
-            app_loaded("the app opened from the launch file")
-        except AssertionError:
-            print(browser.current_url, text()[:300])
-            raise
-        check("Chromium follows the launch file into the app, the token dropped", browser.current_url == base_c + "/",
-              browser.current_url)
-        wait_until("the launch file to be removed", lambda: not os.path.exists(page_path), 5)
-        check("the launch file is removed once the token is used", not os.path.exists(page_path))
+    browser.get(base_a + "/")
+    app_loaded("the first app before the floods")
+    flood("/flood-many")
+    check("200 ordinary cookies from another port leave the relay's (Priority=High) in place", has_a())
+    check("and the app's calls go on", app_call() == 200)
 
-        # Another local port's page floods this browser's cookies for 127.0.0.1 (issue 45).
-        name_a = f"recd_ui_{urlparse(base_a).port}"
-        has_a = lambda: any(c["name"] == name_a for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"])
-        app_call = lambda: browser.execute_async_script(
-            "const done = arguments[0]; import(document.querySelector('script[type=module]').src.replace('app.js', 'api.js'))"
-            ".then(m => m.call('GET', '/status')).then(() => done(200), e => done(e.status ?? String(e)))")
+    def lose_cookie():
+        # As a flood of high-priority cookies may do (which cookie of a priority Chromium drops is its
+        # own affair: the relay's survived ten rounds of 200 at times, and went at the first at others).
+        browser.execute_cdp_cmd("Network.deleteCookies", {"name": name_a, "domain": "127.0.0.1", "path": urlparse(base_a).path + "/"})
+        return not has_a()
 
-        def flood(path):
-            # In a tab of its own, as a page the person happens to visit; the app's tab stays as it is.
-            app_tab = browser.current_window_handle
-            browser.switch_to.new_window("tab")
-            browser.get(other_base + path)
-            wait_until("the other server's page", lambda: "another server" in text())
-            browser.close()
-            browser.switch_to.window(app_tab)
-
-        browser.get(base_a + "/")
-        app_loaded("the first app before the floods")
-        flood("/flood-many")
-        check("200 ordinary cookies from another port leave the relay's (Priority=High) in place", has_a())
-        check("and the app's calls go on", app_call() == 200)
-
-        def lose_cookie():
-            # As a flood of high-priority cookies may do (which cookie of a priority Chromium drops is its
-            # own affair: the relay's survived ten rounds of 200 at times, and went at the first at others).
-            browser.execute_cdp_cmd("Network.deleteCookies", {"name": name_a, "domain": "127.0.0.1", "path": urlparse(base_a).path + "/"})
-            return not has_a()
-
-        check("the relay's cookie is lost", lose_cookie())
-        check("the app's next call lets the browser in again, and is answered", app_call() == 200)
-        check("the relay's cookie is back", has_a())
-        # Away from the app first: its own calls (the events stream coming back) would let it in again
-        # between the deletion and the check.
-        browser.get("about:blank")
-        check("lost again", lose_cookie())
-        browser.get(base_a + "/")
-        app_loaded("the app after a page load without the cookie")
-        check("a page load without the cookie lets the browser in again and loads the app",
-              browser.current_url == base_a + "/" and api_status() == 200 and has_a(), browser.current_url)
-        # Last: with these the browser's Cookie header is too large for the other server itself.
-        flood("/flood-large")
-        browser.get(base_a + "/")
-        try:
-            app_loaded("the app under 40 cookies of 4 KB")
-        except AssertionError:
-            print(browser.current_url, text()[:300])
-            raise
-        check("40 cookies of 4 KB from another port: the app loads and its API answers", api_status() == 200, text()[:200])
-    finally:
-        browser.quit()
-        other.shutdown()
-except Exception:
-    traceback.print_exc()
-    results.append(("the run", False))
-finally:
-    h.close()
-
-h.finish()
+    check("the relay's cookie is lost", lose_cookie())
+    check("the app's next call lets the browser in again, and is answered", app_call() == 200)
+    check("the relay's cookie is back", has_a())
+    # Away from the app first: its own calls (the events stream coming back) would let it in again
+    # between the deletion and the check.
+    browser.get("about:blank")
+    check("lost again", lose_cookie())
+    browser.get(base_a + "/")
+    app_loaded("the app after a page load without the cookie")
+    check("a page load without the cookie lets the browser in again and loads the app",
+          browser.current_url == base_a + "/" and api_status() == 200 and has_a(), browser.current_url)
+    # Last: with these the browser's Cookie header is too large for the other server itself.
+    flood("/flood-large")
+    browser.get(base_a + "/")
+    try:
+        app_loaded("the app under 40 cookies of 4 KB")
+    except AssertionError:
+        print(browser.current_url, text()[:300])
+        raise
+    check("40 cookies of 4 KB from another port: the app loads and its API answers", api_status() == 200, text()[:200])
