@@ -107,12 +107,12 @@ export class ListenScreen {
     }
   }
 
-  /// The recordings made since the session began.
+  /// The things said since the session began (not a take or an import made meanwhile).
   async changed() {
     if (!this.since || !this.el.isConnected) return;
     const from = Date.parse(this.since) - 1000 * (1 + (this.s.settings?.preRoll ?? 10));
     let rows;
-    try { rows = (await api.list('recent', 0, 100)).recordings.filter((r) => Date.parse(r.createdAt) >= from && r.state !== 'recording'); } catch { return; }
+    try { rows = (await api.list('recent', 0, 100)).recordings.filter((r) => r.source === 'listen' && Date.parse(r.createdAt) >= from && r.state !== 'recording'); } catch { return; }
     fill(this.list, rows.map((r) => {
       const meta = when(r);
       return h('li', { 'data-id': r.id }, rowButton(r, { class: 'row-main', 'aria-label': `Play ${r.title}, ${meta}`, onclick: async () => {
