@@ -77,8 +77,5 @@ public final class Catalog: Sendable {
     func wrap<T>(_ operation: String, _ body: () throws -> T) throws -> T {
         do { return try body() }
         catch let e as DatabaseError { throw CatalogError.database(operation: operation, underlying: "\(e)") }
-        // A row whose values do not make a `Recording` (the schema's checks keep them out; a hand-edited file).
-        catch let e as RowDecodingError { throw CatalogError.corruptRow(id: "?", detail: "\(e)") }
-        catch let e as DecodingError { throw CatalogError.corruptRow(id: "?", detail: "\(e)") }
     }
 }

@@ -94,7 +94,8 @@ extension Catalog {
     }
 
     /// The recording table's columns as v1 made them; `checked` adds the CHECKs on `state` and
-    /// `droppedFrames` that v6 rebuilt the table for.
+    /// `droppedFrames` that v6 rebuilt the table for. (The column order is the table's: rows are
+    /// read by position.)
     private static func recordingColumns(_ t: TableDefinition, checked: Bool) {
         t.primaryKey("id", .text)
         t.column("type", .text).notNull().check(sql: "type IN ('audio', 'video')")

@@ -24,13 +24,6 @@ enum StoredDate {
         }
     }
 
-    /// The date a column's value holds, for GRDB's decoding of a record (`Recording`): the fixed form
-    /// parsed here, any other by GRDB.
-    @Sendable static func read(_ value: DatabaseValue) -> Date? {
-        if case .string(var text) = value.storage, let date = text.withUTF8({ parse(UnsafeRawBufferPointer($0)) }) { return date }
-        return Date.fromDatabaseValue(value)
-    }
-
     /// What a date is stored as: GRDB's text, `YYYY-MM-DD HH:MM:SS.SSS` UTC, written from `DateText`'s
     /// ISO form (GRDB's own writing goes through a DateFormatter: ICU, a few percent of a counted
     /// play's CPU). Outside DateText's own range (before 1600, after 9999) the date itself, for GRDB.

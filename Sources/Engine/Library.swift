@@ -240,8 +240,7 @@ public struct Library: Sendable {
     }
 
     private static func listing(_ list: RecordingList) -> [UInt8] {
-        // A list of recordings: Codable's keys, which cannot fail to encode.
-        var bytes = [UInt8]((try? APIJSON.encoder().encode(list)) ?? Data())
+        var bytes = [UInt8](RecordingJSON.encode(list))
         bytes.append(UInt8(ascii: "\n"))
         return bytes
     }

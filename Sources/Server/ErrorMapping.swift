@@ -131,7 +131,17 @@ enum JSONResponse {
         return raw(data + Data("\n".utf8), contentType: "application/json", status: status)
     }
 
-    /// JSON already written out, its newline included (listings): one copy, into the body.
+    /// A recording, the most frequent reply, by the hand-written writer (the same bytes as the
+    /// encoder's; see `RecordingJSON`). Lists come as bytes already (`json`).
+    static func make(_ recording: Recording, status: HTTPResponse.Status = .ok) -> Response {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(640)
+        buffer.writeBytes(RecordingJSON.encode(recording))
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return json(buffer, status: status)
+    }
+
+    /// JSON already written out, its newline included (listings: `RecordingJSON`): one copy, into the body.
     static func json(_ bytes: [UInt8]) -> Response {
         json(ByteBuffer(bytes: bytes), status: .ok)
     }

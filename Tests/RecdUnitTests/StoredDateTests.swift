@@ -99,3 +99,18 @@ final class DateTextTests: XCTestCase {
         }
     }
 }
+
+/// Ids read from the catalog digit by digit are Foundation's reading of them.
+final class StoredIDTests: XCTestCase {
+    func testItReadsWhatFoundationReads() {
+        for _ in 0..<5_000 {
+            let id = UUID()
+            XCTAssertEqual(RecordingRecord.uuid(id.uuidString), id)
+            XCTAssertEqual(RecordingRecord.uuid(id.uuidString.lowercased()), id)
+        }
+        for bad in ["", "zz", "123E4567-E89B-12D3-A456-42661417400G", "123E4567E89B-12D3-A456-4266141740000",
+                    "123E4567-E89B-12D3-A456-4266141740", "123E4567-E89B-12D3-A456-426614174000 "] {
+            XCTAssertEqual(RecordingRecord.uuid(bad), UUID(uuidString: bad), bad)
+        }
+    }
+}

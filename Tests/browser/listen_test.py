@@ -23,7 +23,7 @@ transcriber is absent):
 Usage: listen_test.py RECD RECCTL [SHOTS_DIR]
 Ends with the plain line "N passed, M failed"; exit status 0 only when nothing failed.
 """
-import json, os, subprocess
+import json, os, subprocess, time
 
 from harness import setup
 from selenium.webdriver.common.by import By
@@ -209,9 +209,17 @@ with h.app("--transcriber", os.path.join(work, "no-transcriber"), microphone=("t
     say(phrase)
     wait("“Listening paused”", lambda b: named() == "Listening paused")
     check("a recording made by hand: the header says “Listening paused”", True)
-    recd_call("POST", "/v1/record/stop", {"then": "discard"})
+    kept = recd_call("POST", "/v1/record/stop", {"then": "save"})["recording"]
     wait("listening again", lambda b: named() == "Listening")
     check("when it ends, “Listening” again", True)
+    indicator().click()
+    wait("the Listen screen's list", lambda b: len(shown("section.record ul.rows li[data-id]")) >= 2, 15)
+    time.sleep(1)
+    check("the recording made by hand (saved) is not among the things said: source “record”, not “listen”",
+          kept["source"] == "record" and len(shown("section.record ul.rows li[data-id]")) == 2
+          and not shown(f"section.record li[data-id='{kept['id']}']"), kept)
+    click("#nav-data")
+    wait("the Data page", lambda b: js("return document.title") == "Data — recd")
 
     # 7. Disarmed and armed by another client: followed without a reload.
     recd_call("DELETE", "/v1/listen")
