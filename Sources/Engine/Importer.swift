@@ -154,10 +154,10 @@ struct Importer {
                 (waveform, loudness) = try encode(upload, to: made, format: format, lease: worker)
             }
         } catch {
-            if let e = error as? EngineError { throw e }
-            if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: made, operation: "write", underlying: e.description) }
-            if case MediaError.noStream = error { throw .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
-            throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
+            throw .fromMediaJob(error, writing: made) { error in
+                if case MediaError.noStream = error { return .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
+                return .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
+            }
         }
         let stored = try? WorkerMedia.probe(made, lease: worker)
         // A remuxed file's waveform and loudness are read from its sound (an encoded one's were
