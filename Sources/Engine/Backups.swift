@@ -250,74 +250,93 @@ public actor Backups {
         let running = BackupRunning(startedAt: Date())
         state = .running(running)
         events.publish(.backupStatus(status))
-        let events = self.events
         let mark = changes
-        let (stage, repository, stall) = (self.stage, settings.repository, settings.stallSeconds)
+        let (stage, repository, stall, events) = (self.stage, settings.repository, settings.stallSeconds, self.events)
         let outcome: Result<BackupSnapshotSummary, ResticError> = await withTaskCancellationHandler {
             await BackupThread.run {
-                let started = Date()
-                defer { stage.remove() }
-                let contents: BackupStage.Contents
-                do throws(StorageError) {
-                    contents = try stage.make()
-                } catch {
-                    if case .backup(let reason, let message) = error { return .failure(ResticError(reason: reason, message: message)) }
-                    return .failure(ResticError(reason: .staging, message: "\(error)"))
-                }
-                do throws(ResticError) {
-                    let r = try repository.backup(stage: stage.folder, stallSeconds: stall, started: { run in running.run.withLock { $0 = run } }) { f in
-                        let now = ContinuousClock.now
-                        let update = running.progress.withLock { p -> BackupProgress? in
-                            p.fraction = f.fraction; p.bytesDone = f.bytesDone; p.totalBytes = f.totalBytes
-                            p.filesDone = f.filesDone; p.totalFiles = f.totalFiles
-                            return p
-                        }
-                        // At most one event a second (restic reports many times a second).
-                        if let update, running.lastEvent.withLock({ last in
-                            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
-                            last = now
-                            return true
-                        }) {
-                            events.publish(.backupProgress(update))
-                        }
-                    }
-                    return .success(BackupSnapshotSummary(snapshotID: r.snapshotID, startedAt: started, finishedAt: Date(),
-                                                          recordings: contents.recordings, totalBytes: r.totalBytes, addedBytes: r.addedBytes))
-                } catch {
-                    return .failure(error)
-                }
+                Self.makeSnapshot(stage: stage, repository: repository, stallSeconds: stall, running: running, events: events)
             }
         } onCancel: {
             running.run.withLock { $0 }?.interrupt()
         }
         switch outcome {
-        case .success(let summary):
-            lastSuccess = summary
-            lastError = nil
-            failuresInARow = 0
-            changesBackedUp = mark
-            warnedStale = false
-            if changes == mark { unbackedSince = nil }
-            save(summary, to: Self.lastPath(stage.data))
-            logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
-            // Saved: said now, while the forget and the check (if due) still run (a page shows "checking").
-            events.publish(.backupStatus(status))
-            if let keep = settings.keep { await forget(keep, settings, running) }
-            if let every = settings.checkInterval, Date().timeIntervalSince(lastCheck?.at ?? .distantPast) >= every {
-                await check(settings, running)
-            }
-            state = .idle(due: runAgain ? Date() : changes == mark ? nil : Date().addingTimeInterval(settings.delay))
-            runAgain = false
-            events.publish(.backupStatus(status))
-        case .failure(let error):
-            failuresInARow += 1
-            lastError = BackupError(startedAt: running.progress.withLock { $0.startedAt }, at: Date(), reason: error.reason, message: error.message)
-            let retry = min(max(settings.delay, 60) * pow(2, Double(failuresInARow - 1)), 3_600)
-            logger.error("backup failed (\(error.reason.rawValue)): \(error.message); trying again in \(Self.duration(retry))")
-            state = .idle(due: Date().addingTimeInterval(runAgain ? 0 : retry))
-            runAgain = false
-            events.publish(.backupStatus(status))
+        case .success(let summary): await succeeded(summary, changesAt: mark, settings, running)
+        case .failure(let error): failed(error, settings, running)
         }
+    }
+
+    /// One backup, on its thread: the stage made, `restic backup` of it, the stage removed.
+    private static func makeSnapshot(stage: BackupStage, repository: ResticRepository, stallSeconds: Double, running: BackupRunning,
+                                     events: EventHub) -> Result<BackupSnapshotSummary, ResticError> {
+        let started = Date()
+        defer { stage.remove() }
+        let contents: BackupStage.Contents
+        do throws(StorageError) {
+            contents = try stage.make()
+        } catch {
+            if case .backup(let reason, let message) = error { return .failure(ResticError(reason: reason, message: message)) }
+            return .failure(ResticError(reason: .staging, message: "\(error)"))
+        }
+        do throws(ResticError) {
+            let r = try repository.backup(stage: stage.folder, stallSeconds: stallSeconds, started: { run in running.run.withLock { $0 = run } }) { f in
+                reportProgress(f, running: running, events: events)
+            }
+            return .success(BackupSnapshotSummary(snapshotID: r.snapshotID, startedAt: started, finishedAt: Date(),
+                                                  recordings: contents.recordings, totalBytes: r.totalBytes, addedBytes: r.addedBytes))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// restic's figures into the run's progress, and out as an event.
+    private static func reportProgress(_ f: BackupProgressFigures, running: BackupRunning, events: EventHub) {
+        let now = ContinuousClock.now
+        let update = running.progress.withLock { p -> BackupProgress? in
+            p.fraction = f.fraction; p.bytesDone = f.bytesDone; p.totalBytes = f.totalBytes
+            p.filesDone = f.filesDone; p.totalFiles = f.totalFiles
+            return p
+        }
+        // At most one event a second (restic reports many times a second).
+        if let update, running.lastEvent.withLock({ last in
+            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            last = now
+            return true
+        }) {
+            events.publish(.backupProgress(update))
+        }
+    }
+
+    /// A good backup: kept and said, then the forget and the check when due, then the next run's time.
+    /// `mark`: the changes counted when it began.
+    private func succeeded(_ summary: BackupSnapshotSummary, changesAt mark: Int, _ settings: BackupSettings, _ running: BackupRunning) async {
+        lastSuccess = summary
+        lastError = nil
+        failuresInARow = 0
+        changesBackedUp = mark
+        warnedStale = false
+        if changes == mark { unbackedSince = nil }
+        save(summary, to: Self.lastPath(stage.data))
+        logger.info("backup: snapshot \(summary.snapshotID) of \(summary.recordings) recording(s), \(summary.totalBytes) bytes (\(summary.addedBytes) added) in \(String(format: "%.1f", summary.finishedAt.timeIntervalSince(summary.startedAt))) s")
+        // Saved: said now, while the forget and the check (if due) still run (a page shows "checking").
+        events.publish(.backupStatus(status))
+        if let keep = settings.keep { await forget(keep, settings, running) }
+        if let every = settings.checkInterval, Date().timeIntervalSince(lastCheck?.at ?? .distantPast) >= every {
+            await check(settings, running)
+        }
+        state = .idle(due: runAgain ? Date() : changes == mark ? nil : Date().addingTimeInterval(settings.delay))
+        runAgain = false
+        events.publish(.backupStatus(status))
+    }
+
+    /// A failed backup: kept for the status, and tried again later.
+    private func failed(_ error: ResticError, _ settings: BackupSettings, _ running: BackupRunning) {
+        failuresInARow += 1
+        lastError = BackupError(startedAt: running.progress.withLock { $0.startedAt }, at: Date(), reason: error.reason, message: error.message)
+        let retry = min(max(settings.delay, 60) * pow(2, Double(failuresInARow - 1)), 3_600)
+        logger.error("backup failed (\(error.reason.rawValue)): \(error.message); trying again in \(Self.duration(retry))")
+        state = .idle(due: Date().addingTimeInterval(runAgain ? 0 : retry))
+        runAgain = false
+        events.publish(.backupStatus(status))
     }
 
     /// `restic forget` of the snapshots `keep` no longer keeps, after each good backup (still in the

@@ -149,6 +149,17 @@ func storageCall<T>(_ body: @autoclosure () throws(StorageError) -> T) throws(En
     do { return try body() } catch { throw EngineError(error) }
 }
 
+extension EngineError {
+    /// What a media job writing `written` threw, as the engine's error: an engine error as it is, a
+    /// full disk as a failed write of `written`; the rest as `otherwise` says, which only the caller
+    /// knows (a media error on a recording, an upload recd cannot import).
+    static func fromMediaJob(_ error: any Error, writing written: String, otherwise: (any Error) -> EngineError) -> EngineError {
+        if let e = error as? EngineError { return e }
+        if let e = error as? FFmpegError, e.isDiskFull { return .storage(file: written, operation: "write", underlying: e.description) }
+        return otherwise(error)
+    }
+}
+
 extension Recording {
     /// Refuses to `action` a recording whose file is not there to read: a missing one, or one still
     /// being recorded (a fragmented file still being written, and renamed at the end).

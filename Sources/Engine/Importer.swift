@@ -117,19 +117,7 @@ struct Importer {
         let folder = (upload as NSString).deletingLastPathComponent
         let worker: MediaWorkerLease
         do { worker = try given ?? MediaWorkerLease(forUploadIn: folder) } catch { throw .media(file: name, underlying: error) }
-        let info: MediaInfo
-        do { info = try WorkerMedia.probe(upload, lease: worker) } catch {
-            switch error {
-            case MediaError.formatRefused(let format, _):
-                throw .unsupportedMedia(name: name, detail: "it is \(format), a format that names other files or that recd does not read; recd imports only media files that hold their own sound")
-            case let e as FFmpegError:
-                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read (\(e.message))")
-            case let e as MediaWorkerError:
-                throw .media(file: name, underlying: e)
-            default:
-                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read")
-            }
-        }
+        let info = try probeUpload(upload, name: name, lease: worker)
         let plan = try Self.plan(info, name: name)
         let format: RecordingFormat = switch plan {
         case .remuxAudio(_, let kept): kept
@@ -142,23 +130,7 @@ struct Importer {
         let finalPath = data.absolute(relative)
         let made = (folder as NSString).appendingPathComponent("\(id.uuidString).\(type.fileExtension)")
         defer { try? FileOps.remove(made) }
-        var waveform: WaveformData?
-        var loudness: Loudness?
-        do {
-            switch plan {
-            case .remuxAudio(let stream, _):
-                _ = try WorkerMedia.remux(from: upload, to: made, streams: [stream], container: finalPath, hidePriming: false, lease: worker)
-            case .remuxVideo(let video, let audio):
-                _ = try WorkerMedia.remux(from: upload, to: made, streams: [video, audio], container: finalPath, hidePriming: false, lease: worker)
-            case .encodeAudio:
-                (waveform, loudness) = try encode(upload, to: made, format: format, lease: worker)
-            }
-        } catch {
-            if let e = error as? EngineError { throw e }
-            if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: made, operation: "write", underlying: e.description) }
-            if case MediaError.noStream = error { throw .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
-            throw .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
-        }
+        var (waveform, loudness) = try store(upload, plan, format: format, to: made, container: finalPath, name: name, lease: worker)
         let stored = try? WorkerMedia.probe(made, lease: worker)
         // A remuxed file's waveform and loudness are read from its sound (an encoded one's were
         // measured on the way).
@@ -175,6 +147,45 @@ struct Importer {
         // The commit, as a trim's: beside the final name, journaled with the row, renamed.
         return try storageCall(FileReplacement.insert(r, from: made, name: name, waveform: waveform?.dat(), poster: poster,
                                                       contentHash: contentHash, catalog: catalog, data: data, logger: logger))
+    }
+
+    /// What the upload holds, or why it is not a file recd can import.
+    private func probeUpload(_ upload: String, name: String, lease worker: MediaWorkerLease) throws(EngineError) -> MediaInfo {
+        do { return try WorkerMedia.probe(upload, lease: worker) } catch {
+            switch error {
+            case MediaError.formatRefused(let format, _):
+                throw .unsupportedMedia(name: name, detail: "it is \(format), a format that names other files or that recd does not read; recd imports only media files that hold their own sound")
+            case let e as FFmpegError:
+                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read (\(e.message))")
+            case let e as MediaWorkerError:
+                throw .media(file: name, underlying: e)
+            default:
+                throw .unsupportedMedia(name: name, detail: "it is not a media file FFmpeg can read")
+            }
+        }
+    }
+
+    /// Makes the file to store, `made`, from the upload as `plan` says (`container`: the name whose
+    /// extension says the container). An encoded file's waveform and loudness come with it.
+    private func store(_ upload: String, _ plan: Plan, format: RecordingFormat, to made: String, container: String, name: String,
+                       lease worker: MediaWorkerLease) throws(EngineError) -> (WaveformData?, Loudness?) {
+        do {
+            switch plan {
+            case .remuxAudio(let stream, _):
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [stream], container: container, hidePriming: false, lease: worker)
+            case .remuxVideo(let video, let audio):
+                _ = try WorkerMedia.remux(from: upload, to: made, streams: [video, audio], container: container, hidePriming: false, lease: worker)
+            case .encodeAudio:
+                let (waveform, loudness) = try encode(upload, to: made, format: format, lease: worker)
+                return (waveform, loudness)
+            }
+            return (nil, nil)
+        } catch {
+            throw .fromMediaJob(error, writing: made) { error in
+                if case MediaError.noStream = error { return .unsupportedMedia(name: name, detail: "it has no audio stream that decodes") }
+                return .unsupportedMedia(name: name, detail: "it could not be read to the end (\(error))")
+            }
+        }
     }
 
     /// Decodes any audio and encodes it as recordings are (`format`, fragmented, then finalized),

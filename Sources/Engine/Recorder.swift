@@ -112,35 +112,71 @@ public actor Recorder {
         }
         let format = try config.format(request.format, video: request.type == .video)
         try storageCall(FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path))
-        let id = UUID()
-        let relative = DataDirectory.relativePath(id: id, type: request.type)
-        let path = config.dataDirectory.absolute(relative)
-        var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
-                                  createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
-                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0, format: request.audio ? format : nil,
-                                  source: source == nil ? .record : .listen)
-        var withTitle = change
-        if withTitle.title == nil { withTitle.title = .some(nil) }
-        MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)
+        let recording = newRow(request, change: change, format: format, source: source == nil ? .record : .listen)
+        let id = recording.id
+        let path = config.dataDirectory.absolute(recording.file)
         state = .starting(id, title: recording.title, fault: nil)
         // The row goes in first: if the daemon dies mid-recording, start-up recovery finds the row and
         // salvages its file (or removes the row if no audio reached the file).
+        try await insertRow(recording)
+        let (session, firstBufferAt) = try await openSession(request, format: format, id: id, path: path, source: source)
+        guard case .starting(id, _, let fault) = state else {
+            preconditionFailure("Recorder state changed during start: \(state)")
+        }
+        // Elapsed time counts from the first buffer, the file's first sample: capture runs while the
+        // encoder's worker starts (seconds on a loaded or emulated machine), and what it captured
+        // meanwhile is in the file, so a clock started now would show less than the file holds.
+        let sinceFirstBuffer = Duration.nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds &- firstBufferAt))
+        let active = Active(session: session, id: id, startedAt: .now - max(.zero, sinceFirstBuffer))
+        state = .recording(active)
+        let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
+        let video = session.video
+        let audioDevice = request.audio ? config.captureDevice : nil
+        logStarted(id, audioDevice: audioDevice, video: video, latencyMs: latencyMs)
+        events.publish(.recordingStarted(recording))
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
+        gate?.openGate()
+        if let fault { beginFinish(active, reason: .fault, error: fault) }
+        let formats = session.audioFormats
+        return StartRecordingResponse(recording: recording, device: audioDevice, deviceFormat: formats?.device,
+                                      recordedFormat: formats?.recorded, video: video, startLatencyMs: latencyMs)
+    }
+
+    /// The new take's row, in the `recording` state, with the metadata asked for (else the automatic title).
+    private func newRow(_ request: StartRecordingRequest, change: MetadataChange, format: RecordingFormat, source: RecordingSource) -> Recording {
+        let id = UUID()
+        let relative = DataDirectory.relativePath(id: id, type: request.type)
+        var recording = Recording(id: id, type: request.type, state: .recording, title: "", notes: "", purpose: nil,
+                                  createdAt: Date(), duration: nil, sizeBytes: nil, file: relative, playCount: 0,
+                                  lastPlayedAt: nil, recovered: false, droppedFrames: 0, format: request.audio ? format : nil,
+                                  source: source)
+        var withTitle = change
+        if withTitle.title == nil { withTitle.title = .some(nil) }
+        MetadataRules.apply(withTitle, to: &recording, timeZone: config.timeZone)
+        return recording
+    }
+
+    /// Writes the new take's row; back to idle when that fails.
+    private func insertRow(_ recording: Recording) async throws(EngineError) {
         do {
-            let row = recording
-            try await blockingCatalogCall { [catalog] in try catalog.insert(row) }
+            try await blockingCatalogCall { [catalog] in try catalog.insert(recording) }
         } catch {
             state = .idle
             throw error
         }
-        let session: any RecordingSession
-        let firstBufferAt: UInt64
+    }
+
+    /// Makes the take's session and starts it: the session and when its first buffer came. When that
+    /// fails, the take's file and row are removed and the recorder is idle again.
+    private func openSession(_ request: StartRecordingRequest, format: RecordingFormat, id: UUID, path: String,
+                             source: (any CaptureSource)?) async throws(EngineError) -> (any RecordingSession, UInt64) {
         do {
             let gate = EventGate()
             self.gate = gate
             var take = sessionRequest(request, format: format, id: id, path: path, gate: gate)
             take.source = source
             let (sessions, request) = (self.sessions, take)
-            (session, firstBufferAt) = try await runBlocking {
+            return try await runBlocking {
                 let s = try sessions.makeSession(for: request)
                 return (s, try s.start())
             }
@@ -155,28 +191,12 @@ public actor Recorder {
             state = .idle
             throw map(error, file: path, request: request)
         }
-        guard case .starting(id, _, let fault) = state else {
-            preconditionFailure("Recorder state changed during start: \(state)")
-        }
-        // Elapsed time counts from the first buffer, the file's first sample: capture runs while the
-        // encoder's worker starts (seconds on a loaded or emulated machine), and what it captured
-        // meanwhile is in the file, so a clock started now would show less than the file holds.
-        let sinceFirstBuffer = Duration.nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds &- firstBufferAt))
-        let active = Active(session: session, id: id, startedAt: .now - max(.zero, sinceFirstBuffer))
-        state = .recording(active)
-        let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
-        let video = session.video
-        let audioDevice = request.audio ? config.captureDevice : nil
+    }
+
+    private func logStarted(_ id: UUID, audioDevice: String?, video: VideoCaptureInfo?, latencyMs: Double) {
         let from = [audioDevice, video.map { "\($0.device) (\($0.width)x\($0.height) \($0.pixelFormat) at \(String(format: "%g", $0.fps)) fps, \($0.encoder))" }]
             .compactMap { $0 }.joined(separator: " + ")
         logger.info("recording \(id) started on \(from) (\(String(format: "%.1f", latencyMs)) ms to first buffer)")
-        events.publish(.recordingStarted(recording))
-        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
-        gate?.openGate()
-        if let fault { beginFinish(active, reason: .fault, error: fault) }
-        let formats = session.audioFormats
-        return StartRecordingResponse(recording: recording, device: audioDevice, deviceFormat: formats?.device,
-                                      recordedFormat: formats?.recorded, video: video, startLatencyMs: latencyMs)
     }
 
     /// What the factory is asked for: the take, its meters (held back until `gate` opens) and

@@ -85,9 +85,7 @@ struct RecordingEnhance {
             copy = EnhancedCopy(createdAt: Date(), duration: info.duration ?? 0, sizeBytes: FileOps.size(making) ?? 0, filters: chain,
                                 loudness: loudness.integrated, truePeak: loudness.truePeak, originalLoudness: original)
         } catch {
-            if let e = error as? EngineError { throw e }
-            if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: making, operation: "write", underlying: e.description) }
-            throw .media(file: source, underlying: error)
+            throw .fromMediaJob(error, writing: making) { .media(file: source, underlying: $0) }
         }
         let target = data.enhancedPath(r.id)
         try storageCall(FileOps.sync(making))

@@ -89,11 +89,7 @@ struct RecordingTrim {
                 poster = r.type == .video ? try? WorkerMedia.poster(fromFile: temporary) : nil
                 logger.info("recording \(r.id): cut \(String(format: "%.3f–%.3f s", start, end)) into \(temporary) (\(cut.packets) packets, video from \(String(format: "%.3f", cut.videoLeadIn)) s before the cut)")
             } catch {
-                if let e = error as? EngineError { throw e }
-                if let e = error as? FFmpegError, e.isDiskFull {
-                    throw .storage(file: temporary, operation: "write", underlying: e.description)
-                }
-                throw .media(file: source, underlying: error)
+                throw .fromMediaJob(error, writing: temporary) { .media(file: source, underlying: $0) }
             }
         } commit: { journaled throws(EngineError) in
             do {
