@@ -70,7 +70,7 @@ pulse = PrivatePulse(WORK, "speaker")
 
 
 def start_recd(data, sock):
-    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), "--playback-device", DEVICE, procs=procs)[0]
+    return launch_recd(RECD, data, sock, os.path.join(WORK, "recd.log"), "--playback-device", DEVICE, "--transcribe", "off", procs=procs)[0]
 
 
 def stop_recd(p):
