@@ -78,8 +78,7 @@ public actor ChapterPass {
             do {
                 _ = try WorkerMedia.trim(from: source, to: temporary, start: 0, end: nil, chapters: chapters)
             } catch {
-                if let e = error as? FFmpegError, e.isDiskFull { throw .storage(file: temporary, operation: "write", underlying: e.description) }
-                throw .media(file: source, underlying: error)
+                throw .fromMediaJob(error, writing: temporary) { .media(file: source, underlying: $0) }
             }
             size = FileOps.size(temporary)
         } commit: { journaled throws(EngineError) in

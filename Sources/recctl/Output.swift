@@ -125,7 +125,7 @@ enum Output {
             ("created", date(r.createdAt)), ("duration", duration(r.duration)),
             ("size", r.sizeBytes.map { byteCountString($0) } ?? "-"),
             ("purpose", r.purpose?.rawValue ?? "-"), ("plays", String(r.playCount)),
-            ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file),
+            ("last played", r.lastPlayedAt.map(date) ?? "never"), ("file", r.file), ("made by", madeBy(r.source)),
             ("format", format(r)), ("loudness", loudness(r)),
         ]
         if r.recovered { rows.append(("recovered", "yes (salvaged after a crash)")) }
@@ -134,6 +134,14 @@ enum Output {
             rows.append(("notes", text(r.notes, multiline: true).replacingScalar("\n", with: "\n" + cell("", 16))))
         }
         return rows.map { cell($0.0 + ":", 16) + $0.1 }.joined(separator: "\n")
+    }
+
+    static func madeBy(_ s: RecordingSource) -> String {
+        switch s {
+        case .record: "recording"
+        case .listen: "listening (a thing said)"
+        case .import: "import"
+        }
     }
 
     /// "FLAC (lossless)", "Opus", "AAC"; what a silent video or a file in another codec has instead.

@@ -53,6 +53,9 @@ final class ImportTests: DaemonTestCase {
         XCTAssertEqual(r.type, .audio)
         XCTAssertEqual(r.title, "Morning memo")
         XCTAssertEqual(r.playCount, 0)
+        XCTAssertEqual(r.source, .import)
+        let shown = try daemon.recctl("show", r.id.uuidString).stdout
+        XCTAssertNotNil(shown.range(of: #"\nmade by: +import\n"#, options: .regularExpression), shown)
         XCTAssertEqual(r.file, "Recordings/audio_\(r.id.uuidString).m4a")
         XCTAssertEqual(ISO8601DateFormatter().string(from: r.createdAt), "2024-03-05T00:00:00Z")
         XCTAssertEqual(try XCTUnwrap(r.duration), 5.0, accuracy: 0.03)
