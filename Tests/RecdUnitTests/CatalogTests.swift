@@ -203,13 +203,7 @@ final class CatalogTests: XCTestCase {
         adopted.file = "Recordings/copied in.m4a"
         for r in [own, silent, imported, adopted] { try catalog.insert(r) }
         for r in [own, imported, adopted] { try catalog.storeWaveform(id: r.id, data: Data([1])) }
-        catalog = nil
-        try Tools.sqlite(path, """
-            UPDATE recording SET contentHash = 'abc' WHERE id = '\(imported.id.uuidString)';
-            ALTER TABLE recording DROP COLUMN format;
-            DELETE FROM grdb_migrations WHERE identifier LIKE 'v9%';
-            """)
-        catalog = try Catalog(path: path)
+        try migrateAgain("v9", droppingColumn: "format", imported: imported)
         XCTAssertEqual(try catalog.recording(id: own.id)?.format, .aac)
         for r in [silent, imported, adopted] { XCTAssertNil(try catalog.recording(id: r.id)?.format, r.file) }
         XCTAssertThrowsError(try Tools.sqlite(path, "UPDATE recording SET format = 'mp3';"))
@@ -219,19 +213,26 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try catalog.recording(id: flac.id)?.format, .flac)
     }
 
+    /// A catalog from before `migration`: its column gone and the migration forgotten, `imported`
+    /// marked as an import (its content hash); then opened, which runs the migration again.
+    func migrateAgain(_ migration: String, droppingColumn column: String, imported: Recording) throws {
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        catalog = nil
+        try Tools.sqlite(path, """
+            UPDATE recording SET contentHash = 'abc' WHERE id = '\(imported.id.uuidString)';
+            ALTER TABLE recording DROP COLUMN \(column);
+            DELETE FROM grdb_migrations WHERE identifier LIKE '\(migration):%';
+            """)
+        catalog = try Catalog(path: path)
+    }
+
     /// v16: the rows before it are takes, but for imports (known by their content hash); every source
     /// is kept as written, and the schema refuses any other.
     func testTheSourcesMigrationKnowsImportsByTheirHash() throws {
         let path = dir.appendingPathComponent("catalog.sqlite").path
         let take = make(created: 1), imported = make(created: 2)
         for r in [take, imported] { try catalog.insert(r) }
-        catalog = nil
-        try Tools.sqlite(path, """
-            UPDATE recording SET contentHash = 'abc' WHERE id = '\(imported.id.uuidString)';
-            ALTER TABLE recording DROP COLUMN source;
-            DELETE FROM grdb_migrations WHERE identifier LIKE 'v16%';
-            """)
-        catalog = try Catalog(path: path)
+        try migrateAgain("v16", droppingColumn: "source", imported: imported)
         XCTAssertEqual(try catalog.recording(id: take.id)?.source, .record)
         XCTAssertEqual(try catalog.recording(id: imported.id)?.source, .import)
         for source in RecordingSource.allCases {

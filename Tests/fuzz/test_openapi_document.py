@@ -644,6 +644,18 @@ def string_enums():
             if t.kind == "enum" and "String" in t.inherits and t.encodable}
 
 
+def properties_of_types(types):
+    """(Swift name, its type, where in the document, the object schema, property, its Swift type text,
+    the property's type in `types`) for each stored property of an API struct whose type is one of
+    `types` and which the schema has."""
+    for swift_name, t in sorted(api_structs().items()):
+        for where, schema in object_alternatives(schema_name(swift_name)):
+            for prop, type_text in t.stored:
+                target = resolve_swift_type(type_text, swift_name)
+                if target is not None and target.name in types and prop in schema["properties"]:
+                    yield swift_name, t, where, schema, prop, type_text, target
+
+
 class SwiftTypesAreTheSchemas(unittest.TestCase):
     """Each public Codable struct of Sources/RecdAPI whose name (or SCHEMA_NAMES's) is a component schema
     has that schema's keys, no more and no fewer; each String enum has the values of its schema, or of
@@ -723,16 +735,11 @@ class SwiftTypesAreTheSchemas(unittest.TestCase):
 
         problems, checked = [], 0
         structs = api_structs()
-        for swift_name, t in sorted(structs.items()):
-            for where, schema in object_alternatives(schema_name(swift_name)):
-                for prop, type_text in t.stored:
-                    target = resolve_swift_type(type_text, swift_name)
-                    if target is None or target.name not in structs or prop not in schema["properties"]:
-                        continue
-                    checked += 1
-                    if schema_name(target.name) not in refs(schema["properties"][prop]):
-                        problems.append(f"{where}.{prop} (Swift {swift_name}.{prop}: {type_text}, Sources/RecdAPI/{t.source}): "
-                                        f"not a $ref to #/components/schemas/{schema_name(target.name)}")
+        for swift_name, t, where, schema, prop, type_text, target in properties_of_types(structs):
+            checked += 1
+            if schema_name(target.name) not in refs(schema["properties"][prop]):
+                problems.append(f"{where}.{prop} (Swift {swift_name}.{prop}: {type_text}, Sources/RecdAPI/{t.source}): "
+                                f"not a $ref to #/components/schemas/{schema_name(target.name)}")
         self.assertGreater(checked, 40)
         if problems:
             self.fail("\n" + "\n".join(problems))
@@ -754,20 +761,15 @@ class SwiftTypesAreTheSchemas(unittest.TestCase):
         """The enums the document spells inline (Recording.format: RecordingFormat), or by a $ref."""
         problems, checked = [], 0
         enums = string_enums()
-        for swift_name, t in sorted(api_structs().items()):
-            for where, schema in object_alternatives(schema_name(swift_name)):
-                for prop, type_text in t.stored:
-                    target = resolve_swift_type(type_text, swift_name)
-                    if target is None or target.name not in enums or prop not in schema["properties"]:
-                        continue
-                    checked += 1
-                    values = enum_values(schema["properties"][prop])
-                    if values is None:
-                        problems.append(f"{where}.{prop} (Swift {swift_name}.{prop}: {target.name}, Sources/RecdAPI/"
-                                        f"{t.source}): the document lists no enum values")
-                    else:
-                        problems.append(differences(f"{where}.{prop}", f"{target.name}", target.source,
-                                                    {raw for _, raw in target.cases}, values, "values"))
+        for swift_name, t, where, schema, prop, type_text, target in properties_of_types(enums):
+            checked += 1
+            values = enum_values(schema["properties"][prop])
+            if values is None:
+                problems.append(f"{where}.{prop} (Swift {swift_name}.{prop}: {target.name}, Sources/RecdAPI/"
+                                f"{t.source}): the document lists no enum values")
+            else:
+                problems.append(differences(f"{where}.{prop}", f"{target.name}", target.source,
+                                            {raw for _, raw in target.cases}, values, "values"))
         self.assertGreater(checked, 20)
         problems = [p for p in problems if p]
         if problems:
