@@ -116,8 +116,10 @@ final class LimitsTests: DaemonTestCase {
 
         // recd stopped: nothing is accepted, and the socket's queue fills up.
         let pid = try XCTUnwrap(daemon.process).processIdentifier
-        kill(pid, SIGSTOP)
+        // Every thread stopped before the queue is filled: one still running could accept a
+        // connection after the fill, and recctl would then connect and wait for an answer.
         defer { kill(pid, SIGCONT) }
+        XCTAssertTrue(Tools.stop(pid), "recd's threads did not all stop")
         var queued: [UnixConnection] = []
         while let c = try UnixConnection(daemon.socket, blocking: false) { queued.append(c) }
         XCTAssertGreaterThan(queued.count, 0)

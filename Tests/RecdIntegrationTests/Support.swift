@@ -39,6 +39,27 @@ enum Tools {
         return nil
     }
 
+    /// Sends SIGSTOP to `pid` and returns once every one of its threads is stopped (state `t`/`T`):
+    /// kill(2) only queues the signal, and on a loaded machine a thread of the process can still run
+    /// (accept a connection, answer a request) for a while after it returns.
+    static func stop(_ pid: Int32, within seconds: TimeInterval = 10) -> Bool {
+        kill(pid, SIGSTOP)
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let running = tasks.contains { task in
+                // The state follows the ")" that ends the command name: "pid (comm) S ...".
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { return false }
+                let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+                return state != "T" && state != "t"
+            }
+            if !tasks.isEmpty && !running { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        } while Date() < deadline
+        return false
+    }
+
     /// Runs a program to completion (output through files: no pipe can fill up and block it).
     @discardableResult
     static func run(_ program: String, _ args: [String], environment: [String: String]? = nil,

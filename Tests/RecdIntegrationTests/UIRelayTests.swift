@@ -344,8 +344,8 @@ final class UIRelayTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.5)
         let before = try residentKB(relay.pid)
         let recd = try XCTUnwrap(daemon.process).processIdentifier
-        kill(recd, SIGSTOP)
         defer { kill(recd, SIGCONT) }
+        XCTAssertTrue(Tools.stop(recd), "recd's threads did not all stop")
         let total = 100 << 20
         let c = try RawConnection(port: relay.port)
         try c.send("POST \(relay.prefix)/v1/import HTTP/1.1\r\nHost: 127.0.0.1:\(relay.port)\r\nCookie: \(cookie)\r\n"
