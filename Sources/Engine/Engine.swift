@@ -61,13 +61,13 @@ public final class Engine: Sendable {
             do { try FileOps.sync(dir.path) } catch { logger.warning("\(error)") }
         }
         AlsaLog.route(to: logger)
-        // FFmpeg runs in worker processes (recd-media), one per job (a take's lent again), each in a
-        // Landlock sandbox of its job's files (an import's: its folder in .uploads; a take's:
-        // Recordings/) — never the catalog (said once here when the kernel cannot: they run
-        // without); an idle one is kept this long for the next job.
+        // FFmpeg runs in worker processes (recd-media), each job in a Landlock sandbox of its job's
+        // files (an import's: its folder in .uploads) — never the catalog (said once here when the
+        // kernel cannot: they run without). A take's worker (walled in to Recordings/) and a library
+        // worker (Recordings/ and Enhanced/) fork a process per job and are kept this long for the next.
         let data = config.dataDirectory
         MediaWorkerPool.shared.configure(idleSeconds: config.ffmpegIdleUnloadSeconds, logLevel: logger.logLevel.rawValue,
-                                         sandbox: [data.recordings.path])
+                                         sandbox: [data.recordings.path], library: [data.recordings.path, data.enhanced.path])
         if let abi = MediaWorkerPool.landlockABI {
             logger.info("media workers: Landlock ABI \(abi)\(MediaWorkerPool.landlockScopes(abi)), each may use only its job's files in \(data.recordings.path) (a take's: that folder), or its import's folder in \(data.uploads.path)")
         } else {

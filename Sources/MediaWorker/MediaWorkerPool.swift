@@ -23,14 +23,16 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// the next take (a start costs a second of CPU on a slow board, at a take's first moments). It
     /// loaded FFmpeg once, in a sandbox of `Recordings/`, and does no job itself: each lease's is
     /// done by a process it forks, walled in to that job's files (`MediaWorkerLease(forTake:)`),
-    /// which ends with the lease — no take's worker reads another recording. A `files` worker
-    /// does one job on the library's files — a trim, a waveform's or a transcript's decode, a
-    /// playback, a probe, a poster — walled in to that job's files alone
-    /// (`MediaWorkerLease(reading:writing:)`): an imported file's packets that take over its parser
-    /// reach no other recording, no folder and no later job, for it ends with its lease. It is
-    /// started for its job (tens of milliseconds here: no one notices it before a playback or a
-    /// trim; a spare kept ready instead put a second of a slow board's CPU beside the next take). An
-    /// `upload`'s worker
+    /// which ends with the lease — no take's worker reads another recording. A `files` job is one
+    /// job on the library's files — a trim, a waveform's or a transcript's decode, a playback, a
+    /// probe, a poster — walled in to that job's files alone (`MediaWorkerLease(reading:writing:)`):
+    /// an imported file's packets that take over its parser reach no other recording, no folder and
+    /// no later job, for its process ends with its lease. When its files all lie in the library's
+    /// folders (`Recordings/`, `Enhanced/`) a library worker forks that process, as a take's worker
+    /// does, and is kept for the next job: a playback starts in a millisecond instead of the ~100 ms
+    /// (a second on a slow board) of a new process loading FFmpeg, and nothing is started beside a
+    /// take after it. A job on files elsewhere (a restore's) gets a worker of its own (`--one-job`),
+    /// started for it and ended with it. An `upload`'s worker
     /// does one import's jobs in that import's own folder (`.uploads/<id>/`: the bytes received,
     /// the file made from them), in a sandbox of that folder alone — not another import's —, and
     /// ends with its lease.
@@ -49,6 +51,9 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// A take's worker's folders (`Recordings/`); empty: no worker is walled in (Landlock and
     /// seccomp), as in most unit tests.
     private var sandbox: [String] = []
+    /// A library worker's folders (`Recordings/`, `Enhanced/`): a `files` job whose files all lie
+    /// beneath them is forked by one (kept between jobs); another gets a worker of its own.
+    private var library: [String] = []
     /// Counts the times the sandbox's folders were replaced (`sandboxFoldersReplaced`); a take's
     /// worker started before the last is never lent again.
     private var generation = 0
@@ -57,6 +62,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
     private var toStart: [Start] = []
     private struct Start {
         var priority: Priority, use: Use
+        /// A `files` job's worker that forks each job in the library's folders (and is kept).
+        var forksLibraryJobs: Bool
         /// An upload's worker's folder.
         var folder: String?
         var reply: (Result<MediaWorkerConnection, MediaWorkerError>) -> Void
@@ -111,23 +118,27 @@ public final class MediaWorkerPool: @unchecked Sendable {
     /// the workers log FFmpeg's messages at. `sandbox`: a take's worker's folders (the data
     /// directory's `Recordings/`); with them every worker is walled in (Landlock and seccomp) — a
     /// job's to its job's files, an upload's to its folder (`checkout`) —; without, as in most unit
-    /// tests, none is.
-    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = []) {
+    /// tests, none is. `library`: the folders of a library worker (`Recordings/`, `Enhanced/`).
+    public func configure(executable: String? = nil, idleSeconds: Double?, logLevel: String, sandbox: [String] = [],
+                          library: [String] = []) {
         lock.withLock {
             if let executable { self.executable = executable }
             self.logLevel = logLevel
             self.idleSeconds = idleSeconds
             self.sandbox = sandbox
+            self.library = sandbox.isEmpty ? [] : library
         }
         lock.signal()
     }
 
     /// For `take`, an idle take's worker or a new one, its job confined to `job`'s files; for
-    /// `files`, a new worker, confined to `job`'s files; for `upload`, a new worker in `folder`'s sandbox.
+    /// `files`, the same of a library worker when `job`'s files are all in the library's folders,
+    /// else a new worker of its own, confined to them; for `upload`, a new worker in `folder`'s sandbox.
     func checkout(_ priority: Priority, for use: Use, job: (reading: [String], writing: [String])? = nil,
                   folder: String? = nil) throws(MediaWorkerError) -> MediaWorkerConnection {
         precondition((use != .upload) == (job != nil) && (use == .upload) == (folder != nil), "a job names its files, an upload its folder")
-        let connection = try idleOrNew(priority, for: use, folder: folder)
+        let forks = use == .files && lock.withLock { Self.beneath(library, job!.reading + job!.writing) }
+        let connection = try idleOrNew(priority, for: use, forksLibraryJobs: forks, folder: folder)
         guard let job, connection.confinesPerJob else { return connection }
         do {
             for path in job.writing {
@@ -146,9 +157,19 @@ public final class MediaWorkerPool: @unchecked Sendable {
         return connection
     }
 
-    private func idleOrNew(_ priority: Priority, for use: Use, folder: String?) throws(MediaWorkerError) -> MediaWorkerConnection {
+    /// Whether every one of `paths` lies beneath one of `folders` (by its absolute name, with no `..`:
+    /// recd names the files itself), so that a library worker's job process may be walled in to it.
+    static func beneath(_ folders: [String], _ paths: [String]) -> Bool {
+        !folders.isEmpty && paths.allSatisfy { path in
+            path.hasPrefix("/") && !path.split(separator: "/").contains("..")
+                && folders.contains { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
+        }
+    }
+
+    private func idleOrNew(_ priority: Priority, for use: Use, forksLibraryJobs: Bool, folder: String?) throws(MediaWorkerError) -> MediaWorkerConnection {
         let reused: MediaWorkerConnection? = lock.withLock {
-            guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use }) else { return nil }
+            guard let i = idle.lastIndex(where: { $0.connection.priority == priority && $0.connection.use == use
+                && $0.connection.forksLibraryJobs == forksLibraryJobs }) else { return nil }
             return idle.remove(at: i).connection
         }
         if let reused { return reused }
@@ -156,18 +177,18 @@ public final class MediaWorkerPool: @unchecked Sendable {
         let result = Mutex<Result<MediaWorkerConnection, MediaWorkerError>?>(nil)
         lock.withLock {
             startThreadIfNeeded()
-            toStart.append(Start(priority: priority, use: use, folder: folder, reply: { r in result.withLock { $0 = r }; done.signal() }))
+            toStart.append(Start(priority: priority, use: use, forksLibraryJobs: forksLibraryJobs, folder: folder, reply: { r in result.withLock { $0 = r }; done.signal() }))
         }
         lock.signal()
         done.wait()
         return try result.withLock { $0! }.get()
     }
 
-    /// Back from its user: a take's is emptied (`reset`) and kept for the next take (unless its
-    /// sandbox holds replaced folders); the others end — whatever a file did to a parser stays with
-    /// that process, and its walls were its job's.
+    /// Back from its user: a take's worker and a library worker are emptied (`reset`: their job's
+    /// process ends) and kept for the next job (unless their sandbox holds replaced folders); the
+    /// others end — whatever a file did to a parser stays with that process, and its walls were its job's.
     func checkin(_ connection: MediaWorkerConnection) {
-        if connection.use != .take || lock.withLock({ connection.generation != generation }) {
+        if !connection.isKept || lock.withLock({ connection.generation != generation }) {
             lock.withLock { toEnd.append(connection) }
             lock.signal()
             return
@@ -177,8 +198,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
         }
         lock.withLock {
             let seconds = idleSeconds
-            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == .take }) {
-                toEnd.append(connection)   // one idle take's worker of each priority is enough
+            if seconds == 0 || idle.contains(where: { $0.connection.priority == connection.priority && $0.connection.use == connection.use }) {
+                toEnd.append(connection)   // one idle take's worker, and one library worker, of each priority is enough
             } else {
                 idle.append(Idle(connection: connection, until: seconds.map { Date().addingTimeInterval($0) }))
             }
@@ -186,14 +207,15 @@ public final class MediaWorkerPool: @unchecked Sendable {
         lock.signal()
     }
 
-    /// The folders a take's worker's sandbox names were replaced by others of the same name (a
+    /// The folders a kept worker's sandbox names were replaced by others of the same name (a
     /// delete-all swaps `Recordings/` for a new, empty one): Landlock's rules hold the folders a
-    /// worker saw at its start, so the idle take's workers end now and the busy ones when given back.
+    /// worker saw at its start, so the idle take's and library workers end now and the busy ones
+    /// when given back.
     public func sandboxFoldersReplaced() {
         lock.withLock {
             generation += 1
-            toEnd += idle.filter { $0.connection.use == .take }.map(\.connection)
-            idle.removeAll { $0.connection.use == .take }
+            toEnd += idle.map(\.connection)
+            idle.removeAll()
         }
         lock.signal()
     }
@@ -221,13 +243,15 @@ public final class MediaWorkerPool: @unchecked Sendable {
                 switch use {
                 case _ where sandbox.isEmpty: walls = []
                 case .take: walls = ["--take"] + sandbox
+                case .files where start.forksLibraryJobs: walls = ["--library"] + library
                 case .files: walls = ["--one-job"]
                 case .upload: walls = [start.folder!]
                 }
                 lock.unlock()
                 let result = Result { () throws(MediaWorkerError) in
                     try MediaWorkerConnection(starting: exe, arguments: [priority.rawValue, level] + walls, priority: priority,
-                                              use: use, generation: generation, confinesPerJob: !walls.isEmpty && use != .upload)
+                                              use: use, generation: generation, confinesPerJob: !walls.isEmpty && use != .upload,
+                                              forksLibraryJobs: start.forksLibraryJobs)
                 }
                 lock.lock()
                 start.reply(result)
@@ -259,6 +283,10 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// A library job's worker, or a take's, that waits for its job's files (`WorkerOp.Confine`) to
     /// wall the job in.
     let confinesPerJob: Bool
+    /// A library worker (`--library`): forks each job, kept between jobs.
+    let forksLibraryJobs: Bool
+    /// Kept for the next job when given back: a take's worker, or a library worker.
+    var isKept: Bool { use == .take || forksLibraryJobs }
     private let fd: Int32
     private(set) var isBroken = false
     /// The payload of the last reply.
@@ -266,10 +294,11 @@ final class MediaWorkerConnection: @unchecked Sendable {
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
     init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
-         generation: Int = 0, confinesPerJob: Bool = false) throws(MediaWorkerError) {
+         generation: Int = 0, confinesPerJob: Bool = false, forksLibraryJobs: Bool = false) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
         self.generation = generation
         self.confinesPerJob = confinesPerJob
+        self.forksLibraryJobs = forksLibraryJobs
         self.priority = priority
         self.use = use
     }
@@ -386,7 +415,8 @@ public final class MediaWorkerLease: @unchecked Sendable {
 
     /// A worker for one job on the library's files, walled in to them: it reads `reading` and
     /// reads and writes `writing` (made empty here when missing), and nothing else of the data
-    /// directory; it ends when given back.
+    /// directory; the process that did the job ends when given back (a library worker that forked
+    /// it is kept for the next job).
     public init(_ priority: MediaWorkerPool.Priority = .normal, reading: [String], writing: [String] = [],
                 pool: MediaWorkerPool = .shared) throws(MediaWorkerError) {
         self.pool = pool

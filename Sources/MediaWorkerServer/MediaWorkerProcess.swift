@@ -1,4 +1,4 @@
-// The worker's side: `recd-media PARENT_PID VERSION PRIORITY LEVEL [--one-job | --take DIR… | DIR…]`
+// The worker's side: `recd-media PARENT_PID VERSION PRIORITY LEVEL [--one-job | --take DIR… | --library DIR… | DIR…]`
 // with its socket as descriptor 3.
 // It enters its sandbox, then answers recd's requests one by one with Media's types until recd
 // closes the socket (or dies: the kernel kills the worker then, see below). docs/design.md, "One
@@ -37,14 +37,15 @@ public enum MediaWorkerProcess {
         let logger = Logger(label: "recd.media-worker") { handler($0, level) }
         FFmpegLog.route(to: logger)
         // `--one-job`: a library job's worker, confined to its job's files by its first request
-        // (`WorkerOp.Confine`). `--take` and folders: a take's worker, confined to them now and
-        // each of its jobs to that job's files in a process forked for it (`WorkerServer`). Folders
-        // alone: an upload's worker, confined to them now.
+        // (`WorkerOp.Confine`). `--take` or `--library` and folders: a take's worker or a library
+        // worker, confined to them now and each of its jobs to that job's files in a process forked
+        // for it (`WorkerServer`); the two differ only in their folders (and in ps, to a person).
+        // Folders alone: an upload's worker, confined to them now.
         let mode = arguments.dropFirst(3).first
-        let oneJob = mode == "--one-job", take = mode == "--take"
-        let writable = oneJob ? [] : Array(arguments.dropFirst(take ? 4 : 3))
+        let oneJob = mode == "--one-job", forks = mode == "--take" || mode == "--library"
+        let writable = oneJob ? [] : Array(arguments.dropFirst(forks ? 4 : 3))
         // Read while /proc is still open to it: a take's job processes are walled in after it closed.
-        let mapped = take ? WorkerSandbox.mappedDirectories() : nil
+        let mapped = forks ? WorkerSandbox.mappedDirectories() : nil
         if oneJob || !writable.isEmpty {
             do {
                 if !writable.isEmpty { try WorkerSandbox.enter(writable: writable, readable: mapped) }
@@ -61,7 +62,7 @@ public enum MediaWorkerProcess {
                 }
             }
         }
-        let server = WorkerServer(awaitingConfinement: oneJob || take, forksJobs: take ? mapped ?? [] : nil, logger: logger)
+        let server = WorkerServer(awaitingConfinement: oneJob || forks, forksJobs: forks ? mapped ?? [] : nil, logger: logger)
         var call = WorkerCall()
         while true {
             let header: [UInt8]
@@ -88,13 +89,14 @@ final class WorkerServer {
     /// A `--one-job` worker before its `Confine`: it serves nothing else until then (it has parsed
     /// nothing yet, and must not before its walls stand).
     private var awaitingConfinement: Bool
-    /// A take's worker: the directories of its mapped code. It serves nothing itself: each lease's
-    /// `Confine` forks a process that walls itself in to that job's files, answers the job's
-    /// requests and ends at its `Reset`, while this one waits for it. So a take's file and what is
-    /// finalized from it are all that one process can reach, and FFmpeg is loaded once, not per
-    /// take (a new worker's start is a second of a slow board's CPU, at a take's first moments).
+    /// A take's worker or a library worker: the directories of its mapped code. It serves nothing
+    /// itself: each lease's `Confine` forks a process that walls itself in to that job's files,
+    /// answers the job's requests and ends at its `Reset`, while this one waits for it. So a take's
+    /// file and what is finalized from it (or a playback's, a trim's files) are all that one
+    /// process can reach, and FFmpeg is loaded once, not per job (a new worker's start is ~100 ms
+    /// here and a second of a slow board's CPU: before a take's first moments, or a playback's).
     private let forksJobs: [String]?
-    /// In a take's job process: its `Reset` was answered, so it ends.
+    /// In a forked job's process: its `Reset` was answered, so it ends.
     private(set) var jobEnded = false
     /// The job's process answered this request and those after it: nothing for this one to send.
     private var answeredByJob = false
@@ -153,7 +155,7 @@ final class WorkerServer {
         guard awaitingConfinement else { throw MediaWorkerError.failed("media worker: already confined to a job") }
         if let mapped = forksJobs {
             let child = recd_fork_job()
-            guard child >= 0 else { throw MediaWorkerError.failed("media worker: fork for a take's job: \(String(cString: strerror(-child)))") }
+            guard child >= 0 else { throw MediaWorkerError.failed("media worker: fork for a job: \(String(cString: strerror(-child)))") }
             if child > 0 {
                 Self.waitForJob(child)
                 answeredByJob = true

@@ -113,7 +113,7 @@ struct RecdCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("While recording, make the file durable (fdatasync) about this often, so a power cut loses about the last second; 0 turns it off (a kill -9 still loses at most the last fragment).", valueName: "ms"))
     var syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs
 
-    @Option(name: .long, help: ArgumentHelp("End an idle recording's media worker (the process that runs FFmpeg for takes; a playback's, a trim's or an import's ends with its job) this many seconds after its last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
+    @Option(name: .long, help: ArgumentHelp("End an idle media worker (a process with FFmpeg loaded that starts a take's, a playback's or a trim's job in a millisecond; an import's ends with its job) this many seconds after its last use, 0-86400, or never (default: $RECD_FFMPEG_IDLE_UNLOAD, else 30).", valueName: "seconds|never"))
     var ffmpegIdleUnload: String = ProcessInfo.processInfo.environment["RECD_FFMPEG_IDLE_UNLOAD"]
         ?? String(Int(EngineConfiguration.defaultFFmpegIdleUnloadSeconds))
 

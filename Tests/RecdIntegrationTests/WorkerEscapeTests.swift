@@ -182,13 +182,20 @@ final class WorkerEscapeTests: XCTestCase {
         XCTAssertEqual(try daemon.recctlJSON(Recording.self, "show", imported.id.uuidString).state, .ready)
         XCTAssertTrue(daemon.log.contains("Landlock ABI"), daemon.log)
 
-        // The imported file's packets, parsed again by a library job (its trim): that worker reads its
-        // source and writes its output, and reaches no other recording, catalog, socket or process.
+        // The imported file's packets, parsed again by a library job (its trim): the process a
+        // library worker forked for it reads its source and writes its output, and reaches no other
+        // recording, catalog, socket or process, not even the worker that forked it, which is kept
+        // for the next job (FFmpeg loaded once).
         let cut = try daemon.recctlJSON(Recording.self, "trim", imported.id.uuidString, "--start", "0.2", "--end", "0.8")
-        Self.assertEveryEscapeFailed(try results(from: "library-worker", within: 10))
+        let library = try results(from: "library-worker", within: 10)
+        Self.assertEveryEscapeFailed(library)
+        XCTAssertEqual(library["kill-parent"], "EPERM", "the library worker that forked the job is not the job's to signal")
         try assertNothingPlanted()
         XCTAssertEqual(cut.duration ?? 0, 0.6, accuracy: 0.1, "the trim itself went through")
         XCTAssertTrue(targets.other.isRunning)
+        let pid = try XCTUnwrap(daemon.process?.processIdentifier)
+        let kept = try Tools.run("ps", ["-o", "args=", "--ppid", "\(pid)"]).stdout.split(separator: "\n").filter { $0.contains("recd-media") && $0.contains(" normal ") && $0.contains("--library") }
+        XCTAssertEqual(kept.count, 1, "one library worker (normal priority: the loudness pass has its own at background) forked the trim's job and is kept\n\(kept)")
     }
 
     /// A take's worker forks a process for each of its jobs, walled in to that job's files: the

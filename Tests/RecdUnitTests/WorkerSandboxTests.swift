@@ -120,4 +120,69 @@ final class WorkerSandboxTests: XCTestCase {
             XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(error)")
         }
     }
+    /// A library worker (recd's `Recordings/` and `Enhanced/`) loads FFmpeg once and forks a process
+    /// for each job, walled in to that job's files: the next job is served by the same worker (a
+    /// playback starts without a new process), and reaches none of the last job's files. A job on a
+    /// file elsewhere gets a worker of its own; a replaced folder ends the kept worker.
+    func testALibraryWorkerForksEachJobWalledInAndIsKept() throws {
+        let ci = ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
+        try XCTSkipIf(MediaWorkerPool.landlockABI == nil && !ci, "this kernel has no Landlock")
+        let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("recd-library-\(UUID().uuidString.prefix(8))")
+        let recordings = root.appendingPathComponent("Recordings"), enhanced = root.appendingPathComponent("Enhanced")
+        let outside = root.appendingPathComponent("elsewhere")
+        for d in [recordings, enhanced, outside] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(at: root) }
+        let source = recordings.appendingPathComponent("audio_source.m4a").path
+        let sibling = recordings.appendingPathComponent("audio_sibling.m4a").path
+        let copy = enhanced.appendingPathComponent("copy.m4a").path, other = outside.appendingPathComponent("other.m4a").path
+        for path in [source, sibling, copy, other] { try ffmpeg(path, ["-f", "lavfi", "-i", "sine=duration=1", "-c:a", "aac"]) }
+        let pool = MediaWorkerPool()
+        pool.configure(executable: try workerBinary(), idleSeconds: 30, logLevel: "error", sandbox: [recordings.path],
+                       library: [recordings.path, enhanced.path])
+        func pid(_ lease: MediaWorkerLease) throws -> pid_t { try lease.connection(for: "the test").pid }
+        func refused(_ path: String, _ lease: MediaWorkerLease, _ why: String) {
+            XCTAssertThrowsError(try WorkerMedia.probe(path, lease: lease), why) { error in
+                XCTAssertEqual((error as? FFmpegError)?.code, -EACCES, "\(why): \(error)")
+            }
+        }
+
+        let output = recordings.appendingPathComponent(".trim-output.m4a").path
+        let first = try MediaWorkerLease(reading: [source], writing: [output], pool: pool)
+        let worker = try pid(first)
+        XCTAssertTrue(try first.connection(for: "the test").forksLibraryJobs)
+        XCTAssertGreaterThan(try WorkerMedia.remux(from: source, to: output, lease: first).packets, 0)
+        refused(sibling, first, "the recording beside its job's")
+        first.release()
+
+        let second = try MediaWorkerLease(reading: [sibling], pool: pool)
+        XCTAssertEqual(try pid(second), worker, "the library worker is kept for the next job")
+        XCTAssertEqual(try WorkerMedia.probe(sibling, lease: second).streams.map(\.codec), ["aac"])
+        refused(source, second, "the last job's file")
+        second.release()
+        let third = try MediaWorkerLease(reading: [copy], pool: pool)
+        XCTAssertEqual(try pid(third), worker, "an enhanced copy is the library's too")
+        XCTAssertEqual(try WorkerMedia.probe(copy, lease: third).streams.map(\.codec), ["aac"])
+        third.release()
+
+        // A file outside the library's folders: a worker of its own, ended with its job.
+        let elsewhere = try MediaWorkerLease(reading: [other], pool: pool)
+        let own = try pid(elsewhere)
+        XCTAssertNotEqual(own, worker)
+        XCTAssertFalse(try elsewhere.connection(for: "the test").forksLibraryJobs)
+        XCTAssertEqual(try WorkerMedia.probe(other, lease: elsewhere).streams.map(\.codec), ["aac"])
+        elsewhere.release()
+        let ended = Date().addingTimeInterval(10)
+        while kill(own, 0) == 0 && Date() < ended { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertNotEqual(kill(own, 0), 0, "the worker of a job elsewhere ended with it")
+        XCTAssertEqual(kill(worker, 0), 0, "the library worker is still there")
+
+        // Recordings/ replaced (a delete-all): Landlock holds the old folder, so a new worker serves.
+        pool.sandboxFoldersReplaced()
+        let after = try MediaWorkerLease(reading: [source], pool: pool)
+        XCTAssertNotEqual(try pid(after), worker)
+        XCTAssertEqual(try WorkerMedia.probe(source, lease: after).streams.map(\.codec), ["aac"])
+        after.release()
+        XCTAssertFalse(MediaWorkerPool.beneath([recordings.path], [recordings.path + "/../elsewhere/other.m4a"]), "no way out by ..")
+        XCTAssertFalse(MediaWorkerPool.beneath([recordings.path], [recordings.path + "-other/x.m4a"]), "a sibling folder of the same prefix")
+    }
 }

@@ -98,8 +98,8 @@ static void escape(const char *where, int try_exec) {
     if (write(2, report, used) < 0) {}
 }
 
-// Whether this process is a library job's media worker (`recd-media … --one-job`): read at load,
-// before its walls close /proc.
+// Whether this process is a library job's media worker (`recd-media … --one-job`, or a library
+// worker's job process, `--library`, forked after this was read): read at load, before its walls close /proc.
 static int is_one_job;
 static int one_job(void) { return is_one_job; }
 static int read_one_job(void) {
@@ -109,7 +109,7 @@ static int read_one_job(void) {
     ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
     close(fd);
     for (ssize_t i = 0; i < n; i += (ssize_t)strlen(cmdline + i) + 1)
-        if (strcmp(cmdline + i, "--one-job") == 0) return 1;
+        if (strcmp(cmdline + i, "--one-job") == 0 || strcmp(cmdline + i, "--library") == 0) return 1;
     return 0;
 }
 
