@@ -18,7 +18,7 @@ import Storage
 public actor Player {
     struct Active: Sendable {
         let sessionID: UUID
-        let session: PlaybackSession
+        let session: any PlayerSession
         let recording: Recording
         let counts: Bool
         let startedAt: Date
@@ -49,9 +49,13 @@ public actor Player {
     private let logger: Logger
     /// Plays counted with group commit (shared with the library's `played`).
     private let plays: PlayCountCommitter
+    /// Where each playback's decoder and device come from.
+    private let sessions: any PlaybackSessionFactory
 
-    init(config: EngineConfiguration, catalog: Catalog, plays: PlayCountCommitter, events: EventHub, logger: Logger) {
+    init(config: EngineConfiguration, catalog: Catalog, plays: PlayCountCommitter, events: EventHub, logger: Logger,
+         sessions: any PlaybackSessionFactory = DevicePlaybackFactory()) {
         self.config = config; self.catalog = catalog; self.plays = plays; self.events = events; self.logger = logger
+        self.sessions = sessions
     }
 
     /// Runs `body` while no other transport operation runs (FIFO).
@@ -95,8 +99,8 @@ public actor Player {
                 throw .fileMissing(id: recording.id, file: recording.file)
             }
             // So is a video without sound (nothing to play here; a GUI's player shows it from /media).
-            // The worker that probed it decodes it too: a job's worker ends with its job, and a
-            // second job would start a second worker.
+            // The worker that probed it decodes it too: its job's process is walled in to this file,
+            // and a second lease would need a second worker while this one is held.
             var probed: (lease: MediaWorkerLease, streams: [MediaInfo.Stream])?
             if recording.type == .video {
                 probed = try? await runBlocking {
@@ -118,11 +122,12 @@ public actor Player {
             let gate = EventGate()
             let loudness = enhanced.map { Loudness(integrated: $0.loudness, range: nil, truePeak: $0.truePeak) } ?? recording.loudness
             let gain = normalize ? LevelMatch.gain(loudness, target: config.playbackLoudness) : 0
-            let session: PlaybackSession
+            let session: any PlayerSession
             let firstWriteAt: UInt64
+            let sessions = self.sessions
             do {
                 (session, firstWriteAt) = try await runBlocking {
-                    let s = try PlaybackSession(path: path, device: device, gainDB: gain, lease: worker)
+                    let s = try sessions.makeSession(for: PlaybackSessionRequest(path: path, device: device, gainDB: gain, lease: worker))
                     if let skipping { s.skip(skipping.map { ($0.start, $0.end) }) }
                     s.startSpeed(speed)
                     let duration = s.duration
@@ -205,7 +210,7 @@ public actor Player {
 
     /// Applies a transport command to the playback in progress (on the playback thread, which
     /// acknowledges it: the reply shows its effect).
-    private func control(_ command: @escaping @Sendable (PlaybackSession) -> Void) async throws(EngineError) -> PlaybackStatus {
+    private func control(_ command: @escaping @Sendable (any PlayerSession) -> Void) async throws(EngineError) -> PlaybackStatus {
         try await exclusive { () async throws(EngineError) -> PlaybackStatus in
             guard case .playing(let active) = state else { throw .notPlaying }
             let session = active.session

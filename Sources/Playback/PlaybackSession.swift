@@ -35,6 +35,10 @@ public struct PlaybackProgress: Sendable, Equatable {
     public var underruns: Int
     /// How fast it plays (1: as recorded; 0.5-2, the pitch kept).
     public var speed: Double = 1
+
+    public init(position: Double, paused: Bool, underruns: Int, speed: Double = 1) {
+        self.position = position; self.paused = paused; self.underruns = underruns; self.speed = speed
+    }
 }
 
 /// Plays one file through one ALSA device. `init` opens both (so a missing file or device is reported
