@@ -14,7 +14,9 @@ import Storage
 public actor Recorder {
     struct Active: Sendable {
         var session: any RecordingSession
-        var id: UUID
+        /// The take's file and row (Storage's protocol for them).
+        var take: NewTake
+        var id: UUID { take.recording.id }
         var startedAt: ContinuousClock.Instant
         /// When the pause under way began; nil while recording.
         var pausedAt: ContinuousClock.Instant?
@@ -114,12 +116,9 @@ public actor Recorder {
         try storageCall(FileOps.requireFree(config.minFreeBytes, in: config.dataDirectory.recordings.path))
         let recording = newRow(request, change: change, format: format, source: source == nil ? .record : .listen)
         let id = recording.id
-        let path = config.dataDirectory.absolute(recording.file)
         state = .starting(id, title: recording.title, fault: nil)
-        // The row goes in first: if the daemon dies mid-recording, start-up recovery finds the row and
-        // salvages its file (or removes the row if no audio reached the file).
-        try await insertRow(recording)
-        let (session, firstBufferAt) = try await openSession(request, format: format, id: id, path: path, source: source)
+        let take = try await begin(recording)
+        let (session, firstBufferAt) = try await openSession(request, format: format, take: take, source: source)
         guard case .starting(id, _, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
         }
@@ -127,7 +126,7 @@ public actor Recorder {
         // encoder's worker starts (seconds on a loaded or emulated machine), and what it captured
         // meanwhile is in the file, so a clock started now would show less than the file holds.
         let sinceFirstBuffer = Duration.nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds &- firstBufferAt))
-        let active = Active(session: session, id: id, startedAt: .now - max(.zero, sinceFirstBuffer))
+        let active = Active(session: session, take: take, startedAt: .now - max(.zero, sinceFirstBuffer))
         state = .recording(active)
         let latencyMs = Double(firstBufferAt &- receivedAt) / 1e6
         let video = session.video
@@ -156,10 +155,12 @@ public actor Recorder {
         return recording
     }
 
-    /// Writes the new take's row; back to idle when that fails.
-    private func insertRow(_ recording: Recording) async throws(EngineError) {
+    /// Writes the new take's row before anything is captured (`NewTake.begin`); back to idle when
+    /// that fails.
+    private func begin(_ recording: Recording) async throws(EngineError) -> NewTake {
         do {
-            try await blockingCatalogCall { [catalog] in try catalog.insert(recording) }
+            let (catalog, data) = (self.catalog, config.dataDirectory)
+            return try await blockingCatalogCall { try NewTake.begin(recording, catalog: catalog, data: data) }
         } catch {
             state = .idle
             throw error
@@ -167,29 +168,24 @@ public actor Recorder {
     }
 
     /// Makes the take's session and starts it: the session and when its first buffer came. When that
-    /// fails, the take's file and row are removed and the recorder is idle again.
-    private func openSession(_ request: StartRecordingRequest, format: RecordingFormat, id: UUID, path: String,
+    /// fails, the take's file and row are removed (`NewTake.abandon`) and the recorder is idle again.
+    private func openSession(_ request: StartRecordingRequest, format: RecordingFormat, take: NewTake,
                              source: (any CaptureSource)?) async throws(EngineError) -> (any RecordingSession, UInt64) {
         do {
             let gate = EventGate()
             self.gate = gate
-            var take = sessionRequest(request, format: format, id: id, path: path, gate: gate)
-            take.source = source
-            let (sessions, request) = (self.sessions, take)
+            var asked = sessionRequest(request, format: format, id: take.recording.id, path: take.path, gate: gate)
+            asked.source = source
+            let (sessions, request) = (self.sessions, asked)
             return try await runBlocking {
                 let s = try sessions.makeSession(for: request)
                 return (s, try s.start())
             }
         } catch {
-            // File first, then row: a crash in between leaves a `recording` row without a file,
-            // which recovery removes cleanly (a header-only file without a row would be adopted).
-            let (catalog, logger) = (self.catalog, self.logger)
-            _ = try? await runBlocking {
-                try? FileOps.remove(path)
-                do { try catalog.delete(id: id) } catch { logger.error("start failed, and so did removing its row \(id): \(error)") }
-            }
+            let logger = self.logger
+            _ = try? await runBlocking { take.abandon(logger: logger) }
             state = .idle
-            throw map(error, file: path, request: request)
+            throw map(error, file: take.path, request: request)
         }
     }
 
@@ -374,17 +370,13 @@ public actor Recorder {
         }
         guard let finished else {
             do {
-                if let r = try catalogCall({ try catalog.recording(id: active.id) }) {
-                    try await blockingCatalogCall { [catalog] in
-                        try TakeRemoval.remove(r, expecting: [.recording], action: "discard", catalog: catalog, data: data)
-                    }
-                }
+                try await blockingCatalogCall { try active.take.discard() }
             } catch {
                 // Capture has ended; the take cannot be thrown away. Keep it (pending) rather than
                 // leave a stopped recording in `recording`, and say why.
                 logger.error("recording \(active.id): discard failed, keeping it as pending: \(error)")
                 let kept = try? await runBlocking { session.finalize(data: data, logger: logger) }
-                _ = try? await writeOutcome(id: active.id) { r in
+                _ = try? await settle(active.take) { r in
                     r.state = .pending
                     kept?.apply(to: &r)
                     r.droppedFrames = Int(stats.droppedFrames)
@@ -399,7 +391,7 @@ public actor Recorder {
         }
         let tz = config.timeZone
         let loudness = session.loudness()
-        let recording = try await writeOutcome(id: active.id) { r in
+        let recording = try await settle(active.take) { r in
             r.state = then == .save ? .ready : .pending
             finished.apply(to: &r)
             r.droppedFrames = Int(stats.droppedFrames)
@@ -431,22 +423,11 @@ public actor Recorder {
         return StopRecordingResponse(recording: recording, discarded: false, capture: stats)
     }
 
-    /// The last catalog write of a recording, retried a few times: if it still fails, the row stays
-    /// `recording` and the next start-up salvages it, so the file is never lost.
-    private func writeOutcome(id: UUID, _ change: @escaping @Sendable (inout Recording) -> Void) async throws(EngineError) -> Recording {
-        var attempt = 0
-        while true {
-            do {
-                return try await runBlocking { [catalog] in try catalog.modify(id: id, change) }
-            } catch {
-                attempt += 1
-                if attempt >= 3 {
-                    logger.error("recording \(id): cannot record its outcome in the catalog (\(error)); it will be salvaged at the next start")
-                    throw .from(error)
-                }
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
-            }
-        }
+    /// The take's last catalog write (`NewTake.settle`: retried; if it still fails, the row stays
+    /// `recording` and the next start-up salvages it, so the file is never lost).
+    private func settle(_ take: NewTake, _ change: @escaping @Sendable (inout Recording) -> Void) async throws(EngineError) -> Recording {
+        let logger = self.logger
+        return try await blockingCatalogCall { try take.settle(logger: logger, change) }
     }
 
     /// Called (through a Task) when the device or the disk failed mid-recording.
