@@ -88,7 +88,8 @@ final class MediaWorkerTests: DaemonTestCase {
         // worker is kept for the next job, and ends at the idle time (3 s). The trim wakes the
         // loudness pass, whose background worker measures the cut at idle priority: on a busy
         // machine it outlives the 1.5 s (seen in CI), so it is not counted here, and the end waits for it.
-        XCTAssertEqual(try daemon.recctl("trim", r.id.uuidString, "--start", "0.1", "--as-new").status, 0)
+        let cut = try daemon.recctlJSON(Recording.self, "trim", r.id.uuidString, "--start", "0.1", "--as-new")
+        XCTAssertEqual(cut.source, .import, "a cut of an import was made by the import, as its original")
         let kept = try workers(of: pid, priority: "normal")
         XCTAssertEqual(kept.count, 1, "the library worker is kept after the trim\n\(daemon.log)")
         let library = try XCTUnwrap(kept.first)
