@@ -66,7 +66,7 @@ public struct VideoCaptureCounters: Sendable, Equatable {
 public final class V4L2CaptureSource: @unchecked Sendable {
     public let settings: V4L2CaptureSettings
     public let format: V4L2NegotiatedFormat
-    private let device: V4L2Device
+    private let node: V4L2Device
     private let buffers: [UnsafeMutableRawBufferPointer]
     private let stopRequested = Atomic<Bool>(false)
     private let counters = Mutex(VideoCaptureCounters())
@@ -99,7 +99,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
             device.close()
             throw error
         }
-        self.device = device
+        self.node = device
         // Every buffer goes to the driver; from here on each is either queued or held by a consumer.
         for index in buffers.indices {
             do { try queue(index) } catch {
@@ -218,7 +218,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         buf.index = UInt32(index)
         buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         buf.memory = V4L2_MEMORY_MMAP.rawValue
-        if let e = device.ioctl(CV4L2_VIDIOC_QBUF, &buf) {
+        if let e = node.ioctl(CV4L2_VIDIOC_QBUF, &buf) {
             throw .videoFailed(device: settings.device, call: "VIDIOC_QBUF", errno: e)
         }
         driverBuffers.add(1, ordering: .relaxed)
@@ -247,7 +247,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
         let already = state.withLock { s -> Bool in defer { s.started = true }; return s.started }
         precondition(!already, "V4L2CaptureSource.start called twice")
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-        if let e = device.ioctl(CV4L2_VIDIOC_STREAMON, &type) {
+        if let e = node.ioctl(CV4L2_VIDIOC_STREAMON, &type) {
             state.withLock { $0.started = false }
             throw .videoUnavailable(device: settings.device, call: "VIDIOC_STREAMON", errno: e)
         }
@@ -285,11 +285,11 @@ public final class V4L2CaptureSource: @unchecked Sendable {
     /// ENODEV: the kernel has already stopped it), and the rest is released anyway.
     private func release() {
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-        if let e = device.ioctl(CV4L2_VIDIOC_STREAMOFF, &type) {
+        if let e = node.ioctl(CV4L2_VIDIOC_STREAMOFF, &type) {
             Self.logger.warning("camera '\(settings.device)': VIDIOC_STREAMOFF failed: \(String(cString: strerror(e))) (errno \(e))")
         }
         for m in buffers { Self.unmap(m, device: settings.device) }
-        device.close()
+        node.close()
     }
 
     private static func unmap(_ m: UnsafeMutableRawBufferPointer, device: String) {
@@ -303,7 +303,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
 
     private func captureLoop(deliver: (V4L2Frame) -> Void) -> CaptureError? {
         let path = settings.device
-        var pfd = pollfd(fd: device.fd, events: Int16(POLLIN), revents: 0)
+        var pfd = pollfd(fd: node.fd, events: Int16(POLLIN), revents: 0)
         var lastFrameAt = DispatchTime.now().uptimeNanoseconds
         var lastSequence: UInt32?
         let stallLimitNs = UInt64(Self.stallLimitMs) * 1_000_000
@@ -320,7 +320,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
                     var buf = v4l2_buffer()
                     buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
                     buf.memory = V4L2_MEMORY_MMAP.rawValue
-                    let e = device.ioctl(CV4L2_VIDIOC_DQBUF, &buf) ?? EIO
+                    let e = node.ioctl(CV4L2_VIDIOC_DQBUF, &buf) ?? EIO
                     if e != EAGAIN { return .videoFailed(device: path, call: "VIDIOC_DQBUF", errno: e) }
                     usleep(10_000)
                 }
@@ -334,7 +334,7 @@ public final class V4L2CaptureSource: @unchecked Sendable {
             var buf = v4l2_buffer()
             buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             buf.memory = V4L2_MEMORY_MMAP.rawValue
-            if let e = device.ioctl(CV4L2_VIDIOC_DQBUF, &buf) {
+            if let e = node.ioctl(CV4L2_VIDIOC_DQBUF, &buf) {
                 if e == EAGAIN { continue }
                 return .videoFailed(device: path, call: "VIDIOC_DQBUF", errno: e)
             }

@@ -59,7 +59,15 @@ struct DeviceSessionFactory: RecordingSessionFactory {
             let camera = V4L2CaptureSettings(device: v.device, width: v.width, height: v.height, fps: v.fps,
                                              rawFormats: CameraFrameFormat.rawFourCCs.map { FourCC(rawValue: $0) })
             let h264 = VideoEncoding(width: v.width, height: v.height, fps: Double(v.fps), preset: v.preset, crf: v.crf, bitRate: v.bitRate)
-            return try VideoRecordingSession(path: take.path, camera: camera, video: h264, audio: take.audio ? (capture, encoding) : nil,
+            // The camera first, then the microphone: a missing camera is said before a busy microphone.
+            let source = try V4L2CaptureSource(settings: camera)
+            let microphone: AlsaCaptureSource?
+            do { microphone = take.audio ? try AlsaCaptureSource(settings: capture) : nil } catch {
+                source.close()
+                throw error
+            }
+            return try VideoRecordingSession(path: take.path, camera: source, fps: v.fps, video: h264,
+                                             audio: microphone.map { ($0, encoding) },
                                              meterIntervalMs: interval, syncIntervalMs: syncInterval,
                                              onMeter: take.onMeter, onFault: take.onFault)
         }

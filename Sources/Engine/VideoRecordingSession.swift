@@ -118,7 +118,7 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
 final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     let path: String
     let info: VideoCaptureInfo
-    private let camera: V4L2CaptureSource
+    private let camera: any CameraSource
     private let writer: WorkerVideoWriter
     private let audio: AudioPipeline?
     private let audioSink: MovAudioSink?
@@ -143,26 +143,26 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
 
     static let firstFrameTimeoutMs = 5000
 
-    /// Opens the camera, then the microphone (unless `audio` is nil: a silent video), then the file.
-    init(path: String, camera settings: V4L2CaptureSettings, video: VideoEncoding,
-         audio: (capture: AlsaCaptureSettings, encoding: AudioEncoding)?, meterIntervalMs: Int = 50,
+    /// Opens the file for `camera` and `audio`'s microphone (nil: a silent video), both opened by
+    /// the caller (the camera first: `DeviceSessionFactory`); closes them when it throws. `fps`: the
+    /// rate asked for, for a camera that does not say its own.
+    init(path: String, camera: any CameraSource, fps: Int, video: VideoEncoding,
+         audio: (source: any CaptureSource, encoding: AudioEncoding)?, meterIntervalMs: Int = 50,
          syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
          onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
          onFault: @escaping @Sendable (any Error) -> Void) throws {
         self.path = path
-        let camera = try V4L2CaptureSource(settings: settings)
         let f = camera.format
         var encoding = video
         encoding.width = f.width
         encoding.height = f.height
-        encoding.fps = f.rate.fps > 0 ? f.rate.fps : Double(settings.fps)
-        var microphone: AlsaCaptureSource?
+        encoding.fps = f.rate.fps > 0 ? f.rate.fps : Double(fps)
+        let microphone = audio?.source
         let faults = FaultLatch(onFault)
         self.faults = faults
         let dataSync = PeriodicDataSync(path: path, intervalMs: syncIntervalMs) { faults.report($0) }
         self.dataSync = dataSync
         do {
-            if let audio { microphone = try AlsaCaptureSource(settings: audio.capture) }
             writer = try WorkerVideoWriter(path: path, video: encoding,
                                          camera: CameraFrameFormat(fourcc: f.pixelFormat.rawValue, width: f.width, height: f.height,
                                                                    bytesPerLine: f.bytesPerLine),
@@ -173,7 +173,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             throw error
         }
         self.camera = camera
-        info = VideoCaptureInfo(device: settings.device, pixelFormat: f.pixelFormat.description, width: f.width,
+        info = VideoCaptureInfo(device: camera.device, pixelFormat: f.pixelFormat.description, width: f.width,
                                 height: f.height, fps: encoding.fps, encoder: encoding.summary)
         if let microphone, let audio {
             let sink = MovAudioSink(writer)
@@ -182,7 +182,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
             // Six seconds of ring: the sound waits there while the camera delivers its first frame
             // (start gives up after five).
             self.audio = AudioPipeline(source: microphone, sink: { sink }, meterIntervalMs: meterIntervalMs, ringSeconds: 6,
-                                       clock: AudioClock(sampleRate: audio.capture.sampleRate),
+                                       clock: AudioClock(sampleRate: microphone.sampleRate),
                                        leadIn: { origin.wait() ?? 0 }, onMeter: onMeter, faults: faults)
         } else {
             self.audio = nil
@@ -203,7 +203,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
                     if self.firstFrame.hasArrived { self.faults.report(error) } else { self.firstFrame.failed(error) }
                 }
             })
-            let device = camera.settings.device
+            let device = camera.device
             let frameAt = try firstFrame.wait(ms: Self.firstFrameTimeoutMs) { [camera, audio] in
                 // Frames came but none was written: the video thread is waiting for the first sound.
                 if let audio, camera.stats.frames > 0, !audio.first.hasArrived {
