@@ -343,6 +343,8 @@ public actor Recorder {
         }
     }
 
+    /// A take's end in three steps: capture stopped (and the file finalized unless it is thrown
+    /// away), then the take discarded, or kept with its outcome, waveform and poster.
     private func finishSteps(_ active: Active, then: StopDisposition, change: MetadataChange,
                              reason: RecordingStoppedEvent.Reason, error: String?) async throws(EngineError) -> StopRecordingResponse {
         let why: String
@@ -352,54 +354,72 @@ public actor Recorder {
         case .shutdown: why = "stopped at shutdown"
         case .deleted: why = "deleted while recording"
         }
-        let session = active.session
-        let data = config.dataDirectory
-        let logger = self.logger
-        let discard = then == .discard
-        let (stats, finished): (CaptureStats, FinishedFile?)
-        do {
-            (stats, finished) = try await runBlocking {
-                let (stats, writeError) = session.stop()
-                if let writeError { logger.warning("recording \(active.id): the writer failed: \(writeError)") }
-                // A take being thrown away is not worth a remux.
-                let finished = discard ? nil : session.finalize(data: data, logger: logger)
-                return (stats, finished)
-            }
-        } catch {
-            throw Self.map(error, file: session.path)
-        }
+        let (stats, finished) = try await stopCapture(active, finalize: then != .discard)
         guard let finished else {
-            do {
-                try await blockingCatalogCall { try active.take.discard() }
-            } catch {
-                // Capture has ended; the take cannot be thrown away. Keep it (pending) rather than
-                // leave a stopped recording in `recording`, and say why.
-                logger.error("recording \(active.id): discard failed, keeping it as pending: \(error)")
-                let kept = try? await runBlocking { session.finalize(data: data, logger: logger) }
-                _ = try? await settle(active.take) { r in
-                    r.state = .pending
-                    kept?.apply(to: &r)
-                    r.droppedFrames = Int(stats.droppedFrames)
-                }
-                throw error
-            }
+            try await discard(active, stats: stats)
             logger.info("recording \(active.id) \(why) and discarded")
             events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: nil,
                                                                    discarded: true, error: error, capture: stats)))
             events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: reason == .deleted ? .deleted : .discarded)))
             return StopRecordingResponse(recording: nil, discarded: true, capture: stats)
         }
+        let recording = try await keep(active, finished, stats: stats, state: then == .save ? .ready : .pending, change: change)
+        events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: recording,
+                                                               discarded: false, error: error, capture: stats)))
+        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: recording.state == .ready ? .saved : .edited)))
+        logger.info("recording \(active.id) \(why): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns, \(stats.droppedFrames) frames lost")
+        return StopRecordingResponse(recording: recording, discarded: false, capture: stats)
+    }
+
+    /// Stops the take's capture and writer, then (`finalize`) makes its file the one kept.
+    private func stopCapture(_ active: Active, finalize: Bool) async throws(EngineError) -> (CaptureStats, FinishedFile?) {
+        let (session, data, logger) = (active.session, config.dataDirectory, self.logger)
+        do {
+            return try await runBlocking {
+                let (stats, writeError) = session.stop()
+                if let writeError { logger.warning("recording \(active.id): the writer failed: \(writeError)") }
+                // A take being thrown away is not worth a remux.
+                return (stats, finalize ? session.finalize(data: data, logger: logger) : nil)
+            }
+        } catch {
+            throw Self.map(error, file: session.path)
+        }
+    }
+
+    /// Throws the stopped take away. When that fails, capture has ended and the take cannot be
+    /// thrown away: it is kept (pending) rather than left a stopped recording in `recording`, and
+    /// the error says why.
+    private func discard(_ active: Active, stats: CaptureStats) async throws(EngineError) {
+        do {
+            try await blockingCatalogCall { try active.take.discard() }
+        } catch {
+            logger.error("recording \(active.id): discard failed, keeping it as pending: \(error)")
+            let (session, data, logger) = (active.session, config.dataDirectory, self.logger)
+            let kept = try? await runBlocking { session.finalize(data: data, logger: logger) }
+            _ = try? await settle(active.take) { r in
+                r.state = .pending
+                kept?.apply(to: &r)
+                r.droppedFrames = Int(stats.droppedFrames)
+            }
+            throw error
+        }
+    }
+
+    /// Writes the stopped take's outcome into its row (`state`, what the file holds, its loudness, the
+    /// metadata asked for at stop), then its waveform and poster: losing either is not losing the
+    /// recording (each is made from the file when first asked for).
+    private func keep(_ active: Active, _ finished: FinishedFile, stats: CaptureStats, state: RecordingState,
+                      change: MetadataChange) async throws(EngineError) -> Recording {
+        let session = active.session
         let tz = config.timeZone
         let loudness = session.loudness()
         let recording = try await settle(active.take) { r in
-            r.state = then == .save ? .ready : .pending
+            r.state = state
             finished.apply(to: &r)
             r.droppedFrames = Int(stats.droppedFrames)
             r.loudness = loudness
             MetadataRules.apply(change, to: &r, timeZone: tz)
         }
-        // The waveform of what was written. Losing it is not losing the recording: one is computed
-        // from the file when first asked for.
         do {
             if let waveform = session.waveform() {
                 let dat = waveform.dat()
@@ -408,7 +428,6 @@ public actor Recorder {
         } catch {
             logger.warning("recording \(active.id): its waveform was not stored (\(error)); it will be computed from the file")
         }
-        // Likewise the poster of a video.
         do {
             if let poster = session.poster {
                 try await blockingCatalogCall { [catalog] in try catalog.storePoster(id: active.id, data: poster) }
@@ -416,11 +435,7 @@ public actor Recorder {
         } catch {
             logger.warning("recording \(active.id): its poster was not stored (\(error)); it will be made from the file")
         }
-        events.publish(.recordingStopped(RecordingStoppedEvent(recordingID: active.id, reason: reason, recording: recording,
-                                                               discarded: false, error: error, capture: stats)))
-        events.publish(.libraryChanged(LibraryChangedEvent(recordingID: active.id, change: recording.state == .ready ? .saved : .edited)))
-        logger.info("recording \(active.id) \(why): \(recording.state.rawValue), \(finished.duration.map { String(format: "%.2f s", $0) } ?? "unknown duration"), \(stats.overruns) overruns, \(stats.droppedFrames) frames lost")
-        return StopRecordingResponse(recording: recording, discarded: false, capture: stats)
+        return recording
     }
 
     /// The take's last catalog write (`NewTake.settle`: retried; if it still fails, the row stays
