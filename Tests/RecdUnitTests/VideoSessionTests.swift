@@ -68,14 +68,16 @@ final class VideoSessionTests: XCTestCase {
         Thread.sleep(forTimeInterval: 1.2)
         let (stats, error) = s.stop()
         XCTAssertNil(error)
-        let frames = try XCTUnwrap(stats.videoFrames)
-        XCTAssertEqual(stats.videoDroppedFrames, 0)
-        XCTAssertEqual(Double(frames), 18, accuracy: 3, "1.2 s at 15 fps")
+        // A loaded machine may hold all four buffers for a moment: the camera then drops a frame,
+        // counted, and its time is kept in the file (as a driver's drops are).
+        let frames = try XCTUnwrap(stats.videoFrames), dropped = try XCTUnwrap(stats.videoDroppedFrames)
+        XCTAssertLessThanOrEqual(dropped, 3, "\(stats)")
+        XCTAssertEqual(Double(frames + dropped), 18, accuracy: 4, "1.2 s at 15 fps")
         XCTAssertNil(s.audioFormats, "a silent video")
         let finished = s.finalize(data: data, logger: Logger(label: "recd.test.video"))
         let info = try MediaProbe.probe(s.path)
         XCTAssertEqual(info.streams.map(\.codec), ["h264"])
-        XCTAssertEqual(try XCTUnwrap(finished.duration), Double(frames) / 15, accuracy: 0.1)
+        XCTAssertEqual(try XCTUnwrap(finished.duration), Double(frames + dropped) / 15, accuracy: 0.1)
         XCTAssertEqual(Array(try XCTUnwrap(s.poster).prefix(2)), [0xFF, 0xD8], "a JPEG of the first frame")
     }
 
@@ -106,7 +108,7 @@ final class VideoSessionTests: XCTestCase {
         XCTAssertEqual(said.count, 1, "\(said)")
         XCTAssertTrue(said.first?.contains("memory-camera") == true && said.first?.contains("VIDIOC_DQBUF") == true, "\(said)")
         let (stats, _) = s.stop()
-        XCTAssertEqual(stats.videoFrames, 9)
+        XCTAssertEqual((stats.videoFrames ?? 0) + (stats.videoDroppedFrames ?? 0), 9, "the frames before it: \(stats)")
         _ = s.finalize(data: data, logger: Logger(label: "recd.test.video"))
         XCTAssertEqual(try MediaProbe.probe(s.path).streams.map(\.codec), ["h264"], "what came before is kept")
     }
@@ -114,17 +116,24 @@ final class VideoSessionTests: XCTestCase {
     /// A paused silent video leaves the pause out of the file: its picture lasts what was recorded.
     func testAPauseIsLeftOutOfASilentVideo() throws {
         let s = try session(MemoryCamera())
+        let started = Date()
         Thread.sleep(forTimeInterval: 0.8)
+        let pausedAt = Date()
         s.setPaused(true)
         XCTAssertTrue(s.waitUntilPauseWritten(timeoutMs: 2000))
         Thread.sleep(forTimeInterval: 1.0)
+        let resumedAt = Date()
         s.setPaused(false)
         Thread.sleep(forTimeInterval: 0.8)
+        let stoppedAt = Date()
         let (stats, error) = s.stop()
         XCTAssertNil(error)
         let finished = s.finalize(data: data, logger: Logger(label: "recd.test.video"))
         let duration = try XCTUnwrap(finished.duration)
-        XCTAssertEqual(duration, 1.6, accuracy: 0.3, "0.8 s + 0.8 s recorded, the 1 s pause left out")
-        XCTAssertEqual(duration, Double(try XCTUnwrap(stats.videoFrames)) / 15, accuracy: 0.15, "\(stats)")
+        // What was recorded, by the clock (a loaded machine sleeps longer than asked), less the
+        // camera's first frame (up to a frame's time after the start).
+        let recorded = pausedAt.timeIntervalSince(started) + stoppedAt.timeIntervalSince(resumedAt)
+        XCTAssertEqual(duration, recorded, accuracy: 0.25, "the pause of \(resumedAt.timeIntervalSince(pausedAt)) s left out")
+        XCTAssertEqual(duration, Double((stats.videoFrames ?? 0) + (stats.videoDroppedFrames ?? 0)) / 15, accuracy: 0.35, "\(stats)")
     }
 }
