@@ -751,6 +751,11 @@ def main():
             marks["b"] = sample(); samples.append(marks["b"])
         elif not samples or now - samples[-1]["t"] >= 10:
             samples.append(sample())
+            if len(samples) % 60 == 0:   # every 10 minutes, in the log too: a run stopped later still says it
+                s0, s1 = samples[0], samples[-1]
+                log(f"  {s1['t'] / 60:.0f} min: recd and its children {sum(r for _, _, r, _ in s1['procs']) / 1024:.1f} MB "
+                    f"(at the start {sum(r for _, _, r, _ in s0['procs']) / 1024:.1f} MB), CPU "
+                    f"{100 * (s1['cpu'] - s0['cpu']) / max(s1['t'] - s0['t'], 1e-9):.2f} % of one core since the start")
         time.sleep(0.05)
     marks["end"] = sample(); samples.append(marks["end"])
     time.sleep(1.0)
@@ -771,7 +776,11 @@ def main():
     noise_recd_files = [dict(name=f"r{i + 1}", path=os.path.join(data, r["file"])) for i, r in enumerate(noise_recs)]
     noise_peer_files = [dict(name=f"s{i + 1}", path=p) for i, p in enumerate(noise_sox)]
     analyse(noise_recd_files, aligner, [], noise_events, silence)
-    analyse(noise_peer_files[:300], aligner, [], noise_events, silence)
+    # Each placement is an FFT the size of the noise: an hour's takes ~10 s a file here, so a long run
+    # places the peer's first 30 files only (all are counted).
+    placed = 300 if noise_seconds <= 15 * 60 else 30
+    peer_placed_note = f" (the first {placed} of {len(noise_peer_files)} placed)" if len(noise_peer_files) > placed else ""
+    analyse(noise_peer_files[:placed], aligner, [], noise_events, silence)
     del aligner
 
     # ---------------------------------------------------------------- the section
@@ -944,7 +953,7 @@ def main():
               "| | recd (listen) | sox silence (peer) |", "|---|---:|---:|",
               f"| **files made** (goal ≤ 1) | **{len(noise_recd_files)}** (kept {status2['utterances']}, dropped as too short {status2['dropped']}) | {len(noise_sox)} |",
               f"| seconds recorded | {sum(f['seconds'] for f in noise_recd_files):.1f} | {sum(f['seconds'] for f in noise_peer_files):.1f} |",
-              f"| what they hold | {cause(noise_recd_files)} | {cause(noise_peer_files[:300])} |", ""]
+              f"| what they hold | {cause(noise_recd_files)} | {cause(noise_peer_files[:placed])}{peer_placed_note} |", ""]
 
     # CPU and memory
     lines += ["### CPU and memory while armed in silence", "",
@@ -983,7 +992,7 @@ def main():
     section = "\n".join(lines) + "\n"
     print(section)
     json.dump(dict(recd=recd_files, sox=peer_files, recd_outcome=recd_out, sox_outcome=peer_out, noise_recd=noise_recd_files,
-                   noise_sox=noise_peer_files[:300], samples=samples), open(os.path.join(work, "results.json"), "w"), indent=1, default=str)
+                   noise_sox=noise_peer_files[:placed], samples=samples), open(os.path.join(work, "results.json"), "w"), indent=1, default=str)
     if not args.no_write and not os.environ.get("BENCH_NO_WRITE"):
         log("wrote " + write_section(REPO, TITLE, section))
 
