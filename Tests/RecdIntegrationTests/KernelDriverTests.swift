@@ -138,8 +138,11 @@ final class KernelDriverTests: XCTestCase {
     }
 }
 
-/// Frequency (upward zero crossings) and RMS of each channel of a file, decoded by ffmpeg at 48 kHz
-/// (the first and last 0.2 s left out: the device's start and the encoder's edges).
+/// Frequency and RMS of each channel of a file, decoded by ffmpeg at 48 kHz (the first and last 0.2 s
+/// left out: the device's start and the encoder's edges). The frequency is the tone's pitch where it
+/// sounds: upward zero crossings in each 0.5 s window, the median window. A count over the whole file
+/// is lowered by a gap in what the loopback carried (a starved guest's player underran, with recd
+/// counting no lost frame: 428 Hz for 440 in CI); a wrong rate or a conversion error moves every window.
 enum ChannelLevels {
     static func of(_ file: String, channels: Int) throws -> [(frequency: Double, rms: Double)] {
         let raw = NSTemporaryDirectory() + "recd-channels-\(UUID().uuidString).raw"
@@ -150,17 +153,24 @@ enum ChannelLevels {
         let samples: [Int16] = data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let frames = samples.count / channels, skip = 9600
         guard frames > 2 * skip + 4800 else { return [] }
+        let window = 24_000   // 0.5 s: a crossing more or less is 2 Hz
         return (0..<channels).map { c in
             var sum = 0.0, crossings = 0
+            var perWindow: [Double] = []
             var previous = samples[skip * channels + c]
             for f in skip..<(frames - skip) {
                 let v = samples[f * channels + c]
                 sum += Double(v) * Double(v) / (32768 * 32768)
                 if previous < 0 && v >= 0 { crossings += 1 }
                 previous = v
+                if (f - skip + 1) % window == 0 {
+                    perWindow.append(Double(crossings) * 48000 / Double(window))
+                    crossings = 0
+                }
             }
             let n = Double(frames - 2 * skip)
-            return (Double(crossings) / (n / 48000), (sum / n).squareRoot())
+            let sorted = perWindow.sorted()
+            return (sorted.isEmpty ? 0 : sorted[sorted.count / 2], (sum / n).squareRoot())
         }
     }
 }
