@@ -50,11 +50,14 @@ final class KernelDriverTests: XCTestCase {
     /// converter's worker stopped for 3 s mid-take loses nothing: capture never waits for it.
     func testRecordingFromDevicesThatDoNotOfferTheRecordingsFormat() throws {
         let amplitude = 0.5012   // -6 dBFS: a sine's RMS is then -9 dBFS
+        // 60 s of tone for takes meant to last 3-6 s: a guest starved by a loaded host ran them for up to
+        // 40 s (each recctl call and sleep slowed), and a take that outlasts its tone ends in silence,
+        // which reads as a lower level (-10.1 dBFS for -9 in CI) and pitch.
         let (out, run) = try VMRun.run("aloop-formats.sh", modules: "snd-aloop", toneSeconds: 1) { out in
             for (name, rate, channels, bits) in [("s32-44k-stereo", 44100, 2, 32), ("s16-96k-stereo", 96000, 2, 16),
                                                 ("s16-48k-mono", 48000, 1, 16)] {
                 let r = try Tools.run("sox", ["-n", "-r", String(rate), "-c", String(channels), "-e", "signed", "-b", String(bits),
-                                              out.appendingPathComponent("\(name).wav").path, "synth", "20", "sine", "440",
+                                              out.appendingPathComponent("\(name).wav").path, "synth", "60", "sine", "440",
                                               "vol", String(amplitude)])
                 XCTAssertEqual(r.status, 0, r.stderr)
             }
