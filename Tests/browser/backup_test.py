@@ -89,9 +89,9 @@ with h.app() as page:
         els = [e for e in browser.find_elements(By.CSS_SELECTOR, f"{SECTION} [data-backup={key}]") if e.is_displayed()]
         return els[0] if els else None
 
-    def state_shown(state):
+    def state_shown(state, timeout=15):
         return page.wait(f"the section in state {state}",
-                         lambda b: b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == state)
+                         lambda b: b.find_element(By.CSS_SELECTOR, SECTION).get_attribute("data-state") == state, timeout)
 
     def open_app():
         """The app loaded anew, with a count of its reads of /v1/backup (the page's GETs)."""
@@ -207,7 +207,7 @@ with h.app() as page:
         shot("48-backup-checking")
     js("window.backupReads = 0")
     open(check_gate, "w").close()
-    state_shown("idle")
+    state_shown("idle", 90)   # restic's check, let go: 15 s was not enough beside the VM and a compile in CI
     check("the run's end shown from recd's backup.status event (no read)", js("return window.backupReads") == 0, js("return window.backupReads"))
     s = recd_get("/v1/backup")
     last = s["lastSuccess"] or {}
