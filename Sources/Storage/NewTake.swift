@@ -16,24 +16,16 @@ import RecdAPI
 ///    the file, so the take is never lost. Or `discard`: `TakeRemoval`'s journaled removal.
 public struct NewTake: Sendable {
     public let recording: Recording
-    /// The take's file (absolute).
-    public let path: String
     private let catalog: Catalog
     private let data: DataDirectory
+
+    /// The take's file (absolute).
+    public var path: String { data.absolute(recording.file) }
 
     /// Writes `recording`'s row (step 1).
     public static func begin(_ recording: Recording, catalog: Catalog, data: DataDirectory) throws(StorageError) -> NewTake {
         try catalogCall { try catalog.insert(recording) }
-        return NewTake(recording: recording, path: data.absolute(recording.file), catalog: catalog, data: data)
-    }
-
-    /// The take in the catalog whose row `begin` wrote earlier (a Recorder that keeps only its id).
-    public init(recording: Recording, catalog: Catalog, data: DataDirectory) {
-        self.init(recording: recording, path: data.absolute(recording.file), catalog: catalog, data: data)
-    }
-
-    private init(recording: Recording, path: String, catalog: Catalog, data: DataDirectory) {
-        self.recording = recording; self.path = path; self.catalog = catalog; self.data = data
+        return NewTake(recording: recording, catalog: catalog, data: data)
     }
 
     /// The take did not start: its file, then its row (step 2). Failures are logged: the start's own
