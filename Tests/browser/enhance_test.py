@@ -117,13 +117,13 @@ with h.app() as page:
     check("Enhanced is pressed", pressed() == ["false", "true"], pressed())
     wait("it plays on", lambda b: audio()[0] > after[0] + 0.3 and not audio()[1])
     check("the copy plays on from there", True)
-    before = audio()
+    before, since = audio(), time.monotonic()
     el("#player [data-action=original]").send_keys(" ")
     wait("the original media", lambda b: "/enhanced/" not in (audio()[2] or "") and f"recordings/{rid}/media" in audio()[2])
     time.sleep(0.3)
-    after = audio()
+    after, played = audio(), (time.monotonic() - since) * 1.25
     check("Original (Space on it): the recording's own media, at the same time, still playing",
-          abs(after[0] - before[0]) < 0.8 and not after[1] and pressed() == ["true", "false"], [before, after, pressed()])
+          -0.5 < after[0] - before[0] < played + 0.5 and not after[1] and pressed() == ["true", "false"], [before, after, played, pressed()])
     click("#player [data-action=enhanced]")
     wait("the enhanced media again", lambda b: "/enhanced/media" in (audio()[2] or ""))
     check("no play counted by switching", recd_get(f"/v1/recordings/{rid}")["playCount"] == 0)
@@ -155,14 +155,15 @@ with h.app() as page:
     click("dialog[open] [data-cancel]")
     wait("the dialog closed", lambda b: not shown("dialog[open]"))
     check("Cancel keeps the copy", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is not None and shown("#player [data-enhance] .tabs"))
-    before = audio()
+    before, since = audio(), time.monotonic()
     click("#player [data-action=unenhance]")
     click("dialog[open] [data-confirm]")
     wait("Enhance again", lambda b: shown("#player [data-action=enhance]"))
-    after = audio()
+    after, played = audio(), (time.monotonic() - since) * 1.25
+    # The time it played meanwhile is the dialog's and recd's removal: 1.25 s on a loaded CI machine.
     check("removed: the original plays on at the same time; Enhance is offered again, no A/B, no ⬇✨",
-          "/enhanced/" not in after[2] and abs(after[0] - before[0]) < 1.5 and not after[1]
-          and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"), [before, after])
+          "/enhanced/" not in after[2] and -0.5 < after[0] - before[0] < played + 0.5 and not after[1]
+          and not shown("#player [data-enhance] .tabs") and not shown("#player [data-action=download-enhanced]"), [before, after, played])
     check("recd says it has no copy (GET …/enhanced: copy null)", recd_get(f"/v1/recordings/{rid}/enhanced")["copy"] is None)
     check("“Enhanced copy removed” in a toast; the focus on Enhance", toast_says("Enhanced copy removed")
           and js("return document.activeElement.dataset.action") == "enhance" and el("#player [data-action=enhance]").accessible_name == "Enhance")
