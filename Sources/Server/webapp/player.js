@@ -88,117 +88,46 @@ export async function openPlayer(recording, { onSpeaker = false, onCounted = () 
   state.unkey = onKey('m', marks.mark);
   media.addEventListener('loadedmetadata', marks.draw);   // when recd had no duration
 
-  const silence = skipSilence(recording, media, () => state.speaker);
-  const speed = speedControl(media, () => state.speaker);
-  const frame = () => { silence.jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
+  // Skip Silence (issue 47): recd's pauses jumped over at each timeupdate and frame.
+  let skipping = kept('recd-skip-silence') === '1', asked = null, pauses = [];
+  const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
+  const skipper = h('button', { 'data-action': 'skip-silence', onclick: () => skipSet(!skipping, true) }, 'Skip silence');
+  const skipSet = async (on, pressed) => {
+    skipping = on;
+    skipper.setAttribute('aria-pressed', on);
+    kept('recd-skip-silence', on ? 1 : 0);
+    if (pressed && state.speaker) toast("On recd's speaker: from the next play");
+    saves.textContent = '';
+    asked ??= on ? api.silences(recording.id).then((r) => { pauses = r.silences; return r.skippable; }, () => null) : null;
+    const n = await asked;
+    if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
+  };
+  skipSet(skipping);
+  // Speed (issue 47), kept: the <audio>'s (pitch kept), or recd's.
+  const speeds = [1, 1.25, 1.5, 2, 0.75];
+  let speed = +kept('recd-speed') || 1;
+  const speeder = h('button', { 'data-action': 'speed', onclick: () => speedSet(speeds[(speeds.indexOf(speed) + 1) % 5], true) });
+  const speedSet = (s, pressed) => {
+    speed = speeds.includes(s) ? s : 1;
+    speeder.textContent = `${speed}×`; speeder.setAttribute('aria-label', `Speed ${speed}×`);
+    media.defaultPlaybackRate = media.playbackRate = speed; media.preservesPitch = true;
+    kept('recd-speed', speed);
+    if (pressed && state.speaker) api.transport('speed', { speed }).catch(toast);
+  };
+  speedSet(speed);
+  const jump = () => {
+    const t = media.currentTime, p = skipping && !state.speaker && pauses.find((x) => t >= x.start && t < x.end);
+    if (p) media.currentTime = p.end;
+  };
+  const frame = () => { jump(); cancelAnimationFrame(state.frame); if (!media.paused) state.frame = requestAnimationFrame(frame); };
   media.addEventListener('playing', frame);
 
   // (not a video, a take's preview or recd's speaker)
   const [cut, enh] = isVideo || onSpeaker || !counts ? []
     : [trimPanel(recording, media, length, (r) => { state.counts = false; openPlayer(r, { onCounted }); }), enhancePanel(recording, media)];
   state.enh = enh;
-  const scrub = scrubber(canvas, length, seekTo, skip);
-
-  media.addEventListener('timeupdate', () => { silence.jump(); render(); });
-  if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
-  media.addEventListener('ended', async () => { render(); await count(); });
-  fill(sheet,
-    sheetHead(recording, enh?.head, cut?.toggle, () => state.close()),
-    isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
-    cut?.el,
-    h('div', { class: 'time-row' }, marks.button, silence.button, silence.saves, time),
-    h('div', { class: 'controls' }, by(-15, 'Back', '⏮'), pause, by(15, 'Forward', '⏭'), speed.button),
-    enh?.el,
-    marks.el,
-    onSpeaker && h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser."),
-    state.transcript?.el,
-    hint);
-  sheet.hidden = false;
-  if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
-  if (onSpeaker) {
-    const reply = await api.playOnSpeaker(recording.id, at, silence.on(), speed.value());
-    state.speakerPosition = at;
-    media.removeAttribute('src');
-    state.timer = followSpeaker(state, reply.playback.session, render, () => { onCounted(null); return state.close(); });
-  } else {
-    if (at > 0) {
-      if (media.readyState >= 1) media.currentTime = at;
-      else media.addEventListener('loadedmetadata', () => { media.currentTime = at; }, { once: true });
-    }
-    try { await media.play(); } catch { /* autoplay refused */ }
-  }
-  render();
-  pause.focus();
-}
-
-/// The player's head: the title, ⬇ (and the enhanced copy's), Share where the browser shares files, ✂, ✕.
-function sheetHead(recording, enhanced, trim, close) {
-  const type = recording.type === 'video' ? 'video/mp4' : 'audio/mp4';
-  return h('div', { class: 'head' },
-    h('strong', {}, `${icon(recording)} ${recording.title}`),
-    h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
-             'aria-label': `Download ${recording.title}` }, '⬇'),
-    enhanced,
-    navigator.canShare?.({ files: [new File([], 'a.m4a', { type })] })
-      && quiet(`Share ${recording.title}`, { 'data-action': 'share', title: 'Share', onclick: shareAction(recording) }, '⤴'),
-    trim,
-    quiet('Close player', { 'data-action': 'close', onclick: close }, '✕'));
-}
-
-/// Skip Silence (issue 47), kept across plays: recd's pauses in the recording, jumped over (`jump`,
-/// at each timeupdate and frame) in this browser; on recd's speaker recd skips them, from the next play.
-function skipSilence(recording, media, onSpeaker) {
-  let skipping = kept('recd-skip-silence') === '1', asked = null, pauses = [];
-  const saves = h('span', { class: 'hint', 'data-saves': '', 'aria-live': 'polite' });
-  const button = h('button', { 'data-action': 'skip-silence', onclick: () => set(!skipping, true) }, 'Skip silence');
-  const set = async (on, pressed) => {
-    skipping = on;
-    button.setAttribute('aria-pressed', on);
-    kept('recd-skip-silence', on ? 1 : 0);
-    if (pressed && onSpeaker()) toast("On recd's speaker: from the next play");
-    saves.textContent = '';
-    asked ??= on ? api.silences(recording.id).then((r) => { pauses = r.silences; return r.skippable; }, () => null) : null;
-    const n = await asked;
-    if (skipping && n !== null) saves.textContent = n ? `saves ${n < 60 ? n.toFixed(1) + ' s' : duration(n)}` : 'no pauses to skip';
-  };
-  set(skipping);
-  const jump = () => {
-    const t = media.currentTime, p = skipping && !onSpeaker() && pauses.find((x) => t >= x.start && t < x.end);
-    if (p) media.currentTime = p.end;
-  };
-  return { button, saves, jump, on: () => skipping };
-}
-
-/// Speed (issue 47), kept across plays: the <audio>'s (pitch kept), or recd's on its speaker.
-function speedControl(media, onSpeaker) {
-  const speeds = [1, 1.25, 1.5, 2, 0.75];
-  let speed = +kept('recd-speed') || 1;
-  const button = h('button', { 'data-action': 'speed', onclick: () => set(speeds[(speeds.indexOf(speed) + 1) % 5], true) });
-  const set = (s, pressed) => {
-    speed = speeds.includes(s) ? s : 1;
-    button.textContent = `${speed}×`; button.setAttribute('aria-label', `Speed ${speed}×`);
-    media.defaultPlaybackRate = media.playbackRate = speed; media.preservesPitch = true;
-    kept('recd-speed', speed);
-    if (pressed && onSpeaker()) api.transport('speed', { speed }).catch(toast);
-  };
-  set(speed);
-  return { button, value: () => speed };
-}
-
-/// The waveform as a position slider: pointer to seek, arrow keys to skip 5 s.
-function scrubber(canvas, length, seekTo, skip) {
-  const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
-  const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0',
-    onpointerdown: (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); },
-    onpointermove: (e) => { if (e.buttons) seekTo(fromPointer(e)); },
-    onkeydown: (e) => { const by = { ArrowLeft: -5, ArrowRight: 5 }[e.key]; if (by) { skip(by); e.preventDefault(); } } }, canvas);
-  return scrub;
-}
-
-/// Share's action: the recording's file (fetched once, named as its download) to the system's sheet.
-function shareAction(recording) {
   let file = null;
-  return async () => {
+  const share = async () => {
     try {
       file ??= await fetch(api.download(recording)).then(async (res) => {
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
@@ -208,19 +137,57 @@ function shareAction(recording) {
       await navigator.share({ files: [file], title: recording.title });
     } catch (e) { if (e.name !== 'AbortError') toast(e.name === 'NotAllowedError' ? 'Ready: press Share again' : e); }
   };
-}
 
-/// Follows a play on recd's speaker (its position and pause, four times a second) until it is no
-/// longer `session`: then recd has ended it, and counted it if it was saved (`ended`).
-function followSpeaker(state, session, render, ended) {
-  const timer = setInterval(async () => {
-    const p = (await api.playback().catch(() => null))?.playback;
-    if (!p || p.session !== session) {
-      clearInterval(timer); state.speaker = false;
-      return ended();
+  const fromPointer = (e) => { const r = scrub.getBoundingClientRect(); return ((e.clientX - r.left) / r.width) * length(); };
+  const scrub = h('div', { class: 'scrub', role: 'slider', tabindex: '0', 'aria-label': 'Position', 'aria-valuemin': '0',
+    onpointerdown: (e) => { scrub.setPointerCapture(e.pointerId); seekTo(fromPointer(e)); },
+    onpointermove: (e) => { if (e.buttons) seekTo(fromPointer(e)); },
+    onkeydown: (e) => { const by = { ArrowLeft: -5, ArrowRight: 5 }[e.key]; if (by) { skip(by); e.preventDefault(); } } }, canvas);
+
+  media.addEventListener('timeupdate', () => { jump(); render(); });
+  if (recording.state === 'ready') state.transcript = transcriptPanel(recording, (t) => playFrom(t).catch(() => {}));
+  media.addEventListener('ended', async () => { render(); await count(); });
+  fill(sheet,
+    h('div', { class: 'head' },
+      h('strong', {}, `${icon(recording)} ${recording.title}`),
+      h('a', { class: 'quiet', href: api.download(recording), download: true, 'data-action': 'download',
+               'aria-label': `Download ${recording.title}` }, '⬇'),
+      enh?.head,
+      navigator.canShare?.({ files: [new File([], 'a.m4a', { type: isVideo ? 'video/mp4' : 'audio/mp4' })] })
+        && quiet(`Share ${recording.title}`, { 'data-action': 'share', title: 'Share', onclick: share }, '⤴'),
+      cut?.toggle,
+      quiet('Close player', { 'data-action': 'close', onclick: () => state.close() }, '✕')),
+    isVideo ? media : h('div', { class: 'wave-box' }, scrub, marks.ticks, cut?.box, media),
+    cut?.el,
+    h('div', { class: 'time-row' }, marks.button, skipper, saves, time),
+    h('div', { class: 'controls' }, by(-15, 'Back', '⏮'), pause, by(15, 'Forward', '⏭'), speeder),
+    enh?.el,
+    marks.el,
+    onSpeaker && h('p', { class: 'speaker-note', 'data-speaker-note': '' }, "🔈 Playing on recd's speaker (the computer recd runs on), not in this browser."),
+    state.transcript?.el,
+    hint);
+  sheet.hidden = false;
+  if (!isVideo) state.unfit = fitWaveform(canvas, recording.id, (w) => { state.wave = w; render(); });
+  if (onSpeaker) {
+    const reply = await api.playOnSpeaker(recording.id, at, skipping, speed);
+    state.speakerPosition = at;
+    media.removeAttribute('src');
+    state.timer = setInterval(async () => {
+      const p = (await api.playback().catch(() => null))?.playback;
+      if (!p || p.session !== reply.playback.session) {   // ended: recd counted it (if saved)
+        clearInterval(state.timer); state.speaker = false; onCounted(null);
+        return state.close();
+      }
+      state.speakerPosition = p.position; state.speakerPaused = p.state === 'paused';
+      render();
+    }, 250);
+  } else {
+    if (at > 0) {
+      if (media.readyState >= 1) media.currentTime = at;
+      else media.addEventListener('loadedmetadata', () => { media.currentTime = at; }, { once: true });
     }
-    state.speakerPosition = p.position; state.speakerPaused = p.state === 'paused';
-    render();
-  }, 250);
-  return timer;
+    try { await media.play(); } catch { /* autoplay refused */ }
+  }
+  render();
+  pause.focus();
 }

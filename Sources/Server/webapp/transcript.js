@@ -20,7 +20,13 @@ export function transcriptPanel(recording, seek) {
     }
     for (const s of t.segments ?? []) for (const w of s.words ?? []) if (w.word.trim()) words.push(w);
     if (!words.length) return say('No words were heard.');
-    const paragraphs = paragraphsOf(words, spans);
+    const paragraphs = [];
+    let p, lastEnd;
+    for (const w of words) {
+      if (!p || w.start - lastEnd > 2) { p = h('p', {}); paragraphs.push(p); } else p.append(' ');
+      const span = h('span', { class: 'word', tabindex: '-1', 'data-start': w.start }, w.word.trim());
+      spans.push(span); p.append(span); lastEnd = w.end;
+    }
     const go = (e) => {
       const span = e.target.closest?.('.word');
       if (span) { userScrolled = 0; seek(Number(span.dataset.start)); }
@@ -50,10 +56,12 @@ export function transcriptPanel(recording, seek) {
     }, () => read());
   };
 
-  /// The word heard marked, and scrolled into view unless the person scrolled lately.
+  /// The word heard: the last begun, until a second past its end.
   const mark = (position) => {
     if (!words.length) return;
-    const at = wordAt(words, position);
+    let lo = 0, hi = words.length - 1, at = -1;
+    while (lo <= hi) { const mid = (lo + hi) >> 1; if (words[mid].start <= position + 0.02) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+    if (at >= 0 && position > words[at].end + 1) at = -1;
     if (at === marked) return;
     if (marked >= 0) { spans[marked].classList.remove('now'); spans[marked].removeAttribute('aria-current'); }
     const span = spans[marked = at];
@@ -70,23 +78,4 @@ export function transcriptPanel(recording, seek) {
 
   read();
   return { el: box, mark, close() { closed = true; stream?.close(); stream = null; } };
-}
-
-/// The words as paragraphs (a new one after a pause over 2 s), each word a span put into `spans`.
-function paragraphsOf(words, spans) {
-  const paragraphs = [];
-  let p, lastEnd;
-  for (const w of words) {
-    if (!p || w.start - lastEnd > 2) { p = h('p', {}); paragraphs.push(p); } else p.append(' ');
-    const span = h('span', { class: 'word', tabindex: '-1', 'data-start': w.start }, w.word.trim());
-    spans.push(span); p.append(span); lastEnd = w.end;
-  }
-  return paragraphs;
-}
-
-/// The index of the word heard at `position`: the last begun, until a second past its end; else -1.
-function wordAt(words, position) {
-  let lo = 0, hi = words.length - 1, at = -1;
-  while (lo <= hi) { const mid = (lo + hi) >> 1; if (words[mid].start <= position + 0.02) { at = mid; lo = mid + 1; } else hi = mid - 1; }
-  return at >= 0 && position > words[at].end + 1 ? -1 : at;
 }
