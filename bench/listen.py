@@ -782,6 +782,10 @@ def main():
     peer_placed_note = f" (the first {placed} of {len(noise_peer_files)} placed)" if len(noise_peer_files) > placed else ""
     analyse(noise_peer_files[:placed], aligner, [], noise_events, silence)
     del aligner
+    # The files not placed are counted and their length summed all the same: from their size (sox's
+    # mono 16-bit 48 kHz WAV, 44 bytes of header; the last one's header may not be final).
+    for f in noise_peer_files[placed:]:
+        f["seconds"] = max(0, os.path.getsize(f["path"]) - 44) / (2 * 48000)
 
     # ---------------------------------------------------------------- the section
     def med_range(values, fmt="{:.2f}"):
