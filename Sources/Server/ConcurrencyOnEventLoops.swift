@@ -1,4 +1,5 @@
 // Swift concurrency's jobs run on NIO's event loops instead of Dispatch's global queues.
+@_spi(ExperimentalScheduling) @_spi(ExperimentalCustomExecutors) import _Concurrency
 import CSwiftRuntimeHooks
 import Glibc
 import NIOCore
@@ -22,6 +23,9 @@ public enum ConcurrencyOnEventLoops {
     public enum Installed: Sendable {
         /// Immediate and timed jobs run on the event loops.
         case all
+        /// Immediate jobs and the runtime's timed hooks, but `Task.sleep` still schedules on
+        /// Dispatch (the default executor could not be replaced).
+        case allButSleeps
         /// Nothing: another global executor was installed first.
         case none
 
@@ -29,6 +33,7 @@ public enum ConcurrencyOnEventLoops {
         public var description: String {
             switch self {
             case .all: return "Swift concurrency runs on NIO's event loops (jobs and timers): an idle recd does not wake"
+            case .allButSleeps: return "Swift concurrency runs on NIO's event loops, but Task.sleep's timers stay on Dispatch: an idle recd wakes once a second"
             case .none: return "Swift concurrency stays on Dispatch (another global executor was installed first): an idle recd wakes once a second"
             }
         }
@@ -46,22 +51,19 @@ public enum ConcurrencyOnEventLoops {
     }
 
     private static func takeOver() -> Installed {
-        // NIO's own take-over: immediate jobs (`swift_task_enqueueGlobal_hook`). It finds the hook
-        // with dlsym, which fails where the runtime is linked in (the package): there the same hook,
-        // reached by address, runs each job on an event loop as NIO's does (through `execute`).
-        if !NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() {
-            let immediateHook = hookVariable(0)
-            guard immediateHook.pointee == nil else { return .none }
-            let immediate: EnqueueHook = { job, _ in
-                let loop = MultiThreadedEventLoopGroup.singleton.any()
-                let sendable = SendableJob(job: job)
-                loop.execute { sendable.job.runSynchronously(on: loop.executor.asUnownedSerialExecutor()) }
-            }
-            immediateHook.pointee = unsafeBitCast(immediate, to: UnsafeRawPointer.self)
-        }
-        // Timed jobs have their own hooks, which NIO leaves to Dispatch (a `dispatch_after` on a
-        // global queue: the same monitor). Here they become event-loop timers that enqueue the
-        // job, when due, through the hook above.
+        // Immediate jobs (`swift_task_enqueueGlobal_hook`, reached by address: NIO's own take-over
+        // finds it with dlsym, which fails where the runtime is linked in, as in the package). Each
+        // job runs on an event loop as NIO's take-over does, but with `EventLoopTaskExecutor` as its
+        // executor rather than the loop's: Swift 6.3's `Task.sleep` asks the job's executor to
+        // schedule the wake-up, and only one that is a `SchedulingExecutor` keeps it off Dispatch.
+        let immediateHook = hookVariable(0)
+        guard immediateHook.pointee == nil else { return .none }
+        let immediate: EnqueueHook = { job, _ in EventLoopTaskExecutor.shared.enqueue(job) }
+        immediateHook.pointee = unsafeBitCast(immediate, to: UnsafeRawPointer.self)
+        // The runtime's own timed entry points (`swift_task_enqueueGlobalWithDelay`/`…Deadline`,
+        // which `Task.sleep` called before Swift 6.3) have their own hooks, left to Dispatch by NIO
+        // (a `dispatch_after` on a global queue: the same monitor). Here they become event-loop
+        // timers that enqueue the job, when due, through the hook above.
         let delayHook = hookVariable(1), deadlineHook = hookVariable(2)
         let afterDelay: DelayHook = { nanoseconds, job, _ in
             ConcurrencyOnEventLoops.enqueue(job, in: Int64(clamping: nanoseconds))
@@ -78,7 +80,10 @@ public enum ConcurrencyOnEventLoops {
         }
         delayHook.pointee = unsafeBitCast(afterDelay, to: UnsafeRawPointer.self)
         deadlineHook.pointee = unsafeBitCast(atDeadline, to: UnsafeRawPointer.self)
-        return .all
+        // Swift 6.3's `Task.sleep` calls neither: it asks the current scheduling executor, and in
+        // an actor's code (a default actor has none) that is the default executor, Dispatch's.
+        _createExecutors(factory: EventLoopExecutorFactory.self)
+        return Task.defaultExecutor === EventLoopTaskExecutor.shared ? .all : .allButSleeps
     }
 
     // The hooks' types as the runtime declares them (Runtime/Concurrency.h): plain function
@@ -95,22 +100,62 @@ public enum ConcurrencyOnEventLoops {
     }
 
     /// Runs `job` on an event loop once `nanoseconds` have passed (at once when ≤ 0).
-    private static func enqueue(_ job: UnownedJob, in nanoseconds: Int64) {
-        guard nanoseconds > 0 else { return enqueueGlobal(job) }
+    fileprivate static func enqueue(_ job: UnownedJob, in nanoseconds: Int64) {
+        guard nanoseconds > 0 else { return EventLoopTaskExecutor.shared.enqueue(job) }
         // A cancelled sleep still gets its job run when the timer fires (the runtime then finds
         // the sleep already resumed): the timer is not cancelled, as Dispatch's is not.
         let timerJob = SendableJob(job: job)
         MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(nanoseconds)) {
-            enqueueGlobal(timerJob.job)
+            EventLoopTaskExecutor.shared.enqueue(timerJob.job)
         }
     }
 
-    private struct SendableJob: @unchecked Sendable { let job: UnownedJob }
+    fileprivate struct SendableJob: @unchecked Sendable { let job: UnownedJob }
 }
 
-/// The runtime's global enqueue: with NIO's hook installed, onto an event loop.
-@_silgen_name("swift_task_enqueueGlobal")
-private func enqueueGlobal(_ job: UnownedJob)
+/// Swift 6.3's executors (`@_spi(ExperimentalCustomExecutors)`): the platform's main executor,
+/// and `EventLoopTaskExecutor` as the default one, which `Task.sleep` schedules its wake-up on.
+enum EventLoopExecutorFactory: ExecutorFactory {
+    static var mainExecutor: any MainExecutor { PlatformExecutorFactory.mainExecutor }
+    static var defaultExecutor: any TaskExecutor { EventLoopTaskExecutor.shared }
+}
+
+/// The executor every global job runs on: NIO's singleton event loops, jobs and timers.
+///
+/// A task executor, as Swift 6.3's own default executor is: a job runs with it as the current
+/// thread's task executor, which is where `Task.sleep` looks for a `SchedulingExecutor` (after the
+/// job's actor's executor, which for a default actor has none) before it falls back to
+/// `Task.defaultExecutor`, Dispatch's. Actors keep their own serial queues; this only decides the
+/// thread a job runs on, as the cooperative pool did.
+final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
+    static let shared = EventLoopTaskExecutor()
+
+    func enqueue(_ job: UnownedJob) {
+        // The loop the caller is on when it is one (no hand-off), otherwise the next.
+        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        let sendable = ConcurrencyOnEventLoops.SendableJob(job: job)
+        loop.execute { sendable.job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        enqueue(UnownedJob(job))
+    }
+
+    /// `Task.sleep`'s wake-up: an event-loop timer. A clock whose durations are not `Duration`
+    /// (none of the standard library's are) is left to the runtime's default executor, Dispatch.
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+        let unowned = UnownedJob(job)
+        guard let delay = clock.now.duration(to: instant) as? Duration else {
+            guard let dispatch = Task.defaultExecutor as? any SchedulingExecutor else { return enqueue(unowned) }
+            return dispatch.enqueue(ExecutorJob(unowned), at: instant, tolerance: tolerance, clock: clock)
+        }
+        let (seconds, attoseconds) = delay.components
+        // Saturating, as NIO's timers do: a far deadline is "never" rather than an overflow.
+        let nanoseconds = seconds >= Int64.max / 1_000_000_000 ? Int64.max
+            : seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        ConcurrencyOnEventLoops.enqueue(unowned, in: nanoseconds)
+    }
+}
 
 /// The runtime's clock reading for a clock id of `Task.sleep` (1 continuous, 2 suspending).
 @_silgen_name("swift_get_time")

@@ -109,8 +109,11 @@ public struct RecdDaemon {
         let logger = self.logger
         let notifier = SystemdNotifier()
         // STOPPING=1 as soon as the signal arrives (ServiceLifecycle then stops the sessions and the server).
+        // On a queue of its own: a source on a global queue (the default) is set up by a worker
+        // of Dispatch's pool, whose first worker starts the pool's 1 s monitor (ConcurrencyOnEventLoops).
+        let signalQueue = DispatchQueue(label: "recd.stopping-signals")
         let stopping = [SIGTERM, SIGINT].map { sig -> any DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: sig)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
             source.setEventHandler { notifier.notify("STOPPING=1") }
             source.resume()
             return source
