@@ -122,11 +122,12 @@ enum EventLoopExecutorFactory: ExecutorFactory {
 
 /// The executor every global job runs on: NIO's singleton event loops, jobs and timers.
 ///
-/// A task executor, as Swift 6.3's own default executor is: a job runs with it as the current
-/// thread's task executor, which is where `Task.sleep` looks for a `SchedulingExecutor` (after the
-/// job's actor's executor, which for a default actor has none) before it falls back to
-/// `Task.defaultExecutor`, Dispatch's. Actors keep their own serial queues; this only decides the
-/// thread a job runs on, as the cooperative pool did.
+/// A task executor, as Swift 6.3's own default executor is, and installed as the default executor
+/// (`EventLoopExecutorFactory`): `Task.sleep` asks the current actor's executor, the task's
+/// preferred one, the thread's task executor, then the default one for a `SchedulingExecutor`, and
+/// in an actor's code (a default actor has no executor of its own) it gets to the default one.
+/// Actors keep their own serial queues; this only decides the thread a job runs on, as the
+/// cooperative pool did.
 final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
     static let shared = EventLoopTaskExecutor()
 
@@ -142,11 +143,12 @@ final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor, @unchecked 
     }
 
     /// `Task.sleep`'s wake-up: an event-loop timer. A clock whose durations are not `Duration`
-    /// (none of the standard library's are) is left to the runtime's default executor, Dispatch.
+    /// (the standard library's all are) is left to the platform's default executor, Dispatch.
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
         let unowned = UnownedJob(job)
         guard let delay = clock.now.duration(to: instant) as? Duration else {
-            guard let dispatch = Task.defaultExecutor as? any SchedulingExecutor else { return enqueue(unowned) }
+            // Not `Task.defaultExecutor`: that is this executor.
+            guard let dispatch = PlatformExecutorFactory.defaultExecutor as? any SchedulingExecutor else { return enqueue(unowned) }
             return dispatch.enqueue(ExecutorJob(unowned), at: instant, tolerance: tolerance, clock: clock)
         }
         let (seconds, attoseconds) = delay.components
