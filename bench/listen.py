@@ -756,6 +756,15 @@ def main():
                 log(f"  {s1['t'] / 60:.0f} min: recd and its children {sum(r for _, _, r, _ in s1['procs']) / 1024:.1f} MB "
                     f"(at the start {sum(r for _, _, r, _ in s0['procs']) / 1024:.1f} MB), CPU "
                     f"{100 * (s1['cpu'] - s0['cpu']) / max(s1['t'] - s0['t'], 1e-9):.2f} % of one core since the start")
+                # The last 10 minutes alone, per process (recd, its detector): a trend, not an average
+                # since the start, and whose it is.
+                w0 = samples[-61]
+                span = max(s1["t"] - w0["t"], 1e-9)
+                before = {pid: cpu for pid, _, _, cpu in w0["procs"]}
+                per = ", ".join(f"{name} {100 * (cpu - before.get(pid, 0.0)) / span:.2f} %" for pid, name, _, cpu in s1["procs"])
+                log(f"    the last 10 min: recd and its children {100 * (s1['cpu'] - w0['cpu']) / span:.2f} % ({per}); "
+                    f"sox {100 * (s1['sox'] - w0['sox']) / span:.2f} %, arecord {100 * (s1['floor'] - w0['floor']) / span:.2f} %; "
+                    f"load {s1['load']}")
         time.sleep(0.05)
     marks["end"] = sample(); samples.append(marks["end"])
     time.sleep(1.0)
