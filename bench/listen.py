@@ -758,7 +758,7 @@ def main():
                     f"{100 * (s1['cpu'] - s0['cpu']) / max(s1['t'] - s0['t'], 1e-9):.2f} % of one core since the start")
                 # The last 10 minutes alone, per process (recd, its detector): a trend, not an average
                 # since the start, and whose it is.
-                w0 = samples[-61]
+                w0 = samples[max(0, len(samples) - 61)]   # the first window starts at the first sample
                 span = max(s1["t"] - w0["t"], 1e-9)
                 before = {pid: cpu for pid, _, _, cpu in w0["procs"]}
                 per = ", ".join(f"{name} {100 * (cpu - before.get(pid, 0.0)) / span:.2f} %" for pid, name, _, cpu in s1["procs"])
