@@ -43,9 +43,6 @@ let package = Package(
         // prctl (variadic), posix_spawn's closefrom (_GNU_SOURCE) and Landlock's system calls for the
         // media workers.
         .target(name: "CProcessShim"),
-        // The concurrency runtime's executor hooks by address (ConcurrencyOnEventLoops): dlsym does not
-        // find them where the runtime is linked in (the package).
-        .target(name: "CSwiftRuntimeHooks"),
 
         // Shared wire types: no C, no server code.
         .target(name: "RecdAPI", swiftSettings: strict),
@@ -105,7 +102,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
         .target(name: "Server", dependencies: [
-            "RecdAPI", "Engine", "Storage", "JournalLog", "CSwiftRuntimeHooks",
+            "RecdAPI", "Engine", "Storage", "JournalLog",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

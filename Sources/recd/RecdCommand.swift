@@ -276,11 +276,6 @@ struct RecdCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "recd")
         logger.info("\(MediaWorkerPool.refuseExecGain())")
-        if case .all = ConcurrencyOnEventLoops.installed {
-            logger.info("\(ConcurrencyOnEventLoops.installed.description)")
-        } else {
-            logger.warning("\(ConcurrencyOnEventLoops.installed.description)")
-        }
         var config = EngineConfiguration(
             dataDirectory: URL(fileURLWithPath: dataDir), captureDevice: captureDevice,
             playbackDevice: playbackDevice, channels: channels, bitRate: bitrate,
