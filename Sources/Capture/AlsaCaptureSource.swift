@@ -97,11 +97,6 @@ public final class AlsaCaptureSource: CaptureSource, @unchecked Sendable {
         return c
     }
 
-    /// Device frames as frames at the recording's rate.
-    private func recordingFrames(_ deviceFrames: Int64) -> Int64 {
-        deviceFormat.rate == settings.sampleRate ? deviceFrames : deviceFrames * Int64(settings.sampleRate) / Int64(deviceFormat.rate)
-    }
-
     /// Starts the capture thread. `deliver` gets each captured block (interleaved, in `deviceFormat`,
     /// `frames` frames) on the capture thread and must not block; `onEnd` is called once on that thread
     /// when capture ends: with nil after `stop()`, or with the error that ended it.

@@ -128,8 +128,6 @@ public final class CaptureHistoryTap: CaptureSource, @unchecked Sendable {
     public let channels: Int
     public var deviceFormat: CaptureStreamFormat { history.format }
     private let history: CaptureHistory
-    /// Device frames per recording frame (the pipeline converts when the rates differ).
-    private let ratio: Double
     private let startPosition: Int64
 
     private struct Control {
@@ -150,7 +148,6 @@ public final class CaptureHistoryTap: CaptureSource, @unchecked Sendable {
     public init(history: CaptureHistory, from position: Int64, device: String, sampleRate: Int, channels: Int) {
         self.history = history; self.device = device; self.sampleRate = sampleRate; self.channels = channels
         self.startPosition = position
-        ratio = Double(history.format.rate) / Double(sampleRate)
         chunkFrames = max(1, history.format.rate / 20)
         control = Mutex(Control(position: position))
     }
@@ -162,7 +159,7 @@ public final class CaptureHistoryTap: CaptureSource, @unchecked Sendable {
 
     public var stats: CaptureCounters {
         control.withLock { c in
-            CaptureCounters(framesCaptured: Int64(Double(c.delivered) / ratio), overruns: 0, overrunFrames: Int64(Double(c.lost) / ratio))
+            CaptureCounters(framesCaptured: recordingFrames(c.delivered), overruns: 0, overrunFrames: recordingFrames(c.lost))
         }
     }
 

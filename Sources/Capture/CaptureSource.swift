@@ -43,3 +43,11 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// Ends capture, waits for the delivering thread, releases the device. Blocking; idempotent.
     func stop()
 }
+
+extension CaptureSource {
+    /// Device frames (of `deviceFormat`) as frames at the recording's rate: a source's counters and
+    /// the pipeline's are in these, whatever rate the device runs at.
+    public func recordingFrames(_ deviceFrames: Int64) -> Int64 {
+        deviceFormat.rate == sampleRate ? deviceFrames : deviceFrames * Int64(sampleRate) / Int64(deviceFormat.rate)
+    }
+}

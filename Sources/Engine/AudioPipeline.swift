@@ -349,10 +349,7 @@ final class AudioPipeline: @unchecked Sendable {
         let c = source.stats
         // Every count in frames at the recording's rate, as the source's are: the device ring's are the
         // device's (44.1 or 96 kHz), scaled here.
-        let deviceLost = deviceRing.map { ring -> Int64 in
-            let d = source.deviceFormat.rate
-            return d == source.sampleRate ? ring.droppedFrames : ring.droppedFrames * Int64(source.sampleRate) / Int64(d)
-        } ?? 0
+        let deviceLost = deviceRing.map { source.recordingFrames($0.droppedFrames) } ?? 0
         return CaptureStats(framesCaptured: c.framesCaptured, overruns: c.overruns,
                             droppedFrames: c.overrunFrames + ring.droppedFrames + deviceLost)
     }

@@ -105,6 +105,23 @@ final class CaptureHistoryTests: XCTestCase {
         XCTAssertEqual(samples, (1200..<2700).map { Int16($0) })
     }
 
+    /// A device at another rate than the recording's: the tap delivers the device's frames and counts
+    /// them at the recording's rate (`CaptureSource.recordingFrames`, as the ALSA source and the
+    /// pipeline's device ring count theirs).
+    func testATapOnADeviceAtAnotherRateCountsAtTheRecordingsRate() {
+        let h = CaptureHistory(format: CaptureStreamFormat(format: .s16, rate: 2000, channels: 1), seconds: 5)
+        write(h, from: 0, count: 3000)
+        let tap = CaptureHistoryTap(history: h, from: 0, device: "memory", sampleRate: 1000, channels: 1)
+        tap.end(at: 3000)
+        let (samples, error) = drain(tap)
+        XCTAssertNil(error)
+        XCTAssertEqual(samples.count, 3000)
+        XCTAssertEqual(tap.stats.framesCaptured, 1500)
+        XCTAssertEqual(tap.recordingFrames(88200), 44100)
+        let same = CaptureHistoryTap(history: h, from: 0, device: "memory", sampleRate: 2000, channels: 1)
+        XCTAssertEqual(same.recordingFrames(3001), 3001)
+    }
+
     func testOneTapEndsWhereTheNextBeginsAndNoFrameIsLostOrRepeated() {
         let h = CaptureHistory(format: format, seconds: 5)
         let first = CaptureHistoryTap(history: h, from: 0, device: "memory", sampleRate: 1000, channels: 1)
