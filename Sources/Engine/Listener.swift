@@ -37,8 +37,12 @@ public actor Listener {
         var generation = 0
         /// Handles the capture's messages, in order (one task per capture).
         var consumer: Task<Void, Never>?
-        /// The `until` timer, the reopening of a lost device.
-        var tasks: [Task<Void, Never>] = []
+        /// The `until` timer.
+        var until: Task<Void, Never>?
+        /// The reopening of a lost device (one at a time: a device is lost again only once reopened).
+        var retry: Task<Void, Never>?
+        /// Cancels the session's timers (the capture's consumer is ended apart).
+        func cancelTimers() { until?.cancel(); retry?.cancel() }
     }
 
     enum State: Sendable {
@@ -132,11 +136,11 @@ public actor Listener {
                               note: opened?.detector.note)
         if let opened { start(&session, source: opened.source, detector: opened.detector.0) }
         if let until = settings.until {
-            session.tasks.append(Task { [weak self] in
+            session.until = Task { [weak self] in
                 try? await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
                 guard !Task.isCancelled else { return }
                 await self?.disarm(reason: .until, message: "listening was set to stop at \(DateText.format(until))")
-            })
+            }
         }
         state = .armed(session)
         save(settings, since: since)
@@ -209,7 +213,7 @@ public actor Listener {
     public func shutdown(stoppingTakes stopTakes: @Sendable () async -> Void) async {
         guard case .armed(let s) = state else { return await stopTakes() }
         state = .stopping(Stopping(session: s))
-        s.tasks.forEach { $0.cancel() }
+        s.cancelTimers()
         s.consumer?.cancel()
         microphone.release()
         await stopTakes()
@@ -344,7 +348,7 @@ public actor Listener {
             if let capture = s.capture { tap.end(at: capture.history.position) }
         }
         state = .stopping(stop)
-        s.tasks.forEach { $0.cancel() }
+        s.cancelTimers()
         microphone.release()
         // The detector thread ends the utterance under way where capture is now; the consumer
         // handles its last messages (as `.stopping`) until the stream ends.
@@ -374,14 +378,15 @@ public actor Listener {
         let capture = s.capture
         s.capture = nil
         s.phase = .deviceLost(why)
-        s.tasks.append(Task { [weak self] in
+        s.retry?.cancel()
+        s.retry = Task { [weak self] in
             if let capture { await Self.onBlockingPool { capture.stop() } }
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(Self.retrySeconds))
                 guard !Task.isCancelled, let self else { return }
                 if await self.reopen() { return }
             }
-        })
+        }
         state = .armed(s)
         publishStatus()
     }
