@@ -26,8 +26,10 @@ enum VMRun {
         env["VM_RW"] = out.path
         env["VM_MODULES"] = modules
         env["VM_TIMEOUT"] = String(timeout - 60)
+        env["VM_TIMING"] = "1"
         let path = Tools.packageRoot.appendingPathComponent("Tests/vm/\(script)").path
         let run = try Tools.run(runInVM, [path, Tools.recd, Tools.recctl, out.path, tone], environment: env, timeout: Double(timeout))
+        print(timing(script, run, trace: out.appendingPathComponent("trace.txt")))
         if run.status == 125 {
             // run-in-vm.sh's own status: the guest could not start or run the command (a module did
             // not load, the guest crashed). Not recd's failure: skipped, with the console's last lines.
@@ -36,6 +38,22 @@ enum VMRun {
             throw XCTSkip("the VM could not start (run-in-vm.sh exit 125): \(run.stderr.suffix(2000))")
         }
         return (out, run)
+    }
+
+    /// Where a guest's time went, for the log (the suite's time goal): run-in-vm.sh's boot and run
+    /// times, and the script's slowest steps by the guest's clock (each traced command until the next).
+    static func timing(_ script: String, _ run: ProcessResult, trace: URL, steps: Int = 8) -> String {
+        let boot = run.stderr.split(separator: "\n").last { $0.hasPrefix("vm: accel=") } ?? "vm: no timing"
+        let lines = ((try? String(contentsOf: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+        let traced = lines.compactMap { line -> (Double, Substring)? in
+            let parts = line.split(separator: " ", maxSplits: 2)
+            guard parts.count == 3, parts[0].allSatisfy({ $0 == "+" }), let t = Double(parts[1]) else { return nil }
+            return (t, parts[2])
+        }
+        guard let first = traced.first, let last = traced.last else { return "\(script): \(boot)" }
+        let slowest = zip(traced, traced.dropFirst()).map { ($1.0 - $0.0, $0.1) }.sorted { $0.0 > $1.0 }.prefix(steps)
+        return "\(script): \(boot); traced \(String(format: "%.1f", last.0 - first.0)) s; slowest steps:\n"
+            + slowest.map { String(format: "  %6.2f s  ", $0.0) + $0.1.prefix(140) }.joined(separator: "\n")
     }
 
     static func log(_ out: URL, _ names: String...) -> String {

@@ -10,6 +10,8 @@
 # for the host to check.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3
+# Each command with the guest's clock, for the host's summary of the slowest steps (VMRun.timing).
+exec {trace}>> "$out/trace.txt"; BASH_XTRACEFD=$trace; PS4='+ ${EPOCHREALTIME} '; set -x
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
 sock=$work/recd.sock
 pids=()

@@ -6,6 +6,8 @@
 # files to OUTDIR/clean.m4a and OUTDIR/overrun.m4a for the host to analyse.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3 tone=$4
+# Each command with the guest's clock, for the host's summary of the slowest steps (VMRun.timing).
+exec {trace}>> "$out/trace.txt"; BASH_XTRACEFD=$trace; PS4='+ ${EPOCHREALTIME} '; set -x
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
 sock=$work/recd.sock
 "$recd" --data-dir "$work/data" --socket "$sock" --capture-device hw:Loopback,1,0 --log-level debug \

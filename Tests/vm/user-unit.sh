@@ -25,6 +25,8 @@ if [ -z "${RECD_VM_SWITCHED_ROOT:-}" ] && ! unshare -U true 2>/dev/null; then
      exec /bin/busybox chroot . /usr/bin/env RECD_VM_SWITCHED_ROOT=1 /bin/bash "$0" "$@"' "$script" "$@"
 fi
 recd=$1 recctl=$2 out=$3 tone=$4
+# Each command with the guest's clock, for the host's summary of the slowest steps (VMRun.timing).
+exec {trace}>> "$out/trace.txt"; BASH_XTRACEFD=$trace; PS4='+ ${EPOCHREALTIME} '; set -x
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 user=recdunit
 useradd -m -s /bin/bash "$user"

@@ -9,6 +9,8 @@
 # full.mov/full-status.json (the disk filled mid-recording), devices.json, recd*.log.
 set -euo pipefail
 recd=$1 recctl=$2 out=$3 tone=$4
+# Each command with the guest's clock, for the host's summary of the slowest steps (VMRun.timing).
+exec {trace}>> "$out/trace.txt"; BASH_XTRACEFD=$trace; PS4='+ ${EPOCHREALTIME} '; set -x
 work=$(mktemp -d /tmp/recd-vm.XXXXXX)
 sock=$work/recd.sock
 size=320x180 fps=15
