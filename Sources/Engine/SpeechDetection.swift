@@ -89,9 +89,11 @@ struct SpeechInput {
         let channels = format.channels
         let bytes = format.format.bytesPerSample
         for f in 0..<frames {
-            var sum: Float = 0
-            for c in 0..<channels { sum += Self.sample(raw, at: (f * channels + c) * bytes, format.format) }
-            let v = sum / Float(channels)
+            // (Not `sum`: a local of that name hid the gathered sum, and the "box filter" was plain
+            // decimation at 2/3 of the level, until 2026-11-30.)
+            var channelSum: Float = 0
+            for c in 0..<channels { channelSum += Self.sample(raw, at: (f * channels + c) * bytes, format.format) }
+            let v = channelSum / Float(channels)
             peak = max(peak, abs(v))
             sumSquares += Double(v * v)
             measured += 1

@@ -154,6 +154,38 @@ final class CaptureHistoryTests: XCTestCase {
     }
 }
 
+/// The detector's 16 kHz: each sample the mean of the frames it spans (a box filter), at the level
+/// that went in.
+final class SpeechInputTests: XCTestCase {
+    func convert(_ samples: [Int16], rate: Int, channels: Int) -> [Int16] {
+        var input = SpeechInput(format: CaptureStreamFormat(format: .s16, rate: rate, channels: channels))
+        var out: [Int16] = []
+        samples.withUnsafeBytes { input.convert($0, frames: samples.count / channels, into: &out) }
+        return out
+    }
+
+    func testASteadyLevelKeepsItsLevelAtAnyRateAndChannels() {
+        for (rate, channels) in [(48000, 1), (48000, 2), (44100, 2), (16000, 1), (96000, 1)] {
+            let out = convert([Int16](repeating: 16384, count: rate / 10 * channels), rate: rate, channels: channels)
+            XCTAssertTrue(abs(out.count - 1600) <= 1, "\(rate) Hz × \(channels): \(out.count) samples")
+            XCTAssertEqual(Set(out), [16384], "\(rate) Hz × \(channels)")
+        }
+    }
+
+    /// 24 kHz, the top of what 48 kHz holds: decimation keeps it whole (aliased to DC: +a, +a, …);
+    /// the box averages each three frames (a third of it).
+    func testSoundAbove8kHzIsAveragedNotAliased() {
+        let out = convert((0..<4800).map { $0 % 2 == 0 ? 9000 : -9000 }, rate: 48000, channels: 1)
+        XCTAssertEqual(out.count, 1600)
+        XCTAssertTrue(out.allSatisfy { abs(Int($0) - 3000) <= 1 || abs(Int($0) + 3000) <= 1 }, "\(out.prefix(8))")
+    }
+
+    func testStereoIsAveraged() {
+        let out = convert((0..<9600).map { $0 % 2 == 0 ? 12000 : 4000 }, rate: 48000, channels: 2)
+        XCTAssertEqual(Set(out), [8000])
+    }
+}
+
 final class ListenerTests: XCTestCase {
     var dir: URL!
     var catalog: Catalog!
