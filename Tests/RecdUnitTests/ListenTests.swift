@@ -6,6 +6,7 @@ import Catalog
 @testable import Engine
 import Foundation
 import Logging
+import MediaWorker
 import RecdAPI
 import Storage
 import Synchronization
@@ -183,6 +184,47 @@ final class SpeechInputTests: XCTestCase {
     func testStereoIsAveraged() {
         let out = convert((0..<9600).map { $0 % 2 == 0 ? 12000 : 4000 }, rate: 48000, channels: 2)
         XCTAssertEqual(Set(out), [8000])
+    }
+}
+
+/// What the voice detector was asked, in order ("reset", or "detect N" for N samples).
+final class RecordingSpeechDetector: SpeechDetector, @unchecked Sendable {
+    let kind = VoiceDetectorKind.silero
+    let asked = Mutex<[String]>([])
+    func probabilities(_ samples: UnsafeBufferPointer<Int16>) throws -> [Double] {
+        asked.withLock { $0.append("detect \(samples.count)") }
+        return Array(repeating: 0, count: samples.count / VoiceDetectorWire.windowSamples)
+    }
+    func reset() { asked.withLock { $0.append("reset") } }
+    func close() {}
+}
+
+final class ListenCaptureTests: XCTestCase {
+    /// A quiet room costs no detector call: 2 s at -63 dBFS, 1 s of sound at -33, then quiet again.
+    /// The detector is reset when the quiet begins, and hears the last quiet quarter just before the
+    /// sound's first (its state settled on the room, as when it heard everything).
+    func testQuietQuartersAreNotAskedAndTheDetectorHearsTheLastOneBeforeSound() async {
+        let quiet = MemoryCaptureSource.tone(hz: 300, seconds: 2, amplitude: 0.001)
+        let sound = MemoryCaptureSource.tone(hz: 300, seconds: 1, amplitude: 0.03)
+        let detector = RecordingSpeechDetector()
+        let capture = ListenCapture(source: MemoryCaptureSource(samples: quiet + sound + quiet), detector: detector,
+                                    settings: UtteranceSegmenter.Settings(rate: 48000, silence: 2, preRoll: 1, min: 1, max: 600))
+        let watchdog = Task { try? await Task.sleep(for: .seconds(20)); capture.stop() }
+        var levels = 0
+        for await message in capture.messages {
+            if case .level = message { levels += 1 }
+            if levels >= 18 { break }   // 4.5 s of the 5 s judged
+        }
+        watchdog.cancel()
+        capture.stop()
+        let asked = detector.asked.withLock { $0 }
+        let detects = asked.filter { $0.hasPrefix("detect") }
+        // Each of the 18 quarters asked without the gate; here the sound's four, and the quiet one before it.
+        XCTAssertTrue((5...6).contains(detects.count), "\(asked)")
+        XCTAssertEqual(asked.first, "reset", "\(asked)")
+        let firstDetect = asked.firstIndex { $0.hasPrefix("detect") } ?? 0
+        XCTAssertTrue(asked.prefix(firstDetect).allSatisfy { $0 == "reset" }, "no call in the first 2 s: \(asked)")
+        XCTAssertEqual(asked.last, "reset", "the quiet after the sound: \(asked)")
     }
 }
 
