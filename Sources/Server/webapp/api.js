@@ -77,7 +77,7 @@ export const api = {
 };
 
 /// `GET /v1/events`, closed while the tab is hidden (6 connections a host); `onOpen(first)` on each
-/// (re)connection (`first`: the page read its state just now); again after a 502 (0.5 s doubling to 8 s).
+/// (re)connection (`first`: the page read its state just now); again after a 502.
 export function events(types, on, onOpen = () => {}) {
   let source = null, first = !document.hidden, retry = null, delay = 500, closed = false;
   const open = () => {

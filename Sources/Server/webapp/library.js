@@ -34,10 +34,10 @@ export class Library {
   constructor(view, { onRecord, onReview, onRejoin, isVisible }) {
     Object.assign(this, { view, onRecord, onReview, onRejoin, isVisible, by: 'recent', rows: [], total: 0, top: [], query: '', searchSeq: 0 });
     this.field = h('input', { type: 'search', name: 'q', 'aria-label': 'Search recordings', placeholder: 'Search recordings',
-      autocomplete: 'off', enterkeyhint: 'search', 'data-search': '' });
+      autocomplete: 'off', enterkeyhint: 'search' });
     this.field.addEventListener('input', () => this.typed(250));
     this.searchForm = h('form', { class: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); this.typed(0); } }, this.field);
-    this.body = h('div', { class: 'library-body' });
+    this.body = h('div');
     let width = 0;   // snippets fitted again when it changes
     new ResizeObserver(([e]) => {
       const w = Math.round(e.contentRect.width);
@@ -183,7 +183,7 @@ export class Library {
       main(r, { class: 'row-main', onclick: () => this.play(r), 'aria-label': `Play ${r.title}, ${meta}, ${plays(r.playCount)}` },
         r.title,
         h('div', { class: 'row-meta' }, meta),
-        h('div', { class: 'row-meta', 'data-plays': '' }, `▶ ${plays(r.playCount)}`)),
+        h('div', { class: 'row-meta' }, `▶ ${plays(r.playCount)}`)),
       h('div', { class: 'row-actions' },
         quiet(`Play ${r.title} on recd's speaker`, { title: "Play on recd's speaker", 'data-action': 'speaker', onclick: () => this.play(r, true) },
           '🔈', h('span', { class: 'label' }, ' Speaker')),
@@ -197,7 +197,7 @@ export class Library {
     const go = live ? async () => { if (!await this.onRejoin()) { toast('That recording has stopped'); this.changed(); } }
       : () => this.onReview(r);
     const action = live ? 'Go to the recording' : 'Review and save';
-    return h('li', { 'data-id': r.id, 'data-state': r.state },
+    return h('li', { 'data-id': r.id },
       main(r, { class: 'row-main', onclick: go, 'aria-label': `${action}: ${r.title}, ${meta}` },
         r.title,
         h('div', { class: 'row-meta tagged' }, meta, h('span', { class: 'pending-tag' }, live ? '● recording' : r.recovered ? 'not saved · recovered' : 'not saved'))),
@@ -215,7 +215,7 @@ export class Library {
     const form = metadataForm({ title: r.title, notes: r.notes, purpose: r.purpose });
     const error = banner();
     const dialog = modal(null,
-      h('div', { class: 'head actions', style: 'justify-content: space-between; margin: 0' },
+      h('div', { class: 'actions', style: 'justify-content: space-between; margin: 0' },
         h('h2', { id: 'dialog-title' }, 'Edit Recording'),
         quiet('Close', { onclick: () => dialog.close() }, '✕')),
       error, form,

@@ -58,7 +58,6 @@ export class ListenScreen {
     const was = this.since, stop = s.lastStop, t = s.settings, f = this.form.elements;
     this.s = s;
     this.since = s.since ?? was;   // off: the last session's list stays
-    this.el.dataset.state = s.state;
     this.line.replaceChildren(...(s.armed ? [deco('span', 'rec-mark'), ' '] : []), STATES[s.state][1]);
     this.icon.classList.toggle('live', s.state === 'speaking');
     this.facts.textContent = s.armed

@@ -33,7 +33,6 @@ export async function busy(button, fn) {
   try { return await fn(); } finally { button.removeAttribute('aria-disabled'); }
 }
 
-/// An alert, hidden until `say(...)`.
 export function banner(tag = 'p', props) {
   const b = h(tag, { class: 'banner', role: 'alert', hidden: true, ...props });
   b.say = (...c) => { fill(b, ...c).hidden = false; };

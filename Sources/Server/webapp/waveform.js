@@ -41,7 +41,6 @@ export function fitWaveform(canvas, id, got) {
     const pixels = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
     if (!pixels || pixels === asked) return;
     asked = pixels;
-    canvas.dataset.asked = pixels;
     api.waveform(id, pixels).then((w) => { if (asked === pixels) got(w); }).catch(() => got(null));
   };
   const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(ask, 120); });
