@@ -17,12 +17,13 @@ run_pkgs=(libasound2-plugins)
 # The API fuzz test: schemathesis (PyPI, in a venv of Debian's python3) reaching the socket through socat.
 # The power-cut test: mkfs.ext4 (e2fsprogs) for the VM's disk image. The transcript tests: espeak-ng speaking known sentences.
 # The package test: dpkg-dev (dpkg-shlibdeps, dpkg-deb) and mmdebstrap for the clean Debian 12 root.
+# The VM tests' guest scripts read recctl's JSON with jq (python3 takes 10 s to start in the emulated guest).
 # The sandbox's escape test: gcc builds the hostile hook it preloads into the workers (Tests/hostile/).
 # The backup tests: restic, and an sshd of the test's own for an SFTP repository (openssh-server).
 # Enhance's measurement (Tests/enhance/intelligibility.py): numpy and scipy, Debian's, and pystoi below.
 test_pkgs=(pulseaudio pulseaudio-utils sox ffmpeg curl sqlite3 python3 time alsa-utils tmux systemd v4l-utils
            chromium chromium-driver python3-selenium fonts-noto-color-emoji fonts-noto-cjk socat python3-venv e2fsprogs
-           espeak-ng dpkg-dev mmdebstrap gcc libc6-dev restic openssh-server python3-numpy python3-scipy)
+           espeak-ng dpkg-dev mmdebstrap gcc libc6-dev restic openssh-server python3-numpy python3-scipy jq)
 # Benchmarks (--bench, which includes --test): perf, whose task-clock bench/record-cpu.sh reads; LibriVox clips
 # with their transcripts (pocketsphinx-testdata) for bench/transcribe.py.
 bench_pkgs=(linux-perf pocketsphinx-testdata)

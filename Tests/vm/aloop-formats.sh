@@ -67,7 +67,7 @@ take() { # case-name tone.wav [stall]
   kill "$player" 2>/dev/null || true
   wait "$player" 2>/dev/null || true
   local file
-  file=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/$1.stop.json")
+  file=$(jq -er .recording.file "$out/$1.stop.json")
   cp "$work/data/$file" "$out/$1.m4a"
 }
 

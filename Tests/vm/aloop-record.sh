@@ -20,7 +20,7 @@ for _ in $(seq 100); do "$recctl" --socket "$sock" status >/dev/null 2>&1 && bre
 
 copy() { # $1 = stop reply json, $2 = name
   local file
-  file=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$1")
+  file=$(jq -er .recording.file "$1")
   cp "$work/data/$file" "$out/$2.m4a"
 }
 

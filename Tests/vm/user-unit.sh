@@ -120,7 +120,7 @@ ctl --json list > "$out/list.json"
 # sandbox: seccomp, the user namespace, the read-only system and home, Landlock. (Its sound is a tone:
 # the voice filter finds no speech, so the work is the model's start.)
 if [ -e "$out/transcribe.flag" ] && [ -e "$repo/.build/transcribe/.installed" ]; then
-  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$out/import.json")
+  id=$(jq -er .id "$out/import.json")
   start=$(date +%s)
   for _ in $(seq 600); do
     ctl --json transcript "$id" > "$out/transcript.json" 2>&1 || true
@@ -139,7 +139,7 @@ as_user pactl load-module module-null-sink sink_name=mic rate=48000 channels=1 >
 sed -i 's|--capture-device hw:Loopback,1,0|--capture-device pulse:mic.monitor|' "$units/recd.service.d/test.conf"
 as_user systemctl --user daemon-reload
 take pulse as_user paplay --latency-msec=10 -d mic "$tone"
-cp "$home/.local/share/recd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" "$out/pulse.m4a"
+cp "$home/.local/share/recd/$(jq -er .recording.file "$out/pulse.json")" "$out/pulse.m4a"
 as_user systemctl --user stop recd.service
 
 # Hostile code in the unit's media workers (WorkerEscapeTests' hook, built by the host in OUTDIR/hook):
@@ -158,7 +158,7 @@ t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
   data=$home/.local/share/recd
   printf '[Service]\nEnvironment=LD_PRELOAD=/opt/recd/lib/escape-hook.so HOSTILE_SECRET=%s HOSTILE_CATALOG=%s HOSTILE_RECORDINGS=%s HOSTILE_RECORDING=%s HOSTILE_RECD_SOCKET=%s HOSTILE_PULSE_SOCKET=%s HOSTILE_ABSTRACT=recd-vm-hostile HOSTILE_TCP_PORT=47123 HOSTILE_OTHER_PID=%s\n' \
     "$home/private/id_ed25519" "$data/catalog.sqlite" "$data/Recordings" \
-    "$data/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$out/pulse.json")" \
+    "$data/$(jq -er .recording.file "$out/pulse.json")" \
     "$sock" "$runtime/pulse/native" \
     "$(pgrep -u "$user" -x pulseaudio | head -n 1)" > "$units/recd.service.d/hostile.conf"
   as_user systemctl --user daemon-reload
@@ -167,7 +167,7 @@ t=socket.socket(); t.bind(("127.0.0.1",47123)); t.listen(); time.sleep(300)' &
   ctl --json import "$home/hostile.wav" > "$out/hostile-import.json"
   # The imported file's packets parsed again by a library job (its trim), and a take finalized by the
   # process its take's worker forks for the job: each walled in to its own files on this kernel too.
-  ctl --json trim "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$out/hostile-import.json")" \
+  ctl --json trim "$(jq -er .id "$out/hostile-import.json")" \
     --start 0.2 --end 0.8 > "$out/hostile-trim.json"
   # (The user's PulseAudio may have exited idle since the pulse take, and its null sink with it.)
   as_user pactl list short sinks | grep -q '[[:space:]]mic[[:space:]]' \

@@ -31,8 +31,8 @@ start_recd() { # $1 = log name, rest = extra options
   echo "recd did not come up" >&2; return 1
 }
 rc() { "$recctl" --socket "$sock" "$@"; }
-file_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["file"])' "$1"; }
-id_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recording"]["id"])' "$1"; }
+file_of() { jq -er .recording.file "$1"; }
+id_of() { jq -er .recording.id "$1"; }
 wait_idle() { # $1 = where the last status goes; waits (30 s at most) until a recording ended by itself
   for _ in $(seq 300); do
     rc --json status > "$1"
@@ -131,7 +131,7 @@ sleep 2.5
 v4l2-ctl -d /dev/video0 -c disconnect=1
 wait_idle "$out/unplugged-status.json"
 rc --json show "$(id_of "$out/unplugged-start.json")" > "$out/unplugged.json"
-cp "$work/data/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/unplugged.json")" "$out/unplugged.mov"
+cp "$work/data/$(jq -er .file "$out/unplugged.json")" "$out/unplugged.mov"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
 echo "vm: disconnected vivid; reloading it" >&2
 # A disconnected vivid stays so until the module is reloaded.
@@ -179,7 +179,7 @@ for _ in $(seq 200); do rc status >/dev/null 2>&1 && break; sleep 0.1; done
 rc --json record start --video > "$out/full-start.json"
 wait_idle "$out/full-status.json"
 rc --json show "$(id_of "$out/full-start.json")" > "$out/full.json"
-cp "$full/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["file"])' "$out/full.json")" "$out/full.mov"
+cp "$full/$(jq -er .file "$out/full.json")" "$out/full.mov"
 kill $recd_pid; wait $recd_pid 2>/dev/null || true
 umount "$full/Recordings"
 echo "vm: done"
