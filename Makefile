@@ -5,8 +5,7 @@ SWIFT ?= swift
 # Extra flags for the release build: `make deb` links the Swift runtime in, in a build folder of its own
 # (scripts/build-deb.sh; why: docs/design.md).
 SWIFT_BUILD_FLAGS ?=
-# What `build` and `install` compile: release; the suite's package test installs a debug build (faster to
-# compile from clean, the same files otherwise: scripts/build-deb.sh).
+# What `build` and `install` compile: release (the suite's package test packs it too: scripts/build-deb.sh).
 CONFIGURATION ?= release
 RELEASE_DIR = $(shell $(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 

@@ -11,7 +11,7 @@
             disk (/sys/block/vda/stat: bytes written, write requests, cache flushes) and the
             fdatasync/fsync calls recd made (strace), per minute of recording.
 Writes its section of BENCHMARKS.md (not with --no-write or BENCH_NO_WRITE=1). Env: RECD_BIN_DIR
-(recd and recctl; default .build/debug, as CI builds), CUTS (30), SECONDS (60), POWER_CUT_OUT (the
+(recd, recd-media and recctl; default .build/release: what users run, as the suite's power cuts, which run the package), CUTS (30), SECONDS (60), POWER_CUT_OUT (the
 folder of an earlier scripts/power-cut-test.sh run kept with RECD_POWER_CUT_OUT: its result is used
 instead of new cuts), SYNC_COST_JSON (an earlier sync-cost.json: no VM run for the cadence),
 LOG_WRITES=1 (also replay every flush point of one run: scripts/power-cut-replay.sh, ~20 min) or
@@ -23,7 +23,7 @@ from benchmarks_md import write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
-BIN_DIR = os.path.abspath(os.environ.get("RECD_BIN_DIR", ".build/debug"))
+BIN_DIR = os.path.abspath(os.environ.get("RECD_BIN_DIR", ".build/release"))
 CUTS = int(os.environ.get("CUTS", "30"))
 SECS = int(os.environ.get("SECONDS", "60"))
 NO_WRITE = "--no-write" in sys.argv[1:] or os.environ.get("BENCH_NO_WRITE") == "1"

@@ -4,8 +4,8 @@
 # runtime's .so files: docs/design.md), installed by `make install` into a staging /usr, then the
 # package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by dpkg-deb.
 # Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
-# RECD_DEB_CONFIGURATION=debug packs a debug build instead (the suite's PackageTests: the same package,
-# compiled in less time; what users get is `make deb`'s release build).
+# RECD_DEB_CONFIGURATION=debug packs a debug build instead (the same package, compiled in less time;
+# what users get, and the suite tests, is the release build).
 set -euo pipefail
 umask 022
 

@@ -17,6 +17,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 swift=${SWIFT:-swift}
 
+begun=$(date +%s)
 $swift build --build-tests || exit 1
 
 run=("$swift" test --skip-build --disable-swift-testing)
@@ -45,18 +46,13 @@ real_time='VideoTests|KernelDriverTests'
 classes=$("$xctest" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | uniq)
 busy_first=$(echo "$classes" | grep -E "\.($real_time)\$" | paste -sd, -)
 # Then the classes that need no guest, while the package is built; then PackageTests (which waits for
-# that build) and the other guests, once it is done.
+# that build) and the other guests, once it is done: the power cuts run the package's binaries.
 after_build='PackageTests|PowerCutTests|SystemdTests'
 # BackupTests last, once the package's compile is done: restic, at nice 19 as the compile is, took
 # 289 s beside it in CI against 111 s alone.
 after_all='BackupTests'
 busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | grep -vE "\.($real_time|$after_build|$after_all)\$" | paste -sd, -)
-# Package, power cuts, systemd: in that order. The power cuts at nice -5, as the real-time guests: a take
-# cut mid-recording may lose what its media worker has not yet written, and beside the browser tests a
-# guest's worker fell 2.5 s behind its capture (CI, 2026-11-30: 2.47 s lost against the 1.5 s limit).
-busy_package=$(echo "$classes" | grep -E "\.PackageTests\$" | paste -sd, -)
-busy_power=$(echo "$classes" | grep -E "\.PowerCutTests\$" | paste -sd, -)
-busy_systemd=$(echo "$classes" | grep -E "\.SystemdTests\$" | paste -sd, -)
+busy_build=$(echo "$classes" | grep -E "\.($after_build)\$" | paste -sd, -)
 busy_after=$(echo "$classes" | grep -E "\.($after_all)\$" | paste -sd, -)
 # The other half's classes that keep a core busy themselves (a load test, a 50,000-row repair, twenty
 # kill -9 restarts, deletes of hundreds of files) run after the rest of it, once the real-time guests are
@@ -65,22 +61,24 @@ busy_after=$(echo "$classes" | grep -E "\.($after_all)\$" | paste -sd, -)
 heavy_light='ClientTests|BlockingWorkTests|CrashTests|DeletionTests'
 waiting=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | grep -vE "\.($heavy_light)\$" | paste -sd, -)
 waiting_last=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | grep -E "\.($heavy_light)\$" | paste -sd, -)
-[ -n "$busy_first" ] && [ -n "$busy" ] && [ -n "$busy_package" ] && [ -n "$busy_power" ] && [ -n "$busy_systemd" ] && [ -n "$busy_after" ] && [ -n "$waiting" ] && [ -n "$waiting_last" ] || { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
+[ -n "$busy_first" ] && [ -n "$busy" ] && [ -n "$busy_build" ] && [ -n "$busy_after" ] && [ -n "$waiting" ] && [ -n "$waiting_last" ] || { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
 
 logs="$root/.build/test-logs"
 mkdir -p "$logs"
 started=$(date +%s)
-# PackageTests' package is compiled once the real-time guests are done, at nice 19, beside the busy
+# PackageTests' package — the release build users get — is compiled once the real-time guests are
+# done, at nice 19, beside the busy
 # half's classes that need no guest and the light half: the compile (the Swift runtime linked in needs
 # a build folder of its own, .build-deb) takes the CPU time those leave idle — the light half mostly
 # waits on real-time audio — instead of five minutes of the busy half's own. (Started with the suite,
 # it starved the guests even at nice 19: a camera lost 22 frames of 104, an ALSA guest failed.)
-# PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made.
+# PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made; PowerCutTests unpacks it
+# and cuts the power under its binaries (the debug build, emulated, was too slow to keep up: testing.md).
 deb_out="$root/.build/test-deb"
 rm -rf "$deb_out"; mkdir -p "$deb_out"
 export RECD_TEST_DEB_STATUS="$deb_out/status" RECD_TEST_DEB_LOG="$logs/deb-build.log"
 build_package() {
-  RECD_DEB_OUT="$deb_out" RECD_DEB_CONFIGURATION=debug RECD_DEB_NICE=19 scripts/build-deb.sh > "$RECD_TEST_DEB_LOG" 2>&1
+  RECD_DEB_OUT="$deb_out" RECD_DEB_NICE=19 scripts/build-deb.sh > "$RECD_TEST_DEB_LOG" 2>&1
   echo $? > "$RECD_TEST_DEB_STATUS.part" && mv "$RECD_TEST_DEB_STATUS.part" "$RECD_TEST_DEB_STATUS"
 }
 busy_pid='' waiting_pid=''
@@ -96,12 +94,14 @@ wait $busy_pid; first=$?
 [ -z "$interrupted" ] || { cat "$logs/busy.log"; exit 130; }
 ( build_package & build=$!
   "$xctest" "$busy"; rest=$?
-  "$xctest" "$busy_package"; package=$?; nice -n -5 "$xctest" "$busy_power"; power=$?; "$xctest" "$busy_systemd"; last=$?
+  "$xctest" "$busy_build"; last=$?
   wait $build
   "$xctest" "$busy_after"; after=$?
-  [ $first = 0 ] && [ $rest = 0 ] && [ $package = 0 ] && [ $power = 0 ] && [ $last = 0 ] && [ $after = 0 ] ) >> "$logs/busy.log" 2>&1 &
+  times > "$logs/busy.times"
+  [ $first = 0 ] && [ $rest = 0 ] && [ $last = 0 ] && [ $after = 0 ] ) >> "$logs/busy.log" 2>&1 &
 busy_pid=$!
-( "$xctest" "$waiting"; first=$?; "$xctest" "$waiting_last"; rest=$?; [ $first = 0 ] && [ $rest = 0 ] ) > "$logs/waiting.log" 2>&1 &
+( "$xctest" "$waiting"; first=$?; "$xctest" "$waiting_last"; rest=$?; times > "$logs/waiting.times"
+  [ $first = 0 ] && [ $rest = 0 ] ) > "$logs/waiting.log" 2>&1 &
 waiting_pid=$!
 wait $waiting_pid; waiting_status=$?
 wait $busy_pid; busy_status=$?
@@ -111,6 +111,12 @@ for half in waiting busy; do
   cat "$logs/$half.log"
 done
 echo "=== summary: $(( $(date +%s) - started )) s for both halves ==="
+# The CPU the run used (the build, the tests and what they started and waited for: bash's `times`,
+# its children's line, user and sys), against what the machine's cores could give in that time: how
+# far the suite's time is CPU-bound.
+times > "$logs/all.times"
+cpu() { tail -1 "$logs/$1.times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } printf "%d", s }'; }
+echo "CPU: $(cpu all) s used over $(( $(date +%s) - begun )) s on $(nproc) cores (the busy half $(cpu busy) s with the package's build, the waiting half $(cpu waiting) s; the rest is the build and the real-time guests)"
 for half in waiting busy; do
   # Each run's total follows its "Selected tests" line (the busy half has four runs, the light two).
   grep -A1 "Test Suite 'Selected tests'" "$logs/$half.log" | grep -E "Executed [0-9]+ tests?," | sed "s/^[[:space:]]*/$half: /"

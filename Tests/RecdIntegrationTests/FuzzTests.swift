@@ -14,7 +14,7 @@ final class FuzzTests: XCTestCase {
             throw Skip.because("\(needed) is missing: scripts/install-deps.sh --test installs socat and schemathesis")
         }
         let script = Tools.packageRoot.appendingPathComponent("scripts/fuzz.sh").path
-        // 10 examples per operation, one seed: the short pass (about two minutes; 2,500 requests). A
+        // 10 examples per operation, one seed: the short pass (about three minutes in CI, 192 s; 2,500 requests). A
         // second seed (1) took two minutes more of the suite's 25, and found nothing the first did
         // not; scripts/fuzz.sh's defaults (seed 1 and a random one) and its long runs go further. This
         // seed's stateful phase makes an enhanced copy and removes it (a random seed that found ST301

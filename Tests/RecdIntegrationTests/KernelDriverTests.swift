@@ -10,8 +10,9 @@ enum VMRun {
     static let runInVM = Tools.packageRoot.appendingPathComponent("scripts/vm/run-in-vm.sh").path
 
     /// Returns the results folder (removed by the caller) and the run; `tone` is a 1 kHz sine of
-    /// `toneSeconds` at half scale, passed to the script after RECD RECCTL OUTDIR.
-    static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600,
+    /// `toneSeconds` at half scale, passed to the script after RECD RECCTL OUTDIR. `binaries`: the
+    /// folder of recd, recd-media and recctl to run (default: the build under test).
+    static func run(_ script: String, modules: String, toneSeconds: Int, timeout: Int = 600, binaries: String? = nil,
                     prepare: (URL) throws -> Void = { _ in }) throws -> (URL, ProcessResult) {
         guard FileManager.default.isExecutableFile(atPath: runInVM) else {
             throw Skip.because("no \(runInVM): the VM scripts of this repository are missing")
@@ -28,7 +29,8 @@ enum VMRun {
         env["VM_TIMEOUT"] = String(timeout - 60)
         env["VM_TIMING"] = "1"
         let path = Tools.packageRoot.appendingPathComponent("Tests/vm/\(script)").path
-        let run = try Tools.run(runInVM, [path, Tools.recd, Tools.recctl, out.path, tone], environment: env, timeout: Double(timeout))
+        let (recd, recctl) = binaries.map { ("\($0)/recd", "\($0)/recctl") } ?? (Tools.recd, Tools.recctl)
+        let run = try Tools.run(runInVM, [path, recd, recctl, out.path, tone], environment: env, timeout: Double(timeout))
         print(timing(script, run, trace: out.appendingPathComponent("trace.txt")))
         if run.status == 125 {
             // run-in-vm.sh's own status: the guest could not start or run the command (a module did

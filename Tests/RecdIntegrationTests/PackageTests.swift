@@ -1,7 +1,7 @@
 // The Debian package (issue 39), in the suite: the short version of `make deb-test`. The package is
-// built as `make deb` builds it (scripts/build-deb.sh: `make install` into /usr, the Swift runtime
-// linked in, Depends from dpkg-shlibdeps, the maintainer scripts) but from a debug build, which
-// compiles from clean in less of CI's time than the release build users get; then scripts/deb-test.sh
+// built as `make deb` builds it (scripts/build-deb.sh: a release build, `make install` into /usr, the
+// Swift runtime linked in, Depends from dpkg-shlibdeps, the maintainer scripts): what users get (it was
+// a debug build, quicker to compile, until the power cuts needed release binaries); then scripts/deb-test.sh
 // installs it with apt into a clean Debian 12 root and, with no Swift there, records, lists and plays.
 // Under scripts/run-tests.sh (`make test`) the package is built from the suite's start, beside it, and
 // this test waits for it; run alone, it builds it itself.
@@ -31,17 +31,16 @@ final class PackageTests: XCTestCase {
         XCTAssertEqual(test.status, 0)
     }
 
-    /// The package as `make deb` builds it, but from a debug build, at nice 10 (the other half of the
-    /// suite runs timing-sensitive tests meanwhile): its path.
+    /// The package as `make deb` builds it, at nice 10 (the other half of the suite runs
+    /// timing-sensitive tests meanwhile): its path.
     static func buildPackage() throws -> String {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("recd-package-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         var env = ProcessInfo.processInfo.environment
         env["RECD_DEB_OUT"] = out.path
-        env["RECD_DEB_CONFIGURATION"] = "debug"
         env["RECD_DEB_NICE"] = "10"
         let scripts = Tools.packageRoot.appendingPathComponent("scripts")
-        let build = try Tools.run(scripts.appendingPathComponent("build-deb.sh").path, [], environment: env, timeout: 1200)
+        let build = try Tools.run(scripts.appendingPathComponent("build-deb.sh").path, [], environment: env, timeout: 1800)
         return try deb(status: build.status, said: build.stdout + "\n" + build.stderr)
     }
 
@@ -56,6 +55,24 @@ final class PackageTests: XCTestCase {
         let code = Int32(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         return try deb(status: code, said: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(no log at \(log))")
     }
+
+    /// `usr/bin` of the package scripts/run-tests.sh builds beside the suite — recd, recd-media and
+    /// recctl as users install them (release, the Swift runtime linked in) — unpacked once per test
+    /// process, for the guests that must run what users run (PowerCutTests, the user unit); nil when
+    /// the suite did not build it (a test run alone).
+    static func packagedBinaries() throws -> String? { try unpacked?.get() }
+    private static let unpacked: Result<String, any Error>? = {
+        let env = ProcessInfo.processInfo.environment
+        guard let status = env["RECD_TEST_DEB_STATUS"], let log = env["RECD_TEST_DEB_LOG"] else { return nil }
+        return Result {
+            let deb = try packageBuiltBeside(status: status, log: log)
+            let dir = (deb as NSString).deletingLastPathComponent + "/unpacked"
+            try? FileManager.default.removeItem(atPath: dir)
+            let x = try Tools.run("/usr/bin/dpkg-deb", ["-x", deb, dir])
+            guard x.status == 0 else { throw PackageBuildFailed(said: "dpkg-deb -x \(deb): \(x.stderr)") }
+            return dir + "/usr/bin"
+        }
+    }()
 
     struct PackageBuildFailed: Error, CustomStringConvertible {
         let said: String

@@ -192,7 +192,10 @@ final class SystemdTests: XCTestCase {
         // RECD_VM_TRANSCRIBE=1: the transcriber too, inside the unit (about two minutes more in the
         // emulated guest, so not in every run; docs/testing.md).
         let transcribe = ProcessInfo.processInfo.environment["RECD_VM_TRANSCRIBE"] == "1"
-        let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30) { out in
+        // The package's binaries under the suite's runner (what users install, and emulated the
+        // release build starts programs several times faster); run alone, the debug build.
+        let (out, run) = try VMRun.run("user-unit.sh", modules: "snd-aloop", toneSeconds: 30,
+                                       binaries: try PackageTests.packagedBinaries()) { out in
             if transcribe { _ = FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
             try WorkerEscapeTests.buildHook(into: out.appendingPathComponent("hook"))
         }
