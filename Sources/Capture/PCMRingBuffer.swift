@@ -35,6 +35,8 @@ public final class FrameRing<Sample: FixedWidthInteger>: @unchecked Sendable {
 
     /// Frames dropped because the ring was full.
     public var droppedFrames: Int64 { condition.lock(); defer { condition.unlock() }; return dropped }
+    /// Frames written and not yet read.
+    public var heldFrames: Int { condition.lock(); defer { condition.unlock() }; return count }
 
     /// Copies up to `frames` frames in; returns how many fit (the rest are counted as dropped).
     @discardableResult

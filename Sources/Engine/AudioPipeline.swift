@@ -93,6 +93,9 @@ final class AudioPipeline: @unchecked Sendable {
     /// Makes the sink on the encoder thread (`prepare`), which alone uses it.
     private let makeSink: () throws -> any AudioSink
     let sinkReady = FirstArrival()
+    /// The encoder has written what was captured while its sink was made (at most a block is left
+    /// waiting, as in a take's steady state), or never will (it ended).
+    let caughtUp = FirstArrival()
     private let faults: FaultLatch
     private let encoderDone = DispatchSemaphore(value: 0)
     let first = FirstArrival()
@@ -240,6 +243,8 @@ final class AudioPipeline: @unchecked Sendable {
     }
 
     static let encoderBlockFrames = 16384
+    /// A block's time in the device's frames (for the device ring's backlog).
+    private var deviceBlockFrames: Int { Self.encoderBlockFrames * source.deviceFormat.rate / max(1, source.sampleRate) }
 
     /// The encoder thread's first work: the converter and its thread, then the sink (each may start
     /// a worker).
@@ -263,7 +268,7 @@ final class AudioPipeline: @unchecked Sendable {
     }
 
     private func encodeLoop() {
-        defer { encoderDone.signal() }
+        defer { caughtUp.arrived(); encoderDone.signal() }
         let sink: any AudioSink
         do {
             sink = try prepare()
@@ -294,6 +299,11 @@ final class AudioPipeline: @unchecked Sendable {
                 }
             }
             while true {
+                // Less than a block waiting, here and before the conversion: the reader would wait
+                // for sound, not work off a backlog.
+                if !caughtUp.hasArrived && ring.heldFrames < blockFrames && (deviceRing?.heldFrames ?? 0) < deviceBlockFrames {
+                    caughtUp.arrived()
+                }
                 let (frames, flush) = block.withUnsafeMutableBufferPointer { ring.readBlock(into: $0, minFrames: blockFrames) }
                 if frames == 0 && !flush { break }
                 try block.withUnsafeBufferPointer {

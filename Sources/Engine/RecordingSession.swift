@@ -81,8 +81,12 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     /// How long start waits for the file's writer (a media worker's start) before giving up.
     static let writerTimeoutMs = 30_000
 
-    /// Starts capture at once, then waits for its first buffer and for the file's writer: the reply
-    /// comes when both are there, the sound is kept from the first buffer on.
+    /// Starts capture at once, then waits for its first buffer, for the file's writer, and for the
+    /// writer to catch up on what capture gathered while it started: the reply comes when all three
+    /// are there, the sound is kept from the first buffer on. Why the third: until the writer has
+    /// written it, the ring holds sound no file does — seconds where a worker starts slowly (a loaded
+    /// or emulated machine: 6.5 s) — and a crash or power cut right after the reply lost it (2.65 s
+    /// in the power-cut test). From the reply on, a take loses what it would in its steady state.
     func start() throws -> UInt64 {
         audio.start()
         do {
@@ -93,6 +97,9 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
                 MediaWorkerError.failed("the media worker that writes \(path) did not start in \(Self.writerTimeoutMs / 1000) s")
             }
             dataSync?.start()   // the file exists once its writer does
+            // Not an error when it does not: the writer's fault, if any, comes through the latch,
+            // and a writer slower than real time has the ring's seconds before frames are dropped.
+            _ = try? audio.caughtUp.wait(ms: Self.ringSeconds * 1000) { MediaWorkerError.failed("") }
             return first
         } catch {
             _ = stop()

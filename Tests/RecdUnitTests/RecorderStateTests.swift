@@ -476,3 +476,28 @@ final class RecorderStateTests: XCTestCase {
         XCTAssertTrue(log.stopped.isEmpty, file: file, line: line)
     }
 }
+
+final class AudioRecordingSessionTests: XCTestCase {
+    /// A take's start answers once its writer has caught up on what capture gathered while the writer
+    /// started: with a slow worker start the ring held seconds no file did, and a power cut right
+    /// after the reply lost them (2.65 s in the emulated guest). Here the writer takes 0.6 s to come
+    /// while a paced device delivers; when start returns, at most a block (and a period) is unwritten.
+    func testAStartAnswersOnceTheWriterHasCaughtUpOnWhatCaptureGatheredMeanwhile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("recd-session-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("take.raw").path
+        let source = MemoryCaptureSource(samples: MemoryCaptureSource.tone(seconds: 5), periodFrames: 480, paced: true)
+        let log = SinkLog()
+        let session = AudioRecordingSession(path: path, source: source, sink: { _ in
+            Thread.sleep(forTimeInterval: 0.6)   // a media worker that is slow to start
+            return try FileSink(path: path, log: log, failAfterFrames: nil)
+        }, syncIntervalMs: 0, onFault: { XCTFail("fault: \($0)") })
+        _ = try session.start()
+        let captured = Int(source.stats.framesCaptured)
+        let written = log.frames
+        _ = session.stop()
+        XCTAssertGreaterThan(captured, 24_000, "half a second gathered while the writer started")
+        XCTAssertGreaterThanOrEqual(written, captured - AudioPipeline.encoderBlockFrames - 480, "captured \(captured)")
+    }
+}
