@@ -27,7 +27,7 @@ BIN_DIR = os.path.abspath(os.environ.get("RECD_BIN_DIR", ".build/release"))
 CUTS = int(os.environ.get("CUTS", "30"))
 SECS = int(os.environ.get("SECONDS", "60"))
 NO_WRITE = "--no-write" in sys.argv[1:] or os.environ.get("BENCH_NO_WRITE") == "1"
-RUN_IN_VM = os.path.join(os.path.dirname(REPO), "shared", "vm", "run-in-vm.sh")
+RUN_IN_VM = os.path.join(REPO, "scripts", "vm", "run-in-vm.sh")   # the repository's own harness
 TITLE = "## Power cuts (ext4 in the VM)"
 
 

@@ -78,6 +78,7 @@ RECD_BIN=$(realpath "$RECD_BIN"); RECCTL_BIN=$(realpath "$RECCTL_BIN")
 case "$RECD_BIN" in
     */debug/*) BUILD_KIND=debug ;;
     */release/*) BUILD_KIND=release ;;
+    */usr/bin/*) BUILD_KIND=packaged ;;   # the .deb's, unpacked (dpkg-deb -x) or installed
     *) BUILD_KIND=unknown ;;
 esac
 

@@ -32,7 +32,7 @@ RECCTL = os.environ.get("RECCTL_BIN", os.path.join(BIN_DIR, "recctl") if BIN_DIR
 SECS = int(os.environ.get("RECORD_SECONDS", "10"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 NO_WRITE = "--no-write" in sys.argv[1:] or os.environ.get("BENCH_NO_WRITE") == "1"
-RUN_IN_VM = os.path.join(os.path.dirname(REPO), "shared", "vm", "run-in-vm.sh")
+RUN_IN_VM = os.path.join(REPO, "scripts", "vm", "run-in-vm.sh")   # the repository's own harness
 TITLE = "## Video recording CPU (H.264 + AAC, vivid + snd-aloop in the VM)"
 SIZE, FPS = "320x180", 15
 GOAL = 1.0

@@ -118,7 +118,8 @@ public actor Recorder {
         let id = recording.id
         state = .starting(id, title: recording.title, fault: nil)
         let take = try await begin(recording)
-        let (session, firstBufferAt) = try await openSession(request, format: format, take: take, source: source)
+        let (session, started) = try await openSession(request, format: format, take: take, source: source)
+        let firstBufferAt = started.firstAt
         guard case .starting(id, _, let fault) = state else {
             preconditionFailure("Recorder state changed during start: \(state)")
         }
@@ -132,6 +133,9 @@ public actor Recorder {
         let video = session.video
         let audioDevice = request.audio ? config.captureDevice : nil
         logStarted(id, audioDevice: audioDevice, video: video, latencyMs: latencyMs)
+        if !started.caughtUp {
+            logger.warning("recording \(id): its writer had not caught up with capture \(AudioRecordingSession.ringSeconds) s after the start (this machine encodes slower than real time?): what was captured meanwhile is in memory only until it does, and frames are dropped once the ring is full")
+        }
         events.publish(.recordingStarted(recording))
         events.publish(.libraryChanged(LibraryChangedEvent(recordingID: id, change: .created)))
         gate?.openGate()
@@ -170,7 +174,7 @@ public actor Recorder {
     /// Makes the take's session and starts it: the session and when its first buffer came. When that
     /// fails, the take's file and row are removed (`NewTake.abandon`) and the recorder is idle again.
     private func openSession(_ request: StartRecordingRequest, format: RecordingFormat, take: NewTake,
-                             source: (any CaptureSource)?) async throws(EngineError) -> (any RecordingSession, UInt64) {
+                             source: (any CaptureSource)?) async throws(EngineError) -> (any RecordingSession, SessionStart) {
         do {
             let gate = EventGate()
             self.gate = gate

@@ -15,8 +15,8 @@ import Storage
 protocol RecordingSession: AnyObject, Sendable {
     /// The file being written.
     var path: String { get }
-    /// Starts capturing; returns when the first data arrived (DispatchTime nanoseconds).
-    func start() throws -> UInt64
+    /// Starts capturing; returns once the first data arrived (see `SessionStart`).
+    func start() throws -> SessionStart
     /// Stops capture, writes out what was captured, closes the file. Idempotent. Returns the counters
     /// and the writer's error, if it had one (the file then holds what was written before it).
     func stop() -> (CaptureStats, (any Error)?)
@@ -43,6 +43,16 @@ protocol RecordingSession: AnyObject, Sendable {
     /// Blocks until what was recorded before the last pause is in the file (at most `timeoutMs`);
     /// returns whether it is.
     func waitUntilPauseWritten(timeoutMs: Int) -> Bool
+}
+
+/// What a session's start says.
+struct SessionStart: Sendable {
+    /// When the first data arrived (DispatchTime nanoseconds): the file's first sample.
+    let firstAt: UInt64
+    /// The file's writer had caught up on what capture gathered while it started. False when it had
+    /// not within the ring's seconds (a machine slower than real time): until it does, that sound is
+    /// in memory only, and the Recorder says so in the log.
+    var caughtUp = true
 }
 
 /// An audio recording: the microphone into a fragmented .m4a.
@@ -87,7 +97,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     /// written it, the ring holds sound no file does — seconds where a worker starts slowly (a loaded
     /// or emulated machine: 6.5 s) — and a crash or power cut right after the reply lost it (2.65 s
     /// in the power-cut test). From the reply on, a take loses what it would in its steady state.
-    func start() throws -> UInt64 {
+    func start() throws -> SessionStart {
         audio.start()
         do {
             let first = try audio.first.wait(ms: Self.firstBufferTimeoutMs) {
@@ -99,8 +109,8 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
             dataSync?.start()   // the file exists once its writer does
             // Not an error when it does not: the writer's fault, if any, comes through the latch,
             // and a writer slower than real time has the ring's seconds before frames are dropped.
-            _ = try? audio.caughtUp.wait(ms: Self.ringSeconds * 1000) { MediaWorkerError.failed("") }
-            return first
+            let caughtUp = (try? audio.caughtUp.wait(ms: Self.ringSeconds * 1000) { MediaWorkerError.failed("") }) != nil
+            return SessionStart(firstAt: first, caughtUp: caughtUp)
         } catch {
             _ = stop()
             throw error

@@ -190,7 +190,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         }
     }
 
-    func start() throws -> UInt64 {
+    func start() throws -> SessionStart {
         let videoThread = Thread { [self] in self.videoLoop() }
         videoThread.name = "recd-video-encoder"
         videoThread.start()
@@ -211,14 +211,14 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
                 }
                 return CaptureError.videoNoData(device: device, waitedMs: Self.firstFrameTimeoutMs)
             }
-            guard let audio else { return frameAt }
+            guard let audio else { return SessionStart(firstAt: frameAt) }
             // Both are flowing once the later of the two has come (the file starts at that frame).
             let soundAt = try audio.first.wait(ms: 100) { CaptureError.noData(device: audio.device, waitedMs: 100) }
             // The sound's converter, when the microphone's format needs one, is made by its encoder thread.
             _ = try audio.sinkReady.wait(ms: AudioRecordingSession.writerTimeoutMs) {
                 MediaWorkerError.failed("the media worker that converts \(audio.device)'s sound did not start in \(AudioRecordingSession.writerTimeoutMs / 1000) s")
             }
-            return max(frameAt, soundAt)
+            return SessionStart(firstAt: max(frameAt, soundAt))
         } catch {
             _ = stop()
             throw error

@@ -77,7 +77,7 @@ final class MemoryTake: RecordingSession, @unchecked Sendable {
     private func record(_ call: String) { calls.withLock { $0.append(call) } }
 
     var path: String { session.path }
-    func start() throws -> UInt64 { record("start"); return try session.start() }
+    func start() throws -> SessionStart { record("start"); return try session.start() }
     func stop() -> (CaptureStats, (any Error)?) { record("stop"); return session.stop() }
     var stats: CaptureStats { session.stats }
     func waveform() -> WaveformData? { session.waveform() }
@@ -493,10 +493,11 @@ final class AudioRecordingSessionTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.6)   // a media worker that is slow to start
             return try FileSink(path: path, log: log, failAfterFrames: nil)
         }, syncIntervalMs: 0, onFault: { XCTFail("fault: \($0)") })
-        _ = try session.start()
+        let started = try session.start()
         let captured = Int(source.stats.framesCaptured)
         let written = log.frames
         _ = session.stop()
+        XCTAssertTrue(started.caughtUp, "the start says the writer caught up")
         XCTAssertGreaterThan(captured, 24_000, "half a second gathered while the writer started")
         XCTAssertGreaterThanOrEqual(written, captured - AudioPipeline.encoderBlockFrames - 480, "captured \(captured)")
     }
