@@ -10,7 +10,7 @@ extension Catalog {
     private func store(_ table: Attachment, id: UUID, data: Data) throws {
         try wrap("store \(table.rawValue)") {
             try write { db in
-                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                guard try Recording.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
                 try db.execute(sql: "INSERT OR REPLACE INTO \(table.rawValue) (recordingID, data) VALUES (?, ?)",
                                arguments: [id.uuidString, data])
             }

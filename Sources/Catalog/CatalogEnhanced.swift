@@ -28,7 +28,7 @@ extension Catalog {
     public func enhancedCopy(of id: UUID) throws -> EnhancedCopy? {
         try wrap("read an enhanced copy") {
             try pool.read { db in
-                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                guard try Recording.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
                 return try Self.enhancedCopy(of: id.uuidString, db)
             }
         }
@@ -47,8 +47,8 @@ extension Catalog {
     public func commitEnhancedCopy(_ copy: EnhancedCopy, of id: UUID, madeFrom duration: Double?, states: Set<String>) throws {
         try wrap("record an enhanced copy") {
             try write { db in
-                let r = try RecordingRecord.existing(db, id: id.uuidString, in: states)
-                guard r.duration == duration else { throw CatalogError.unexpectedState(id: id.uuidString, state: r.state) }
+                let r = try Recording.existing(db, id: id.uuidString, in: states)
+                guard r.duration == duration else { throw CatalogError.unexpectedState(id: id.uuidString, state: r.state.rawValue) }
                 try db.execute(sql: """
                     INSERT OR REPLACE INTO enhanced (recordingID, createdAt, duration, sizeBytes, filters, loudness, truePeak, originalLoudness)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -64,7 +64,7 @@ extension Catalog {
     public func deleteEnhancedCopy(of id: UUID) throws -> Bool {
         try wrap("delete an enhanced copy") {
             try write { db in
-                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                guard try Recording.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
                 try db.execute(sql: "DELETE FROM enhanced WHERE recordingID = ?", arguments: [id.uuidString])
                 return db.changesCount > 0
             }

@@ -36,7 +36,7 @@ extension Catalog {
     public func commitDeleteAll(journalID: String) throws -> Int {
         try wrap("delete all") {
             try write { db in
-                let n = try RecordingRecord.deleteAll(db)
+                let n = try Recording.deleteAll(db)
                 try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [journalID])
                 return n
             }
@@ -66,16 +66,16 @@ extension Catalog {
                     if let contentHash, let existing = try Self.recording(withContentHash: contentHash, db) {
                         throw CatalogError.duplicate(existingID: existing.id.uuidString)
                     }
-                    try RecordingRecord(r).insert(db)
+                    try r.insert(db)
                     if let contentHash {
                         try db.execute(sql: "UPDATE recording SET contentHash = ? WHERE id = ?", arguments: [contentHash, r.id.uuidString])
                     }
                 } else {
-                    _ = try RecordingRecord.existing(db, id: r.id.uuidString, in: states)
+                    _ = try Recording.existing(db, id: r.id.uuidString, in: states)
                     // The cut's loudness is its own: measured again (NULL until then).
                     try db.execute(sql: "UPDATE recording SET duration = ?, sizeBytes = ?, loudness = ? WHERE id = ?",
                                    arguments: [r.duration, r.sizeBytes,
-                                               r.loudness.map(RecordingRecord.column),
+                                               r.loudness.map(Recording.loudnessColumn),
                                                r.id.uuidString])
                 }
                 for (table, data) in [(Attachment.waveform, waveform), (Attachment.poster, poster)] {
@@ -92,7 +92,7 @@ extension Catalog {
                 }
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])
-                return try RecordingRecord.existing(db, id: r.id.uuidString).recording()
+                return try Recording.existing(db, id: r.id.uuidString)
             }
         }
     }

@@ -70,7 +70,7 @@ extension Catalog {
     public func commitChapters(id: UUID, sizeBytes: Int64?, temporary: String) throws {
         try wrap("replace file") {
             try write { db in
-                _ = try RecordingRecord.existing(db, id: id.uuidString, in: [RecordingState.ready.rawValue])
+                _ = try Recording.existing(db, id: id.uuidString, in: [RecordingState.ready.rawValue])
                 try db.execute(sql: "UPDATE recording SET sizeBytes = ? WHERE id = ?", arguments: [sizeBytes, id.uuidString])
                 try db.execute(sql: "INSERT INTO journal (id, kind, startedAt) VALUES (?, ?, ?)",
                                arguments: [temporary, Self.replacementKind, StoredDate.value(Date())])
@@ -82,7 +82,7 @@ extension Catalog {
     public func markers(of id: UUID) throws -> [Marker] {
         try wrap("read markers") {
             try pool.read { db in
-                guard try RecordingRecord.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
+                guard try Recording.exists(db, key: id.uuidString) else { throw CatalogError.notFound(id: id.uuidString) }
                 return try Self.markers(of: id.uuidString, db)
             }
         }
@@ -107,7 +107,7 @@ extension Catalog {
                           bound: (Recording) throws -> Void) throws {
         try wrap("add a marker") {
             try write { db in
-                let r = try RecordingRecord.existing(db, id: id.uuidString, in: states).recording()
+                let r = try Recording.existing(db, id: id.uuidString, in: states)
                 try bound(r)
                 let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM marker WHERE recordingID = ?", arguments: [id.uuidString]) ?? 0
                 guard count < Marker.perRecordingLimit else { throw CatalogError.tooManyMarkers(id: id.uuidString, limit: Marker.perRecordingLimit) }
@@ -122,7 +122,7 @@ extension Catalog {
     public func modifyMarker(_ markerID: UUID, of id: UUID, _ change: (inout Marker, Recording) throws -> Void) throws -> Marker {
         try wrap("change a marker") {
             try write { db in
-                let r = try RecordingRecord.existing(db, id: id.uuidString).recording()
+                let r = try Recording.existing(db, id: id.uuidString)
                 guard var m = try Self.markers(of: id.uuidString, db).first(where: { $0.id == markerID }) else {
                     throw CatalogError.markerNotFound(recording: id.uuidString, marker: markerID.uuidString)
                 }
@@ -136,7 +136,7 @@ extension Catalog {
     public func deleteMarker(_ markerID: UUID, of id: UUID) throws {
         try wrap("delete a marker") {
             try write { db in
-                _ = try RecordingRecord.existing(db, id: id.uuidString)
+                _ = try Recording.existing(db, id: id.uuidString)
                 try db.execute(sql: "DELETE FROM marker WHERE id = ? AND recordingID = ?", arguments: [markerID.uuidString, id.uuidString])
                 guard db.changesCount == 1 else {
                     throw CatalogError.markerNotFound(recording: id.uuidString, marker: markerID.uuidString)

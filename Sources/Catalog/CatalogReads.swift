@@ -6,14 +6,14 @@ import RecdAPI
 extension Catalog {
     public func recording(id: UUID) throws -> Recording? {
         try wrap("read") {
-            try pool.read { db in try RecordingRecord.fetch(db, id: id.uuidString)?.recording() }
+            try pool.read { db in try Recording.fetch(db, id: id.uuidString) }
         }
     }
 
     /// Whether a row refers to `relativePath` (no decoding: a row recd cannot parse still counts).
     public func hasRow(file relativePath: String) throws -> Bool {
         try wrap("read") {
-            try pool.read { db in try RecordingRecord.filter(Column("file") == relativePath).fetchCount(db) > 0 }
+            try pool.read { db in try Recording.filter(Column("file") == relativePath).fetchCount(db) > 0 }
         }
     }
 
@@ -22,8 +22,8 @@ extension Catalog {
     public func ids(inState state: RecordingState) throws -> [UUID] {
         try wrap("read") {
             try pool.read { db in
-                try String.fetchAll(db, RecordingRecord.select(RecordingRecord.Columns.id)
-                    .filter(RecordingRecord.Columns.state == state.rawValue).order(RecordingRecord.Columns.createdAt))
+                try String.fetchAll(db, Recording.select(Column("id"))
+                    .filter(Column("state") == state.rawValue).order(Column("createdAt")))
                     .compactMap(UUID.init(uuidString:))
             }
         }
@@ -45,15 +45,15 @@ extension Catalog {
         let rows = try wrap("read") {
             try pool.read { db in
                 // A range scan on the primary key: ids >= prefix and < prefix + highest char.
-                try RecordingRecord
-                    .filter(RecordingRecord.Columns.id >= key && RecordingRecord.Columns.id < key + "\u{7F}")
+                try Recording
+                    .filter(Column("id") >= key && Column("id") < key + "\u{7F}")
                     .limit(11).fetchAll(db)
             }
         }
         switch rows.count {
         case 0: throw CatalogError.notFound(id: idOrPrefix)
-        case 1: return try rows[0].recording()
-        default: throw CatalogError.ambiguous(prefix: idOrPrefix, matches: rows.map(\.id))
+        case 1: return rows[0]
+        default: throw CatalogError.ambiguous(prefix: idOrPrefix, matches: rows.map(\.id.uuidString))
         }
     }
 
@@ -62,7 +62,7 @@ extension Catalog {
         return try withTotal(q, page) { db in
             // Written out and compiled once per connection and shape (`cachedStatement`): the
             // query interface built and compiled the SQL on every page.
-            try RecordingRecord.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments).map { try $0.recording() }
+            try Recording.fetchAll(db.cachedStatement(sql: page.rows), arguments: page.arguments)
         }
     }
 
@@ -95,7 +95,7 @@ extension Catalog {
         case .plays: "playCount DESC, createdAt DESC, id"
         }
         let tail = "FROM recording\(whereClause) ORDER BY \(order) LIMIT ? OFFSET ?"
-        return PageSQL(rows: "SELECT \(RecordingRecord.selection) \(tail)",
+        return PageSQL(rows: "SELECT \(Recording.selection) \(tail)",
                        count: "SELECT count(*) FROM recording" + whereClause,
                        arguments: StatementArguments(filter + [q.limit, q.offset]), filterArguments: filter)
     }
@@ -107,9 +107,9 @@ extension Catalog {
     /// The `limit` most played saved recordings (the seed's Quick Play): play count descending, then
     /// newest first.
     public func top(limit: Int) throws -> [Recording] {
-        let sql = "SELECT \(RecordingRecord.selection) FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
+        let sql = "SELECT \(Recording.selection) FROM recording WHERE state = 'ready' ORDER BY playCount DESC, createdAt DESC, id LIMIT ?"
         return try wrap("top") {
-            try pool.read { db in try RecordingRecord.fetchAll(db.cachedStatement(sql: sql), arguments: [limit]).map { try $0.recording() } }
+            try pool.read { db in try Recording.fetchAll(db.cachedStatement(sql: sql), arguments: [limit]) }
         }
     }
 

@@ -209,7 +209,7 @@ extension Catalog {
                     """, arguments: [match, limit + 1])
                 return try hits.compactMap { hit in
                     guard let id = try String.fetchOne(db, sql: "SELECT id FROM recording WHERE rowid = ?", arguments: [hit["rowid"]]),
-                          let recording = try RecordingRecord.fetch(db, id: id)?.recording(), recording.state != .recording else { return nil }
+                          let recording = try Recording.fetch(db, id: id), recording.state != .recording else { return nil }
                     let fields: [(String, String)] = [("title", hit["inTitle"]), ("notes", hit["inNotes"]), ("transcript", hit["inTranscript"])]
                     let (field, snippet) = fields.first { $0.1.contains("«") } ?? ("title", recording.title)
                     var segments: [TranscriptSegment] = []

@@ -5,7 +5,7 @@ import RecdAPI
 
 extension Catalog {
     public func insert(_ r: Recording) throws {
-        try wrap("insert") { try write { db in try RecordingRecord(r).insert(db) } }
+        try wrap("insert") { try write { db in try r.insert(db) } }
     }
 
     /// Reads a row, lets `body` change it, and writes it back, all in one write transaction, so
@@ -15,10 +15,10 @@ extension Catalog {
     public func modify(id: UUID, _ body: (inout Recording) throws -> Void) throws -> Recording {
         try wrap("update") {
             try write { db in
-                var r = try RecordingRecord.existing(db, id: id.uuidString).recording()
+                var r = try Recording.existing(db, id: id.uuidString)
                 try body(&r)
                 precondition(r.id == id, "modify must not change the id")
-                try RecordingRecord(r).update(db)
+                try r.update(db)
                 // A take's markers are made at the time heard; the duration set at its end (or by
                 // recovery, from what reached the disk before a kill or a power cut) can be shorter.
                 // A marker is kept, at the end, rather than left pointing past it (chapters, the player).
@@ -51,14 +51,14 @@ extension Catalog {
                 // The row after the play from the UPDATE itself (RETURNING): one statement per play.
                 let count = try db.cachedStatement(sql: """
                     UPDATE recording SET playCount = playCount + 1, lastPlayedAt = ? WHERE id = ? AND state = 'ready'
-                    RETURNING \(RecordingRecord.selection)
+                    RETURNING \(Recording.selection)
                     """)
                 return try zip(plays, ids).map { play, id -> Result<Recording, CatalogError> in
-                    if let record = try RecordingRecord.fetchOne(count, arguments: [StoredDate.value(play.at), id]) {
-                        return .success(try record.recording())
+                    if let recording = try Recording.fetchOne(count, arguments: [StoredDate.value(play.at), id]) {
+                        return .success(recording)
                     }
-                    guard let record = try RecordingRecord.fetch(db, id: id) else { return .failure(.notFound(id: id)) }
-                    return .failure(.unexpectedState(id: id, state: record.state))
+                    guard let record = try Recording.fetch(db, id: id) else { return .failure(.notFound(id: id)) }
+                    return .failure(.unexpectedState(id: id, state: record.state.rawValue))
                 }
             }
         }
@@ -69,8 +69,8 @@ extension Catalog {
     public func delete(id: UUID, ifStateIn states: Set<String>) throws {
         try wrap("delete") {
             try write { db in
-                _ = try RecordingRecord.existing(db, id: id.uuidString, in: states)
-                try RecordingRecord.deleteOne(db, key: id.uuidString)
+                _ = try Recording.existing(db, id: id.uuidString, in: states)
+                try Recording.deleteOne(db, key: id.uuidString)
             }
         }
     }
@@ -106,7 +106,7 @@ extension Catalog {
                     WHERE id = ?2 AND state = 'missing'
                     """, arguments: [sizeBytes, id.uuidString])
                 guard db.changesCount > 0 else { return nil }
-                return try RecordingRecord.fetch(db, id: id.uuidString)?.recording()
+                return try Recording.fetch(db, id: id.uuidString)
             }
         }
     }
@@ -132,7 +132,7 @@ extension Catalog {
     }
 
     static func recording(withContentHash hash: String, _ db: Database) throws -> Recording? {
-        try RecordingRecord.filter(Column("contentHash") == hash).fetchOne(db)?.recording()
+        try Recording.filter(Column("contentHash") == hash).fetchOne(db)
     }
 
     /// Saved and pending recordings whose loudness is not measured yet, newest first.
@@ -151,7 +151,7 @@ extension Catalog {
     /// was stored.
     @discardableResult
     public func storeLoudness(id: UUID, _ loudness: Loudness, measuredFileSize sizeBytes: Int64?) throws -> Bool {
-        let json = RecordingRecord.column(loudness)
+        let json = Recording.loudnessColumn(loudness)
         return try wrap("store loudness") {
             try write { db in
                 try db.execute(sql: "UPDATE recording SET loudness = ? WHERE id = ? AND loudness IS NULL AND sizeBytes IS ?",
@@ -164,6 +164,6 @@ extension Catalog {
     /// Deletes a row; returns whether it existed.
     @discardableResult
     public func delete(id: UUID) throws -> Bool {
-        try wrap("delete") { try write { db in try RecordingRecord.deleteOne(db, key: id.uuidString) } }
+        try wrap("delete") { try write { db in try Recording.deleteOne(db, key: id.uuidString) } }
     }
 }

@@ -12,15 +12,25 @@ import RecdAPI
 enum StoredDate {
     /// The date at `index`, nil for NULL.
     static func read(_ row: Row, _ index: Int) -> Date? {
-        enum Read { case null, date(Date), other }
-        let read = (try? row.withUnsafeData(atIndex: index) { data -> Read in
+        read({ try row.withUnsafeData(atIndex: index, $0) }, else: row[index])
+    }
+
+    /// The date in column `name`, nil for NULL (or no such column).
+    static func read(_ row: Row, _ name: String) -> Date? {
+        read({ try row.withUnsafeData(named: name, $0) }, else: row[name])
+    }
+
+    private enum Read { case null, date(Date), other }
+    /// The column's bytes parsed here; any other form by GRDB (`value`: nil, not a trap, for garbage).
+    private static func read(_ bytes: ((Data?) -> Read) throws -> Read, else value: @autoclosure () -> DatabaseValue) -> Date? {
+        let read = (try? bytes { data in
             guard let data else { return .null }
             return data.withUnsafeBytes { parse($0) }.map(Read.date) ?? .other
         }) ?? .other
         switch read {
         case .null: return nil
         case .date(let date): return date
-        case .other: return Date.fromDatabaseValue(row[index] as DatabaseValue)   // nil, not a trap, for garbage
+        case .other: return Date.fromDatabaseValue(value())
         }
     }
 

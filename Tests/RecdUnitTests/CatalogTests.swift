@@ -254,9 +254,20 @@ final class CatalogTests: XCTestCase {
         try catalog.insert(r)
         XCTAssertEqual(try catalog.recording(id: r.id), r)
         XCTAssertEqual(try catalog.list(ListQuery()).recordings, [r])
+        // Stored as before GRDB's coding wrote them (Recording is the row): the id as upper-case text
+        // (prefixes are an index range), dates as GRDB's UTC text, the loudness as JSON.
+        let path = dir.appendingPathComponent("catalog.sqlite").path
+        XCTAssertEqual(try Tools.sqlite(path, "SELECT id, createdAt, lastPlayedAt, purpose, recovered, json_extract(loudness, '$.truePeak') FROM recording;"),
+                       "\(r.id.uuidString)|1970-01-01 00:00:07.000|2025-11-24 16:00:00.125|milestone|1|-1.25")
         r.title = "Renamed"; r.loudness = nil; r.lastPlayedAt = nil
         try catalog.modify(id: r.id) { $0 = r }
         XCTAssertEqual(try catalog.recording(id: r.id), r)
+        // A row that does not read as a recording is said as corrupt, with what did not read.
+        try Tools.sqlite(path, "UPDATE recording SET createdAt = 'yesterday';")
+        XCTAssertThrowsError(try catalog.recording(id: r.id)) {
+            guard case CatalogError.corruptRow(_, let detail) = $0 else { return XCTFail("\($0)") }
+            XCTAssertTrue(detail.contains("createdAt"), detail)
+        }
     }
 }
 

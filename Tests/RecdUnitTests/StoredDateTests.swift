@@ -53,6 +53,7 @@ final class StoredDateTests: XCTestCase {
                 let theirs = Date.fromDatabaseValue(row[0] as DatabaseValue)
                 let ours = StoredDate.read(row, 0)
                 XCTAssertEqual(ours == nil, theirs == nil, "\(row)")
+                XCTAssertEqual(StoredDate.read(row, "d"), ours, "\(row): read by the column's name as by its index")
                 guard let ours, let theirs else { continue }
                 XCTAssertEqual(ours.timeIntervalSince1970, theirs.timeIntervalSince1970, accuracy: 1e-5, "\(row)")
                 // The stored text's milliseconds, printed as they are stored.
@@ -105,12 +106,12 @@ final class StoredIDTests: XCTestCase {
     func testItReadsWhatFoundationReads() {
         for _ in 0..<5_000 {
             let id = UUID()
-            XCTAssertEqual(RecordingRecord.uuid(id.uuidString), id)
-            XCTAssertEqual(RecordingRecord.uuid(id.uuidString.lowercased()), id)
+            XCTAssertEqual(Recording.uuid(id.uuidString), id)
+            XCTAssertEqual(Recording.uuid(id.uuidString.lowercased()), id)
         }
         for bad in ["", "zz", "123E4567-E89B-12D3-A456-42661417400G", "123E4567E89B-12D3-A456-4266141740000",
                     "123E4567-E89B-12D3-A456-4266141740", "123E4567-E89B-12D3-A456-426614174000 "] {
-            XCTAssertEqual(RecordingRecord.uuid(bad), UUID(uuidString: bad), bad)
+            XCTAssertEqual(Recording.uuid(bad), UUID(uuidString: bad), bad)
         }
     }
 }
