@@ -40,7 +40,7 @@ MEMOS, ROUNDS; KEEP_WORK=1. Disk: the library, plus two repositories and two res
 import argparse, ctypes, datetime, json, os, random, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmarks_md import PrivatePulse, launch_recd, write_section   # noqa: E402
+from benchmarks_md import build_kind, PrivatePulse, launch_recd, write_section   # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TITLE = "## Backups (restic)"
@@ -542,8 +542,7 @@ def main():
         return " ".join(f"{d[field]:.2f}" for d in results[key])
 
     cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
-    real = os.path.realpath(recd)
-    kind = "release" if "/release/" in real else "debug" if "/debug/" in real else "unknown"
+    kind = build_kind(recd)
     first, first_p = col("first", "wall"), col("first_peer", "wall")
     first_run = col("first", "run")
     inc, inc_p, inc_run = col("inc", "wall"), col("inc_peer", "wall"), col("inc", "run")

@@ -40,31 +40,41 @@ def launch_recd(recd, data, sock, log_path, *extra, procs=None, timeout=60):
     sys.exit(f"recd did not start: see {log_path} (KEEP_WORK=1 keeps it)")
 
 
+def build_kind(binary):
+    """What build `binary` is, for a section's header: debug, release, or packaged (the .deb's, under
+    usr/bin: unpacked with dpkg-deb -x, or installed)."""
+    real = os.path.realpath(binary)
+    return ("release" if "/release/" in real else "debug" if "/debug/" in real
+            else "packaged" if "/usr/bin/" in real else "unknown")
+
+
 def recd_cpu_seconds(pid):
     """CPU seconds (user+sys) recd has used so far, its media workers included: recd encodes, decodes and
-    muxes in child processes (`recd-media`), so its own /proc figure leaves that work out.
-    = recd's utime+stime, + cutime+cstime (the workers it has already ended and reaped), + utime+stime of
-    each child still running. Take the difference of two readings."""
+    muxes in worker processes (`recd-media`), and a kept worker forks a process per job or take
+    (docs/decisions/0025), a grandchild of recd. So every process of the tree under recd counts its
+    utime+stime + cutime+cstime (the children it has ended and reaped). Take the difference of two
+    readings. (Before 2026-11-30 only recd's direct children were counted: a forked job's CPU was missed.)"""
     tick = os.sysconf("SC_CLK_TCK")
 
-    def fields(p):   # the fields after the ")" that ends the command name (which may hold spaces)
-        return open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    def tree(p):
+        try:   # the fields after the ")" that ends the command name (which may hold spaces)
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0   # ended and reaped meanwhile: its time is in its parent's cutime/cstime
+        total = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+        children = set()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            tasks = []
+        for task in tasks:
+            try:
+                children.update(open(f"/proc/{p}/task/{task}/children").read().split())
+            except OSError:
+                pass   # the thread ended meanwhile
+        return total + sum(tree(c) for c in children)
 
-    f = fields(pid)
-    total = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
-    children = set()
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            children.update(open(f"/proc/{pid}/task/{task}/children").read().split())
-        except OSError:
-            pass   # the thread ended meanwhile
-    for child in children:
-        try:
-            c = fields(child)
-            total += int(c[11]) + int(c[12])
-        except OSError:
-            pass   # ended and reaped meanwhile: its time is in recd's cutime/cstime
-    return total / tick
+    return tree(pid) / tick
 
 
 class PrivatePulse:

@@ -19,7 +19,7 @@ built with `swift build -c release` first, which is quick when they are up to da
 HOUR_SECONDS (3600), KEEP_WORK.
 """
 import datetime, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import PrivatePulse, launch_recd, recd_cpu_seconds, write_section
+from benchmarks_md import build_kind, PrivatePulse, launch_recd, recd_cpu_seconds, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -147,7 +147,7 @@ finally:
 
 med = statistics.median
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
-kind = "release" if "/release/" in os.path.realpath(RECD) else "debug"
+kind = build_kind(RECD)
 share = (meter10 + wave10) / recd10
 rw = med(w for w, _ in recd_wave); rc = med(c for _, c in recd_wave)
 lines = [

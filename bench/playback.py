@@ -24,7 +24,7 @@ Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/r
 missing), ROWS (100000), PLAYS (20), TOP_RUNS (50), CLIENTS (32), PER_CLIENT (500), COUNT_ROUNDS (3), KEEP_WORK=1.
 """
 import ctypes, ctypes.util, datetime, json, math, os, random, resource, shutil, sqlite3, statistics, subprocess, sys, tempfile
-from benchmarks_md import PrivatePulse, launch_recd, write_section
+from benchmarks_md import build_kind, PrivatePulse, launch_recd, write_section
 import time, uuid, wave
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -447,7 +447,7 @@ finally:
 
 # --- BENCHMARKS.md ----------------------------------------------------------------------------------
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
-kind = "release" if "/release/" in os.path.realpath(RECD) else "debug" if "/debug/" in os.path.realpath(RECD) else "unknown"
+kind = build_kind(RECD)
 med = statistics.median
 
 

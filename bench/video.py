@@ -22,7 +22,7 @@ VIDEO_BENCH_JSON (the video-bench.json of an earlier run: no VM run, only figure
 scripts/vm/run-in-vm.sh it says why and exits 0.
 """
 import datetime, json, os, shutil, statistics, subprocess, sys, tempfile
-from benchmarks_md import write_section
+from benchmarks_md import build_kind, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -140,8 +140,7 @@ if NO_WRITE:
     log("--no-write: BENCHMARKS.md left as it is")
     sys.exit(0)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
-real = os.path.realpath(RECD)
-kind = "release" if "/release/" in real else "debug" if "/debug/" in real else "unknown"
+kind = build_kind(RECD)
 
 
 def cell(xs):

@@ -37,18 +37,18 @@ pids+=($!)
 player=$!
 
 TICK=$(getconf CLK_TCK)
-# CPU of recd and its media workers so far, in clock ticks. recd encodes and muxes in child processes
-# (`recd --media-worker`), so the figure is recd's utime+stime (fields 14, 15 of /proc/PID/stat,
-# counted after the ")" that ends the command name), + cutime+cstime (16, 17: workers it has ended
-# and reaped), + utime+stime of each child still running.
+# CPU of recd and its media workers so far, in clock ticks: the whole process tree under recd. A take
+# is encoded by a process its kept media worker forks (docs/decisions/0025), a grandchild of recd, so
+# each process of the tree counts its utime+stime (fields 14, 15 of /proc/PID/stat, counted after the
+# ")" that ends the command name) + cutime+cstime (16, 17: the children it has ended and reaped). Only
+# recd's direct children were counted before 2026-11-30: the forked encoder's CPU was missed.
 ticks() {
-    local s total c cs
-    s=$(<"/proc/$1/stat"); s=${s##*) }
+    local s total c
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }   # ended meanwhile: in its parent's cutime
+    s=${s##*) }
     total=$(awk '{ print $12 + $13 + $14 + $15 }' <<<"$s")
     for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-        cs=$(cat "/proc/$c/stat" 2>/dev/null) || continue   # ended meanwhile: counted in cutime
-        cs=${cs##*) }
-        total=$((total + $(awk '{ print $12 + $13 }' <<<"$cs")))
+        total=$((total + $(ticks "$c")))
     done
     echo "$total"
 }

@@ -67,8 +67,7 @@ logs="$root/.build/test-logs"
 mkdir -p "$logs"
 started=$(date +%s)
 # PackageTests' package — the release build users get — is compiled once the real-time guests are
-# done, at nice 19, beside the busy
-# half's classes that need no guest and the light half: the compile (the Swift runtime linked in needs
+# done, at nice 19, beside the busy half's classes that need no guest and the light half: the compile (the Swift runtime linked in needs
 # a build folder of its own, .build-deb) takes the CPU time those leave idle — the light half mostly
 # waits on real-time audio — instead of five minutes of the busy half's own. (Started with the suite,
 # it starved the guests even at nice 19: a camera lost 22 frames of 104, an ALSA guest failed.)
