@@ -18,7 +18,7 @@ Writes its section of BENCHMARKS.md. Env: RECD_BIN, RECCTL_BIN (default .build/r
 DELETE_ALL_RUNS (5).
 """
 import os, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid, datetime
-from benchmarks_md import launch_recd, write_section
+from benchmarks_md import build_kind, launch_recd, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -217,7 +217,7 @@ finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
-kind = "release" if "release" in os.path.realpath(RECD) else "debug"
+kind = build_kind(RECD)
 
 
 def fmt(t):

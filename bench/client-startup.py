@@ -17,7 +17,7 @@ RECORDINGS, KEEP_WORK=1 (keep the temporary directory), RECCTL_BASELINE_BIN (an 
 release build of the commit before a change: its two cases are run beside the others and compared).
 """
 import datetime, os, random, shutil, sqlite3, statistics, subprocess, sys, tempfile, time, uuid
-from benchmarks_md import launch_recd, write_section
+from benchmarks_md import build_kind, launch_recd, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -166,7 +166,7 @@ BASELINE_NOTE = os.environ.get("RECCTL_BASELINE_NOTE", "an older recctl")
 if BASELINE:
     base_ldd = subprocess.run(["ldd", BASELINE], capture_output=True, text=True).stdout
     BASELINE_NOTE += f", {sum(1 for l in base_ldd.splitlines() if l.strip() and 'vdso' not in l)} libraries"
-kind = "release" if "release" in os.path.realpath(RECCTL) else "debug"
+kind = build_kind(RECCTL)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
 heavy = [lib for lib in linked if lib.startswith(("libFoundation.", "libFoundationInternationalization", "lib_FoundationICU"))]
 lines = [TITLE, "",

@@ -18,7 +18,7 @@
 Writes its section of BENCHMARKS.md. Env: RECD_BIN (default .build/release/recd), IDLE_SECONDS (60).
 """
 import collections, datetime, json, os, re, shutil, subprocess, sys, tempfile, time
-from benchmarks_md import write_section
+from benchmarks_md import build_kind, write_section
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
@@ -203,7 +203,7 @@ def threads_text(counter):
     return ", ".join(busy) if busy else "none"
 
 
-kind = "release" if "release" in os.path.realpath(RECD) else "debug"
+kind = build_kind(RECD)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), os.uname().machine)
 lines = [TITLE, "",
          f"Written by `bench/idle.py` on {datetime.date.today()} — {os.cpu_count()} CPUs, {cpu}; recd: {kind} build, no",
