@@ -41,7 +41,7 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
 public final class Catalog: Sendable {
     public static let minimumPrefixLength = 4
 
-    let pool: DatabasePool
+    package let pool: DatabasePool
     public let path: String
     /// `list`'s totals per filter, counted once and kept until a write could change them (every write
     /// but a play count), so paging through a large library does not count every row for each page.

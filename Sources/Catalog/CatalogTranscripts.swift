@@ -171,7 +171,7 @@ extension Catalog {
 
     /// Optimal string alignment distance (insertions, deletions, substitutions, and swaps of two
     /// neighbours: "hte" is one from "the"); nil when over `atMost` (rows are cut short there).
-    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar], atMost: Int) -> Int? {
+    package static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar], atMost: Int) -> Int? {
         if abs(a.count - b.count) > atMost { return nil }
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
         var before = [Int](repeating: 0, count: b.count + 1), previous = Array(0...b.count)

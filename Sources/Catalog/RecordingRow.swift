@@ -90,7 +90,7 @@ extension Recording: FetchableRecord, PersistableRecord {
 
     /// The id as a UUID: the stored upper-case form read digit by digit (`UUID(uuidString:)` went
     /// through sscanf, a tenth of a listing's reply), anything else by Foundation.
-    static func uuid(_ text: String) -> UUID? {
+    package static func uuid(_ text: String) -> UUID? {
         var text = text
         let fast = text.withUTF8 { b -> UUID? in
             guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }

@@ -9,14 +9,14 @@ import RecdAPI
 /// straight from SQLite's bytes (days from the civil date by Hinnant's algorithm); any other form
 /// (a date written by hand, by an old version, an integer) goes to GRDB's own decoding. A unit test
 /// holds the two to the same dates.
-enum StoredDate {
+package enum StoredDate {
     /// The date at `index`, nil for NULL.
-    static func read(_ row: Row, _ index: Int) -> Date? {
+    package static func read(_ row: Row, _ index: Int) -> Date? {
         read({ try row.withUnsafeData(atIndex: index, $0) }, else: row[index])
     }
 
     /// The date in column `name`, nil for NULL (or no such column).
-    static func read(_ row: Row, _ name: String) -> Date? {
+    package static func read(_ row: Row, _ name: String) -> Date? {
         read({ try row.withUnsafeData(named: name, $0) }, else: row[name])
     }
 
@@ -37,7 +37,7 @@ enum StoredDate {
     /// What a date is stored as: GRDB's text, `YYYY-MM-DD HH:MM:SS.SSS` UTC, written from `DateText`'s
     /// ISO form (GRDB's own writing goes through a DateFormatter: ICU, a few percent of a counted
     /// play's CPU). Outside DateText's own range (before 1600, after 9999) the date itself, for GRDB.
-    static func value(_ date: Date) -> any DatabaseValueConvertible & Sendable {
+    package static func value(_ date: Date) -> any DatabaseValueConvertible & Sendable {
         let t = date.timeIntervalSince1970
         guard t.isFinite, t >= -11_676_096_000, t < 253_402_300_800 else { return date }
         var bytes = Array(DateText.format(date).utf8)
@@ -49,7 +49,7 @@ enum StoredDate {
     /// `YYYY-MM-DD HH:MM:SS.SSS` (also `T` for the space, 1–9 fraction digits read to the
     /// millisecond, or none); nil
     /// for anything else.
-    static func parse(_ b: UnsafeRawBufferPointer) -> Date? {
+    package static func parse(_ b: UnsafeRawBufferPointer) -> Date? {
         guard b.count >= 19, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
               b[10] == UInt8(ascii: " ") || b[10] == UInt8(ascii: "T"),
               b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":") else { return nil }

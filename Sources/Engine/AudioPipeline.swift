@@ -11,7 +11,7 @@ import Synchronization
 
 /// Where an `AudioPipeline`'s encoder thread puts the sound: an audio file, or the audio track of a
 /// video file. Called on that thread only.
-protocol AudioSink: AnyObject {
+package protocol AudioSink: AnyObject {
     /// Writes up to `frames` frames; returns how many went into the file (the rest were cut).
     func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int
     /// Flushes what is buffered. For a file with no other track, also closes the file.
@@ -22,7 +22,7 @@ protocol AudioSink: AnyObject {
 
 extension WorkerAudioWriter: AudioSink {
     // `flush()` is the writer's own.
-    func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
+    package func write(interleaved samples: UnsafeBufferPointer<Int16>, frames: Int) throws -> Int {
         try append(interleaved: samples, frames: frames)
         return frames
     }
@@ -86,7 +86,7 @@ final class FirstArrival: Sendable {
 /// worker takes to start (an exec of recd-media and FFmpeg's ~130 libraries: 40 ms on a quiet
 /// machine, seconds on a loaded one or a cold SD card) or to answer. `sinkReady` tells when the sink
 /// is there, or why it never will be.
-final class AudioPipeline: @unchecked Sendable {
+package final class AudioPipeline: @unchecked Sendable {
     let device: String
     private let source: any CaptureSource
     private let ring: PCMRingBuffer
@@ -242,7 +242,7 @@ final class AudioPipeline: @unchecked Sendable {
         }
     }
 
-    static let encoderBlockFrames = 16384
+    package static let encoderBlockFrames = 16384
     /// A block's time in the device's frames (for the device ring's backlog).
     private var deviceBlockFrames: Int { Self.encoderBlockFrames * source.deviceFormat.rate / max(1, source.sampleRate) }
 

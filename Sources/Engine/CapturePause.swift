@@ -15,12 +15,15 @@ import Synchronization
 ///
 /// Shared by the Recorder's thread (requests), the capture thread (applies) and the video thread
 /// (reads); every access is under one lock.
-final class CapturePause: Sendable {
+package final class CapturePause: Sendable {
     /// Frames left out of the file: `[start, end)`; `end` is nil while the pause lasts.
-    struct Cut: Equatable, Sendable { var start: Int64; var end: Int64? }
+    package struct Cut: Equatable, Sendable {
+        var start: Int64; var end: Int64?
+        package init(start: Int64, end: Int64?) { (self.start, self.end) = (start, end) }
+    }
 
     /// What the capture thread does with one period.
-    enum Plan: Equatable {
+    package enum Plan: Equatable {
         /// Write it all.
         case keep
         /// Leave it out (paused).
@@ -43,7 +46,7 @@ final class CapturePause: Sendable {
     }
 
     /// Length of each fade: 5 ms.
-    let fadeFrames: Int
+    package let fadeFrames: Int
     /// The encoder thread reports here when what came before a pause is in the file.
     let flushes = PauseFlushes()
     private let state: Mutex<State>
@@ -58,7 +61,7 @@ final class CapturePause: Sendable {
         progress.lock(); progress.broadcast(); progress.unlock()
     }
 
-    init(sampleRate: Int) {
+    package init(sampleRate: Int) {
         fadeFrames = max(1, sampleRate / 200)
         state = Mutex(State(fadedIn: fadeFrames))
     }
@@ -66,7 +69,7 @@ final class CapturePause: Sendable {
     // MARK: the Recorder
 
     /// Asks for the sound to pause (true) or go on (false) from the capture thread's next period.
-    func set(paused: Bool) {
+    package func set(paused: Bool) {
         let pausing = state.withLock { s -> Bool in
             defer { s.wanted = paused }
             return paused && !s.wanted
@@ -78,7 +81,7 @@ final class CapturePause: Sendable {
 
     /// Decides the fate of the next `frames` frames (one period, in the recording's format) and
     /// counts them as delivered.
-    func plan(frames: Int) -> Plan {
+    package func plan(frames: Int) -> Plan {
         let plan = state.withLock { s -> Plan in
             let position = s.delivered
             s.delivered += Int64(frames)
@@ -106,7 +109,7 @@ final class CapturePause: Sendable {
     }
 
     /// Applies `plan`'s fade to `frames` interleaved frames in place.
-    func fade(_ plan: Plan, _ samples: UnsafeMutableBufferPointer<Int16>, frames: Int, channels: Int) {
+    package func fade(_ plan: Plan, _ samples: UnsafeMutableBufferPointer<Int16>, frames: Int, channels: Int) {
         let scale = 1.0 / Float(fadeFrames)
         switch plan {
         case .fadeOut(let n):
@@ -133,13 +136,13 @@ final class CapturePause: Sendable {
 
     // MARK: the video thread and the stop
 
-    var isPaused: Bool { state.withLock { $0.applied } }
+    package var isPaused: Bool { state.withLock { $0.applied } }
     /// Frames delivered so far, as placed in the file (pauses taken out).
-    var deliveredInFile: Double {
+    package var deliveredInFile: Double {
         let (delivered, cuts) = state.withLock { ($0.delivered, $0.cuts) }
         return delivered == .max ? .infinity : Self.place(Double(delivered), cuts: cuts).at
     }
-    var cuts: [Cut] { state.withLock { $0.cuts } }
+    package var cuts: [Cut] { state.withLock { $0.cuts } }
 
     /// Waits (at most `timeoutMs`) until the sound has been delivered up to `position`, so that any
     /// pause asked for before that instant has been placed. Returns at once when no pause was ever
@@ -173,13 +176,13 @@ final class CapturePause: Sendable {
 
     /// Where capture position `position` lands in the file (still counted from the first frame
     /// delivered): earlier than the position by every pause before it. Nil when it falls in a pause.
-    func filePosition(of position: Double) -> Double? {
+    package func filePosition(of position: Double) -> Double? {
         let (at, inPause) = Self.place(position, cuts: cuts)
         return inPause ? nil : at
     }
 
     /// As `filePosition(of:)`, but a position in a pause is placed where that pause started.
-    func clampedFilePosition(of position: Double) -> Double { Self.place(position, cuts: cuts).at }
+    package func clampedFilePosition(of position: Double) -> Double { Self.place(position, cuts: cuts).at }
 
     /// `position` with the pauses before it taken out, and whether it falls in one (then `at` is
     /// where that pause started).
@@ -224,12 +227,13 @@ final class PauseFlushes: Sendable {
 }
 
 /// Pauses of a silent video, by capture time on CLOCK_MONOTONIC (there is no sound to count).
-final class MonotonicPause: Sendable {
+package final class MonotonicPause: Sendable {
     private let cuts = Mutex<[CapturePause.Cut]>([])
+    package init() {}
     /// The video thread reports here when what came before a pause is in the file.
     let flushes = PauseFlushes()
 
-    func set(paused: Bool, atNs now: UInt64) {
+    package func set(paused: Bool, atNs now: UInt64) {
         let pausing = cuts.withLock { c -> Bool in
             let open = c.last.map { $0.end == nil } ?? false
             if paused && !open { c.append(CapturePause.Cut(start: Int64(now), end: nil)) }
@@ -239,10 +243,10 @@ final class MonotonicPause: Sendable {
         if pausing { flushes.asked() }
     }
 
-    var isPaused: Bool { cuts.withLock { $0.last.map { $0.end == nil } ?? false } }
+    package var isPaused: Bool { cuts.withLock { $0.last.map { $0.end == nil } ?? false } }
 
     /// The frame's time with the pauses before it taken out; nil when it was captured in a pause.
-    func fileTime(ofNs ns: UInt64) -> UInt64? {
+    package func fileTime(ofNs ns: UInt64) -> UInt64? {
         var removed: UInt64 = 0
         for cut in cuts.withLock({ $0 }) {
             if ns < UInt64(cut.start) { break }

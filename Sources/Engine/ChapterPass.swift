@@ -90,7 +90,7 @@ public actor ChapterPass {
     /// Chapters that cover the file from 0 (players start the first one there): the stretch before
     /// the first marker named after the recording, then one per marker to the next (a label, or
     /// "Marker N"); markers at the same time make one chapter.
-    static func chapters(_ markers: [Marker], duration: Double?, title: String) -> [MediaChapter] {
+    package static func chapters(_ markers: [Marker], duration: Double?, title: String) -> [MediaChapter] {
         var starts: [(time: Double, title: String)] = []
         for (i, m) in markers.enumerated() where starts.last.map({ m.time - $0.time >= 0.001 }) ?? true {
             starts.append((m.time, m.label.isEmpty ? "Marker \(i + 1)" : m.label))

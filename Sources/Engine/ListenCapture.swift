@@ -8,7 +8,7 @@ import RecdAPI
 import Synchronization
 
 /// What the detector thread tells the `Listener`.
-enum ListenMessage: Sendable {
+package enum ListenMessage: Sendable {
     case decision(UtteranceSegmenter.Decision)
     case level(ListenLevelEvent)
     /// Silero failed: the level gate decides from now on (`note` says why).
@@ -19,10 +19,10 @@ enum ListenMessage: Sendable {
 
 /// The microphone open for listening, with its history and its detector thread. Made by the
 /// `Listener` when it arms (and again when a lost device comes back); `stop` ends it.
-final class ListenCapture: @unchecked Sendable {
+package final class ListenCapture: @unchecked Sendable {
     let source: any CaptureSource
     let history: CaptureHistory
-    let messages: AsyncStream<ListenMessage>
+    package let messages: AsyncStream<ListenMessage>
     private let continuation: AsyncStream<ListenMessage>.Continuation
     private let stopRequested = Atomic<Bool>(false)
     /// What the taps may deliver: up to what the detector judged, but no further than an end or a
@@ -42,7 +42,7 @@ final class ListenCapture: @unchecked Sendable {
     static let quietDb = -55.0
 
     /// Starts capture from `source` (opened) and the detector thread with `detector`.
-    init(source: any CaptureSource, detector: any SpeechDetector, settings: UtteranceSegmenter.Settings) {
+    package init(source: any CaptureSource, detector: any SpeechDetector, settings: UtteranceSegmenter.Settings) {
         self.source = source
         history = CaptureHistory(format: source.deviceFormat, seconds: settings.preRoll + settings.min + Self.slackSeconds, gated: true)
         (messages, continuation) = AsyncStream.makeStream(of: ListenMessage.self)
@@ -83,7 +83,7 @@ final class ListenCapture: @unchecked Sendable {
 
     /// Ends the detector thread (its last decisions are sent: an utterance under way ends where
     /// capture is now), then capture. Blocking.
-    func stop() {
+    package func stop() {
         stopRequested.store(true, ordering: .relaxed)
         loopDone.wait()
         loopDone.signal()

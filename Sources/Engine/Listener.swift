@@ -79,9 +79,9 @@ public actor Listener {
     static let retrySeconds = 2.0
     /// Listening stops when the disk's free space falls to recd's limit plus this (a take of its
     /// own needs room to finish: an hour of AAC at 128 kb/s is 58 MB).
-    static let diskMarginBytes: Int64 = 100_000_000
+    package static let diskMarginBytes: Int64 = 100_000_000
 
-    init(config: EngineConfiguration, recorder: Recorder, microphone: SharedMicrophone, events: EventHub, logger: Logger,
+    package init(config: EngineConfiguration, recorder: Recorder, microphone: SharedMicrophone, events: EventHub, logger: Logger,
          openMicrophone: @escaping @Sendable () throws -> any CaptureSource,
          makeDetector: @escaping @Sendable () -> (any SpeechDetector, note: String?),
          freeBytes: @escaping @Sendable (String) -> Int64? = { FileOps.freeBytes($0) }) {

@@ -10,7 +10,7 @@ import Synchronization
 /// `synchronous=FULL`) and answers each play once that commit is on the disk — so a reply still
 /// means "durable", but 32 clients pay for one fsync instead of 32. While a commit is under way the
 /// next plays gather behind it: the busier it is, the bigger the batches.
-final class PlayCountCommitter: Sendable {
+package final class PlayCountCommitter: Sendable {
     private struct Play: Sendable {
         let id: UUID
         let at: Date
@@ -26,7 +26,7 @@ final class PlayCountCommitter: Sendable {
     /// Plays counted in one transaction at most (a bound on one commit's length).
     static let maxBatch = 512
 
-    init(catalog: Catalog) { self.catalog = catalog }
+    package init(catalog: Catalog) { self.catalog = catalog }
 
     /// Counts one play of `id`; returns the row after it once it is durable. Throws `CatalogError`.
     func count(id: UUID, at date: Date = Date()) async throws -> Recording {

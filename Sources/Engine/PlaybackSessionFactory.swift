@@ -7,7 +7,7 @@ import Playback
 /// What the Player drives of one playback: `PlaybackSession` in recd. A session is used once:
 /// `start` begins it, the transport calls are applied before they return, `stop` ends it (and
 /// waits for it). Blocking calls: the Player makes them through `runBlocking`, off its actor.
-protocol PlayerSession: AnyObject, Sendable {
+package protocol PlayerSession: AnyObject, Sendable {
     var device: String { get }
     /// Seconds; nil when the file does not say.
     var duration: Double? { get }
@@ -31,10 +31,10 @@ protocol PlayerSession: AnyObject, Sendable {
 extension PlaybackSession: PlayerSession {}
 
 /// One playback the Player asks a factory for.
-struct PlaybackSessionRequest: Sendable {
+package struct PlaybackSessionRequest: Sendable {
     /// The file to play (absolute).
     var path: String
-    var device: String
+    package var device: String
     /// dB applied (level-matched playback).
     var gainDB: Double
     /// A worker that already probed the file (a video's), to decode it too.
@@ -42,7 +42,7 @@ struct PlaybackSessionRequest: Sendable {
 }
 
 /// Makes the Player's sessions.
-protocol PlaybackSessionFactory: Sendable {
+package protocol PlaybackSessionFactory: Sendable {
     /// Opens the file's decoder and the device (so a missing file or device is said at once); nothing
     /// plays until the session's `start`. Blocking. Throws `PlaybackError`, or what the decoder threw.
     func makeSession(for playback: PlaybackSessionRequest) throws -> any PlayerSession

@@ -52,7 +52,7 @@ public actor Player {
     /// Where each playback's decoder and device come from.
     private let sessions: any PlaybackSessionFactory
 
-    init(config: EngineConfiguration, catalog: Catalog, plays: PlayCountCommitter, events: EventHub, logger: Logger,
+    package init(config: EngineConfiguration, catalog: Catalog, plays: PlayCountCommitter, events: EventHub, logger: Logger,
          sessions: any PlaybackSessionFactory = DevicePlaybackFactory()) {
         self.config = config; self.catalog = catalog; self.plays = plays; self.events = events; self.logger = logger
         self.sessions = sessions

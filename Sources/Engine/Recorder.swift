@@ -74,7 +74,7 @@ public actor Recorder {
     /// Meters of the recording being started wait for its `recording.started`.
     private var gate: EventGate?
 
-    init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger, sessions: any RecordingSessionFactory) {
+    package init(config: EngineConfiguration, catalog: Catalog, events: EventHub, logger: Logger, sessions: any RecordingSessionFactory) {
         self.config = config; self.catalog = catalog; self.events = events; self.logger = logger; self.sessions = sessions
     }
 
@@ -630,5 +630,5 @@ public actor Recorder {
 
 extension Duration {
     /// In seconds, as a Double.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

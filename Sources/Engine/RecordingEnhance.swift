@@ -16,7 +16,7 @@ import Storage
 /// file, fsynced, renamed into place, the directory fsynced, then its row committed (if the recording
 /// still has the sound it was made from). A crash before the commit leaves a file without a row,
 /// which `EnhancedCopies.sweep` removes at start-up. Blocking: run on `BlockingPool`.
-struct RecordingEnhance {
+package struct RecordingEnhance {
     let catalog: Catalog
     let data: DataDirectory
     let config: EngineConfiguration
@@ -43,7 +43,7 @@ struct RecordingEnhance {
     /// afftdn gives each frame out this much later (half its 50 ms window; measured with an impulse
     /// at 16, 44.1 and 48 kHz): taken off the copy's start and fed as silence at its end, so the copy
     /// lies on the original's timeline, its last word whole.
-    static func denoiserDelay(rate: Int) -> Int { Int(Double(rate) * 0.025) }
+    package static func denoiserDelay(rate: Int) -> Int { Int(Double(rate) * 0.025) }
 
     static let states: Set<String> = [RecordingState.ready.rawValue, RecordingState.pending.rawValue]
 
@@ -135,7 +135,7 @@ struct RecordingEnhance {
     /// The quietest `seconds` of the recording by its stored waveform (where the noise is heard
     /// alone: a memo's pause), not its first or last 50 ms (a fade, a click); the first 0.05–0.4 s
     /// without a waveform (a take's file starts before its first word).
-    static func quietest(_ waveform: WaveformData?, seconds: Double) -> ClosedRange<Double> {
+    package static func quietest(_ waveform: WaveformData?, seconds: Double) -> ClosedRange<Double> {
         let fallback = 0.05...(0.05 + seconds)
         guard let w = waveform, w.sampleRate > 0, w.samplesPerPixel > 0 else { return fallback }
         let perSecond = Double(w.sampleRate) / Double(w.samplesPerPixel)

@@ -12,7 +12,7 @@ import Storage
 /// the file (nothing runs yet); `start` starts the threads and waits for the first captured data;
 /// `stop` ends capture and closes the file; `finalize` turns that file into the one kept. All four
 /// block: the Recorder calls them through `runBlocking`; the other members do not block.
-protocol RecordingSession: AnyObject, Sendable {
+package protocol RecordingSession: AnyObject, Sendable {
     /// The file being written.
     var path: String { get }
     /// Starts capturing; returns once the first data arrived (see `SessionStart`).
@@ -46,18 +46,18 @@ protocol RecordingSession: AnyObject, Sendable {
 }
 
 /// What a session's start says.
-struct SessionStart: Sendable {
+package struct SessionStart: Sendable {
     /// When the first data arrived (DispatchTime nanoseconds): the file's first sample.
     let firstAt: UInt64
     /// The file's writer had caught up on what capture gathered while it started. False when it had
     /// not within the ring's seconds (a machine slower than real time): until it does, that sound is
     /// in memory only, and the Recorder says so in the log.
-    var caughtUp = true
+    package var caughtUp = true
 }
 
 /// An audio recording: the microphone into a fragmented .m4a.
-final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
-    let path: String
+package final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
+    package let path: String
     private let audio: AudioPipeline
     private let faults: FaultLatch
     /// Makes the file durable while it is written (nil: `syncIntervalMs` 0, off).
@@ -68,7 +68,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
 
     /// `source` into the sink `sink` makes (on the pipeline's encoder thread), which calls its
     /// argument after each write that reached the file (nil when the file is not synced).
-    init(path: String, source: any CaptureSource, sink: @escaping (_ onOutputWritten: (() -> Void)?) throws -> any AudioSink,
+    package init(path: String, source: any CaptureSource, sink: @escaping (_ onOutputWritten: (() -> Void)?) throws -> any AudioSink,
          meterIntervalMs: Int = 50, syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
          onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
          onFault: @escaping @Sendable (any Error) -> Void) {
@@ -97,7 +97,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
     /// written it, the ring holds sound no file does — seconds where a worker starts slowly (a loaded
     /// or emulated machine: 6.5 s) — and a crash or power cut right after the reply lost it (2.65 s
     /// in the power-cut test). From the reply on, a take loses what it would in its steady state.
-    func start() throws -> SessionStart {
+    package func start() throws -> SessionStart {
         audio.start()
         do {
             let first = try audio.first.wait(ms: Self.firstBufferTimeoutMs) {
@@ -117,7 +117,7 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
         }
     }
 
-    func stop() -> (CaptureStats, (any Error)?) {
+    package func stop() -> (CaptureStats, (any Error)?) {
         faults.stop()
         let error = audio.stop()
         // After the writer has closed the file: its last fdatasync puts all of it on the disk
@@ -126,15 +126,15 @@ final class AudioRecordingSession: RecordingSession, @unchecked Sendable {
         return (stats, error)
     }
 
-    var stats: CaptureStats { audio.stats }
-    func setPaused(_ paused: Bool) { audio.pause.set(paused: paused) }
-    func waitUntilPauseWritten(timeoutMs: Int) -> Bool { audio.pause.flushes.wait(timeoutMs: timeoutMs) }
-    func waveform() -> WaveformData? { audio.waveform() }
-    func loudness() -> Loudness? { audio.loudness() }
-    var poster: Data? { nil }
-    var video: VideoCaptureInfo? { nil }
-    func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
+    package var stats: CaptureStats { audio.stats }
+    package func setPaused(_ paused: Bool) { audio.pause.set(paused: paused) }
+    package func waitUntilPauseWritten(timeoutMs: Int) -> Bool { audio.pause.flushes.wait(timeoutMs: timeoutMs) }
+    package func waveform() -> WaveformData? { audio.waveform() }
+    package func loudness() -> Loudness? { audio.loudness() }
+    package var poster: Data? { nil }
+    package var video: VideoCaptureInfo? { nil }
+    package func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
         RecordingFinalizer.finalize(path: path, data: data, logger: logger)
     }
-    var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }
+    package var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio.formats }
 }

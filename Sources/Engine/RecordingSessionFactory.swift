@@ -9,25 +9,25 @@ import RecdAPI
 import Synchronization
 
 /// One take the Recorder asks a factory for: what to record, where, and whom to tell.
-struct RecordingSessionRequest: Sendable {
+package struct RecordingSessionRequest: Sendable {
     /// `.audio`, or `.video` (with sound when `audio`).
     var type: RecordingType
     var audio: Bool
     var format: RecordingFormat
     /// The file to write (absolute).
-    var path: String
+    package var path: String
     /// Each level reading of the sound captured, on the capture thread; must not block.
-    var onMeter: @Sendable (LevelReading) -> Void
+    package var onMeter: @Sendable (LevelReading) -> Void
     /// The first fault of the take once it runs (device lost, the writer or the disk failed), on
     /// whichever thread saw it; must not block. Not called after the session's `stop()`.
-    var onFault: @Sendable (any Error) -> Void
+    package var onFault: @Sendable (any Error) -> Void
     /// The sound's source when it is not the device the factory opens: a tap of the microphone
     /// listening holds (issue 49). Audio takes only.
-    var source: (any CaptureSource)? = nil
+    package var source: (any CaptureSource)? = nil
 }
 
 /// Makes the Recorder's sessions.
-protocol RecordingSessionFactory: Sendable {
+package protocol RecordingSessionFactory: Sendable {
     /// Opens what `take` records from and writes to (the devices, the file's writer); nothing runs
     /// until the session's `start()`. Blocking: the Recorder calls it through `runBlocking`, off its
     /// actor. Throws the device's `CaptureError` (missing, busy, unusable), a `FrameRejected` camera,
@@ -75,9 +75,11 @@ struct DeviceSessionFactory: RecordingSessionFactory {
 }
 
 /// The microphone listening holds open, if any (set and cleared by the `Listener`).
-final class SharedMicrophone: Sendable {
+package final class SharedMicrophone: Sendable {
     private struct Held { var history: CaptureHistory; var device: String; var sampleRate: Int; var channels: Int }
     private let held = Mutex<Held?>(nil)
+
+    package init() {}
 
     func hold(_ history: CaptureHistory, device: String, sampleRate: Int, channels: Int) {
         held.withLock { $0 = Held(history: history, device: device, sampleRate: sampleRate, channels: channels) }

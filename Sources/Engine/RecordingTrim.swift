@@ -11,7 +11,7 @@ import Storage
 /// lists for the exact cut) and puts the result in place, or beside it as a new recording, through
 /// `FileReplacement`: a kill -9 at any instant leaves the old recording or the new one, whole.
 /// Blocking: run on `BlockingPool`.
-struct RecordingTrim {
+package struct RecordingTrim {
     let catalog: Catalog
     let data: DataDirectory
     let minFreeBytes: Int64
@@ -46,7 +46,7 @@ struct RecordingTrim {
 
     /// The copy's title: the original's with " (trimmed)", cut (with …) to fit the 40-character
     /// limit, so the library tells the two apart (issue 37: the copy had the same title).
-    static func copyTitle(_ title: String) -> String {
+    package static func copyTitle(_ title: String) -> String {
         let suffix = " (trimmed)"
         let room = MetadataLimits.titleMaxCharacters - suffix.count
         // A cut that ends at a space gives "11:36… (trimmed)", not "11:36 … (trimmed)".

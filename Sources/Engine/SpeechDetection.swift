@@ -9,7 +9,7 @@ import RecdAPI
 
 /// Decides speech per 32 ms window of 16 kHz mono sound. Made on one thread, then used by one only
 /// (the listening loop's): hence Sendable.
-protocol SpeechDetector: AnyObject, Sendable {
+package protocol SpeechDetector: AnyObject, Sendable {
     var kind: VoiceDetectorKind { get }
     /// One probability (0...1) per window of `VoiceDetectorWire.windowSamples` samples in `samples`
     /// (whole windows). Throws when the detector failed for good.
@@ -35,14 +35,14 @@ final class SileroSpeechDetector: SpeechDetector, @unchecked Sendable {
 /// A level gate with hysteresis: a window is "speech" (1) once its RMS reaches `openDb`, and stays so
 /// until it falls below `closeDb`. It hears any sound, not only speech (music, a fan turned up): the
 /// fallback when Silero is not installed, and said so in status.
-final class LevelGateDetector: SpeechDetector, @unchecked Sendable {
-    let kind = VoiceDetectorKind.level
+package final class LevelGateDetector: SpeechDetector, @unchecked Sendable {
+    package let kind = VoiceDetectorKind.level
     let openDb: Double
     let closeDb: Double
     private var open = false
-    init(openDb: Double = -40, closeDb: Double = -48) { self.openDb = openDb; self.closeDb = closeDb }
+    package init(openDb: Double = -40, closeDb: Double = -48) { self.openDb = openDb; self.closeDb = closeDb }
 
-    func probabilities(_ samples: UnsafeBufferPointer<Int16>) throws -> [Double] {
+    package func probabilities(_ samples: UnsafeBufferPointer<Int16>) throws -> [Double] {
         let n = VoiceDetectorWire.windowSamples
         return stride(from: 0, to: samples.count - n + 1, by: n).map { at in
             var sum = 0.0
@@ -52,15 +52,15 @@ final class LevelGateDetector: SpeechDetector, @unchecked Sendable {
             return open ? 1 : 0
         }
     }
-    func reset() { open = false }
-    func close() {}
+    package func reset() { open = false }
+    package func close() {}
 }
 
 /// The microphone's frames (any of ALSA's sample formats, rate and channels) → 16 kHz mono S16 for
 /// the detector: channels averaged, then each 16 kHz sample the mean of the frames it spans (a box
 /// filter: plain decimation aliased a voice's hiss into the band Silero listens to, and it heard the
 /// first word a quarter second late), with the peak and RMS of what went in, for the level shown.
-struct SpeechInput {
+package struct SpeechInput {
     let format: CaptureStreamFormat
     /// Input frames per output sample.
     private let step: Double
@@ -72,7 +72,7 @@ struct SpeechInput {
     private(set) var sumSquares: Double = 0
     private(set) var measured = 0
 
-    init(format: CaptureStreamFormat) {
+    package init(format: CaptureStreamFormat) {
         self.format = format
         step = Double(format.rate) / Double(VoiceDetectorWire.sampleRate)
     }
@@ -85,7 +85,7 @@ struct SpeechInput {
     }
 
     /// Appends `frames` frames of `raw` (in `format`), converted, to `out`.
-    mutating func convert(_ raw: UnsafeRawBufferPointer, frames: Int, into out: inout [Int16]) {
+    package mutating func convert(_ raw: UnsafeRawBufferPointer, frames: Int, into out: inout [Int16]) {
         let channels = format.channels
         let bytes = format.format.bytesPerSample
         for f in 0..<frames {

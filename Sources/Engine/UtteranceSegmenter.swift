@@ -11,8 +11,8 @@ import RecdAPI
 /// first speech (or as far back as the microphone's history reaches) once it holds `min` of speech —
 /// with less, it is dropped without a recording ever being made — and ends `silence` after its last
 /// speech. One longer than `max` is cut into recordings of `max`, each starting where the last ended.
-struct UtteranceSegmenter {
-    enum Decision: Equatable {
+package struct UtteranceSegmenter {
+    package enum Decision: Equatable {
         /// Start a recording at this position (the history holds it).
         case begin(at: Int64)
         /// End the recording at this position (`speech`: seconds heard in it).
@@ -31,7 +31,7 @@ struct UtteranceSegmenter {
         }
     }
 
-    struct Settings: Equatable {
+    package struct Settings: Equatable {
         var rate: Int
         var silence: Double
         var preRoll: Double
@@ -46,6 +46,12 @@ struct UtteranceSegmenter {
         var riseThreshold = 0.15
         /// How far back a climb counts (a long stretch just above `riseThreshold`, music say, is not speech).
         var maxRise = 0.5
+
+        package init(rate: Int, silence: Double, preRoll: Double, min: Double, max: Double, onThreshold: Double = 0.5,
+                     offThreshold: Double = 0.35, riseThreshold: Double = 0.15, maxRise: Double = 0.5) {
+            (self.rate, self.silence, self.preRoll, self.min, self.max) = (rate, silence, preRoll, min, max)
+            (self.onThreshold, self.offThreshold, self.riseThreshold, self.maxRise) = (onThreshold, offThreshold, riseThreshold, maxRise)
+        }
     }
 
     let settings: Settings
@@ -63,14 +69,14 @@ struct UtteranceSegmenter {
     /// The start of the windows above `riseThreshold` just before now (nil after one below it).
     private var riseStart: Int64?
 
-    init(_ settings: Settings) { self.settings = settings }
+    package init(_ settings: Settings) { self.settings = settings }
 
     /// Whether an utterance's recording is under way.
     var recording: Bool { utterance?.recordingFrom != nil }
 
     /// One window of `[start, end)` with its speech probability; `oldest`: the oldest position the
     /// history holds (a pre-roll reaches back no further).
-    mutating func feed(probability p: Double, start: Int64, end: Int64, oldest: Int64) -> [Decision] {
+    package mutating func feed(probability p: Double, start: Int64, end: Int64, oldest: Int64) -> [Decision] {
         let rate = Double(settings.rate)
         var out: [Decision] = []
         if p >= settings.riseThreshold { riseStart = riseStart ?? start } else { riseStart = nil }
@@ -115,7 +121,7 @@ struct UtteranceSegmenter {
 
     /// Capture ended (listening stopped, or the device was lost): the utterance under way ends at
     /// `position` if it is being recorded.
-    mutating func finish(at position: Int64) -> [Decision] {
+    package mutating func finish(at position: Int64) -> [Decision] {
         defer { utterance = nil }
         guard let u = utterance else { return [] }
         let speech = Double(u.speechFrames) / Double(settings.rate)

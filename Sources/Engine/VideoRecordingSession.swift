@@ -115,8 +115,8 @@ final class MovAudioSink: AudioSink, @unchecked Sendable {
 /// frame the camera delivered after the sound started (the sound before it is dropped: `leadIn`) and
 /// ends at the instant `stop()` is called (later frames and sound are dropped), so both streams
 /// cover the same span.
-final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
-    let path: String
+package final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
+    package let path: String
     let info: VideoCaptureInfo
     private let camera: any CameraSource
     private let writer: WorkerVideoWriter
@@ -146,7 +146,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
     /// Opens the file for `camera` and `audio`'s microphone (nil: a silent video), both opened by
     /// the caller (the camera first: `DeviceSessionFactory`); closes them when it throws. `fps`: the
     /// rate asked for, for a camera that does not say its own.
-    init(path: String, camera: any CameraSource, fps: Int, video: VideoEncoding,
+    package init(path: String, camera: any CameraSource, fps: Int, video: VideoEncoding,
          audio: (source: any CaptureSource, encoding: AudioEncoding)?, meterIntervalMs: Int = 50,
          syncIntervalMs: Int = EngineConfiguration.defaultSyncIntervalMs,
          onMeter: @escaping @Sendable (LevelReading) -> Void = { _ in },
@@ -190,7 +190,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         }
     }
 
-    func start() throws -> SessionStart {
+    package func start() throws -> SessionStart {
         let videoThread = Thread { [self] in self.videoLoop() }
         videoThread.name = "recd-video-encoder"
         videoThread.start()
@@ -304,7 +304,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         return max(0, Int64(((position - Double(start)) / rate * tb).rounded()))
     }
 
-    func stop() -> (CaptureStats, (any Error)?) {
+    package func stop() -> (CaptureStats, (any Error)?) {
         if let done = stopOnce.withLock({ $0 }) { return done }
         faults.stop()
         let now = MonotonicClock.nowNs()
@@ -346,7 +346,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         return result
     }
 
-    var stats: CaptureStats {
+    package var stats: CaptureStats {
         var s = audio?.stats ?? CaptureStats()
         let c = camera.stats
         s.videoFrames = writer.framesWritten
@@ -354,7 +354,7 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         return s
     }
 
-    func setPaused(_ paused: Bool) {
+    package func setPaused(_ paused: Bool) {
         if let audio {
             audio.pause.set(paused: paused)
         } else {
@@ -362,16 +362,16 @@ final class VideoRecordingSession: RecordingSession, @unchecked Sendable {
         }
     }
 
-    func waitUntilPauseWritten(timeoutMs: Int) -> Bool {
+    package func waitUntilPauseWritten(timeoutMs: Int) -> Bool {
         (audio?.pause.flushes ?? silentPause.flushes).wait(timeoutMs: timeoutMs)
     }
 
-    func waveform() -> WaveformData? { audio?.waveform() }
-    func loudness() -> Loudness? { audio?.loudness() }
-    var poster: Data? { posterData.withLock { $0 } }
-    var video: VideoCaptureInfo? { info }
-    func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
+    package func waveform() -> WaveformData? { audio?.waveform() }
+    package func loudness() -> Loudness? { audio?.loudness() }
+    package var poster: Data? { posterData.withLock { $0 } }
+    package var video: VideoCaptureInfo? { info }
+    package func finalize(data: DataDirectory, logger: Logger) -> FinishedFile {
         RecordingFinalizer.finalize(path: path, data: data, logger: logger)
     }
-    var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio?.formats }
+    package var audioFormats: (device: AudioFormatInfo, recorded: AudioFormatInfo)? { audio?.formats }
 }

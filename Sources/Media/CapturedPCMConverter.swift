@@ -66,7 +66,7 @@ public final class CapturedPCMConverter {
     }
 
     /// 24-bit samples to S32 with the sample in the top 24 bits (sign kept).
-    static func widen(_ samples: UnsafeRawPointer, format: CapturedSampleFormat, count: Int,
+    package static func widen(_ samples: UnsafeRawPointer, format: CapturedSampleFormat, count: Int,
                       into out: UnsafeMutableBufferPointer<Int32>) {
         let bytes = samples.assumingMemoryBound(to: UInt8.self)
         switch format {

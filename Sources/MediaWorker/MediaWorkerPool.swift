@@ -13,6 +13,7 @@ import Synchronization
 /// otherwise (no timer while nothing is idle).
 public final class MediaWorkerPool: @unchecked Sendable {
     public static let shared = MediaWorkerPool()
+    package init() {}
 
     /// `normal` workers run as recd does; `background` ones at `SCHED_IDLE` (the loudness of older
     /// recordings, measured when nothing else wants the CPU).
@@ -159,7 +160,7 @@ public final class MediaWorkerPool: @unchecked Sendable {
 
     /// Whether every one of `paths` lies beneath one of `folders` (by its absolute name, with no `..`:
     /// recd names the files itself), so that a library worker's job process may be walled in to it.
-    static func beneath(_ folders: [String], _ paths: [String]) -> Bool {
+    package static func beneath(_ folders: [String], _ paths: [String]) -> Bool {
         !folders.isEmpty && paths.allSatisfy { path in
             path.hasPrefix("/") && !path.split(separator: "/").contains("..")
                 && folders.contains { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
@@ -274,8 +275,8 @@ public final class MediaWorkerPool: @unchecked Sendable {
 }
 
 /// One worker process and recd's end of its socket. Used by one thread at a time (its lease's owner).
-final class MediaWorkerConnection: @unchecked Sendable {
-    let pid: pid_t
+package final class MediaWorkerConnection: @unchecked Sendable {
+    package let pid: pid_t
     let priority: MediaWorkerPool.Priority
     let use: MediaWorkerPool.Use
     /// The pool's `generation` when it started (a take's worker: the sandbox's folders it holds).
@@ -284,7 +285,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// wall the job in.
     let confinesPerJob: Bool
     /// A library worker (`--library`): forks each job, kept between jobs.
-    let forksLibraryJobs: Bool
+    package let forksLibraryJobs: Bool
     /// Kept for the next job when given back: a take's worker, or a library worker.
     var isKept: Bool { use == .take || forksLibraryJobs }
     private let fd: Int32
@@ -293,7 +294,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
     private(set) var payload: [UInt8] = []
 
     /// Starts `executable PID PRIORITY LOG-LEVEL [DIR…]` with one end of a new socket pair as its fd 3.
-    init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
+    package init(starting executable: String, arguments: [String], priority: MediaWorkerPool.Priority, use: MediaWorkerPool.Use,
          generation: Int = 0, confinesPerJob: Bool = false, forksLibraryJobs: Bool = false) throws(MediaWorkerError) {
         (pid, fd) = try Self.spawn(executable, arguments: arguments)
         self.generation = generation
@@ -329,7 +330,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// `onOutput` once for each time a writer's output reached its file during the call. Throws what
     /// the worker threw, or `died` when it is gone.
     @discardableResult
-    func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
+    package func call<Op: WorkerOperation>(_ op: Op, sending: UnsafeRawBufferPointer? = nil, passing descriptor: Int32? = nil,
                                    onOutput: (() -> Void)? = nil, operation: @autoclosure () -> String) throws -> Op.Reply {
         guard !isBroken else { throw MediaWorkerError.died(pid: pid, operation: operation(), status: "had already ended") }
         let answer: WorkerAnswer<Op.Reply>
@@ -369,7 +370,7 @@ final class MediaWorkerConnection: @unchecked Sendable {
     /// Closes the socket (the worker exits when it reads the end) and reaps the process. Returns how
     /// it ended, in words.
     @discardableResult
-    func end(reason: String? = nil) -> String {
+    package func end(reason: String? = nil) -> String {
         guard !isBroken else { return "had already ended" }
         isBroken = true
         close(fd)
@@ -425,7 +426,7 @@ public final class MediaWorkerLease: @unchecked Sendable {
 
     /// The worker, for `operation`; an error once the lease was given back (the worker may be another
     /// user's by then, so a late call must not reach it).
-    func connection(for operation: @autoclosure () -> String) throws(MediaWorkerError) -> MediaWorkerConnection {
+    package func connection(for operation: @autoclosure () -> String) throws(MediaWorkerError) -> MediaWorkerConnection {
         guard let connection = held.withLock({ $0 }) else {
             throw .failed("\(operation()): its media worker was already given back")
         }

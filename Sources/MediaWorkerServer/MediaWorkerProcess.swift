@@ -78,14 +78,18 @@ public enum MediaWorkerProcess {
 
 /// What a handler gets beside its request: the frame's payload, a descriptor passed with it (only
 /// `VideoShareFrames` takes one; closed after the call), and the reply's payload to fill.
-struct WorkerCall {
+package struct WorkerCall {
     var payload: [UInt8] = []
     var descriptor: Int32?
-    var out: [UInt8] = []
+    package var out: [UInt8] = []
+
+    package init(payload: [UInt8] = [], descriptor: Int32? = nil, out: [UInt8] = []) {
+        (self.payload, self.descriptor, self.out) = (payload, descriptor, out)
+    }
 }
 
 /// The objects a worker holds between requests, and one function for each operation (`handlers`).
-final class WorkerServer {
+package final class WorkerServer {
     /// A `--one-job` worker before its `Confine`: it serves nothing else until then (it has parsed
     /// nothing yet, and must not before its walls stand).
     private var awaitingConfinement: Bool
@@ -102,7 +106,7 @@ final class WorkerServer {
     private var answeredByJob = false
     private let logger: Logger?
 
-    init(awaitingConfinement: Bool = false, forksJobs: [String]? = nil, logger: Logger? = nil) {
+    package init(awaitingConfinement: Bool = false, forksJobs: [String]? = nil, logger: Logger? = nil) {
         self.awaitingConfinement = awaitingConfinement
         self.forksJobs = forksJobs
         self.logger = logger
@@ -129,7 +133,7 @@ final class WorkerServer {
     /// Decodes a request's header, serves it and returns the reply's header (a failure when the
     /// operation threw, or the header was not one: the framing held, so the worker goes on), or nil
     /// when a job's process it forked answered instead.
-    func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8]? {
+    package func handle(_ header: [UInt8], _ call: inout WorkerCall) -> [UInt8]? {
         defer { if let descriptor = call.descriptor { close(descriptor); call.descriptor = nil } }
         call.out = []
         do {
@@ -203,11 +207,11 @@ final class WorkerServer {
         if code != 0 { _exit(code) }
     }
 
-    typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]
+    package typealias Handler = @Sendable (WorkerServer, _ header: [UInt8], _ nameEnd: Int, inout WorkerCall) throws -> [UInt8]
 
     /// The operations served, by name, each with what it does (`answer`: one with a reply; `serve`: one
     /// answered `Done`), grouped by the object they work on; the longer ones are functions below.
-    static let handlers = Dictionary(uniqueKeysWithValues: wholeFiles + decoding + writing + video)
+    package static let handlers = Dictionary(uniqueKeysWithValues: wholeFiles + decoding + writing + video)
 
     /// One-shot jobs on whole files, the hash of an upload, a job's walls, and emptying the worker.
     private static let wholeFiles: [(String, Handler)] = [

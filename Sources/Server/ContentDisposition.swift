@@ -1,13 +1,13 @@
 // `Content-Disposition: attachment` for a download named after what a person called it.
 import Foundation
 
-enum ContentDisposition {
+package enum ContentDisposition {
     /// `attachment` with `name` (a recording's title and its file's extension) twice (RFC 6266 §4.3):
     /// `filename*` is the name itself in UTF-8, percent-encoded (RFC 8187, which replaced 5987), for
     /// every browser of the last decade; `filename` an ASCII stand-in for clients that know no better
     /// (other characters, quotes and backslashes as `_`). Slashes and controls never reach either: a
     /// title "a/b" is saved as "a-b", not as "b" in a folder "a".
-    static func attachment(name: String) -> String {
+    package static func attachment(name: String) -> String {
         var cleaned = String(String.UnicodeScalarView(name.unicodeScalars.compactMap { s -> Unicode.Scalar? in
             if s == "/" || s == "\\" { return "-" }
             return s.properties.generalCategory == .control || s.properties.generalCategory == .format ? nil : s

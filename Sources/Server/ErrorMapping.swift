@@ -15,11 +15,11 @@ struct RequestError: Error {
     var message: String
 }
 
-enum ErrorMapping {
+package enum ErrorMapping {
     static let tooLarge = APIErrorBody(code: .payloadTooLarge,
                                        message: "request body is larger than \(RecdRoutes.maxBodyBytes) bytes")
 
-    static func map(_ error: any Error) -> (HTTPResponse.Status, APIErrorBody) {
+    package static func map(_ error: any Error) -> (HTTPResponse.Status, APIErrorBody) {
         switch error {
         case let e as RequestError:
             return (e.status, APIErrorBody(code: e.code, message: e.message))
@@ -52,7 +52,7 @@ enum ErrorMapping {
         }
     }
 
-    static func map(_ e: EngineError) -> (HTTPResponse.Status, APIErrorBody) {
+    package static func map(_ e: EngineError) -> (HTTPResponse.Status, APIErrorBody) {
         let message = e.description
         switch e {
         case .alreadyRecording: return (.conflict, .init(code: .alreadyRecording, message: message))

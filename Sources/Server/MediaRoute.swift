@@ -11,7 +11,7 @@ import RecdAPI
 import Storage
 
 /// One byte range of a `Range: bytes=...` header, resolved against the file's size.
-enum ByteRangeRequest: Equatable {
+package enum ByteRangeRequest: Equatable {
     /// No usable Range header: send the whole file (200). Syntax recd does not serve (several
     /// ranges, another unit, garbage) also lands here, as RFC 9110 allows.
     case whole
@@ -20,7 +20,7 @@ enum ByteRangeRequest: Equatable {
     /// The range starts past the end (416).
     case unsatisfiable
 
-    static func parse(_ header: String?, size: Int) -> ByteRangeRequest {
+    package static func parse(_ header: String?, size: Int) -> ByteRangeRequest {
         guard let header = header?.trimmingCharacters(in: .whitespaces), header.lowercased().hasPrefix("bytes=") else {
             return .whole
         }
@@ -49,7 +49,7 @@ enum ByteRangeRequest: Equatable {
 /// `download=true|false` of `GET /v1/recordings/{id}/media`.
 enum DownloadChoice: String, CaseIterable { case `true`, `false` }
 
-enum MediaRoute {
+package enum MediaRoute {
     /// Content types by file extension (recd writes m4a and mov; adopted files may be anything libavformat reads).
     private static let contentTypes = [
         "m4a": "audio/mp4", "mov": "video/quicktime", "mp4": "video/mp4", "wav": "audio/wav", "mp3": "audio/mpeg",
@@ -57,7 +57,7 @@ enum MediaRoute {
         "caf": "audio/x-caf", "webm": "video/webm", "mkv": "video/x-matroska", "mka": "video/x-matroska",
     ]
 
-    static func contentType(for file: String) -> String {
+    package static func contentType(for file: String) -> String {
         contentTypes[(file as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 

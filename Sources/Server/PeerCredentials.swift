@@ -26,6 +26,8 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
     public var uid: UInt32
     public var gid: UInt32
 
+    package init(pid: Int32, uid: UInt32, gid: UInt32) { (self.pid, self.uid, self.gid) = (pid, uid, gid) }
+
     public var description: String { "uid \(uid) pid \(pid)" }
 
     /// The peer of `channel` (SO_PEERCRED) and its groups. Read through NIO's raw socket option
@@ -115,11 +117,11 @@ public struct AccessPolicy: Sendable {
         }
     }
 
-    func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
+    package func allows(_ peer: PeerCredentials, groups: Set<UInt32>) -> Bool {
         (rootIsMapped && peer.uid == 0) || peer.uid == ownerUID || allowedGID.map(groups.contains) == true
     }
 
-    var who: String {
+    package var who: String {
         let people = (rootIsMapped ? ["root"] : []) + ["uid \(ownerUID)"]
             + (allowedGID.map { gid in ["members of group " + (getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? String(gid))] } ?? [])
         return people.count == 1 ? people[0] : people.dropLast().joined(separator: ", ") + " and " + people.last!

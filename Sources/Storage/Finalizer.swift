@@ -12,6 +12,10 @@ public struct FinishedFile: Sendable {
     /// Packets copied by the finalizing remux; nil when it failed (the fragmented file was kept).
     public var packets: Int?
 
+    package init(duration: Double?, sizeBytes: Int64?, packets: Int?) {
+        (self.duration, self.sizeBytes, self.packets) = (duration, sizeBytes, packets)
+    }
+
     /// Writes what the file says into its catalog row.
     public func apply(to r: inout Recording) {
         r.duration = duration

@@ -1,5 +1,5 @@
 import Foundation
-@testable import Server
+import Server
 import XCTest
 
 /// Who recd trusts, inside and outside a user namespace (the user unit's PrivateUsers=yes).

@@ -1,4 +1,4 @@
-@testable import Engine
+import Engine
 import XCTest
 
 /// Pause and resume as the capture thread applies them: period boundaries, fades, and where the

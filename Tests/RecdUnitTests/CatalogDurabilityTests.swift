@@ -1,4 +1,4 @@
-@testable import Catalog
+import Catalog
 import Foundation
 import GRDB
 import XCTest

@@ -2,7 +2,7 @@ import Catalog
 import Foundation
 import RecdAPI
 import MediaWire
-@testable import Engine
+import Engine
 import XCTest
 
 final class CatalogTests: XCTestCase {

@@ -1,5 +1,5 @@
 // A download's name (issue 47, "take it with you"): what the browser saves a recording as.
-@testable import Server
+import Server
 import XCTest
 
 final class ContentDispositionTests: XCTestCase {

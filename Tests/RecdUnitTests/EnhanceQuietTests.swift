@@ -1,5 +1,5 @@
 // Where Enhance learns the noise from: the recording's quietest stretch, by its stored waveform.
-@testable import Engine
+import Engine
 import RecdAPI
 import XCTest
 

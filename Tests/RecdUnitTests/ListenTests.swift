@@ -3,7 +3,7 @@
 // and its detector the level gate (the real Silero runs in the integration suite's ListenTests).
 import Capture
 import Catalog
-@testable import Engine
+import Engine
 import Foundation
 import Logging
 import MediaWorker

@@ -5,8 +5,8 @@ import Capture
 import Foundation
 import Media
 import MediaWire
-@testable import MediaWorker
-@testable import MediaWorkerServer
+import MediaWorker
+import MediaWorkerServer
 import XCTest
 
 extension WorkerServer {

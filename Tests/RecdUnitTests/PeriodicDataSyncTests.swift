@@ -1,5 +1,5 @@
 import Foundation
-@testable import Storage
+import Storage
 import Synchronization
 import XCTest
 

@@ -1,6 +1,6 @@
 import Foundation
 import RecdAPI
-@testable import Server
+import Server
 import XCTest
 
 final class PlaybackParsingTests: XCTestCase {

@@ -3,7 +3,7 @@
 // temporary directory. What the decoder and the device do is the integration suite's
 // (PlaybackTests, PlayCountTests, PlaybackSpeedTests).
 import Catalog
-@testable import Engine
+import Engine
 import Foundation
 import Logging
 import Playback

@@ -4,13 +4,13 @@
 // devices and media workers do is the integration suite's (RecordingTests, PauseTests, ...).
 import Capture
 import Catalog
-@testable import Engine
+import Engine
 import Foundation
 import Logging
 import MediaWire
 import Metering
 import RecdAPI
-@testable import Storage   // FinishedFile's memberwise initializer
+import Storage   // FinishedFile's memberwise initializer
 import Synchronization
 import XCTest
 

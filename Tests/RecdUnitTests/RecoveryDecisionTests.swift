@@ -5,7 +5,7 @@ import Catalog
 import Foundation
 import Logging
 import RecdAPI
-@testable import Storage
+import Storage
 import XCTest
 
 final class RecoveryDecisionTests: XCTestCase {

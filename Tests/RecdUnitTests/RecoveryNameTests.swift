@@ -1,7 +1,7 @@
 // How recd tells a row's file in `Recordings/` from a value it must not follow (by UTF-8 bytes).
 import Foundation
 import RecdAPI
-@testable import Storage
+import Storage
 import XCTest
 
 final class RecoveryNameTests: XCTestCase {

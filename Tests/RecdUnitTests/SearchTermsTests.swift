@@ -1,7 +1,7 @@
 // What a search's text becomes (SearchTerms), and where in a transcript a hit is said; and a trim's
 // cut of a transcript segment (TranscriptSegment.cut).
-@testable import Catalog
-@testable import Engine
+import Catalog
+import Engine
 import RecdAPI
 import XCTest
 

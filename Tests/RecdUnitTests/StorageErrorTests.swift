@@ -3,7 +3,7 @@ import Catalog
 import Engine
 import Foundation
 import RecdAPI
-@testable import Server
+import Server
 import Storage
 import XCTest
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import Media
+import Media
 import MediaWire
 import XCTest
 

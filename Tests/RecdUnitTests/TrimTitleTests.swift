@@ -1,6 +1,6 @@
 // The title of a trim kept as a new recording (issue 37): the original's with " (trimmed)", within the
 // 40-character limit however long the original's.
-@testable import Engine
+import Engine
 import XCTest
 
 final class TrimTitleTests: XCTestCase {

@@ -3,12 +3,12 @@
 // starts it). What V4L2 drivers and snd-aloop do is the VM's (VideoTests); what this session does
 // with their frames — timing, sync, pauses, a lost camera, the poster — is checked here, in seconds.
 import Capture
-@testable import Engine
+import Engine
 import Foundation
 import Logging
 import Media
 import MediaWire
-@testable import MediaWorker
+import MediaWorker
 import RecdAPI
 import Storage
 import Synchronization

@@ -3,7 +3,7 @@
 // — reads and writes there and nowhere else, whatever the files' modes say.
 import Foundation
 import MediaWire
-@testable import MediaWorker
+import MediaWorker
 import MediaWorkerServer
 import XCTest
 
