@@ -198,6 +198,13 @@ final class SystemdTests: XCTestCase {
                                        binaries: try PackageTests.packagedBinaries()) { out in
             if transcribe { _ = FileManager.default.createFile(atPath: out.appendingPathComponent("transcribe.flag").path, contents: nil) }
             try WorkerEscapeTests.buildHook(into: out.appendingPathComponent("hook"))
+            // The files the guest imports, made here: the ffmpeg CLI took 9 s for one, emulated.
+            for (file, args) in [("import-me.m4a", ["sine=frequency=440:duration=2", "-c:a", "aac"]),
+                                 ("hostile.wav", ["sine=frequency=660:duration=1"])] {
+                let made = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i"] + args
+                                         + [out.appendingPathComponent(file).path])
+                XCTAssertEqual(made.status, 0, made.stderr)
+            }
         }
         defer { try? FileManager.default.removeItem(at: out) }
         XCTAssertEqual(run.status, 0, "VM run failed: \(run.stdout)\n\(run.stderr)\n\(VMRun.log(out, "recd.log", "units-status.txt"))")
