@@ -2,10 +2,11 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
-# Extra flags for the release build: `make deb` links the Swift runtime in, in a build folder of its own
-# (scripts/build-deb.sh; why: docs/design.md).
+# Extra flags for `swift build` (a release build links the Swift runtime into recd, recctl and
+# recd-media: Package.swift's staticRuntime; why: docs/design.md).
 SWIFT_BUILD_FLAGS ?=
-# What `build` and `install` compile: release (the suite's package test packs it too: scripts/build-deb.sh).
+# What `build` and `install` compile: release (`make test` builds and tests it, and its package test
+# packs it: scripts/build-deb.sh).
 CONFIGURATION ?= release
 RELEASE_DIR = $(shell $(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null)
 
@@ -93,4 +94,4 @@ bench: bench-deps build
 	RECD_BIN_DIR=$(RELEASE_DIR) bench/power-cut.py
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-deb

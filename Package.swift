@@ -3,6 +3,14 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+// The daemon and its media worker in a release build: the Swift runtime and Foundation linked in
+// (no Swift toolchain where the package is installed: decision 0019). A link flag of these two
+// executables only, not SwiftPM's --static-swift-stdlib, which recompiles every module: the suite's
+// one release build then makes both the test bundle (which loads the runtime as shared libraries, as
+// XCTest does) and the binaries the package ships. The libraries named are Foundation's own static
+// dependencies, which the modules' autolink entries (made against the shared runtime) do not list.
+let staticRuntime = ["-static-stdlib", "-lCoreFoundation", "-lFoundationEssentials", "-lFoundationInternationalization", "-l_FoundationICU",
+                     "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization"]
 
 let package = Package(
     name: "recd",
@@ -121,15 +129,17 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], swiftSettings: strict,
         // Release: relative relocations packed (DT_RELR, glibc >= 2.36; lld, the toolchain's own,
-        // writes them): fewer private dirty pages of relocated data (docs/design.md).
-        linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+        // writes them): fewer private dirty pages of relocated data (docs/design.md); and the Swift
+        // runtime linked in, as the package ships it (`staticRuntime`, below).
+        linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] + staticRuntime,
                                       .when(configuration: .release))]),
         // The media worker: FFmpeg linked as any program links it, started by recd (MediaWorkerPool)
         // for each job; never by a person.
         .executableTarget(name: "recd-media", dependencies: [
             "MediaWorkerServer", "JournalLog", "RecdAPI",
             .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: strict),
+        ], swiftSettings: strict,
+        linkerSettings: [.unsafeFlags(staticRuntime, .when(configuration: .release))]),
         .executableTarget(name: "recctl", dependencies: [
             "RecdAPI", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Builds recd_VERSION_amd64.deb (`make deb`): a release build with the Swift runtime linked in
-# (--static-swift-stdlib: no Swift toolchain needed where it runs; why not a private copy of the
-# runtime's .so files: docs/design.md), installed by `make install` into a staging /usr, then the
-# package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by dpkg-deb.
-# Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
-# RECD_DEB_CONFIGURATION=debug packs a debug build instead (the same package, compiled in less time;
-# what users get, and the suite tests, is the release build).
+# Builds recd_VERSION_amd64.deb (`make deb`): the release build, whose executables link the Swift
+# runtime in (Package.swift's `staticRuntime`: no Swift toolchain needed where it runs; why not a
+# private copy of the runtime's .so files: docs/design.md), installed by `make install` into a staging
+# /usr, then the package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by
+# dpkg-deb. Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
+# The suite's release build (`make test`) is this build: after it, nothing is compiled here.
 set -euo pipefail
 umask 022
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 out="${RECD_DEB_OUT:-$root}"
-configuration="${RECD_DEB_CONFIGURATION:-release}"
 
 for tool in dpkg-deb dpkg-shlibdeps; do
   command -v "$tool" >/dev/null || {
@@ -25,17 +23,13 @@ stage="$root/.build/deb/stage"
 rm -rf "$root/.build/deb"
 mkdir -p "$stage/DEBIAN"
 
-# Every file `make install` puts under a prefix, here /usr (Debian's paths), with the binaries linked
-# with the Swift runtime in. That build has a folder of its own, .build-deb: the flag changes how every
-# module is compiled, and the man-page plugin of `make install` builds in .build without it, so one
-# shared folder would be rebuilt whole at each switch (and SwiftPM does not relink on the flag alone).
-# RECD_DEB_NICE=N builds at that niceness (the suite's PackageTests: its compile shares the machine
-# with the other half's timing-sensitive tests).
-${RECD_DEB_NICE:+nice -n "$RECD_DEB_NICE"} make --no-print-directory install PREFIX=/usr DESTDIR="$stage" CONFIGURATION="$configuration" \
-  SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path $root/.build-deb"
+# Every file `make install` puts under a prefix, here /usr (Debian's paths), from the release build.
+# RECD_DEB_NICE=N runs at that niceness (the suite's PackageTests: packing shares the machine with the
+# other half's timing-sensitive tests).
+${RECD_DEB_NICE:+nice -n "$RECD_DEB_NICE"} make --no-print-directory install PREFIX=/usr DESTDIR="$stage" CONFIGURATION=release
 for p in recd recctl recd-media; do
   if readelf -d "$stage/usr/bin/$p" | grep -E 'NEEDED.*(libswift|libFoundation|libdispatch|libBlocksRuntime)'; then
-    echo "build-deb: $p still loads the Swift runtime's shared libraries (above): not linked statically" >&2
+    echo "build-deb: $p still loads the Swift runtime's shared libraries (above): not linked statically (Package.swift: staticRuntime)" >&2
     exit 1
   fi
 done

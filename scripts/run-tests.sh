@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # `make test`'s runner: builds the tests once, then runs the suite as two XCTest processes side by side.
 #
+# One build, release: the test bundle and the binaries users get (recd, recctl, recd-media: the
+# package's, which link the Swift runtime in; Package.swift's `staticRuntime`), so the tests drive the
+# optimized daemon and PackageTests packs the same binaries instead of compiling a second time. (A
+# debug build of the tests and a release build of the package took about 1,580 of the suite's 3,189
+# CPU seconds on 2 cores, and the debug build, emulated, was too slow for the power cuts: testing.md.)
+# RECD_TEST_CONFIGURATION=debug builds and runs the tests unoptimized (quicker to rebuild after a
+# change; the package is still the release build, compiled beside the tests).
+#
 # Why two: most of the suite waits (paced audio plays in real time, daemons start and stop), while a
 # few classes keep a core busy for minutes (QEMU emulating a machine, the package's second build). On
 # two cores, the busy classes in one process and the waiting ones in the other take the time of the
@@ -18,9 +26,10 @@ cd "$root"
 swift=${SWIFT:-swift}
 
 begun=$(date +%s)
-$swift build --build-tests || exit 1
+config=${RECD_TEST_CONFIGURATION:-release}
+$swift build -c "$config" --build-tests || exit 1
 
-run=("$swift" test --skip-build --disable-swift-testing)
+run=("$swift" test -c "$config" --skip-build --disable-swift-testing)
 if [ -n "${RECD_TEST_FILTER:-}" ]; then
   exec "${run[@]}" --filter "$RECD_TEST_FILTER"
 fi
@@ -29,8 +38,8 @@ if [ "${RECD_TEST_JOBS:-2}" = 1 ]; then
 fi
 
 # The halves run the test bundle itself: two `swift test` would take turns (SwiftPM locks .build).
-xctest="$($swift build --show-bin-path)/recdPackageTests.xctest"
-# The classes that keep a core busy: QEMU guests (TCG here), the package's clean root (its build runs
+xctest="$($swift build -c "$config" --show-bin-path)/recdPackageTests.xctest"
+# The classes that keep a core busy: QEMU guests (TCG here), the package's clean root (its packing runs
 # beside the halves, below), schemathesis generating requests and Whisper: chosen so that the halves
 # end about together (BackupTests, TrimRecordingTests, WebAppTranscriptTests, TranscriptTests,
 # MarkerTests, LevelMatchedPlaybackTests, ListenTests, EnhanceTests and MediaWorkerTests are here for
@@ -48,7 +57,7 @@ busy_first=$(echo "$classes" | grep -E "\.($real_time)\$" | paste -sd, -)
 # Then the classes that need no guest, while the package is built; then PackageTests (which waits for
 # that build) and the other guests, once it is done: the power cuts run the package's binaries.
 after_build='PackageTests|PowerCutTests|SystemdTests'
-# BackupTests last, once the package's compile is done: restic, at nice 19 as the compile is, took
+# BackupTests last, once the package is made: restic, at nice 19 as the package's compile was, took
 # 289 s beside it in CI against 111 s alone.
 after_all='BackupTests'
 busy=$(echo "$classes" | grep -E "\.($busy_classes)\$" | grep -vE "\.($real_time|$after_build|$after_all)\$" | paste -sd, -)
@@ -72,13 +81,10 @@ waiting_last=$(echo "$classes" | grep -vE "\.($busy_classes)\$" | grep -E "\.($h
 logs="$root/.build/test-logs"
 mkdir -p "$logs"
 started=$(date +%s)
-# PackageTests' package — the release build users get — is compiled once the real-time guests are
-# done, at nice 19, beside the busy half's classes that need no guest and the light half: the compile (the Swift runtime linked in needs
-# a build folder of its own, .build-deb) takes the CPU time those leave idle — the light half mostly
-# waits on real-time audio — instead of five minutes of the busy half's own. (Started with the suite,
-# it starved the guests even at nice 19: a camera lost 22 frames of 104, an ALSA guest failed.)
-# PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made; PowerCutTests unpacks it
-# and cuts the power under its binaries (the debug build, emulated, was too slow to keep up: testing.md).
+# PackageTests' package — the release build users get, built above — is packed once the real-time
+# guests are done, at nice 19, beside the halves (its man pages' generator is compiled, and dpkg-deb
+# compresses 150 MB). PackageTests waits for it (RECD_TEST_DEB_STATUS) and installs what it made;
+# PowerCutTests and the user unit's guest unpack it and run its binaries.
 deb_out="$root/.build/test-deb"
 rm -rf "$deb_out"; mkdir -p "$deb_out"
 export RECD_TEST_DEB_STATUS="$deb_out/status" RECD_TEST_DEB_LOG="$logs/deb-build.log"

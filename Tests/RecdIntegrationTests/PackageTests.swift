@@ -1,10 +1,10 @@
 // The Debian package (issue 39), in the suite: the short version of `make deb-test`. The package is
 // built as `make deb` builds it (scripts/build-deb.sh: a release build, `make install` into /usr, the
-// Swift runtime linked in, Depends from dpkg-shlibdeps, the maintainer scripts): what users get (it was
-// a debug build, quicker to compile, until the power cuts needed release binaries); then scripts/deb-test.sh
-// installs it with apt into a clean Debian 12 root and, with no Swift there, records, lists and plays.
-// Under scripts/run-tests.sh (`make test`) the package is built from the suite's start, beside it, and
-// this test waits for it; run alone, it builds it itself.
+// Swift runtime linked in, Depends from dpkg-shlibdeps, the maintainer scripts): what users get; then
+// scripts/deb-test.sh installs it with apt into a clean Debian 12 root and, with no Swift there,
+// records, lists and plays. Under scripts/run-tests.sh (`make test`) the package is packed from the
+// suite's own release build, beside the tests, and this test waits for it; run alone, it packs it
+// itself (compiling the release build first if the tests were not built from it).
 import Foundation
 import XCTest
 
