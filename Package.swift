@@ -9,6 +9,10 @@ let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 // one release build then makes both the test bundle (which loads the runtime as shared libraries, as
 // XCTest does) and the binaries the package ships. The libraries named are Foundation's own static
 // dependencies, which the modules' autolink entries (made against the shared runtime) do not list.
+// The tests' own code is not optimized, in release too (`make test` builds release: decision 0026):
+// optimizing it buys nothing, and whole-module optimization compiles each test target on one core at the
+// end of the build, after the modules it tests.
+let testCode: [SwiftSetting] = [.unsafeFlags(["-Onone", "-no-whole-module-optimization"], .when(configuration: .release))]
 let staticRuntime = ["-static-stdlib", "-lCoreFoundation", "-lFoundationEssentials", "-lFoundationInternationalization", "-l_FoundationICU",
                      "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization"]
 
@@ -160,8 +164,8 @@ let package = Package(
         .testTarget(name: "RecdUnitTests", dependencies: ["RecdAPI", "Catalog", "Storage", "Engine", "Media", "MediaWire", "MediaWorker", "MediaWorkerServer", "Capture", "Metering", "Playback", "Server",
                                                           // A Logger for the engine's actors built in a test.
                                                           .product(name: "Logging", package: "swift-log")],
-                    swiftSettings: strict),
-        .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict),
+                    swiftSettings: strict + testCode),
+        .testTarget(name: "RecdIntegrationTests", dependencies: ["RecdAPI"], swiftSettings: strict + testCode),
     ],
     swiftLanguageModes: [.v6]
 )
