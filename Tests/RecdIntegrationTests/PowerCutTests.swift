@@ -24,7 +24,7 @@ final class PowerCutTests: XCTestCase {
         if let packaged = try PackageTests.packagedBinaries() { env["RECD_BIN_DIR"] = packaged }
         let script = Tools.packageRoot.appendingPathComponent("scripts/power-cut-test.sh").path
         // (Run alone, the release build comes first: 9 minutes from clean on two cores.)
-        let run = try Tools.run(script, [String(rounds)], environment: env, timeout: Double(60 + rounds * 60 + (env["RECD_BIN_DIR"] == nil ? 1200 : 0)))
+        let run = try Tools.run(script, [String(rounds)], environment: env, timeout: Double(60 + rounds * 120 + (env["RECD_BIN_DIR"] == nil ? 1200 : 0)))
         print(run.stdout)
         if run.status == 125 {
             // The script's own status when the guest never ran its command (qemu or the kernel could
