@@ -4,7 +4,7 @@
 # private copy of the runtime's .so files: docs/design.md), installed by `make install` into a staging
 # /usr, then the package's own files (packaging/debian), Depends computed by dpkg-shlibdeps, packed by
 # dpkg-deb. Writes the .deb into the repository's root (or RECD_DEB_OUT) and prints its path last.
-# The suite's release build (`make test`) is this build: after it, nothing is compiled here.
+# The suite's release build (`make test`) is this build: after it, only the man-page generator is compiled here.
 set -euo pipefail
 umask 022
 

@@ -133,7 +133,7 @@ echo "=== summary: $(( $(date +%s) - started )) s for both halves ==="
 # far the suite's time is CPU-bound.
 times > "$logs/all.times"
 cpu() { tail -1 "$logs/$1.times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } printf "%d", s }'; }
-echo "CPU: $(cpu all) s used over $(( $(date +%s) - begun )) s on $(nproc) cores (the busy half $(cpu busy) s with the package's build, the waiting half $(cpu waiting) s; the rest is the build and the real-time guests)"
+echo "CPU: $(cpu all) s used over $(( $(date +%s) - begun )) s on $(nproc) cores (the busy half $(cpu busy) s with the package's packing, the waiting half $(cpu waiting) s; the rest is the build and the real-time guests)"
 for half in waiting busy; do
   # Each run's total follows its "Selected tests" line (the busy half has five runs, the light two).
   grep -A1 "Test Suite 'Selected tests'" "$logs/$half.log" | grep -E "Executed [0-9]+ tests?," | sed "s/^[[:space:]]*/$half: /"
