@@ -103,7 +103,7 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertFalse(try daemon.recctlJSON(DaemonStatus.self, "status").active?.paused ?? true)
         // m marks the moment (issue 47): said on the screen, and the take has the marker.
         try tmux.keys("m")
-        _ = try tmux.waitFor("⚑ marked 0:0")
+        let markedScreen = try tmux.waitFor("⚑ marked 0:0")
         try tmux.keys("Enter")
         _ = try tmux.waitFor("[s]ave, [p]lay it, or [d]iscard?")
         let take = try XCTUnwrap(try daemon.recctlJSON(RecordingList.self, "list").recordings.first)
@@ -112,7 +112,12 @@ final class RecordScreenTests: DaemonTestCase {
         XCTAssertLessThan(try XCTUnwrap(take.duration), 3.4, "the 1.5 s pause is in the take")
         let marked = try daemon.recctlJSON(MarkerList.self, "markers", take.id.uuidString).markers
         XCTAssertEqual(marked.count, 1)
-        XCTAssertEqual(marked.first?.time ?? 0, 2, accuracy: 0.6)
+        // m was pressed once the timer said 0:02: the mark is at 2 s or later, and the screen says the
+        // second it is in (under load, when the key arrives is late by however long the machine takes;
+        // in CI beside the power cuts' guests, 2.62 s).
+        let time = try XCTUnwrap(marked.first?.time)
+        XCTAssertGreaterThanOrEqual(time, 1.9, markedScreen)
+        XCTAssertTrue(markedScreen.contains("⚑ marked 0:0\(Int(time))"), "\(time) s: \(markedScreen)")
     }
 
     /// The preview sheet by single keys: `d` then `n` keeps the take, `p` plays it with its progress

@@ -25,6 +25,7 @@ import json, os, re, subprocess, time
 from harness import setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.common.exceptions import StaleElementReferenceException
 
 h = setup("recd-silence-")
 work, sock, check, imported = h.work, h.sock, h.check, h.client.imported
@@ -64,7 +65,12 @@ with h.app() as page:
     focused = lambda: js("const a = document.activeElement; return a && [a.tagName, a.textContent, a.closest('li')?.dataset.id ?? null]")
 
     def press(*keys):
-        browser.switch_to.active_element.send_keys(*keys)
+        # The active element again if a redraw (a library change recd announced) replaced it between
+        # asking for it and the keys: the page keeps the focus on the button in its place (checked below).
+        try:
+            browser.switch_to.active_element.send_keys(*keys)
+        except StaleElementReferenceException:
+            browser.switch_to.active_element.send_keys(*keys)
 
     def open_player(rid, speaker=False):
         css = f"li[data-id='{rid}'] " + ("[data-action=speaker]" if speaker else ".row-main")
@@ -105,6 +111,10 @@ with h.app() as page:
     press(Keys.ENTER)
     wait("Recent pressed again", lambda b: pressed() == [["Recent", "true"], ["Most Played", "false"]])
     check("Shift+Tab and Enter press Recent again, the focus on it", focused()[1] == "Recent", focused())
+    # A change of the library redraws the list and its order buttons: the focus stays on the one it was on.
+    recd(f"/v1/recordings/{memo['id']}/played", "POST")   # still the most played, the order as it was
+    wait("the list redrawn with the new count", lambda b: "2 plays" in js("return document.querySelector('.quick')?.textContent ?? ''"))
+    check("a redraw keeps the focus on Recent", focused()[1] == "Recent", focused())
 
     # 2. Quick Play: a list of <li>, its buttons plain buttons.
     quick = js("""const q = document.querySelector('.quick'); return q && [q.tagName, [...q.children].map((c) => c.tagName),

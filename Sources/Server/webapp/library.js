@@ -5,6 +5,8 @@ import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, moda
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
+/// Where a focused button outside the rows is found again after a redraw (render).
+const PLACES = ['.tabs button', '.quick button', 'button.more'];
 
 /// recd's snippet ("…the «storm» came…") as text nodes with <mark>s, never markup.
 const marked = (snippet) => snippet.split(/(«[^«»]*»)/).filter(Boolean)
@@ -98,8 +100,13 @@ export class Library {
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: this.lis().indexOf(li) };
+    // The buttons outside rows (the order, Quick Play, Show more) by their place: a change of the library
+    // redraws them, and a keyboard's focus on one must not fall to the page.
+    const spot = !li && this.view.contains(el) && PLACES.map((css) => [css, [...this.view.querySelectorAll(css)].indexOf(el)]).find(([, i]) => i >= 0);
     this.draw();
-    if (keep && !this.view.contains(el)) this.focusRow(keep.id, keep.action, keep.index);
+    if (this.view.contains(el)) return;
+    if (keep) this.focusRow(keep.id, keep.action, keep.index);
+    else if (spot) this.view.querySelectorAll(spot[0])[spot[1]]?.focus();
   }
 
   /// The focus on a row's button (data-action, or 'main'); else the row at `index`; else the screen.
