@@ -5,8 +5,6 @@ import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, moda
 import { openPlayer } from './player.js';
 
 const PAGE = 50;
-/// Where a focused button outside the rows is found again after a redraw (render).
-const PLACES = ['.tabs button', '.quick button', 'button.more'];
 
 /// recd's snippet ("…the «storm» came…") as text nodes with <mark>s, never markup.
 const marked = (snippet) => snippet.split(/(«[^«»]*»)/).filter(Boolean)
@@ -100,13 +98,12 @@ export class Library {
   render() {
     const el = document.activeElement, li = this.view.contains(el) ? el.closest('li[data-id]') : null;
     const keep = li && { id: li.dataset.id, action: el.dataset.action ?? 'main', index: this.lis().indexOf(li) };
-    // The buttons outside rows (the order, Quick Play, Show more) by their place: a change of the library
-    // redraws them, and a keyboard's focus on one must not fall to the page.
-    const spot = !li && this.view.contains(el) && PLACES.map((css) => [css, [...this.view.querySelectorAll(css)].indexOf(el)]).find(([, i]) => i >= 0);
+    // A button outside the rows: the one in its place.
+    const at = !li && ['.tabs button', '.quick button', '.more'].map((c) => [c, [...this.view.querySelectorAll(c)].indexOf(el)]).find((p) => p[1] >= 0);
     this.draw();
     if (this.view.contains(el)) return;
     if (keep) this.focusRow(keep.id, keep.action, keep.index);
-    else if (spot) this.view.querySelectorAll(spot[0])[spot[1]]?.focus();
+    else if (at) this.view.querySelectorAll(at[0])[at[1]]?.focus();
   }
 
   /// The focus on a row's button (data-action, or 'main'); else the row at `index`; else the screen.
@@ -132,7 +129,7 @@ export class Library {
     if (this.query) { this.body.replaceChildren(...this.results()); this.fitSnippets(); return; }
     const order = (by, label) => h('button', {
       'aria-pressed': String(this.by === by),
-      onclick: async () => { this.by = by; this.rows = []; await this.load(); this.view.querySelector('.tabs [aria-pressed=true]')?.focus(); },
+      onclick: () => { this.by = by; this.rows = []; return this.load(); },
     }, label);
     requestAnimationFrame(() => performance.mark('library-painted'));   // bench/webapp.py
     fill(this.body, this.top.length > 0 && [h('h2', { class: 'section', id: 'quick-title' }, 'Quick Play'),
