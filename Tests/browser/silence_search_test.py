@@ -25,7 +25,7 @@ import json, os, re, subprocess, time
 from harness import setup
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
 
 h = setup("recd-silence-")
 work, sock, check, imported = h.work, h.sock, h.check, h.client.imported
@@ -65,12 +65,13 @@ with h.app() as page:
     focused = lambda: js("const a = document.activeElement; return a && [a.tagName, a.textContent, a.closest('li')?.dataset.id ?? null]")
 
     def press(*keys):
-        # The active element again if a redraw (a library change recd announced) replaced it between
-        # asking for it and the keys: the page keeps the focus on the button in its place (checked below).
-        try:
-            browser.switch_to.active_element.send_keys(*keys)
-        except StaleElementReferenceException:
-            browser.switch_to.active_element.send_keys(*keys)
+        # As a keyboard sends them, to whatever has the focus (a modifier held for the key after it): not to
+        # an element asked for first, which a redraw (a library change recd announced) may replace meanwhile.
+        chain, held = ActionChains(browser), keys[:-1]
+        for k in held: chain.key_down(k)
+        chain.send_keys(keys[-1])
+        for k in reversed(held): chain.key_up(k)
+        chain.perform()
 
     def open_player(rid, speaker=False):
         css = f"li[data-id='{rid}'] " + ("[data-action=speaker]" if speaker else ".row-main")

@@ -24,7 +24,7 @@ async function letInAgain() {
   } catch { return false; }
 }
 
-async function call(method, path, body, again = false) {
+export async function call(method, path, body, again = false) {
   let r, json = null;
   try { r = await fetch('v1' + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body && JSON.stringify(body) }); } catch { throw away(); }
   if (r.status === 401 && !again && await letInAgain()) return call(method, path, body, true);

@@ -1,4 +1,4 @@
-// The library (seed 5.1, 5.4, Quick Play), 50 rows at a time; search (issue 38).
+// The library (seed 5.1, 5.4, Quick Play) by pages; search (issue 38).
 
 import { api } from './api.js';
 import { h, toast, confirmDialog, duration, shortDate, plays, metadataForm, modal, rowButton as main, fill, quiet, deco, banner, count, when } from './ui.js';
