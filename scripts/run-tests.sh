@@ -62,13 +62,15 @@ lanes=${RECD_TEST_LANES:-2}
 xctest="$($swift build -c "$config" --show-bin-path)/recdPackageTests.xctest"
 classes=$("$xctest" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | uniq)
 pick() { echo "$classes" | grep -E "\.($1)\$" | paste -sd, -; }
-real_time=$(pick 'VideoTests|KernelDriverTests')
+real_time_names='VideoTests|KernelDriverTests'
+real_time=$(pick "$real_time_names")
 # The busy lane's list, in order. Its runs: the fuzzing while the package is packed; the package's clean
 # root and the power cuts (they run its binaries), then `cuts_done`; the user unit's guest; restic last,
 # once the package is made (at nice 19 beside the package's compile it took 289 s against 111 s alone).
 busy_runs=("$(pick FuzzTests)" "$(pick 'PackageTests|PowerCutTests')" cuts_done "$(pick SystemdTests)" package_made "$(pick BackupTests)")
-heavy_light='ClientTests|BlockingWorkTests|CrashTests|DeletionTests'
-busy_classes="VideoTests|KernelDriverTests|FuzzTests|PackageTests|PowerCutTests|SystemdTests|BackupTests|$heavy_light"
+# The light classes that keep a core busy themselves, the longest first (heavy_lines: their queue).
+heavy='ClientTests DeletionTests CrashTests BlockingWorkTests'
+busy_classes="$real_time_names|FuzzTests|PackageTests|PowerCutTests|SystemdTests|BackupTests|${heavy// /|}"
 # The light queue, one class a line (the unit tests as one: a process each would cost more than they
 # take), the longest first (as measured in a fresh-clone run) so that the lanes end about together.
 longest='WebAppTests|RecordingTests|MediaWorkerTests|RecordScreenTests|MeterEventTests|EnhanceTests|PlaybackTests|DaemonTests|TranscriptTests|ListenTests'
@@ -78,7 +80,7 @@ queue_lines() {
   echo "$light" | grep '^RecdUnitTests\.' | paste -sd, -
   echo "$light" | grep -vE "\.($longest)\$" | grep -v '^RecdUnitTests\.'
 }
-heavy_lines() { for name in ClientTests DeletionTests CrashTests BlockingWorkTests; do echo "$classes" | grep -E "\.$name\$"; done; }
+heavy_lines() { for name in $heavy; do echo "$classes" | grep -E "\.$name\$"; done; }
 [ -n "$real_time" ] && [ -n "$light" ] && [ -n "$(heavy_lines)" ] && ! printf '%s\n' "${busy_runs[@]}" | grep -qx '' ||
   { echo "run-tests: no tests listed by $xctest" >&2; exit 1; }
 
@@ -108,35 +110,31 @@ pop() {
   exec {lock}>&-
   printf '%s' "$next"
 }
-# lane: runs classes from the queues until both are empty; the heavy ones once the power cuts are done,
-# one at a time (heavy.lock is held while one runs), before light ones when none is running.
+# run_heavy [-n]: the next heavy class, under heavy.lock (one at a time; -n: only if none runs); false
+# if it ran none. A failure sets the calling lane's `status`.
+run_heavy() {
+  local lock class=''
+  exec {lock}> "$logs/heavy.lock"
+  flock "$@" "$lock" && class=$(pop "$heavy_queue")
+  [ -z "$class" ] || "$xctest" "$class" {lock}>&- || status=1
+  exec {lock}>&-
+  [ -n "$class" ]
+}
+# lane: runs classes from the queues until both are empty: a heavy one when the power cuts are done and
+# none runs, else a light one; when only heavy ones are left, it waits for the cuts (or for the busy
+# lane's end, if it died before them), then for its turn.
 lane() {
-  local status=0 class heavy
+  local status=0 class
   while :; do
-    class=''
-    if [ -e "$cuts_done" ]; then
-      exec {heavy}> "$logs/heavy.lock"
-      if flock -n "$heavy"; then
-        class=$(pop "$heavy_queue")
-        [ -z "$class" ] || "$xctest" "$class" {heavy}>&- || status=1
-      fi
-      exec {heavy}>&-
-      [ -z "$class" ] || continue
-    fi
+    [ -e "$cuts_done" ] && run_heavy -n && continue
     class=$(pop "$queue")
     if [ -n "$class" ]; then "$xctest" "$class" || status=1; continue; fi
     [ -s "$heavy_queue" ] || break
-    # Only heavy classes are left: wait for the cuts (or for the busy lane's end, if it died before),
-    # then for the one that runs.
     if [ ! -e "$cuts_done" ]; then
       kill -0 "$busy_pid" 2>/dev/null || : > "$cuts_done"
       sleep 2; continue
     fi
-    exec {heavy}> "$logs/heavy.lock"
-    flock "$heavy"
-    class=$(pop "$heavy_queue")
-    [ -z "$class" ] || "$xctest" "$class" {heavy}>&- || status=1
-    exec {heavy}>&-
+    run_heavy
   done
   return $status
 }
