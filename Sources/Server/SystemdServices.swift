@@ -54,6 +54,10 @@ struct SystemdStatusService: Service {
             }
         }
         engine.events.unsubscribe(id)
+        // The event streams end when the sessions stop, the shutdown's first step, before it is this
+        // service's turn: a service that returns before it is asked to fails the group (recd exited 1
+        // on every SIGTERM under a manager, and the repeated STOPPING=1 was skipped).
+        try? await gracefulShutdown()
     }
 
     /// `listening`: armed (a person's privacy: said at all times while it is).

@@ -30,6 +30,14 @@ public enum RecordingFinalizer {
     /// Blocking.
     public static func finalize(path: String, data: DataDirectory, logger: Logger) -> FinishedFile {
         let tmp = data.finalizingPath(for: path)
+        // First, whether or not the remux can run (a full disk has no room for it): a torn last
+        // `moof` makes the whole file unreadable; cut off, the file ends with its last whole fragment.
+        do {
+            let cut = try TornFragment.cut(path)
+            if cut > 0 { logger.warning("\(path): its last fragment's header was cut short (a full disk or a power cut); its \(cut) bytes were cut off, the fragments before it kept") }
+        } catch {
+            logger.warning("\(error)")
+        }
         // A take's worker (the one that wrote the file, when it is idle): the file is recd's own
         // capture, never bytes from elsewhere. Its job reads the file and writes `tmp` (which then
         // becomes `path`: the probe after the rename reads what it wrote).

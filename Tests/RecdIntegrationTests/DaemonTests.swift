@@ -125,6 +125,44 @@ final class DaemonTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("recd.sock").path))
     }
 
+    /// A power cut (or a full disk) while a fragment's `moof` was written leaves it torn at the end of
+    /// the file, and FFmpeg then opens none of it. The next start cuts the torn box off and salvages
+    /// the fragments before it.
+    func testATakeWhoseLastFragmentHeaderIsTornIsSalvagedUpToIt() throws {
+        let pulse = try PulseAudioServer()
+        defer { pulse.stop() }
+        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
+        let daemon = try Daemon(environment: pulse.environment)
+        defer { daemon.cleanUp() }
+        try daemon.start()
+        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", "Torn")
+        Thread.sleep(forTimeInterval: 3.5)
+        daemon.kill9()
+        let path = daemon.path(of: start.recording)
+        var file = try Data(contentsOf: URL(fileURLWithPath: path))
+        var moofs: [Range<Int>] = []
+        var offset = 0
+        while offset + 8 <= file.count {
+            let size = file[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if file[offset + 4..<offset + 8] == Data("moof".utf8) { moofs.append(offset..<offset + size) }
+            offset += max(size, 8)
+        }
+        let last = try XCTUnwrap(moofs.last, "no fragment in \(file.count) bytes")
+        XCTAssertGreaterThanOrEqual(moofs.count, 2)
+        file = file.prefix(last.lowerBound + last.count / 2)
+        try file.write(to: URL(fileURLWithPath: path))
+        XCTAssertNotEqual(try Tools.run("ffprobe", ["-v", "error", path]).status, 0, "FFmpeg opens a file torn in a moof")
+
+        try daemon.start()
+        let r = try daemon.recctlJSON(Recording.self, "show", start.recording.id.uuidString)
+        XCTAssertEqual(r.state, .pending)
+        XCTAssertTrue(r.recovered)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(r.duration), Double(moofs.count - 1) - 0.2, "the whole fragments before the torn one")
+        let check = try Tools.run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertTrue(daemon.log.contains("its last fragment's header was cut short"), daemon.log)
+    }
+
     func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
         let pulse = try PulseAudioServer()
         defer { pulse.stop() }

@@ -231,13 +231,21 @@ final class Daemon {
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    func stop() {
+    /// SIGTERM, as systemd stops it: recd must end with status 0 (a unit that exits 1 is "failed").
+    func stop(file: StaticString = #filePath, line: UInt = #line) {
         guard let p = process else { return }
         if p.isRunning {
             p.terminate()
             let deadline = Date().addingTimeInterval(10)
             while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+            if p.isRunning {
+                kill(p.processIdentifier, SIGKILL)
+                p.waitUntilExit()
+                XCTFail("recd did not stop within 10 s of SIGTERM: \(log.suffix(3000))", file: file, line: line)
+            } else if p.terminationReason != .exit || p.terminationStatus != 0 {
+                XCTFail("recd ended with \(p.terminationReason == .exit ? "exit" : "signal") \(p.terminationStatus) on SIGTERM: \(log.suffix(3000))",
+                        file: file, line: line)
+            }
         }
         process = nil
     }
@@ -249,8 +257,8 @@ final class Daemon {
         process = nil
     }
 
-    func cleanUp() {
-        stop()
+    func cleanUp(file: StaticString = #filePath, line: UInt = #line) {
+        stop(file: file, line: line)
         try? FileManager.default.removeItem(at: dir)
     }
 

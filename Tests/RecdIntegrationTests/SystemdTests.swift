@@ -159,7 +159,7 @@ final class SystemdTests: XCTestCase {
 
         // SIGTERM: STOPPING=1.
         daemon.stop()
-        XCTAssertNotNil(listener.waitFor("STOPPING=1", timeout: 5))
+        XCTAssertNotNil(listener.waitFor("STOPPING=1", timeout: 5), "\(listener.messages.suffix(5).map(\.message)); \(daemon.log.suffix(3000))")
     }
 
     func testUnderTheJournalLinesCarrySyslogPriorities() throws {

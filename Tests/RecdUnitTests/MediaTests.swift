@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MediaWire
+import Storage
 import XCTest
 
 /// The FFmpeg pipeline on synthesized audio: encode, fragmented write, finalize, probe.
@@ -62,6 +63,54 @@ final class MediaTests: XCTestCase {
         let info = try MediaProbe.probe(salvaged)
         XCTAssertEqual(try XCTUnwrap(info.duration), 3.0, accuracy: 0.6)
         withExtendedLifetime(writer) {}
+    }
+
+    /// A disk that fills (or a power cut) while a fragment's `moof` is written: FFmpeg cannot open
+    /// the file at all until the torn box is cut off; then it reads every whole fragment before it.
+    func testATornMoofIsCutOffAndTheFragmentsBeforeItRead() throws {
+        let path = dir.appendingPathComponent("whole.m4a").path
+        let writer = try writeSine(path, seconds: 3.5, channels: 1, finish: false)
+        let file = try Data(contentsOf: URL(fileURLWithPath: path))
+        withExtendedLifetime(writer) {}
+        var boxes: [(type: String, start: Int, size: Int)] = []
+        var offset = 0
+        while offset + 8 <= file.count {
+            let size = file[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            boxes.append((String(decoding: file[offset + 4..<offset + 8], as: UTF8.self), offset, size))
+            offset += size
+        }
+        let moof = try XCTUnwrap(boxes.last { $0.type == "moof" })
+        let mdat = try XCTUnwrap(boxes.first { $0.type == "mdat" })
+        XCTAssertGreaterThanOrEqual(boxes.filter { $0.type == "moof" }.count, 3, "\(boxes)")
+        func cutCopy(_ name: String, at length: Int) throws -> String {
+            let copy = dir.appendingPathComponent(name).path
+            try file.prefix(length).write(to: URL(fileURLWithPath: copy))
+            return copy
+        }
+        // Torn inside the moof, and inside its header.
+        for (name, length) in [("torn-moof.m4a", moof.start + moof.size / 2), ("torn-header.m4a", moof.start + 5)] {
+            let torn = try cutCopy(name, at: length)
+            if length - moof.start > 8 {
+                XCTAssertThrowsError(try MediaProbe.probe(torn), "FFmpeg opens a file torn in a moof: the cut is not needed")
+            }
+            XCTAssertEqual(TornFragment.tornTailOffset(of: torn), Int64(moof.start))
+            XCTAssertEqual(try TornFragment.cut(torn), Int64(length - moof.start))
+            XCTAssertEqual(FileOps.size(torn), Int64(moof.start))
+            XCTAssertEqual(try TornFragment.cut(torn), 0, "a second pass finds nothing to cut")
+            let result = try MP4Finalizer.remux(from: torn, to: torn + ".final.m4a")
+            XCTAssertGreaterThan(result.packets, 90, "the two whole fragments before it: 2 s of 1024-sample packets")
+        }
+        // Torn inside an mdat: FFmpeg reads what is there; nothing is cut.
+        let tornData = try cutCopy("torn-mdat.m4a", at: mdat.start + mdat.size / 2)
+        XCTAssertNil(TornFragment.tornTailOffset(of: tornData))
+        XCTAssertEqual(try TornFragment.cut(tornData), 0)
+        XCTAssertNoThrow(try MediaProbe.probe(tornData))
+        // Not MP4 boxes at all, or not starting with ftyp: not recd's to cut.
+        let text = dir.appendingPathComponent("notes.m4a")
+        try Data("these are not MP4 boxes\n".utf8).write(to: text)
+        XCTAssertNil(TornFragment.tornTailOffset(of: text.path))
+        try (Data([0, 0, 0, 16]) + Data("moov".utf8) + Data(count: 4)).write(to: text)
+        XCTAssertNil(TornFragment.tornTailOffset(of: text.path))
     }
 
     func testErrorsNameTheCallAndTheFile() {
