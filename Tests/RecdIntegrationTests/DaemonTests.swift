@@ -129,15 +129,8 @@ final class DaemonTests: XCTestCase {
     /// the file, and FFmpeg then opens none of it. The next start cuts the torn box off and salvages
     /// the fragments before it.
     func testATakeWhoseLastFragmentHeaderIsTornIsSalvagedUpToIt() throws {
-        let pulse = try PulseAudioServer()
-        defer { pulse.stop() }
-        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
-        let daemon = try Daemon(environment: pulse.environment)
-        defer { daemon.cleanUp() }
-        try daemon.start()
-        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", "Torn")
-        Thread.sleep(forTimeInterval: 3.5)
-        daemon.kill9()
+        let (pulse, daemon, start, _) = try takeOfAToneKilled(title: "Torn")
+        defer { daemon.cleanUp(); pulse.stop() }
         let path = daemon.path(of: start.recording)
         var file = try Data(contentsOf: URL(fileURLWithPath: path))
         var moofs: [Range<Int>] = []
@@ -163,19 +156,31 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(daemon.log.contains("its last fragment's header was cut short"), daemon.log)
     }
 
-    func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
+    /// A take of a 440 Hz tone, killed (-9) 3.5 s in: its PulseAudio, daemon (stopped) and take, and the
+    /// seconds between the start's reply and the kill.
+    private func takeOfAToneKilled(title: String) throws -> (PulseAudioServer, Daemon, StartRecordingResponse, TimeInterval) {
         let pulse = try PulseAudioServer()
-        defer { pulse.stop() }
-        try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
-        let daemon = try Daemon(environment: pulse.environment)
-        defer { daemon.cleanUp() }
-        try daemon.start()
-        let start = try daemon.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", "Interrupted")
-        let startedAt = Date()
-        Thread.sleep(forTimeInterval: 3.5)
-        let killedAt = Date()
-        daemon.kill9()
-        let recorded = killedAt.timeIntervalSince(startedAt)
+        var daemon: Daemon?
+        do {
+            try pulse.play(try Tones.sine(frequency: 440, amplitude: 0.5))
+            daemon = try Daemon(environment: pulse.environment)
+            try daemon!.start()
+            let start = try daemon!.recctlJSON(StartRecordingResponse.self, "record", "start", "--title", title)
+            let startedAt = Date()
+            Thread.sleep(forTimeInterval: 3.5)
+            let killedAt = Date()
+            daemon!.kill9()
+            return (pulse, daemon!, start, killedAt.timeIntervalSince(startedAt))
+        } catch {
+            daemon?.cleanUp()
+            pulse.stop()
+            throw error
+        }
+    }
+
+    func testAKilledRecordingLeavesAPlayableFileThatIsRecoveredAtStart() throws {
+        let (pulse, daemon, start, recorded) = try takeOfAToneKilled(title: "Interrupted")
+        defer { daemon.cleanUp(); pulse.stop() }
 
         // The file as the crash left it: fragmented, readable, up to shortly before the kill.
         let path = daemon.path(of: start.recording)
